@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * Clock sources for timestamps: one interface, three sources.
+ *
+ *  - TSC (default): the invariant TSC mapped to nanoseconds by a linear fit
+ *    against CLOCK_MONOTONIC_RAW (the kernel derives that clock from the
+ *    same counter with a fixed ratio, so the fit is exact up to sampling
+ *    jitter and improves with its baseline), plus the CLOCK_TAI offset so
+ *    timestamps are PTP time. The control thread refits every second
+ *    (ls_tsc_cal_update) and publishes the mapping under a seqlock; lcores
+ *    convert with one 128-bit multiply and no syscall.
+ *  - NIC: the port's hardware clock (RX timestamp mbuf dynfield,
+ *    rte_eth_read_clock), chosen when every port supports it; the control
+ *    thread maintains a ticks -> TSC fit so software TX stamps share the
+ *    NIC timebase. Falls back to TSC with a log line saying why.
+ *  - SIM (lab): true time = the TSC mapping of CLOCK_MONOTONIC_RAW plus a
+ *    fixed epoch (LS_SIM_EPOCH_NS), identical in every process on a host,
+ *    and local = true + offset + drift * (true - start) + W(true), where W
+ *    is a random walk with knots every LS_SIM_KNOT_NS whose steps come from
+ *    a counter-based generator keyed by (seed, knot index). Any reader that
+ *    advances to the same instant computes the same W, so the control
+ *    thread can report the exact injected offset (ground truth) without
+ *    sharing state with the lcores.
+ */
+#ifndef LS_CLOCK_H
+#define LS_CLOCK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rte_cycles.h>
+#include <rte_seqlock.h>
+
+#include "ls_config.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LS_SIM_EPOCH_NS 1700000000000000000ULL /**< sim true time at MONOTONIC_RAW 0 */
+#define LS_SIM_KNOT_NS 10000000ULL             /**< random-walk knot spacing, 10 ms */
+
+/** A TSC -> CLOCK_MONOTONIC_RAW mapping: ns = ns0 + (tsc - tsc0) * mult / 2^32. */
+struct ls_tsc_map {
+	uint64_t tsc0;      /**< anchor TSC */
+	uint64_t ns0;       /**< MONOTONIC_RAW ns at tsc0 */
+	uint64_t mult;      /**< ns per tick, 32.32 fixed point */
+	int64_t tai_off;    /**< CLOCK_TAI - CLOCK_MONOTONIC_RAW, ns */
+};
+
+/** Convert a TSC reading to MONOTONIC_RAW ns with a map (handles tsc < tsc0). */
+static inline uint64_t
+ls_tsc_map_ns(const struct ls_tsc_map *m, uint64_t tsc)
+{
+	if (tsc >= m->tsc0)
+		return m->ns0 + (uint64_t)(((unsigned __int128)(tsc - m->tsc0) * m->mult) >> 32);
+	return m->ns0 - (uint64_t)(((unsigned __int128)(m->tsc0 - tsc) * m->mult) >> 32);
+}
+
+/** The calibration shared by the control thread (writer) and lcores (readers). */
+struct ls_tsc_cal {
+	rte_seqlock_t lock;     /**< guards map */
+	struct ls_tsc_map map;  /**< current mapping */
+	/* writer-private fit state */
+	uint64_t first_tsc;     /**< first sample, TSC */
+	uint64_t first_ns;      /**< first sample, MONOTONIC_RAW */
+	uint32_t n_updates;     /**< refits done */
+	double ppm_step;        /**< last change of the slope, ppm (for status) */
+};
+
+/**
+ * Initial calibration: sample (TSC, MONOTONIC_RAW) pairs over about ms
+ * milliseconds (taking the tightest bracket of each sample) and fit.
+ * @return 0, or -EIO when the clocks cannot be read.
+ */
+int ls_tsc_cal_init(struct ls_tsc_cal *cal, unsigned int ms);
+
+/** Refit with a new sample (control thread, about once a second). */
+void ls_tsc_cal_update(struct ls_tsc_cal *cal);
+
+/** Read the current map (lcores; lock-free, retries on a concurrent update). */
+static inline void
+ls_tsc_cal_read(const struct ls_tsc_cal *cal, struct ls_tsc_map *out)
+{
+	uint32_t sn;
+
+	do {
+		sn = rte_seqlock_read_begin(&cal->lock);
+		*out = cal->map;
+	} while (rte_seqlock_read_retry(&cal->lock, sn));
+}
+
+/** Simulated clock parameters and per-reader state. */
+struct ls_simclock {
+	int64_t offset_ns;   /**< constant offset */
+	double drift_ppm;    /**< frequency error */
+	double wander_ns;    /**< random-walk std-dev per sqrt(second) */
+	uint64_t seed;       /**< random-walk seed */
+	uint64_t start_ns;   /**< true time drift is measured from */
+	/* reader state: W at knot k */
+	int64_t knot;        /**< index of the last knot computed */
+	double w_knot;       /**< W at that knot, ns */
+	double w_next;       /**< W at knot + 1, ns */
+};
+
+/** Set up a simulated clock starting at true time start_ns. */
+void ls_simclock_init(struct ls_simclock *s, const struct ls_conf_simclock *p, uint64_t start_ns);
+
+/** Offset local - true at true time true_ns (advances the reader state). */
+double ls_simclock_offset(struct ls_simclock *s, uint64_t true_ns);
+
+/** Local time at true time true_ns. */
+static inline uint64_t
+ls_simclock_local(struct ls_simclock *s, uint64_t true_ns)
+{
+	return true_ns + (uint64_t)(int64_t)ls_simclock_offset(s, true_ns);
+}
+
+/** A clock as used by one lcore (each lcore owns its own copy). */
+struct ls_clock {
+	enum ls_clock_source kind;     /**< TSC, NIC or SIM (never AUTO once set up) */
+	const struct ls_tsc_cal *cal;  /**< shared TSC calibration */
+	struct ls_tsc_map map;         /**< lcore's cached copy of the map */
+	uint64_t map_tsc;              /**< when the cache was refreshed */
+	struct ls_simclock sim;        /**< SIM state */
+	uint16_t nic_port;             /**< NIC: port whose clock is used */
+	int ts_dynfield;               /**< NIC: RX timestamp dynfield offset, -1 none */
+	uint64_t ts_dynflag;           /**< NIC: RX timestamp dynflag mask */
+};
+
+/**
+ * Local time for a TSC reading in this clock's timeline (ns since 1970,
+ * PTP/TAI for TSC; LS_SIM_EPOCH_NS-based for SIM).
+ */
+uint64_t ls_clock_from_tsc(struct ls_clock *c, uint64_t tsc);
+
+/** Local time now. */
+static inline uint64_t
+ls_clock_now(struct ls_clock *c)
+{
+	return ls_clock_from_tsc(c, rte_rdtsc());
+}
+
+/** True time for a TSC reading (SIM: the shared lab timeline; others: local). */
+uint64_t ls_clock_true_from_tsc(struct ls_clock *c, uint64_t tsc);
+
+/** Ground truth of a clock at an instant (control socket "clock"). */
+struct ls_clock_truth {
+	uint64_t true_ns;      /**< true time */
+	uint64_t local_ns;     /**< clock's local time */
+	double offset_ns;      /**< local - true */
+	double drift_ppm;      /**< configured drift */
+};
+
+/** Fill truth for the current instant using a private reader copy. */
+void ls_clock_truth_now(struct ls_clock *c, struct ls_clock_truth *t);
+
+
+struct rte_mbuf;
+
+/**
+ * Check whether a port can give hardware timestamps: RX timestamp offload
+ * capability and a readable device clock (rte_eth_read_clock).
+ * @param why  on -ENOTSUP, the reason in words ("net_memif has no RX
+ *             timestamp offload")
+ * @return 0 when supported, -ENOTSUP otherwise.
+ */
+int ls_clock_nic_probe(uint16_t port, char *why, size_t len);
+
+/**
+ * Pick and set up the clock of an lcore: AUTO becomes NIC when every port
+ * passes ls_clock_nic_probe(), else TSC; NIC fails with -ENOTSUP when a port
+ * lacks support; SIM wraps the TSC mapping. Logs one line saying which
+ * source and why.
+ * @param ports  the ports this daemon polls (the first gives the NIC clock)
+ * @return 0 or a negative errno.
+ */
+int ls_clock_setup(struct ls_clock *c, const struct ls_conf_clock *conf, uint32_t node_id,
+		   const uint16_t *ports, unsigned int n_ports, const struct ls_tsc_cal *cal);
+
+/**
+ * Receive timestamp of a packet: the hardware stamp converted to the
+ * clock's timeline when the source is NIC and the mbuf carries one, else
+ * the burst's software stamp (burst_tsc, read right after rx_burst).
+ */
+uint64_t ls_clock_rx_ts(struct ls_clock *c, const struct rte_mbuf *m, uint64_t burst_tsc);
+
+/** Name of the source in use ("tsc", "nic", "sim"). */
+const char *ls_clock_name(const struct ls_clock *c);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LS_CLOCK_H */

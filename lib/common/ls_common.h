@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * lockstep common definitions: IPv4/IPv6 addresses as one type, MAC helpers,
+ * and small utilities shared by every library.
+ *
+ * Addresses are kept in network byte order in a 16-byte array so that one
+ * code path serves both families (IPv4 uses the first 4 bytes). Nothing here
+ * needs the EAL.
+ */
+#ifndef LS_COMMON_H
+#define LS_COMMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LS_AF_INET  4 /**< ls_addr.family for IPv4 */
+#define LS_AF_INET6 6 /**< ls_addr.family for IPv6 */
+
+/** An IPv4 or IPv6 address, network byte order. */
+struct ls_addr {
+	uint8_t family;   /**< LS_AF_INET, LS_AF_INET6, or 0 when unset */
+	uint8_t a[16];    /**< address bytes; IPv4 uses a[0..3] */
+};
+
+/** An address with a prefix length (an interface address). */
+struct ls_prefix {
+	struct ls_addr addr; /**< the address */
+	uint8_t plen;        /**< prefix length in bits */
+};
+
+/** Longest text form of an ls_addr, including the NUL. */
+#define LS_ADDR_STRLEN 46
+
+/** A MAC address as 6 bytes. */
+struct ls_mac {
+	uint8_t b[6]; /**< address bytes, transmission order */
+};
+
+/** Length of a MAC in "aa:bb:cc:dd:ee:ff" form, including the NUL. */
+#define LS_MAC_STRLEN 18
+
+/**
+ * Parse an IPv4 or IPv6 address (no prefix).
+ * @return 0, or -EINVAL when the text is not an address.
+ */
+int ls_addr_parse(const char *s, struct ls_addr *out);
+
+/**
+ * Parse "addr/plen". A missing "/plen" means a host prefix (32 or 128).
+ * @return 0, or -EINVAL (bad address or prefix length out of range).
+ */
+int ls_prefix_parse(const char *s, struct ls_prefix *out);
+
+/** Format an address into buf (at least LS_ADDR_STRLEN). Returns buf. */
+const char *ls_addr_fmt(const struct ls_addr *a, char *buf, size_t len);
+
+/** True when two addresses are equal (family and bytes). */
+static inline bool
+ls_addr_eq(const struct ls_addr *x, const struct ls_addr *y)
+{
+	size_t n = x->family == LS_AF_INET ? 4 : 16;
+
+	return x->family == y->family && memcmp(x->a, y->a, n) == 0;
+}
+
+/** True when addr lies inside prefix p (same family). */
+bool ls_prefix_contains(const struct ls_prefix *p, const struct ls_addr *addr);
+
+/**
+ * Parse "aa:bb:cc:dd:ee:ff" (also accepts '-').
+ * @return 0, or -EINVAL.
+ */
+int ls_mac_parse(const char *s, struct ls_mac *out);
+
+/** Format a MAC into buf (at least LS_MAC_STRLEN). Returns buf. */
+const char *ls_mac_fmt(const struct ls_mac *m, char *buf, size_t len);
+
+/** Number of elements of a fixed array. */
+#define LS_ARRAY_SIZE(x) (sizeof(x) / sizeof((x)[0]))
+
+/** Nanoseconds per second. */
+#define LS_NS_PER_S 1000000000ULL
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LS_COMMON_H */

@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * lockstepd configuration: a JSON file (parsed with jansson) validated into
+ * plain structs.
+ *
+ * Every rejection names the file, the key path (e.g. "peers[2].addr") and
+ * the reason, in one line: "FILE: KEY: REASON". Unknown keys are errors (a
+ * typo must not silently fall back to a default). Defaults are documented in
+ * docs/config.md and applied here, in one place.
+ *
+ * No EAL: the daemon parses its config before rte_eal_init() touches
+ * anything, and unit tests run without hugepages.
+ */
+#ifndef LS_CONFIG_H
+#define LS_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "ls_common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LS_MAX_PORTS 8          /**< ports per daemon */
+#define LS_MAX_PEERS 4096       /**< peers per daemon */
+#define LS_MAX_PATHS 64         /**< paths (ECMP entropy values) per peer */
+#define LS_NAME_LEN 64          /**< names incl. NUL */
+#define LS_ERR_LEN 512          /**< error message buffer */
+
+/** Clock source selection. */
+enum ls_clock_source {
+	LS_CLOCK_AUTO = 0,  /**< NIC clock when every port supports it, else TSC */
+	LS_CLOCK_TSC,       /**< TSC calibrated to ns */
+	LS_CLOCK_NIC,       /**< NIC hardware clock (fails to start when absent) */
+	LS_CLOCK_SIM,       /**< simulated: TSC + offset + drift + wander (lab) */
+};
+
+/** One port. */
+struct ls_conf_port {
+	char name[32];            /**< port name used by peers ("p0") */
+	char dev[256];            /**< ethdev name or devargs ("net_memif0,role=client,...", PCI) */
+	struct ls_mac mac;        /**< MAC to use (when has_mac) */
+	bool has_mac;             /**< mac set; else the port's own MAC */
+	struct ls_prefix ipv4;    /**< IPv4 address/prefix (family 0 when unset) */
+	struct ls_prefix ipv6;    /**< IPv6 address/prefix (family 0 when unset) */
+	struct ls_addr gateway4;  /**< next hop for off-subnet IPv4 peers (family 0 = none) */
+	struct ls_addr gateway6;  /**< next hop for off-subnet IPv6 peers */
+	int lcore;                /**< lcore that polls this port, -1 = main lcore */
+	uint16_t rx_desc;         /**< RX ring size, default 1024 */
+	uint16_t tx_desc;         /**< TX ring size, default 1024 */
+	uint16_t mtu;             /**< MTU, default 1500 */
+};
+
+/** Probe defaults (per peer overrides below). */
+struct ls_conf_probe {
+	uint32_t interval_us;     /**< time between coded pairs on one path, default 10000 */
+	uint16_t paths;           /**< paths per peer, default 4 */
+	uint16_t dst_port;        /**< reflector UDP port, default 862 */
+	uint16_t src_port_base;   /**< path i uses source port base+i, default 49152 */
+	uint32_t pair_spacing_ns; /**< intended spacing inside a pair, default 0 (back to back) */
+	uint8_t jitter_pct;       /**< +/- jitter of the interval in percent, default 10 */
+	uint32_t loss_timeout_us; /**< reply time-out, default 0 = max(interval, 50 ms) */
+	uint8_t ttl;              /**< TTL / hop limit, default 255 */
+	uint8_t dscp;             /**< DSCP, default 0 */
+	uint16_t pad;             /**< extra padding bytes (RFC 8972 Extra Padding TLV), default 0 */
+	uint16_t down_after;      /**< consecutive losses that mark a path down, default 3 */
+};
+
+/** One peer. */
+struct ls_conf_peer {
+	char name[LS_NAME_LEN];   /**< peer name (unique) */
+	struct ls_addr addr;      /**< peer's reflector address */
+	char port[32];            /**< local port name to reach it on (default: first port) */
+	uint32_t interval_us;     /**< 0 = probe default */
+	uint16_t paths;           /**< 0 = probe default */
+};
+
+/** Reflector. */
+struct ls_conf_reflector {
+	bool enabled;             /**< answer STAMP packets, default true */
+	uint32_t rate_pps;        /**< per-source rate limit, default 20000 */
+	uint32_t burst;           /**< per-source burst, default 256 */
+	uint32_t max_sources;     /**< sources tracked for rate limiting, default 4096 */
+	bool ntp_format;          /**< reply timestamps in NTP format, default false (PTPv2) */
+};
+
+/** Simulated clock parameters (lab). */
+struct ls_conf_simclock {
+	int64_t offset_ns;        /**< constant offset from true time */
+	double drift_ppm;         /**< frequency error in ppm */
+	double wander_ns;         /**< random-walk step std-dev per sqrt(second), ns */
+	uint64_t seed;            /**< random-walk seed, default node id */
+};
+
+/** Clock. */
+struct ls_conf_clock {
+	enum ls_clock_source source;  /**< default AUTO */
+	struct ls_conf_simclock sim;  /**< used when source is SIM */
+};
+
+/** Control socket. */
+struct ls_conf_control {
+	char socket[108];         /**< path, default /run/lockstep/<node>.sock */
+	uint32_t mode;            /**< permission bits, default 0660 */
+	uint32_t max_clients;     /**< concurrent clients, default 16 */
+};
+
+/** Idle back-off of the polling lcores (lab use on shared cores). */
+struct ls_conf_idle {
+	bool backoff;             /**< sleep when idle, default false */
+	uint32_t after_polls;     /**< empty polls before sleeping, default 256 */
+	uint32_t sleep_us;        /**< sleep length, default 100 */
+};
+
+/** Capture defaults. */
+struct ls_conf_capture {
+	uint32_t snaplen;         /**< bytes kept per packet, default 256 */
+	uint64_t max_bytes;       /**< file size bound, default 64 MiB */
+	uint32_t ring_size;       /**< lcore -> writer ring, default 4096 */
+};
+
+/** The whole configuration. */
+struct ls_config {
+	char file[256];                      /**< file it came from */
+	char node_name[LS_NAME_LEN];         /**< node name */
+	uint32_t node_id;                    /**< node id, >= 1 */
+	struct ls_conf_port ports[LS_MAX_PORTS]; /**< ports */
+	unsigned int n_ports;                /**< ports used */
+	struct ls_conf_peer *peers;          /**< peers (malloc'd, n_peers) */
+	unsigned int n_peers;                /**< peers */
+	struct ls_conf_probe probe;          /**< probe defaults */
+	struct ls_conf_reflector reflector;  /**< reflector */
+	struct ls_conf_clock clock;          /**< clock */
+	struct ls_conf_control control;      /**< control socket */
+	struct ls_conf_idle idle;            /**< idle back-off */
+	struct ls_conf_capture capture;      /**< capture */
+	char log_level[16];                  /**< "error".."debug", default "info" */
+};
+
+/**
+ * Load and validate a config file.
+ * @param path  file to read
+ * @param cfg   filled on success (free with ls_config_free)
+ * @param err   on failure: "PATH: KEY: REASON" (or "PATH: line L: ..." for JSON syntax)
+ * @return 0, or a negative errno (-ENOENT, -EINVAL, ...).
+ */
+int ls_config_load(const char *path, struct ls_config *cfg, char *err, size_t errlen);
+
+/**
+ * Validate an already parsed JSON document (used by ls_config_load and tests).
+ * @param src  name used in error messages (the file name)
+ */
+int ls_config_from_json(const json_t *root, const char *src, struct ls_config *cfg,
+			char *err, size_t errlen);
+
+/**
+ * Validate one peer object (the same rules as in the file) against cfg's
+ * ports and probe limits; used by the control socket's peer.add.
+ * @param where  key path prefix for errors ("args")
+ */
+int ls_config_parse_peer(const json_t *obj, const struct ls_config *cfg, const char *where,
+			 struct ls_conf_peer *out, char *err, size_t errlen);
+
+/** Release memory held by cfg (peers). */
+void ls_config_free(struct ls_config *cfg);
+
+/** Name of a clock source ("auto", "tsc", "nic", "sim"). */
+const char *ls_clock_source_name(enum ls_clock_source s);
+
+/** Index of the port named name, or -1. */
+int ls_config_port_index(const struct ls_config *cfg, const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LS_CONFIG_H */

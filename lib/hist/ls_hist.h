@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * Fixed-memory log-linear histogram of signed 64-bit values (nanoseconds).
+ *
+ * Magnitudes below 2^LS_HIST_SUB_BITS go one per bucket; above, every
+ * power-of-two octave [2^e, 2^(e+1)) is split into 2^LS_HIST_SUB_BITS equal
+ * buckets (the HdrHistogram idea). A quantile is reported as the midpoint of
+ * its bucket clamped to [min, max], so its relative error is at most
+ * 2^-(LS_HIST_SUB_BITS+1) (LS_HIST_REL_ERR). Negative values (raw one-way
+ * delays between unsynchronized clocks can be negative) use a mirrored set
+ * of buckets. Magnitudes at or above 2^LS_HIST_MAX_EXP saturate in the last
+ * bucket and are counted in `overflow`; min and max stay exact.
+ *
+ * Adding is a handful of integer operations (clz, shift, increment) and is
+ * inline for the fast path. Memory is constant: sizeof(struct ls_hist).
+ */
+#ifndef LS_HIST_H
+#define LS_HIST_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LS_HIST_SUB_BITS 4     /**< 16 buckets per octave */
+#define LS_HIST_MAX_EXP 36     /**< magnitudes up to 2^36 ns (~68.7 s) */
+/** Buckets per sign. */
+#define LS_HIST_HALF ((LS_HIST_MAX_EXP - LS_HIST_SUB_BITS + 1) << LS_HIST_SUB_BITS)
+/** Relative error bound of a reported quantile. */
+#define LS_HIST_REL_ERR (1.0 / (double)(2 << LS_HIST_SUB_BITS))
+
+/** A histogram. Zero-initialised memory is a valid empty histogram. */
+struct ls_hist {
+	uint64_t count;          /**< samples */
+	int64_t min;             /**< smallest sample (valid when count > 0) */
+	int64_t max;             /**< largest sample (valid when count > 0) */
+	int64_t sum_hi;          /**< reserved: keeps the struct 8-byte aligned */
+	double sum;              /**< sum of samples (for the mean) */
+	uint64_t overflow;       /**< samples whose magnitude saturated */
+	uint32_t pos[LS_HIST_HALF]; /**< buckets for values >= 0 */
+	uint32_t neg[LS_HIST_HALF]; /**< buckets for values < 0, by magnitude */
+};
+
+/** Bucket index of a magnitude (exposed for tests and inline add). */
+static inline uint32_t
+ls_hist_bucket(uint64_t mag)
+{
+	uint32_t e;
+
+	if (mag < (1ULL << LS_HIST_SUB_BITS))
+		return (uint32_t)mag;
+	if (mag >= (1ULL << LS_HIST_MAX_EXP))
+		return LS_HIST_HALF - 1;
+	e = 63u - (uint32_t)__builtin_clzll(mag); /* octave: 2^e <= mag */
+	return ((e - LS_HIST_SUB_BITS + 1) << LS_HIST_SUB_BITS) +
+	       (uint32_t)((mag >> (e - LS_HIST_SUB_BITS)) & ((1u << LS_HIST_SUB_BITS) - 1));
+}
+
+/** Add one sample. */
+static inline void
+ls_hist_add(struct ls_hist *h, int64_t v)
+{
+	uint64_t mag = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+	uint32_t b = ls_hist_bucket(mag);
+
+	if (h->count == 0 || v < h->min)
+		h->min = v;
+	if (h->count == 0 || v > h->max)
+		h->max = v;
+	h->count++;
+	h->sum += (double)v;
+	if (mag >= (1ULL << LS_HIST_MAX_EXP))
+		h->overflow++;
+	if (v < 0)
+		h->neg[b]++;
+	else
+		h->pos[b]++;
+}
+
+/** Empty a histogram. */
+void ls_hist_reset(struct ls_hist *h);
+
+/** dst += src. */
+void ls_hist_merge(struct ls_hist *dst, const struct ls_hist *src);
+
+/**
+ * Value at quantile q in [0, 1] (0.5 = median, 0.999 = p99.9): the midpoint
+ * of the bucket holding the ceil(q*count)-th smallest sample, clamped to
+ * [min, max]; q <= 0 gives min and q >= 1 gives max exactly.
+ * @return the value, or 0 for an empty histogram.
+ */
+int64_t ls_hist_quantile(const struct ls_hist *h, double q);
+
+/** Mean of the samples, 0 for an empty histogram. */
+double ls_hist_mean(const struct ls_hist *h);
+
+/** Smallest and largest magnitude that fall into bucket b (for tests). */
+void ls_hist_bucket_range(uint32_t b, uint64_t *lo, uint64_t *hi);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LS_HIST_H */

@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * lockstep packet formats: parse and build Ethernet / IPv4 / IPv6 / UDP,
+ * ARP (RFC 826) and IPv6 Neighbor Discovery (RFC 4861) frames in flat
+ * buffers.
+ *
+ * Everything operates on plain byte buffers (an mbuf's data, a pcap record,
+ * a test vector), never on mbufs, so the library needs no EAL and the same
+ * code is exercised by unit tests, the fuzz test and the data path. The
+ * header structs and checksum helpers come from DPDK's header-only
+ * rte_ether.h / rte_ip.h / rte_udp.h / rte_arp.h / rte_icmp.h.
+ *
+ * Parsing never trusts a length field: every offset is checked against the
+ * frame length, and a frame that fails is classified with a reason that the
+ * caller counts (and drops).
+ */
+#ifndef LS_PKT_H
+#define LS_PKT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ls_common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** What a received frame is, or why it was rejected (negative). */
+enum ls_pkt_class {
+	LS_PKT_UDP = 1,        /**< IPv4/IPv6 UDP datagram, headers valid */
+	LS_PKT_ARP = 2,        /**< ARP request or reply for IPv4 over Ethernet */
+	LS_PKT_ND_NS = 3,      /**< ICMPv6 Neighbor Solicitation */
+	LS_PKT_ND_NA = 4,      /**< ICMPv6 Neighbor Advertisement */
+	LS_PKT_OTHER = 5,      /**< well-formed but nothing we handle (TCP, other ICMP, LLDP...) */
+
+	LS_PKT_ERR_TRUNC = -1,     /**< shorter than its headers claim */
+	LS_PKT_ERR_L3 = -2,        /**< bad IP version/IHL/total length */
+	LS_PKT_ERR_CSUM = -3,      /**< IPv4 header or UDP/ICMPv6 checksum wrong */
+	LS_PKT_ERR_FRAG = -4,      /**< IP fragment (never valid for probes) */
+	LS_PKT_ERR_ARP = -5,       /**< ARP not Ethernet/IPv4, bad lengths */
+	LS_PKT_ERR_ND = -6,        /**< ND with hop limit != 255, bad code, bad option */
+	LS_PKT_ERR_VLAN = -7,      /**< VLAN-tagged frame (not supported yet) */
+	LS_PKT_ERR_ADDR = -8,      /**< multicast/broadcast/unspecified source address */
+};
+
+/** Number of distinct negative ls_pkt_class values (for counter arrays). */
+#define LS_PKT_ERR_MAX 8
+
+/** Short name of a class ("udp", "trunc", ...) for counters and logs. */
+const char *ls_pkt_class_name(int cls);
+
+/** A parsed frame: offsets into the frame and decoded fields (host order). */
+struct ls_pkt_info {
+	struct ls_mac src_mac;    /**< Ethernet source */
+	struct ls_mac dst_mac;    /**< Ethernet destination */
+	uint16_t ether_type;      /**< EtherType, host order */
+	uint16_t l3_off;          /**< offset of the IP/ARP header */
+	uint16_t l4_off;          /**< offset of the UDP/ICMPv6 header */
+	uint16_t payload_off;     /**< offset of the UDP payload */
+	uint16_t payload_len;     /**< UDP payload length (from UDP length) */
+	uint8_t ttl;              /**< IPv4 TTL or IPv6 hop limit */
+	uint8_t tos;              /**< IPv4 TOS or IPv6 traffic class (DSCP+ECN) */
+	uint32_t flow_label;      /**< IPv6 flow label (20 bits), 0 for IPv4 */
+	struct ls_addr src;       /**< IP source (ARP: sender protocol address) */
+	struct ls_addr dst;       /**< IP destination (ARP: target protocol address) */
+	uint16_t sport;           /**< UDP source port */
+	uint16_t dport;           /**< UDP destination port */
+	uint16_t arp_op;          /**< ARP opcode (1 request, 2 reply) */
+	struct ls_mac arp_sha;    /**< ARP sender hardware address */
+	struct ls_addr nd_target; /**< ND target address */
+	struct ls_mac nd_lladdr;  /**< ND source/target link-layer option */
+	bool nd_has_lladdr;       /**< nd_lladdr present */
+};
+
+/**
+ * Parse an Ethernet frame.
+ * @param frame  frame bytes, starting at the Ethernet header
+ * @param len    frame length in bytes
+ * @param verify_l4  verify UDP/ICMPv6 checksums in software (false when
+ *                   the NIC already validated them)
+ * @param pi     filled on success (partially on error)
+ * @return a positive enum ls_pkt_class, or a negative one on rejection.
+ */
+int ls_pkt_parse(const uint8_t *frame, uint32_t len, bool verify_l4,
+		 struct ls_pkt_info *pi);
+
+/** Parameters of a UDP frame to build. */
+struct ls_pkt_udp_hdr {
+	struct ls_mac src_mac;  /**< Ethernet source */
+	struct ls_mac dst_mac;  /**< Ethernet destination */
+	struct ls_addr src;     /**< IP source (family selects IPv4/IPv6) */
+	struct ls_addr dst;     /**< IP destination, same family */
+	uint16_t sport;         /**< UDP source port */
+	uint16_t dport;         /**< UDP destination port */
+	uint8_t ttl;            /**< TTL / hop limit */
+	uint8_t tos;            /**< TOS / traffic class */
+	uint32_t flow_label;    /**< IPv6 flow label (ignored for IPv4) */
+};
+
+/** Bytes of Ethernet+IP+UDP headers for a family (42 for v4, 62 for v6). */
+uint16_t ls_pkt_udp_hdr_len(uint8_t family);
+
+/**
+ * Build Ethernet+IP+UDP headers followed by a payload and fill every
+ * length and checksum.
+ * @return the frame length, or -ENOSPC when cap is too small, -EINVAL for
+ *         mismatched families.
+ */
+int ls_pkt_build_udp(uint8_t *buf, uint32_t cap, const struct ls_pkt_udp_hdr *h,
+		     const void *payload, uint16_t payload_len);
+
+/**
+ * Recompute the IPv4 header checksum (if IPv4) and the UDP checksum of a
+ * frame built by ls_pkt_build_udp() after its payload was changed in place.
+ * @param frame  frame bytes
+ * @param len    frame length
+ * @param family LS_AF_INET or LS_AF_INET6
+ */
+void ls_pkt_udp_finalize(uint8_t *frame, uint32_t len, uint8_t family);
+
+/**
+ * Turn a parsed received UDP frame around in place for a reply: swap
+ * MACs (our MAC becomes the source), IP addresses and UDP ports, set
+ * TTL/hop limit to ttl, keep TOS/traffic class and flow label. Checksums
+ * are NOT updated: call ls_pkt_udp_finalize() after rewriting the payload.
+ * @param our_mac the MAC to send from
+ */
+void ls_pkt_udp_turnaround(uint8_t *frame, const struct ls_pkt_info *pi,
+			   const struct ls_mac *our_mac, uint8_t ttl);
+
+/** ARP opcodes. */
+#define LS_ARP_REQUEST 1
+#define LS_ARP_REPLY   2
+
+/**
+ * Build an ARP frame (Ethernet/IPv4). A request goes to broadcast with a
+ * zero target MAC unless tha is given.
+ * @return frame length (42 bytes, not padded), or -ENOSPC.
+ */
+int ls_pkt_build_arp(uint8_t *buf, uint32_t cap, uint16_t op,
+		     const struct ls_mac *sha, const struct ls_addr *spa,
+		     const struct ls_mac *tha, const struct ls_addr *tpa);
+
+/**
+ * Build an ICMPv6 Neighbor Solicitation for target from src, to the
+ * target's solicited-node multicast address (and its multicast MAC), with a
+ * source link-layer address option.
+ * @return frame length, or -ENOSPC.
+ */
+int ls_pkt_build_ns(uint8_t *buf, uint32_t cap, const struct ls_mac *src_mac,
+		    const struct ls_addr *src, const struct ls_addr *target);
+
+/**
+ * Build an ICMPv6 Neighbor Advertisement (solicited, override) for target,
+ * sent from target to dst/dst_mac, with a target link-layer address option.
+ * @return frame length, or -ENOSPC.
+ */
+int ls_pkt_build_na(uint8_t *buf, uint32_t cap, const struct ls_mac *src_mac,
+		    const struct ls_addr *target, const struct ls_mac *dst_mac,
+		    const struct ls_addr *dst);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LS_PKT_H */

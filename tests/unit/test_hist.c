@@ -1,0 +1,4 @@
+/* placeholder: being written */
+#include <check.h>
+#include <stdlib.h>
+int main(void) { return EXIT_SUCCESS; }
