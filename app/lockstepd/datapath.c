@@ -1,1 +1,322 @@
-/* placeholder */
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The polling loop of one lcore, in the shape of DPDK's l3fwd/ptpclient:
+ * for each owned port, rx_burst -> timestamp the burst -> classify the
+ * vector -> answer what needs answering in one tx_burst; then run due timers
+ * (coded-pair sends, housekeeping) and apply control messages.
+ *
+ * Timestamps are taken as close to the wire as software allows: the receive
+ * time is read once right after rx_burst returns (or taken from the NIC's
+ * RX timestamp when the clock source is the NIC), the reflector's transmit
+ * time is written into each reply immediately before tx_burst.
+ *
+ * Every received packet ends in exactly one enum ls_rx_disp counter. Bad
+ * packets are counted and dropped; nothing in here allocates, locks or makes
+ * a system call, except the optional idle sleep when a loop found no work
+ * (lab use, where several daemons share two cores).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include <rte_cycles.h>
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+#include <rte_prefetch.h>
+
+#include "lockstepd.h"
+#include "ls_stamp.h"
+
+uint64_t
+ls_jitter(struct ls_lcore *lc, uint64_t base_ns, unsigned int pct)
+{
+	uint64_t x = lc->prng, span;
+
+	/* xorshift64: jitter only needs to de-synchronise nodes, not be secure. */
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	lc->prng = x;
+	if (pct == 0)
+		return base_ns;
+	span = base_ns * pct / 100;
+	return base_ns - span + (x % (2 * span + 1));
+}
+
+void
+ls_capture_copy(struct ls_lcore *lc, struct rte_mbuf *m, uint64_t ts_ns, bool tx)
+{
+	struct rte_mbuf *c;
+
+	c = rte_pktmbuf_copy(m, g.cap.pool, 0, g.cap.snaplen);
+	if (c == NULL) {
+		lc->st.cap_dropped++;
+		return;
+	}
+	/* pkt_len of the copy is the captured length; keep the wire length. */
+	c->hash.usr = m->pkt_len;
+	*ls_cap_field(c) = (ts_ns & ~LS_CAP_TX_BIT) | (tx ? LS_CAP_TX_BIT : 0);
+	if (rte_ring_mp_enqueue(g.cap.ring, c) != 0) {
+		rte_pktmbuf_free(c);
+		lc->st.cap_dropped++;
+		return;
+	}
+	lc->st.cap_copied++;
+}
+
+void
+ls_tx_frames(struct ls_lcore *lc, struct ls_port *p, struct rte_mbuf **m,
+	     uint16_t n, uint64_t *counter)
+{
+	uint16_t sent = rte_eth_tx_burst(p->port_id, 0, m, n);
+
+	*counter += sent;
+	if (unlikely(sent < n)) {
+		lc->st.tx_dropped += n - sent;
+		rte_pktmbuf_free_bulk(&m[sent], n - sent);
+	}
+}
+
+static inline enum ls_rx_disp
+bad_disp(int cls)
+{
+	switch (cls) {
+	case LS_PKT_ERR_TRUNC: return LS_RX_BAD_TRUNC;
+	case LS_PKT_ERR_L3: return LS_RX_BAD_L3;
+	case LS_PKT_ERR_CSUM: return LS_RX_BAD_CSUM;
+	case LS_PKT_ERR_FRAG: return LS_RX_BAD_FRAG;
+	case LS_PKT_ERR_ARP: return LS_RX_BAD_ARP;
+	case LS_PKT_ERR_ND: return LS_RX_BAD_ND;
+	case LS_PKT_ERR_VLAN: return LS_RX_BAD_VLAN;
+	default: return LS_RX_BAD_ADDR;
+	}
+}
+
+static inline bool
+l2_for_us(const struct ls_port *p, const struct ls_pkt_info *pi)
+{
+	/* Broadcast and multicast both have the group bit set. */
+	return (pi->dst_mac.b[0] & 1) || memcmp(pi->dst_mac.b, p->mac.b, 6) == 0;
+}
+
+/* Classify one received packet. Returns true when m became a reply to send
+ * (it is then in the caller's reply vector); otherwise m is consumed. */
+static bool
+rx_one(struct ls_lcore *lc, struct ls_port *p, struct rte_mbuf *m, uint64_t rx_ns)
+{
+	const struct ls_conf_probe *pc = &g.cfg.probe;
+	struct ls_pkt_info pi;
+	enum ls_rx_disp d;
+	bool verify = !(p->rx_cksum_offload &&
+			(m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK) ==
+			RTE_MBUF_F_RX_L4_CKSUM_GOOD);
+	int cls;
+
+	if (unlikely(m->nb_segs != 1)) {
+		/* Probes are small; a chained mbuf is nothing we sent. */
+		d = LS_RX_OTHER;
+		goto drop;
+	}
+	cls = ls_pkt_parse(rte_pktmbuf_mtod(m, const uint8_t *), m->data_len, verify, &pi);
+	if (unlikely(cls < 0)) {
+		d = bad_disp(cls);
+		goto drop;
+	}
+	if (!l2_for_us(p, &pi)) {
+		d = LS_RX_L2_OTHER;
+		goto drop;
+	}
+	switch (cls) {
+	case LS_PKT_UDP:
+		if (!ls_port_owns(p, &pi.dst)) {
+			d = LS_RX_L3_OTHER;
+			break;
+		}
+		if (pi.dport == pc->dst_port) {
+			if (ls_reflector_handle(lc, p, m, &pi, rx_ns))
+				return true;
+			return false; /* reflector counted it */
+		}
+		if (pi.sport == pc->dst_port) {
+			ls_sender_on_reply(lc, p, m, &pi, rx_ns);
+			return false; /* sender counted and freed it */
+		}
+		d = LS_RX_UDP_OTHER;
+		break;
+	case LS_PKT_ARP:
+		ls_neigh_rx_arp(lc, p, &pi);
+		d = LS_RX_ARP;
+		break;
+	case LS_PKT_ND_NS:
+	case LS_PKT_ND_NA:
+		ls_neigh_rx_nd(lc, p, &pi, cls == LS_PKT_ND_NS);
+		d = LS_RX_ND;
+		break;
+	default:
+		d = LS_RX_OTHER;
+		break;
+	}
+drop:
+	lc->st.disp[d]++;
+	rte_pktmbuf_free(m);
+	return false;
+}
+
+static void
+poll_port(struct ls_lcore *lc, struct ls_port *p, unsigned int *work)
+{
+	struct rte_mbuf *rx[LS_BURST], *reply[LS_BURST];
+	uint16_t n, n_reply = 0;
+	uint64_t tsc;
+	uint16_t i;
+	bool cap = g.cap.on;
+
+	n = rte_eth_rx_burst(p->port_id, 0, rx, LS_BURST);
+	if (n == 0)
+		return;
+	tsc = rte_rdtsc();
+	*work += n;
+	lc->st.rx_pkts += n;
+	lc->st.rx_bursts++;
+
+	for (i = 0; i < n && i < 4; i++)
+		rte_prefetch0(rte_pktmbuf_mtod(rx[i], void *));
+	for (i = 0; i < n; i++) {
+		struct rte_mbuf *m = rx[i];
+		uint64_t rx_ns = ls_clock_rx_ts(&lc->clock, m, tsc);
+
+		if (i + 4 < n)
+			rte_prefetch0(rte_pktmbuf_mtod(rx[i + 4], void *));
+		if (unlikely(cap))
+			ls_capture_copy(lc, m, rx_ns, false);
+		if (rx_one(lc, p, m, rx_ns))
+			reply[n_reply++] = m;
+	}
+	if (n_reply == 0)
+		return;
+
+	/* Stamp T3 as late as we can: right before the burst goes out. */
+	tsc = rte_rdtsc();
+	{
+		uint64_t tx_ns = ls_clock_from_tsc(&lc->clock, tsc);
+		uint16_t ee = ls_stamp_err_est(false, !g.cfg.reflector.ntp_format, 12, 1);
+
+		for (i = 0; i < n_reply; i++) {
+			struct rte_mbuf *m = reply[i];
+			uint8_t *f = rte_pktmbuf_mtod(m, uint8_t *);
+			uint8_t fam = m->packet_type == RTE_PTYPE_L3_IPV6 ? LS_AF_INET6 : LS_AF_INET;
+
+			ls_stamp_put_tx_ts(f + m->hash.usr, tx_ns, ee);
+			ls_pkt_udp_finalize(f, m->data_len, fam);
+			if (unlikely(cap))
+				ls_capture_copy(lc, m, tx_ns, true);
+		}
+	}
+	ls_tx_frames(lc, p, reply, n_reply, &lc->st.tx_replies);
+}
+
+static void
+apply_msg(struct ls_lcore *lc, struct ls_msg *msg)
+{
+	struct ls_peer *peer = msg->peer;
+	int rc = 0;
+
+	switch (msg->type) {
+	case LS_MSG_PEER_ADD:
+		if (lc->n_peers >= LS_MAX_PEERS) {
+			rc = -ENOSPC;
+			break;
+		}
+		if (rte_hash_lookup(lc->peer_hash, &peer->addr) >= 0) {
+			rc = -EEXIST;
+			break;
+		}
+		rc = rte_hash_add_key_data(lc->peer_hash, &peer->addr, peer);
+		if (rc < 0)
+			break;
+		/* peers[] stays dense so the housekeeping tick walks only live peers. */
+		peer->slot = (int32_t)lc->n_peers;
+		lc->peers[lc->n_peers++] = peer;
+		ls_peer_set_nexthop(peer);
+		ls_sender_start_peer(lc, peer);
+		break;
+	case LS_MSG_PEER_DEL:
+		ls_sender_stop_peer(lc, peer);
+		if (peer->slot >= 0 && (uint32_t)peer->slot < lc->n_peers &&
+		    lc->peers[peer->slot] == peer) {
+			struct ls_peer *last = lc->peers[lc->n_peers - 1];
+
+			rte_hash_del_key(lc->peer_hash, &peer->addr);
+			lc->peers[peer->slot] = last;
+			last->slot = peer->slot;
+			lc->peers[--lc->n_peers] = NULL;
+		} else {
+			rc = -ENOENT;
+		}
+		peer->slot = -1;
+		break;
+	case LS_MSG_PROBE_SET:
+		peer->interval_us = msg->interval_us;
+		break;
+	}
+	msg->result = rc;
+	__atomic_store_n(&msg->done, 1, __ATOMIC_RELEASE);
+}
+
+static void
+housekeep_cb(struct rte_timer *t __rte_unused, void *arg)
+{
+	struct ls_lcore *lc = arg;
+	uint64_t now = ls_clock_now(&lc->clock);
+
+	ls_sender_tick(lc, now);
+	ls_reflector_sweep(lc, now);
+}
+
+void
+ls_lcore_setup(struct ls_lcore *lc)
+{
+	rte_timer_init(&lc->housekeep);
+	lc->prng = rte_rdtsc() ^ ((uint64_t)g.cfg.node_id << 32) ^ lc->lcore_id;
+	if (lc->prng == 0)
+		lc->prng = 0x9e3779b97f4a7c15ULL;
+}
+
+int
+ls_lcore_main(void *arg __rte_unused)
+{
+	struct ls_lcore *lc = &g.lcores[rte_lcore_id()];
+	const struct ls_conf_idle *idle = &g.cfg.idle;
+	uint64_t hk = rte_get_timer_hz() / (1000000 / LS_HOUSEKEEP_US);
+	uint32_t empty = 0;
+
+	if (!lc->active)
+		return 0;
+	rte_timer_reset(&lc->housekeep, hk, PERIODICAL, rte_lcore_id(), housekeep_cb, lc);
+	LS_LOG(INFO, "lcore %u: polling %u port(s)", lc->lcore_id, lc->n_ports);
+
+	while (!g.quit) {
+		unsigned int work = 0;
+		struct ls_msg *msg;
+
+		for (uint16_t i = 0; i < lc->n_ports; i++)
+			poll_port(lc, &g.ports[lc->port_idx[i]], &work);
+		rte_timer_manage();
+		while (rte_ring_sc_dequeue(lc->msgs, (void **)&msg) == 0) {
+			apply_msg(lc, msg);
+			work++;
+		}
+		if (work != 0 || !idle->backoff) {
+			empty = 0;
+			continue;
+		}
+		if (++empty >= idle->after_polls) {
+			/* Lab mode: give the core away, bounded so timers stay on time. */
+			rte_delay_us_sleep(idle->sleep_us);
+			lc->st.idle_sleeps++;
+		}
+	}
+	rte_timer_stop_sync(&lc->housekeep);
+	for (uint32_t s = 0; s < lc->n_peers; s++)
+		ls_sender_stop_peer(lc, lc->peers[s]);
+	return 0;
+}

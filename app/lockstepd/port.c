@@ -1,1 +1,214 @@
-/* placeholder */
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Port set-up: find (or hot-plug) each configured device, configure one RX
+ * and one TX queue, pick the MAC we answer for, and start it.
+ *
+ * A port is named in the config either by its ethdev name ("net_memif0",
+ * "0000:03:00.0") or by full devargs ("net_memif0,role=client,socket=...").
+ * When no ethdev of that name exists yet we probe the devargs ourselves, so
+ * a config file alone is enough and EAL --vdev/-a arguments stay optional.
+ *
+ * Only queue 0 is used: one lcore owns a port. RSS fan-out across lcores
+ * would split a path's replies between lcores that do not own its state;
+ * scaling out is done with more ports/VFs, each with its own lcore.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <rte_bus.h>
+#include <rte_dev.h>
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+
+#include "lockstepd.h"
+
+static int
+port_lookup(const struct ls_conf_port *cp, uint16_t *port_id)
+{
+	char name[RTE_ETH_NAME_MAX_LEN];
+	const char *comma = strchr(cp->dev, ',');
+	size_t n = comma ? (size_t)(comma - cp->dev) : strlen(cp->dev);
+	int rc;
+
+	if (n >= sizeof(name))
+		return -ENAMETOOLONG;
+	memcpy(name, cp->dev, n);
+	name[n] = '\0';
+	if (rte_eth_dev_get_port_by_name(name, port_id) == 0)
+		return 0;
+	rc = rte_dev_probe(cp->dev);
+	if (rc < 0) {
+		LS_LOG(ERR, "port %s: cannot probe device \"%s\": %s", cp->name,
+		       cp->dev, strerror(-rc));
+		return rc;
+	}
+	if (rte_eth_dev_get_port_by_name(name, port_id) != 0) {
+		LS_LOG(ERR, "port %s: device \"%s\" probed but no ethdev named \"%s\"",
+		       cp->name, cp->dev, name);
+		return -ENODEV;
+	}
+	return 0;
+}
+
+/* The IPv6 link-local address we answer ND for: EUI-64 from the MAC. */
+static void
+make_link_local(const struct ls_mac *mac, struct ls_addr *ll)
+{
+	memset(ll, 0, sizeof(*ll));
+	ll->family = LS_AF_INET6;
+	ll->a[0] = 0xfe;
+	ll->a[1] = 0x80;
+	ll->a[8] = mac->b[0] ^ 0x02;
+	ll->a[9] = mac->b[1];
+	ll->a[10] = mac->b[2];
+	ll->a[11] = 0xff;
+	ll->a[12] = 0xfe;
+	ll->a[13] = mac->b[3];
+	ll->a[14] = mac->b[4];
+	ll->a[15] = mac->b[5];
+}
+
+static int
+port_setup(struct ls_port *p, const struct ls_conf_port *cp, bool want_hw_ts)
+{
+	struct rte_eth_conf conf;
+	struct rte_eth_dev_info info;
+	struct rte_ether_addr ea;
+	uint16_t nb_rx = cp->rx_desc, nb_tx = cp->tx_desc;
+	int rc;
+
+	memset(p, 0, sizeof(*p));
+	p->conf = cp;
+	p->lcore = cp->lcore < 0 ? rte_get_main_lcore() : (unsigned int)cp->lcore;
+	if (!rte_lcore_is_enabled(p->lcore)) {
+		LS_LOG(ERR, "port %s: lcore %u is not enabled in the EAL core list",
+		       cp->name, p->lcore);
+		return -EINVAL;
+	}
+	rc = port_lookup(cp, &p->port_id);
+	if (rc < 0)
+		return rc;
+	rc = rte_eth_dev_info_get(p->port_id, &info);
+	if (rc < 0)
+		return rc;
+	snprintf(p->driver, sizeof(p->driver), "%s", info.driver_name);
+
+	memset(&conf, 0, sizeof(conf));
+	if (info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_UDP_CKSUM &&
+	    info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_IPV4_CKSUM) {
+		conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_UDP_CKSUM |
+					RTE_ETH_RX_OFFLOAD_IPV4_CKSUM;
+		p->rx_cksum_offload = true;
+	}
+	if (want_hw_ts && (info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_TIMESTAMP))
+		conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_TIMESTAMP;
+	rc = rte_eth_dev_configure(p->port_id, 1, 1, &conf);
+	if (rc < 0) {
+		LS_LOG(ERR, "port %s: configure failed: %s", cp->name, strerror(-rc));
+		return rc;
+	}
+	rc = rte_eth_dev_adjust_nb_rx_tx_desc(p->port_id, &nb_rx, &nb_tx);
+	if (rc < 0)
+		return rc;
+	rc = rte_eth_rx_queue_setup(p->port_id, 0, nb_rx,
+				    rte_eth_dev_socket_id(p->port_id), NULL, g.pool);
+	if (rc < 0) {
+		LS_LOG(ERR, "port %s: RX queue setup failed: %s", cp->name, strerror(-rc));
+		return rc;
+	}
+	rc = rte_eth_tx_queue_setup(p->port_id, 0, nb_tx,
+				    rte_eth_dev_socket_id(p->port_id), NULL);
+	if (rc < 0) {
+		LS_LOG(ERR, "port %s: TX queue setup failed: %s", cp->name, strerror(-rc));
+		return rc;
+	}
+	if (cp->mtu != 1500) {
+		rc = rte_eth_dev_set_mtu(p->port_id, cp->mtu);
+		if (rc < 0)
+			LS_LOG(WARNING, "port %s: cannot set MTU %u: %s", cp->name,
+			       cp->mtu, strerror(-rc));
+	}
+	rc = rte_eth_dev_start(p->port_id);
+	if (rc < 0) {
+		LS_LOG(ERR, "port %s: start failed: %s", cp->name, strerror(-rc));
+		return rc;
+	}
+
+	/* The configured MAC wins; when the PMD cannot take it, listen
+	 * promiscuously and filter in software instead. */
+	if (cp->has_mac) {
+		memcpy(ea.addr_bytes, cp->mac.b, 6);
+		rc = rte_eth_dev_default_mac_addr_set(p->port_id, &ea);
+		if (rc < 0) {
+			LS_LOG(INFO, "port %s: %s cannot set MAC (%s); using promiscuous mode",
+			       cp->name, p->driver, strerror(-rc));
+			rte_eth_promiscuous_enable(p->port_id);
+		}
+		p->mac = cp->mac;
+	} else {
+		rte_eth_macaddr_get(p->port_id, &ea);
+		memcpy(p->mac.b, ea.addr_bytes, 6);
+	}
+	/* ND solicitations go to solicited-node multicast groups. */
+	if (cp->ipv6.addr.family)
+		rte_eth_allmulticast_enable(p->port_id);
+	p->v4 = cp->ipv4;
+	p->v6 = cp->ipv6;
+	make_link_local(&p->mac, &p->v6_ll);
+	return 0;
+}
+
+int
+ls_ports_init(void)
+{
+	bool want_hw_ts = g.cfg.clock.source == LS_CLOCK_AUTO ||
+			  g.cfg.clock.source == LS_CLOCK_NIC;
+	char mac[LS_MAC_STRLEN];
+
+	for (unsigned int i = 0; i < g.cfg.n_ports; i++) {
+		struct ls_port *p = &g.ports[i];
+		int rc = port_setup(p, &g.cfg.ports[i], want_hw_ts);
+
+		if (rc < 0) {
+			LS_LOG(ERR, "%s: ports[%u] (%s, dev \"%s\"): cannot start: %s",
+			       g.cfg.file, i, g.cfg.ports[i].name, g.cfg.ports[i].dev,
+			       strerror(-rc));
+			g.n_ports = i;
+			return rc;
+		}
+		g.n_ports = i + 1;
+		LS_LOG(INFO, "port %s: ethdev %u (%s), mac %s, lcore %u%s",
+		       p->conf->name, p->port_id, p->driver,
+		       ls_mac_fmt(&p->mac, mac, sizeof(mac)), p->lcore,
+		       p->rx_cksum_offload ? ", rx checksum offload" : "");
+	}
+	return 0;
+}
+
+void
+ls_ports_stop(void)
+{
+	for (unsigned int i = 0; i < g.n_ports; i++) {
+		struct rte_eth_stats s;
+
+		if (rte_eth_stats_get(g.ports[i].port_id, &s) == 0)
+			LS_LOG(INFO, "port %s: final: rx %" PRIu64 " tx %" PRIu64
+			       " missed %" PRIu64 " rx-errors %" PRIu64 " tx-errors %" PRIu64,
+			       g.ports[i].conf->name, s.ipackets, s.opackets, s.imissed,
+			       s.ierrors, s.oerrors);
+		rte_eth_dev_stop(g.ports[i].port_id);
+		rte_eth_dev_close(g.ports[i].port_id);
+	}
+}
+
+bool
+ls_port_owns(const struct ls_port *p, const struct ls_addr *a)
+{
+	if (a->family == LS_AF_INET)
+		return p->v4.addr.family && ls_addr_eq(&p->v4.addr, a);
+	if (a->family == LS_AF_INET6)
+		return (p->v6.addr.family && ls_addr_eq(&p->v6.addr, a)) ||
+		       ls_addr_eq(&p->v6_ll, a);
+	return false;
+}

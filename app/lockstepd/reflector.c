@@ -1,1 +1,168 @@
-/* placeholder */
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * STAMP Session-Reflector (RFC 8762, stateless mode) with a per-source
+ * rate limit.
+ *
+ * The reflector turns the received mbuf around in place: it answers any
+ * RFC 8762 sender, not only lockstep, copying the fields the RFC says to
+ * copy (ls_stamp_reflect_inplace) and handling TLVs per RFC 8972 (unknown
+ * ones flagged U, a malformed one flagged M). A reply is never longer than
+ * the request, and each source address gets a token bucket (rate_pps,
+ * burst), so the reflector cannot be used to amplify or reflect a flood.
+ * Sources live in an lcore-private rte_hash; when it is full, newcomers share
+ * one overflow bucket (so a spoofed-source flood is still bounded in total),
+ * and a sweep in housekeeping frees buckets idle for LS_RL_IDLE_NS.
+ *
+ * The transmit timestamp (T3) is written later, by the burst loop, right
+ * before tx_burst; this file leaves the payload offset in m->hash.usr and
+ * the family in m->packet_type for it.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <rte_hash.h>
+#include <rte_jhash.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+
+#include "lockstepd.h"
+#include "ls_stamp.h"
+
+#define LS_RL_IDLE_NS (10ULL * LS_NS_PER_S)
+#define LS_RL_SWEEP_PER_TICK 64
+
+int
+ls_reflector_setup(struct ls_lcore *lc)
+{
+	char name[RTE_HASH_NAMESIZE];
+	uint32_t n = g.cfg.reflector.max_sources;
+	struct rte_hash_parameters hp = {
+		.entries = n < 16 ? 16 : n,
+		.key_len = sizeof(struct ls_addr),
+		.hash_func = rte_jhash,
+		.socket_id = (int)rte_lcore_to_socket_id(lc->lcore_id),
+	};
+
+	snprintf(name, sizeof(name), "ls_rl_%u", lc->lcore_id);
+	hp.name = name;
+	lc->rl_hash = rte_hash_create(&hp);
+	if (lc->rl_hash == NULL)
+		return -ENOMEM;
+	lc->rl = rte_zmalloc_socket("ls_rl", sizeof(*lc->rl) * (n + 1), 0, hp.socket_id);
+	if (lc->rl == NULL)
+		return -ENOMEM;
+	return 0;
+}
+
+/* Token bucket in nanosecond units: one packet costs 1e9 tokens, tokens
+ * accrue at rate_pps per ns. Integer-only so it is exact and cheap. */
+static bool
+rl_admit(struct ls_rl_bucket *b, uint64_t now_ns)
+{
+	const uint64_t rate = g.cfg.reflector.rate_pps;
+	const uint64_t cap = (uint64_t)g.cfg.reflector.burst * LS_NS_PER_S;
+
+	if (now_ns > b->last_ns) {
+		uint64_t dt = now_ns - b->last_ns;
+
+		/* Clamp dt so dt * rate cannot overflow. */
+		if (dt > 100 * LS_NS_PER_S)
+			dt = 100 * LS_NS_PER_S;
+		b->tokens_ns += dt * rate;
+		if (b->tokens_ns > cap)
+			b->tokens_ns = cap;
+	}
+	b->last_ns = now_ns;
+	if (b->tokens_ns < LS_NS_PER_S)
+		return false;
+	b->tokens_ns -= LS_NS_PER_S;
+	return true;
+}
+
+static struct ls_rl_bucket *
+rl_bucket(struct ls_lcore *lc, const struct ls_addr *src, uint64_t now_ns)
+{
+	const uint32_t n = g.cfg.reflector.max_sources;
+	struct ls_addr key;
+	int32_t pos;
+
+	/* Hash the whole struct: clear the unused bytes of an IPv4 key. */
+	memset(&key, 0, sizeof(key));
+	key.family = src->family;
+	memcpy(key.a, src->a, src->family == LS_AF_INET ? 4 : 16);
+	pos = rte_hash_lookup(lc->rl_hash, &key);
+	if (likely(pos >= 0 && (uint32_t)pos < n))
+		return &lc->rl[pos];
+	pos = rte_hash_add_key(lc->rl_hash, &key);
+	if (pos < 0 || (uint32_t)pos >= n) {
+		if (pos >= 0)
+			rte_hash_del_key(lc->rl_hash, &key);
+		lc->st.rl_overflow++;
+		return &lc->rl[n];
+	}
+	lc->rl[pos].used = true;
+	lc->rl[pos].key = key;
+	lc->rl[pos].last_ns = now_ns;
+	lc->rl[pos].tokens_ns = (uint64_t)g.cfg.reflector.burst * LS_NS_PER_S;
+	return &lc->rl[pos];
+}
+
+void
+ls_reflector_sweep(struct ls_lcore *lc, uint64_t now_ns)
+{
+	const uint32_t n = g.cfg.reflector.max_sources;
+
+	for (int i = 0; i < LS_RL_SWEEP_PER_TICK; i++) {
+		struct ls_rl_bucket *b = &lc->rl[lc->rl_sweep];
+
+		if (b->used && now_ns > b->last_ns + LS_RL_IDLE_NS) {
+			rte_hash_del_key(lc->rl_hash, &b->key);
+			memset(b, 0, sizeof(*b));
+		}
+		if (++lc->rl_sweep >= n)
+			lc->rl_sweep = 0;
+	}
+}
+
+bool
+ls_reflector_handle(struct ls_lcore *lc, struct ls_port *p, struct rte_mbuf *m,
+		    const struct ls_pkt_info *pi, uint64_t rx_ns)
+{
+	uint8_t *f = rte_pktmbuf_mtod(m, uint8_t *);
+	uint8_t *payload = f + pi->payload_off;
+	struct ls_stamp_tlv_result tr;
+	enum ls_rx_disp d;
+
+	if (!g.cfg.reflector.enabled) {
+		d = LS_RX_REFL_DISABLED;
+		goto drop;
+	}
+	if (pi->payload_len < LS_STAMP_BASE_LEN) {
+		d = LS_RX_REFL_SHORT;
+		goto drop;
+	}
+	if (!rl_admit(rl_bucket(lc, &pi->src, rx_ns), rx_ns)) {
+		d = LS_RX_RATE_LIMITED;
+		goto drop;
+	}
+	ls_stamp_reflect_inplace(payload, pi->payload_len, rx_ns, rx_ns,
+				 ls_stamp_err_est(false, !g.cfg.reflector.ntp_format, 12, 1),
+				 pi->ttl);
+	ls_stamp_reflect_tlvs(payload + LS_STAMP_BASE_LEN,
+			      pi->payload_len - LS_STAMP_BASE_LEN, &tr);
+	lc->st.tlv_unknown += tr.n_unknown;
+	lc->st.tlv_malformed += tr.n_malformed;
+	ls_pkt_udp_turnaround(f, pi, &p->mac, g.cfg.probe.ttl);
+	/* Trailing Ethernet padding is not ours to echo. */
+	rte_pktmbuf_trim(m, (uint16_t)(m->data_len - (pi->payload_off + pi->payload_len)));
+	m->hash.usr = pi->payload_off;
+	m->packet_type = pi->src.family == LS_AF_INET6 ? RTE_PTYPE_L3_IPV6 : RTE_PTYPE_L3_IPV4;
+	m->ol_flags = 0;
+	lc->st.disp[LS_RX_REFLECTED]++;
+	return true;
+drop:
+	lc->st.disp[d]++;
+	rte_pktmbuf_free(m);
+	return false;
+}

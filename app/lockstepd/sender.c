@@ -1,1 +1,274 @@
-/* placeholder */
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * STAMP Session-Sender: coded pairs on every path to every peer.
+ *
+ * Each path (UDP source port src_port_base + i, the ECMP entropy value) has
+ * an rte_timer on the owning lcore. When it fires, two probes go out back
+ * to back in one tx_burst (or, with pair_spacing_ns > 0, the second from a
+ * second timer after that spacing), each stamped with its own T1 just before
+ * it is queued, and carrying the lockstep TLV (node id, path id, pair id,
+ * member, intended spacing) so the clock-sync filter can tell a pure pair
+ * from one that met a queue. The timer is re-armed with the interval plus
+ * uniform jitter so that pairs from many nodes do not fall into step.
+ *
+ * Replies are matched by (source address -> peer, destination port -> path)
+ * and fed to the path's live statistics: RTT excluding the reflector's
+ * residence time, and the two raw one-way delays (offset by the two clocks
+ * until clock sync corrects them). Losses are declared by time-out in the
+ * 1 ms housekeeping tick.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include <rte_cycles.h>
+#include <rte_ethdev.h>
+#include <rte_hash.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+
+#include "lockstepd.h"
+#include "ls_stamp.h"
+
+static inline uint64_t
+ns_to_ticks(uint64_t ns)
+{
+	return (uint64_t)(((unsigned __int128)ns * rte_get_timer_hz()) / LS_NS_PER_S);
+}
+
+uint64_t
+ls_peer_loss_timeout_ns(const struct ls_peer *peer)
+{
+	uint64_t t = (uint64_t)g.cfg.probe.loss_timeout_us * 1000;
+
+	if (t == 0) {
+		t = (uint64_t)peer->interval_us * 1000;
+		if (t < 50ULL * 1000 * 1000)
+			t = 50ULL * 1000 * 1000;
+	}
+	return t;
+}
+
+static const struct ls_addr *
+src_addr(const struct ls_port *p, uint8_t family)
+{
+	return family == LS_AF_INET ? &p->v4.addr : &p->v6.addr;
+}
+
+/* Build one probe into a fresh mbuf; T1 is read as the last step. */
+static struct rte_mbuf *
+build_probe(struct ls_lcore *lc, struct ls_peer *peer, struct ls_peer_path *pp,
+	    uint8_t member, uint32_t pair_id)
+{
+	const struct ls_conf_probe *pc = &g.cfg.probe;
+	struct ls_port *p = &g.ports[peer->port_idx];
+	uint8_t payload[LS_STAMP_BASE_LEN + 2 * LS_STAMP_TLV_HDR_LEN +
+			LS_STAMP_LOCKSTEP_LEN + 1400];
+	struct ls_stamp_lockstep_tlv t = {
+		.node_id = g.cfg.node_id,
+		.path_id = pp->idx,
+		.pair_member = member,
+		.version = 1,
+		.pair_id = pair_id,
+		.spacing_ns = pc->pair_spacing_ns,
+	};
+	struct ls_pkt_udp_hdr h = {
+		.src_mac = p->mac,
+		.dst_mac = peer->mac,
+		.src = *src_addr(p, peer->addr.family),
+		.dst = peer->addr,
+		.sport = pp->sport,
+		.dport = pc->dst_port,
+		.ttl = pc->ttl,
+		.tos = (uint8_t)(pc->dscp << 2),
+		.flow_label = pp->sport,
+	};
+	struct ls_stamp_sender s;
+	struct rte_mbuf *m;
+	size_t off = 0;
+	uint16_t plen;
+	uint8_t *frame;
+	int len;
+
+	m = rte_pktmbuf_alloc(g.pool);
+	if (unlikely(m == NULL)) {
+		lc->st.alloc_failed++;
+		return NULL;
+	}
+	ls_stamp_tlv_put_lockstep(payload + LS_STAMP_BASE_LEN,
+				  sizeof(payload) - LS_STAMP_BASE_LEN, &off, &t);
+	if (pc->pad > 0) {
+		uint8_t zeros[1400] = {0};
+
+		ls_stamp_tlv_put(payload + LS_STAMP_BASE_LEN,
+				 sizeof(payload) - LS_STAMP_BASE_LEN, &off, 0,
+				 LS_STAMP_TLV_EXTRA_PADDING, zeros, pc->pad);
+	}
+	plen = (uint16_t)(LS_STAMP_BASE_LEN + off);
+	frame = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)(ls_pkt_udp_hdr_len(h.src.family) + plen));
+	if (unlikely(frame == NULL)) {
+		rte_pktmbuf_free(m);
+		lc->st.alloc_failed++;
+		return NULL;
+	}
+	s.seq = pp->seq++;
+	s.err_est = ls_stamp_err_est(false, true, 12, 1);
+	s.ssid = (uint16_t)g.cfg.node_id;
+	s.ts_ns = ls_clock_now(&lc->clock);
+	ls_stamp_encode_sender(payload, sizeof(payload), &s);
+	len = ls_pkt_build_udp(frame, m->data_len, &h, payload, plen);
+	if (unlikely(len < 0)) {
+		rte_pktmbuf_free(m);
+		lc->st.alloc_failed++;
+		return NULL;
+	}
+	ls_path_on_send(&pp->live, s.seq, s.ts_ns);
+	if (unlikely(g.cap.on))
+		ls_capture_copy(lc, m, s.ts_ns, true);
+	return m;
+}
+
+static void pair_second_cb(struct rte_timer *t, void *arg);
+
+static void
+path_timer_cb(struct rte_timer *t, void *arg)
+{
+	struct ls_peer_path *pp = arg;
+	struct ls_peer *peer = pp->peer;
+	struct ls_lcore *lc = &g.lcores[rte_lcore_id()];
+	struct ls_port *p = &g.ports[peer->port_idx];
+	struct rte_mbuf *m[2];
+	uint16_t n = 0;
+	uint32_t pair_id;
+
+	rte_timer_reset(t, ns_to_ticks(ls_jitter(lc, (uint64_t)peer->interval_us * 1000,
+						 g.cfg.probe.jitter_pct)),
+			SINGLE, rte_lcore_id(), path_timer_cb, pp);
+	if (unlikely(!peer->resolved)) {
+		lc->st.probes_unresolved++;
+		ls_neigh_resolve(lc, peer, ls_clock_now(&lc->clock));
+		return;
+	}
+	pair_id = pp->pair_id++;
+	m[n] = build_probe(lc, peer, pp, 0, pair_id);
+	if (m[n] != NULL)
+		n++;
+	if (g.cfg.probe.pair_spacing_ns == 0) {
+		m[n] = build_probe(lc, peer, pp, 1, pair_id);
+		if (m[n] != NULL)
+			n++;
+	} else {
+		rte_timer_reset(&pp->pair_tim, ns_to_ticks(g.cfg.probe.pair_spacing_ns),
+				SINGLE, rte_lcore_id(), pair_second_cb, pp);
+	}
+	if (n > 0)
+		ls_tx_frames(lc, p, m, n, &lc->st.tx_probes);
+}
+
+static void
+pair_second_cb(struct rte_timer *t __rte_unused, void *arg)
+{
+	struct ls_peer_path *pp = arg;
+	struct ls_lcore *lc = &g.lcores[rte_lcore_id()];
+	struct rte_mbuf *m = build_probe(lc, pp->peer, pp, 1, pp->pair_id - 1);
+
+	if (m != NULL)
+		ls_tx_frames(lc, &g.ports[pp->peer->port_idx], &m, 1, &lc->st.tx_probes);
+}
+
+void
+ls_sender_start_peer(struct ls_lcore *lc, struct ls_peer *peer)
+{
+	uint64_t now = ls_clock_now(&lc->clock);
+	uint64_t interval = (uint64_t)peer->interval_us * 1000;
+
+	ls_neigh_resolve(lc, peer, now);
+	for (uint16_t i = 0; i < peer->n_paths; i++) {
+		struct ls_peer_path *pp = &peer->path[i];
+
+		/* Spread the first pairs over one interval, not all at once. */
+		rte_timer_reset(&pp->tim, ns_to_ticks(ls_jitter(lc, interval / 2, 100) + 1),
+				SINGLE, lc->lcore_id, path_timer_cb, pp);
+	}
+}
+
+void
+ls_sender_stop_peer(struct ls_lcore *lc __rte_unused, struct ls_peer *peer)
+{
+	for (uint16_t i = 0; i < peer->n_paths; i++) {
+		rte_timer_stop(&peer->path[i].tim);
+		rte_timer_stop(&peer->path[i].pair_tim);
+	}
+}
+
+void
+ls_sender_tick(struct ls_lcore *lc, uint64_t now_ns)
+{
+	const uint16_t down_after = g.cfg.probe.down_after;
+
+	for (uint32_t s = 0; s < lc->n_peers; s++) {
+		struct ls_peer *peer = lc->peers[s];
+		uint64_t timeout = ls_peer_loss_timeout_ns(peer);
+
+		for (uint16_t i = 0; i < peer->n_paths; i++) {
+			struct ls_peer_path *pp = &peer->path[i];
+
+			ls_path_tick(&pp->live, now_ns, timeout);
+			pp->state_down = pp->live.consecutive_lost >= down_after;
+		}
+		if (now_ns >= peer->next_resolve_ns)
+			ls_neigh_resolve(lc, peer, now_ns);
+	}
+}
+
+void
+ls_sender_on_reply(struct ls_lcore *lc, struct ls_port *p __rte_unused,
+		   struct rte_mbuf *m, const struct ls_pkt_info *pi, uint64_t rx_ns)
+{
+	const uint8_t *payload = rte_pktmbuf_mtod(m, const uint8_t *) + pi->payload_off;
+	struct ls_stamp_lockstep_tlv t;
+	struct ls_stamp_reflector r;
+	struct ls_peer_path *pp;
+	struct ls_peer *peer = NULL;
+	int64_t samples[LS_PM_MAX];
+	struct ls_addr key;
+	enum ls_rx_disp d;
+	uint32_t path;
+
+	if (pi->payload_len < LS_STAMP_BASE_LEN) {
+		d = LS_RX_REPLY_SHORT;
+		goto out;
+	}
+	memset(&key, 0, sizeof(key));
+	key.family = pi->src.family;
+	memcpy(key.a, pi->src.a, key.family == LS_AF_INET ? 4 : 16);
+	if (rte_hash_lookup_data(lc->peer_hash, &key, (void **)&peer) < 0) {
+		d = LS_RX_REPLY_NO_PEER;
+		goto out;
+	}
+	path = (uint32_t)pi->dport - g.cfg.probe.src_port_base;
+	if (pi->dport < g.cfg.probe.src_port_base || path >= peer->n_paths) {
+		d = LS_RX_REPLY_NO_PATH;
+		goto out;
+	}
+	/* Our TLV, when the reflector echoed it, must name us and this path. */
+	if (ls_stamp_find_lockstep(payload + LS_STAMP_BASE_LEN,
+				   pi->payload_len - LS_STAMP_BASE_LEN, &t) == 0 &&
+	    (t.node_id != g.cfg.node_id || t.path_id != path)) {
+		lc->st.foreign_replies++;
+		d = LS_RX_REPLY_NO_PATH;
+		goto out;
+	}
+	ls_stamp_decode_reflector(payload, pi->payload_len, &r);
+	pp = &peer->path[path];
+	samples[LS_PM_RTT] = ((int64_t)rx_ns - (int64_t)r.sender_ts_ns) -
+			     ((int64_t)r.tx_ns - (int64_t)r.rx_ns);
+	samples[LS_PM_FWD] = (int64_t)r.rx_ns - (int64_t)r.sender_ts_ns;
+	samples[LS_PM_REV] = (int64_t)rx_ns - (int64_t)r.tx_ns;
+	ls_path_on_reply(&pp->live, r.sender_seq, rx_ns, samples);
+	if (pp->live.consecutive_lost == 0)
+		pp->state_down = 0;
+	d = LS_RX_REPLY;
+out:
+	lc->st.disp[d]++;
+	rte_pktmbuf_free(m);
+}

@@ -33,6 +33,10 @@
 #include <rte_cycles.h>
 #include <rte_seqlock.h>
 
+/*
+ * By path relative to this header: ls_clock_pure (drivers/meson.build) gets
+ * only ls_common's include directory, yet needs the clock config types.
+ */
 #include "ls_config.h"
 
 #ifdef __cplusplus
@@ -68,6 +72,7 @@ struct ls_tsc_cal {
 	uint64_t first_ns;      /**< first sample, MONOTONIC_RAW */
 	uint32_t n_updates;     /**< refits done */
 	double ppm_step;        /**< last change of the slope, ppm (for status) */
+	int64_t anchor_step_ns; /**< last re-anchor jump, new - old map at the sample, ns */
 };
 
 /**
@@ -115,7 +120,10 @@ double ls_simclock_offset(struct ls_simclock *s, uint64_t true_ns);
 static inline uint64_t
 ls_simclock_local(struct ls_simclock *s, uint64_t true_ns)
 {
-	return true_ns + (uint64_t)(int64_t)ls_simclock_offset(s, true_ns);
+	double off = ls_simclock_offset(s, true_ns);
+
+	/* round to nearest: a plain cast would bias every offset toward 0 */
+	return true_ns + (uint64_t)(int64_t)(off < 0 ? off - 0.5 : off + 0.5);
 }
 
 /** A clock as used by one lcore (each lcore owns its own copy). */
@@ -128,6 +136,8 @@ struct ls_clock {
 	uint16_t nic_port;             /**< NIC: port whose clock is used */
 	int ts_dynfield;               /**< NIC: RX timestamp dynfield offset, -1 none */
 	uint64_t ts_dynflag;           /**< NIC: RX timestamp dynflag mask */
+	uint64_t map_refresh;          /**< TSC ticks between cache refreshes (~100 ms) */
+	uint64_t hw_fallbacks;         /**< NIC: hardware stamps rejected (no fit, implausible) */
 };
 
 /**
@@ -154,7 +164,13 @@ struct ls_clock_truth {
 	double drift_ppm;      /**< configured drift */
 };
 
-/** Fill truth for the current instant using a private reader copy. */
+/**
+ * Fill truth for the current instant. This advances c's simulated-clock
+ * reader, so c must belong to the calling thread: the control thread sets up
+ * its own ls_clock with the same conf and cal as the lcores (ls_clock_setup
+ * derives the SIM start from cal, so every such instance computes the same
+ * offsets) and never passes an lcore's clock here.
+ */
 void ls_clock_truth_now(struct ls_clock *c, struct ls_clock_truth *t);
 
 
@@ -170,10 +186,37 @@ struct rte_mbuf;
 int ls_clock_nic_probe(uint16_t port, char *why, size_t len);
 
 /**
+ * RX offloads to request when configuring a port: RTE_ETH_RX_OFFLOAD_TIMESTAMP
+ * when the source may become NIC (AUTO or NIC) and the port has the
+ * capability, else 0. Hardware stamps only arrive when the offload was
+ * enabled at rte_eth_dev_configure time, i.e. before ls_clock_setup runs.
+ */
+uint64_t ls_clock_rx_offloads(uint16_t port, const struct ls_conf_clock *conf);
+
+/**
+ * Refit the device-clock -> TSC-timeline conversion of every port a NIC
+ * clock was set up on (control thread, about once a second, after
+ * ls_tsc_cal_update). No-op when no NIC clock is in use.
+ * @return 0, or -EIO when a port's clock could not be read (old fit kept).
+ */
+int ls_clock_nic_update(const struct ls_tsc_cal *cal);
+
+/**
+ * Internal to the clock driver (ls_clock.c -> ls_clock_nic.c): start the
+ * per-port fits and the RX timestamp dynfield for a NIC clock.
+ * @return 0, or a negative errno with the reason in why.
+ */
+int ls_clock_nic_attach(struct ls_clock *c, const uint16_t *ports, unsigned int n_ports,
+			const struct ls_tsc_cal *cal, char *why, size_t len);
+
+/**
  * Pick and set up the clock of an lcore: AUTO becomes NIC when every port
  * passes ls_clock_nic_probe(), else TSC; NIC fails with -ENOTSUP when a port
  * lacks support; SIM wraps the TSC mapping. Logs one line saying which
- * source and why.
+ * source and why. Call it from the main/control thread after the ports are
+ * started (rte_eth_read_clock needs a running device), once per ls_clock;
+ * copying a set-up ls_clock to its lcore is fine. SIM clocks start at cal's
+ * first sample, so all clocks set up from one cal share one simulated clock.
  * @param ports  the ports this daemon polls (the first gives the NIC clock)
  * @return 0 or a negative errno.
  */

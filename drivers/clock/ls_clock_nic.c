@@ -1,1 +1,332 @@
-/* placeholder: being written */
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The NIC clock source: hardware RX timestamps put on the TSC timeline.
+ *
+ * A NIC that supports RTE_ETH_RX_OFFLOAD_TIMESTAMP writes the value of its
+ * device clock into an mbuf dynfield when the packet arrives. That stamp is
+ * taken at the wire, so it is free of the poll-loop and ring-queueing delay
+ * a software stamp (rdtsc after rx_burst) carries. But the value is in raw
+ * device ticks "with no given time reference" (rte_ethdev.h), and transmit
+ * stamps stay software (TSC) stamps. So we fit, per port, a line from
+ * device ticks to the MONOTONIC_RAW nanoseconds of the TSC mapping, using
+ * (rte_eth_read_clock, rdtsc) pairs: RX hardware stamps then land on the
+ * very timeline the TX side uses, and every difference we compute is
+ * between stamps of one clock. The fit is refreshed like the TSC one: the
+ * slope over the whole baseline since the first pair, re-anchored at the
+ * newest pair, published under a per-port seqlock.
+ *
+ * Anything unexpected -- no fit yet, a stamp implausibly far from the
+ * burst's software stamp (a wrapped or reset device counter) -- falls back
+ * to the software stamp and is counted, so a misbehaving NIC degrades to
+ * TSC precision instead of producing garbage delays.
+ *
+ * Not exercised on machines without such a NIC (memif, af_packet, tap lack
+ * the offload): the probe says so and AUTO picks TSC.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include <rte_common.h>
+#include <rte_cycles.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+#include <rte_mbuf_dyn.h>
+#include <rte_seqlock.h>
+
+#include "ls_clock.h"
+
+#define LS_NIC_TRIES 16                  /* read_clock brackets per pair */
+#define LS_NIC_INIT_GAP_NS 20000000ULL   /* initial baseline, 20 ms */
+#define LS_NIC_AHEAD_NS 1000000ULL       /* hw stamp may lead the burst by fit error */
+#define LS_NIC_MAX_AGE_NS 1000000000ULL  /* a packet waiting > 1 s is implausible */
+
+/*
+ * ticks -> MONOTONIC_RAW ns of one port. The map reuses struct ls_tsc_map
+ * with device ticks in place of TSC ticks (tai_off unused). map.mult == 0
+ * means no fit yet.
+ */
+struct nic_fit {
+	rte_seqlock_t lock;
+	struct ls_tsc_map map;
+	/* writer (control thread) private */
+	uint64_t first_ticks;
+	uint64_t first_ns;
+	bool active;
+};
+
+static struct nic_fit nic_fits[RTE_MAX_ETHPORTS];
+
+/* "port 3 (net_mlx5)", or without the driver when it cannot be asked. */
+static void
+port_desc(uint16_t port, char *buf, size_t len)
+{
+	struct rte_eth_dev_info info;
+
+	if (rte_eth_dev_info_get(port, &info) == 0 && info.driver_name != NULL)
+		snprintf(buf, len, "port %u (%s)", port, info.driver_name);
+	else
+		snprintf(buf, len, "port %u", port);
+}
+
+int
+ls_clock_nic_probe(uint16_t port, char *why, size_t len)
+{
+	struct rte_eth_dev_info info;
+	struct rte_eth_conf conf;
+	uint64_t t1 = 0, t2 = 0;
+	char desc[64];
+	int ret;
+
+	if (why != NULL && len > 0)
+		why[0] = '\0';
+	ret = rte_eth_dev_info_get(port, &info);
+	if (ret != 0) {
+		if (why != NULL)
+			snprintf(why, len, "port %u: no device info: %s", port,
+				 rte_strerror(-ret));
+		return -ENOTSUP;
+	}
+	snprintf(desc, sizeof(desc), "port %u (%s)", port,
+		 info.driver_name != NULL ? info.driver_name : "?");
+
+	if (!(info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_TIMESTAMP)) {
+		if (why != NULL)
+			snprintf(why, len, "%s: no RX timestamp offload", desc);
+		return -ENOTSUP;
+	}
+	/* without the offload enabled at configure time no stamp ever arrives */
+	if (rte_eth_dev_conf_get(port, &conf) == 0 &&
+	    !(conf.rxmode.offloads & RTE_ETH_RX_OFFLOAD_TIMESTAMP)) {
+		if (why != NULL)
+			snprintf(why, len, "%s: RX timestamp offload not enabled "
+				 "(see ls_clock_rx_offloads)", desc);
+		return -ENOTSUP;
+	}
+
+	ret = rte_eth_read_clock(port, &t1);
+	if (ret == 0) {
+		rte_delay_us_block(10);
+		ret = rte_eth_read_clock(port, &t2);
+	}
+	if (ret == -ENOTSUP) {
+		if (why != NULL)
+			snprintf(why, len, "%s: device clock not readable (read_clock unsupported)",
+				 desc);
+		return -ENOTSUP;
+	}
+	if (ret != 0) {
+		if (why != NULL)
+			snprintf(why, len, "%s: device clock read failed: %s (is the port started?)",
+				 desc, rte_strerror(ret < 0 ? -ret : ret));
+		return -ENOTSUP;
+	}
+	if (t2 <= t1) {
+		if (why != NULL)
+			snprintf(why, len, "%s: device clock does not advance", desc);
+		return -ENOTSUP;
+	}
+	return 0;
+}
+
+uint64_t
+ls_clock_rx_offloads(uint16_t port, const struct ls_conf_clock *conf)
+{
+	struct rte_eth_dev_info info;
+
+	if (conf->source != LS_CLOCK_AUTO && conf->source != LS_CLOCK_NIC)
+		return 0;
+	if (rte_eth_dev_info_get(port, &info) != 0)
+		return 0;
+	return info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_TIMESTAMP;
+}
+
+/*
+ * One (device ticks, MONOTONIC_RAW ns) pair: read_clock bracketed by two
+ * TSC reads, tightest of several, TSC midpoint mapped through cal.
+ */
+static int
+nic_pair(uint16_t port, const struct ls_tsc_map *tm, uint64_t *ticks, uint64_t *ns)
+{
+	uint64_t best = UINT64_MAX, mid = 0;
+	unsigned int i;
+	int ok = 0;
+
+	for (i = 0; i < LS_NIC_TRIES; i++) {
+		uint64_t t1, t2, v;
+
+		t1 = rte_rdtsc_precise();
+		if (rte_eth_read_clock(port, &v) != 0)
+			return -EIO;
+		t2 = rte_rdtsc_precise();
+		if (t2 < t1 || t2 - t1 >= best)
+			continue;
+		best = t2 - t1;
+		mid = t1 + (t2 - t1) / 2;
+		*ticks = v;
+		ok = 1;
+	}
+	if (!ok)
+		return -EIO;
+	*ns = ls_tsc_map_ns(tm, mid);
+	return 0;
+}
+
+/* ns per device tick in 32.32 between two pairs; 0 when not increasing. */
+static uint64_t
+nic_mult(uint64_t ticks_a, uint64_t ns_a, uint64_t ticks_b, uint64_t ns_b)
+{
+	unsigned __int128 num;
+
+	if (ticks_b <= ticks_a || ns_b <= ns_a)
+		return 0;
+	num = (unsigned __int128)(ns_b - ns_a) << 32;
+	num = (num + (ticks_b - ticks_a) / 2) / (ticks_b - ticks_a);
+	return num > UINT64_MAX ? 0 : (uint64_t)num;
+}
+
+static void
+fit_publish(struct nic_fit *f, uint64_t ticks, uint64_t ns, uint64_t mult)
+{
+	struct ls_tsc_map m = { .tsc0 = ticks, .ns0 = ns, .mult = mult, .tai_off = 0 };
+
+	rte_seqlock_write_lock(&f->lock);
+	f->map = m;
+	rte_seqlock_write_unlock(&f->lock);
+}
+
+/* Start the fit of one port: two pairs LS_NIC_INIT_GAP_NS apart. */
+static int
+fit_start(uint16_t port, const struct ls_tsc_cal *cal, char *why, size_t len)
+{
+	struct nic_fit *f = &nic_fits[port];
+	struct timespec gap = { .tv_sec = 0, .tv_nsec = (long)LS_NIC_INIT_GAP_NS };
+	struct ls_tsc_map tm;
+	uint64_t k0, n0, k1, n1, mult;
+	char desc[64];
+
+	if (f->active)
+		return 0; /* another ls_clock already started it */
+	port_desc(port, desc, sizeof(desc));
+	rte_seqlock_init(&f->lock);
+
+	ls_tsc_cal_read(cal, &tm);
+	if (nic_pair(port, &tm, &k0, &n0) != 0)
+		goto unreadable;
+	nanosleep(&gap, NULL);
+	ls_tsc_cal_read(cal, &tm);
+	if (nic_pair(port, &tm, &k1, &n1) != 0)
+		goto unreadable;
+	mult = nic_mult(k0, n0, k1, n1);
+	if (mult == 0) {
+		snprintf(why, len, "%s: device clock does not advance with the TSC", desc);
+		return -ENOTSUP;
+	}
+	f->first_ticks = k0;
+	f->first_ns = n0;
+	fit_publish(f, k1, n1, mult);
+	f->active = true;
+	return 0;
+
+unreadable:
+	snprintf(why, len, "%s: device clock read failed", desc);
+	return -ENOTSUP;
+}
+
+int
+ls_clock_nic_attach(struct ls_clock *c, const uint16_t *ports, unsigned int n_ports,
+		    const struct ls_tsc_cal *cal, char *why, size_t len)
+{
+	uint64_t flag = 0;
+	unsigned int i;
+	int off = -1, ret;
+
+	for (i = 0; i < n_ports; i++) {
+		if (ports[i] >= RTE_MAX_ETHPORTS) {
+			snprintf(why, len, "port %u: invalid port id", ports[i]);
+			return -EINVAL;
+		}
+		ret = fit_start(ports[i], cal, why, len);
+		if (ret != 0)
+			return ret;
+	}
+	/* the PMD registers it too when the offload is on; this finds it */
+	ret = rte_mbuf_dyn_rx_timestamp_register(&off, &flag);
+	if (ret != 0 || off < 0) {
+		snprintf(why, len, "cannot register the RX timestamp dynfield: %s",
+			 rte_strerror(rte_errno));
+		return -ENOTSUP;
+	}
+	c->ts_dynfield = off;
+	c->ts_dynflag = flag;
+	return 0;
+}
+
+int
+ls_clock_nic_update(const struct ls_tsc_cal *cal)
+{
+	struct ls_tsc_map tm;
+	unsigned int p;
+	int ret = 0;
+
+	ls_tsc_cal_read(cal, &tm);
+	for (p = 0; p < RTE_MAX_ETHPORTS; p++) {
+		struct nic_fit *f = &nic_fits[p];
+		uint64_t ticks, ns, mult;
+
+		if (!f->active)
+			continue;
+		if (nic_pair((uint16_t)p, &tm, &ticks, &ns) != 0) {
+			ret = -EIO;
+			continue;
+		}
+		/* whole-baseline slope: its error shrinks as the run goes on */
+		mult = nic_mult(f->first_ticks, f->first_ns, ticks, ns);
+		if (mult == 0) {
+			/* counter reset or wrapped: start the baseline over */
+			f->first_ticks = ticks;
+			f->first_ns = ns;
+			ret = -EIO;
+			continue;
+		}
+		fit_publish(f, ticks, ns, mult);
+	}
+	return ret;
+}
+
+uint64_t
+ls_clock_rx_ts(struct ls_clock *c, const struct rte_mbuf *m, uint64_t burst_tsc)
+{
+	uint64_t sw = ls_clock_from_tsc(c, burst_tsc);
+	const struct nic_fit *f;
+	struct ls_tsc_map fm;
+	uint64_t ticks, hw;
+	uint32_t sn;
+
+	if (c->kind != LS_CLOCK_NIC || c->ts_dynfield < 0 || !(m->ol_flags & c->ts_dynflag))
+		return sw;
+	if (m->port >= RTE_MAX_ETHPORTS)
+		goto fallback;
+	f = &nic_fits[m->port];
+	ticks = *RTE_MBUF_DYNFIELD(m, c->ts_dynfield, const rte_mbuf_timestamp_t *);
+	do {
+		sn = rte_seqlock_read_begin(&f->lock);
+		fm = f->map;
+	} while (rte_seqlock_read_retry(&f->lock, sn));
+	if (fm.mult == 0)
+		goto fallback;
+
+	/* ls_clock_from_tsc refreshed c->map, so its tai_off is current */
+	hw = ls_tsc_map_ns(&fm, ticks) + (uint64_t)c->map.tai_off;
+	if ((int64_t)(hw - sw) > (int64_t)LS_NIC_AHEAD_NS ||
+	    (int64_t)(sw - hw) > (int64_t)LS_NIC_MAX_AGE_NS)
+		goto fallback;
+	return hw;
+
+fallback:
+	c->hw_fallbacks++;
+	return sw;
+}

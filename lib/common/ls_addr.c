@@ -97,26 +97,35 @@ ls_prefix_contains(const struct ls_prefix *p, const struct ls_addr *addr)
 	return true;
 }
 
+static int
+hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
 int
 ls_mac_parse(const char *s, struct ls_mac *out)
 {
-	unsigned int v[6];
-	char sep[5];
-	int n;
-
 	memset(out, 0, sizeof(*out));
+	/* Exactly "xx:xx:xx:xx:xx:xx" ('-' also accepted): sscanf's %2x would
+	 * accept one-digit groups and leave garbage unchecked. */
 	if (s == NULL || strlen(s) != 17)
 		return -EINVAL;
-	n = sscanf(s, "%2x%c%2x%c%2x%c%2x%c%2x%c%2x", &v[0], &sep[0], &v[1],
-		   &sep[1], &v[2], &sep[2], &v[3], &sep[3], &v[4], &sep[4],
-		   &v[5]);
-	if (n != 11)
-		return -EINVAL;
-	for (int i = 0; i < 5; i++)
-		if (sep[i] != ':' && sep[i] != '-')
+	for (int i = 0; i < 6; i++) {
+		int hi = hex_digit(s[3 * i]), lo = hex_digit(s[3 * i + 1]);
+
+		if (hi < 0 || lo < 0 || (i < 5 && s[3 * i + 2] != ':' && s[3 * i + 2] != '-')) {
+			memset(out, 0, sizeof(*out));
 			return -EINVAL;
-	for (int i = 0; i < 6; i++)
-		out->b[i] = (uint8_t)v[i];
+		}
+		out->b[i] = (uint8_t)(hi << 4 | lo);
+	}
 	return 0;
 }
 

@@ -1,1 +1,1117 @@
-/* placeholder: being written */
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * lockstepd configuration: turn a JSON document into struct ls_config, or
+ * reject it with exactly one line "FILE: KEY: REASON".
+ *
+ * Why it is built this way:
+ *  - Every section is described by a table of fields (key, JSON kind, range,
+ *    where it lands in the struct). One walker applies the tables, so type
+ *    checks, range checks, "unknown key" and "required key missing" are
+ *    written once and read the same everywhere. Only rules that relate two
+ *    keys (gateway inside prefix, peer port exists, sim only with source
+ *    "sim") live in small per-section "post" hooks.
+ *  - The walker first rejects unknown keys (in file order, so the first typo
+ *    in the file is the one reported), then visits the table in table order.
+ *    Table order is dependency order: node before control (its socket
+ *    default uses the node name), ports before peers (peers refer to ports).
+ *  - Parsing fills a private copy; the caller's struct is written only on
+ *    success, so a failed reload never leaves a half-updated config behind.
+ *  - No EAL and no allocation besides the peer array: the daemon parses its
+ *    config before rte_eal_init(), and the unit tests run without hugepages.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "ls_config.h"
+
+/* Parse context: where errors go and what cross references can see. */
+struct pctx {
+	const char *src;               /* file name for messages; NULL = none */
+	char *err;                     /* message buffer (may be NULL) */
+	size_t errlen;
+	const struct ls_config *cfg;   /* ports known so far (for peers) */
+	struct ls_config *out;         /* config being built (ports, peers) */
+};
+
+/* Key paths are short ("peers[4095].interval_us"); unknown keys are cut. */
+#define PATH_LEN 160
+
+/* Longest piece of user text quoted back in a message. */
+#define QUOTE_MAX 80
+
+static int __attribute__((format(printf, 3, 4)))
+fail(struct pctx *c, const char *path, const char *fmt, ...)
+{
+	char reason[LS_ERR_LEN];
+	va_list ap;
+
+	if (c->err == NULL || c->errlen == 0)
+		return -EINVAL;
+	va_start(ap, fmt);
+	vsnprintf(reason, sizeof(reason), fmt, ap);
+	va_end(ap);
+	if (c->src != NULL && path != NULL && path[0] != '\0')
+		snprintf(c->err, c->errlen, "%s: %s: %s", c->src, path, reason);
+	else if (c->src != NULL)
+		snprintf(c->err, c->errlen, "%s: %s", c->src, reason);
+	else if (path != NULL && path[0] != '\0')
+		snprintf(c->err, c->errlen, "%s: %s", path, reason);
+	else
+		snprintf(c->err, c->errlen, "%s", reason);
+	return -EINVAL;
+}
+
+/*
+ * Copy user text for a message. Control characters become '?' so that the
+ * message stays one line whatever the file contains; long text is cut.
+ */
+static const char *
+clean(char *buf, size_t len, const char *s)
+{
+	size_t i, n = 0;
+
+	for (i = 0; s[i] != '\0' && n + 4 < len && i < QUOTE_MAX; i++) {
+		unsigned char ch = (unsigned char)s[i];
+
+		buf[n++] = (ch < 0x20 || ch == 0x7f) ? '?' : (char)ch;
+	}
+	if (s[i] != '\0' && n + 4 <= len) {
+		memcpy(buf + n, "...", 3);
+		n += 3;
+	}
+	buf[n] = '\0';
+	return buf;
+}
+
+/* Key path of a member: "parent.key", or "key" at the top. */
+static const char *
+path_key(char *buf, const char *parent, const char *key)
+{
+	char k[QUOTE_MAX + 4];
+
+	int n;
+
+	clean(k, sizeof(k), key);
+	if (parent == NULL || parent[0] == '\0')
+		n = snprintf(buf, PATH_LEN, "%s", k);
+	else
+		n = snprintf(buf, PATH_LEN, "%s.%s", parent, k);
+	/* only a caller-supplied prefix can be this long: mark the cut */
+	if (n >= PATH_LEN)
+		memcpy(buf + PATH_LEN - 4, "...", 4);
+	return buf;
+}
+
+/* Key path of an array element: "parent[i]". */
+static const char *
+path_idx(char *buf, const char *parent, size_t i)
+{
+	snprintf(buf, PATH_LEN, "%s[%zu]", parent, i);
+	return buf;
+}
+
+static const char *
+json_kind(const json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		return "object";
+	case JSON_ARRAY:
+		return "array";
+	case JSON_STRING:
+		return "string";
+	case JSON_INTEGER:
+		return "integer";
+	case JSON_REAL:
+		return "real";
+	case JSON_TRUE:
+	case JSON_FALSE:
+		return "boolean";
+	case JSON_NULL:
+		return "null";
+	}
+	return "?";
+}
+
+/* Type check shared by every string-valued key. */
+static int
+want_string(struct pctx *c, const char *path, const json_t *v, const char **s)
+{
+	if (!json_is_string(v))
+		return fail(c, path, "expected string, got %s", json_kind(v));
+	*s = json_string_value(v);
+	return 0;
+}
+
+/*
+ * Field tables.
+ */
+
+struct field;
+
+typedef int (*field_fn)(struct pctx *c, const char *path, const json_t *v,
+			void *dst, const struct field *f);
+typedef int (*post_fn)(struct pctx *c, const char *path, const json_t *obj,
+		       void *base);
+
+enum field_kind {
+	FK_INT,   /* JSON integer in [min, max], stored in 1/2/4/8 bytes */
+	FK_NUM,   /* JSON integer or real in [dmin, dmax], stored as double */
+	FK_BOOL,  /* JSON true/false */
+	FK_STR,   /* string of min..size-1 bytes copied into char[size] */
+	FK_ENUM,  /* string out of names[], its index stored like FK_INT */
+	FK_OBJ,   /* nested object described by sub (same base + off) */
+	FK_FUNC,  /* anything else: fn() does type check and store */
+};
+
+#define F_REQ  0x1 /* required key */
+#define F_POW2 0x2 /* FK_INT: power of two */
+#define F_NAME 0x4 /* FK_STR: name charset [A-Za-z0-9_.-] */
+
+struct schema {
+	const struct field *fields;
+	size_t n;
+	post_fn post;     /* cross-key checks once every field is in */
+};
+
+struct field {
+	const char *key;
+	enum field_kind kind;
+	unsigned int flags;
+	size_t off;                 /* from the base of the enclosing object */
+	size_t size;                /* bytes at off */
+	long long min, max;         /* FK_INT range; FK_STR minimum length */
+	double dmin, dmax;          /* FK_NUM range */
+	const char *const *names;   /* FK_ENUM choices, NULL-terminated */
+	const struct schema *sub;   /* FK_OBJ */
+	field_fn fn;                /* FK_FUNC */
+};
+
+#define MSIZE(T, m) sizeof(((T *)0)->m)
+
+#define F_INT(k, T, m, lo, hi, fl) { .key = (k), .kind = FK_INT, \
+	.flags = (fl), .off = offsetof(T, m), .size = MSIZE(T, m), \
+	.min = (lo), .max = (hi) }
+#define F_NUMBER(k, T, m, lo, hi) { .key = (k), .kind = FK_NUM, \
+	.off = offsetof(T, m), .size = MSIZE(T, m), .dmin = (lo), .dmax = (hi) }
+#define F_BOOL(k, T, m) { .key = (k), .kind = FK_BOOL, \
+	.off = offsetof(T, m), .size = MSIZE(T, m) }
+#define F_STR(k, T, m, minlen, fl) { .key = (k), .kind = FK_STR, \
+	.flags = (fl), .off = offsetof(T, m), .size = MSIZE(T, m), \
+	.min = (minlen) }
+#define F_ENUM(k, T, m, choices) { .key = (k), .kind = FK_ENUM, \
+	.off = offsetof(T, m), .size = MSIZE(T, m), .names = (choices) }
+#define F_OBJ(k, off_, s, fl) { .key = (k), .kind = FK_OBJ, .flags = (fl), \
+	.off = (off_), .sub = &(s) }
+#define F_FUNC(k, T, m, f, fl) { .key = (k), .kind = FK_FUNC, .flags = (fl), \
+	.off = offsetof(T, m), .size = MSIZE(T, m), .fn = (f) }
+
+#define SCHEMA(tab, p) { .fields = (tab), .n = LS_ARRAY_SIZE(tab), .post = (p) }
+
+/* Little-endian or not, memcpy of the right width is what the member holds. */
+static void
+store_int(void *dst, size_t size, long long v)
+{
+	switch (size) {
+	case 1: {
+		uint8_t x = (uint8_t)v;
+
+		memcpy(dst, &x, sizeof(x));
+		break;
+	}
+	case 2: {
+		uint16_t x = (uint16_t)v;
+
+		memcpy(dst, &x, sizeof(x));
+		break;
+	}
+	case 4: {
+		/* also right for int members: -1 wraps back to -1 */
+		uint32_t x = (uint32_t)v;
+
+		memcpy(dst, &x, sizeof(x));
+		break;
+	}
+	default: {
+		uint64_t x = (uint64_t)v;
+
+		memcpy(dst, &x, sizeof(x));
+		break;
+	}
+	}
+}
+
+static int
+valid_name_char(char ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+	       (ch >= '0' && ch <= '9') || ch == '_' || ch == '.' || ch == '-';
+}
+
+static int
+parse_field(struct pctx *c, const char *path, const json_t *v, void *base,
+	    const struct field *f);
+
+/*
+ * Apply a schema to one JSON object: unknown keys first (file order), then
+ * each field in table order, then the post hook.
+ */
+static int
+parse_object(struct pctx *c, const char *path, const json_t *obj,
+	     const struct schema *s, void *base)
+{
+	char kpath[PATH_LEN];
+	const char *key;
+	json_t *val;
+	size_t i;
+	int rc;
+
+	if (!json_is_object(obj))
+		return fail(c, path, "expected object, got %s", json_kind(obj));
+
+	/* jansson's iteration API is not const; nothing is modified. */
+	json_object_foreach((json_t *)(uintptr_t)obj, key, val) {
+		for (i = 0; i < s->n; i++)
+			if (strcmp(key, s->fields[i].key) == 0)
+				break;
+		if (i == s->n)
+			return fail(c, path_key(kpath, path, key), "unknown key");
+	}
+
+	for (i = 0; i < s->n; i++) {
+		const struct field *f = &s->fields[i];
+		const json_t *v = json_object_get(obj, f->key);
+
+		path_key(kpath, path, f->key);
+		if (v == NULL) {
+			if (f->flags & F_REQ)
+				return fail(c, kpath, "required key missing");
+			continue;
+		}
+		rc = parse_field(c, kpath, v, base, f);
+		if (rc < 0)
+			return rc;
+	}
+	return s->post != NULL ? s->post(c, path, obj, base) : 0;
+}
+
+static int
+parse_field(struct pctx *c, const char *path, const json_t *v, void *base,
+	    const struct field *f)
+{
+	char *dst = (char *)base + f->off;
+	char q[QUOTE_MAX + 4];
+	const char *s = NULL;
+	size_t len, i;
+	int rc;
+
+	switch (f->kind) {
+	case FK_INT: {
+		json_int_t x;
+
+		if (!json_is_integer(v))
+			return fail(c, path, "expected integer, got %s", json_kind(v));
+		x = json_integer_value(v);
+		if (x < f->min || x > f->max)
+			return fail(c, path, "must be between %lld and %lld, got %lld",
+				    f->min, f->max, (long long)x);
+		if ((f->flags & F_POW2) && (x & (x - 1)) != 0)
+			return fail(c, path, "must be a power of 2, got %lld",
+				    (long long)x);
+		store_int(dst, f->size, x);
+		return 0;
+	}
+	case FK_NUM: {
+		double x;
+
+		if (!json_is_number(v))
+			return fail(c, path, "expected number, got %s", json_kind(v));
+		x = json_number_value(v);
+		if (!(x >= f->dmin && x <= f->dmax))
+			return fail(c, path, "must be between %g and %g, got %g",
+				    f->dmin, f->dmax, x);
+		memcpy(dst, &x, sizeof(x));
+		return 0;
+	}
+	case FK_BOOL: {
+		bool b;
+
+		if (!json_is_boolean(v))
+			return fail(c, path, "expected boolean, got %s", json_kind(v));
+		b = json_is_true(v);
+		memcpy(dst, &b, sizeof(b));
+		return 0;
+	}
+	case FK_STR:
+		rc = want_string(c, path, v, &s);
+		if (rc < 0)
+			return rc;
+		len = strlen(s);
+		/* an embedded NUL would silently shorten the value */
+		if (len != json_string_length(v))
+			return fail(c, path, "must not contain NUL characters");
+		if (len == 0 && f->min > 0)
+			return fail(c, path, "must not be empty");
+		if (len >= f->size)
+			return fail(c, path, "must be at most %zu characters long, got %zu",
+				    f->size - 1, len);
+		if (f->flags & F_NAME) {
+			for (i = 0; i < len; i++)
+				if (!valid_name_char(s[i]))
+					return fail(c, path,
+						    "invalid character in \"%s\" (allowed: A-Z a-z 0-9 _ . -)",
+						    clean(q, sizeof(q), s));
+		}
+		memcpy(dst, s, len + 1);
+		return 0;
+	case FK_ENUM: {
+		char list[128] = "";
+
+		rc = want_string(c, path, v, &s);
+		if (rc < 0)
+			return rc;
+		for (i = 0; f->names[i] != NULL; i++) {
+			if (strcmp(s, f->names[i]) == 0) {
+				store_int(dst, f->size, (long long)i);
+				return 0;
+			}
+		}
+		for (i = 0; f->names[i] != NULL; i++) {
+			len = strlen(list);
+			snprintf(list + len, sizeof(list) - len, "%s\"%s\"",
+				 i == 0 ? "" : ", ", f->names[i]);
+		}
+		return fail(c, path, "must be one of %s, got \"%s\"", list,
+			    clean(q, sizeof(q), s));
+	}
+	case FK_OBJ:
+		return parse_object(c, path, v, f->sub, dst);
+	case FK_FUNC:
+		return f->fn(c, path, v, dst, f);
+	}
+	return fail(c, path, "internal error: bad field kind");
+}
+
+/*
+ * Address helpers (FK_FUNC callbacks).
+ */
+
+/* Unicast: not unspecified, not multicast, not IPv4 limited broadcast. */
+static bool
+addr_is_unicast(const struct ls_addr *a)
+{
+	static const uint8_t zero[16];
+
+	if (a->family == LS_AF_INET)
+		return memcmp(a->a, zero, 4) != 0 && (a->a[0] & 0xf0) != 0xe0 &&
+		       !(a->a[0] == 255 && a->a[1] == 255 && a->a[2] == 255 &&
+			 a->a[3] == 255);
+	return memcmp(a->a, zero, 16) != 0 && a->a[0] != 0xff;
+}
+
+static int
+addr_common(struct pctx *c, const char *path, const json_t *v, int family,
+	    struct ls_addr *out)
+{
+	char q[QUOTE_MAX + 4];
+	const char *s = NULL;
+	int rc;
+
+	rc = want_string(c, path, v, &s);
+	if (rc < 0)
+		return rc;
+	if (ls_addr_parse(s, out) < 0)
+		return fail(c, path, "not an IP address: \"%s\"", clean(q, sizeof(q), s));
+	if (family != 0 && out->family != family)
+		return fail(c, path, "must be an IPv%d address, got \"%s\"", family,
+			    clean(q, sizeof(q), s));
+	if (!addr_is_unicast(out))
+		return fail(c, path, "must be a unicast address, got \"%s\"",
+			    clean(q, sizeof(q), s));
+	return 0;
+}
+
+static int
+fn_addr(struct pctx *c, const char *path, const json_t *v, void *dst,
+	const struct field *f)
+{
+	(void)f;
+	return addr_common(c, path, v, 0, dst);
+}
+
+static int
+fn_addr4(struct pctx *c, const char *path, const json_t *v, void *dst,
+	 const struct field *f)
+{
+	(void)f;
+	return addr_common(c, path, v, LS_AF_INET, dst);
+}
+
+static int
+fn_addr6(struct pctx *c, const char *path, const json_t *v, void *dst,
+	 const struct field *f)
+{
+	(void)f;
+	return addr_common(c, path, v, LS_AF_INET6, dst);
+}
+
+/*
+ * Interface prefix. The "/len" is required: ls_prefix_parse would read a bare
+ * address as a host route, which on an interface means "nothing is on-link"
+ * and is almost always a forgotten length.
+ */
+static int
+prefix_common(struct pctx *c, const char *path, const json_t *v, int family,
+	      struct ls_prefix *out)
+{
+	char q[QUOTE_MAX + 4];
+	const char *s = NULL;
+	int rc;
+
+	rc = want_string(c, path, v, &s);
+	if (rc < 0)
+		return rc;
+	clean(q, sizeof(q), s);
+	if (strchr(s, '/') == NULL || ls_prefix_parse(s, out) < 0)
+		return fail(c, path, "not an IPv%d prefix (%s): \"%s\"", family,
+			    family == LS_AF_INET ? "a.b.c.d/len" : "x::y/len", q);
+	if (out->addr.family != family)
+		return fail(c, path, "must be an IPv%d prefix, got \"%s\"", family, q);
+	if (!addr_is_unicast(&out->addr))
+		return fail(c, path, "must be a unicast address, got \"%s\"", q);
+	return 0;
+}
+
+static int
+fn_prefix4(struct pctx *c, const char *path, const json_t *v, void *dst,
+	   const struct field *f)
+{
+	(void)f;
+	return prefix_common(c, path, v, LS_AF_INET, dst);
+}
+
+static int
+fn_prefix6(struct pctx *c, const char *path, const json_t *v, void *dst,
+	   const struct field *f)
+{
+	(void)f;
+	return prefix_common(c, path, v, LS_AF_INET6, dst);
+}
+
+/*
+ * MAC: the exact "xx:xx:xx:xx:xx:xx" shape is checked here because the
+ * sscanf-based parser would also take signs and blanks inside the groups.
+ */
+static int
+fn_mac(struct pctx *c, const char *path, const json_t *v, void *dst,
+       const struct field *f)
+{
+	static const char hex[] = "0123456789abcdefABCDEF";
+	struct ls_mac *m = dst;
+	char q[QUOTE_MAX + 4];
+	const char *s = NULL;
+	bool ok;
+	int rc;
+
+	(void)f;
+	rc = want_string(c, path, v, &s);
+	if (rc < 0)
+		return rc;
+	clean(q, sizeof(q), s);
+	ok = strlen(s) == 17;
+	for (int i = 0; ok && i < 17; i++) {
+		if (i % 3 == 2)
+			ok = s[i] == ':' || s[i] == '-';
+		else
+			ok = strchr(hex, s[i]) != NULL;
+	}
+	if (!ok || ls_mac_parse(s, m) < 0)
+		return fail(c, path, "not a MAC address (aa:bb:cc:dd:ee:ff): \"%s\"", q);
+	if (m->b[0] & 0x01)
+		return fail(c, path, "must be a unicast MAC, got \"%s\"", q);
+	if ((m->b[0] | m->b[1] | m->b[2] | m->b[3] | m->b[4] | m->b[5]) == 0)
+		return fail(c, path, "must not be all zeros");
+	return 0;
+}
+
+/*
+ * File mode as a string of octal digits: JSON has no octal literals, and a
+ * bare 660 would silently mean 01224.
+ */
+static int
+fn_mode(struct pctx *c, const char *path, const json_t *v, void *dst,
+	const struct field *f)
+{
+	char q[QUOTE_MAX + 4];
+	unsigned long m = 0;
+	const char *s = NULL;
+	size_t i, len;
+
+	(void)f;
+	if (!json_is_string(v))
+		return fail(c, path, "expected string of octal digits like \"0660\", got %s",
+			    json_kind(v));
+	s = json_string_value(v);
+	len = strlen(s);
+	clean(q, sizeof(q), s);
+	if (len == 0 || len > 4)
+		return fail(c, path, "expected octal digits like \"0660\", got \"%s\"", q);
+	for (i = 0; i < len; i++) {
+		if (s[i] < '0' || s[i] > '7')
+			return fail(c, path, "expected octal digits like \"0660\", got \"%s\"", q);
+		m = m * 8 + (unsigned long)(s[i] - '0');
+	}
+	if (m > 0777)
+		return fail(c, path, "must be at most 0777, got \"%s\"", q);
+	*(uint32_t *)dst = (uint32_t)m;
+	return 0;
+}
+
+static const char *const log_levels[] = {
+	"emerg", "alert", "crit", "error", "warning", "notice", "info", "debug",
+	NULL
+};
+
+/* log.level is kept as text: the daemon maps it to its own logger. */
+static int
+fn_log_level(struct pctx *c, const char *path, const json_t *v, void *dst,
+	     const struct field *f)
+{
+	struct field e = { .kind = FK_ENUM, .size = sizeof(int),
+			   .names = log_levels };
+	int idx;
+	int rc;
+
+	rc = parse_field(c, path, v, &idx, &e);
+	if (rc < 0)
+		return rc;
+	snprintf(dst, f->size, "%s", log_levels[idx]);
+	return 0;
+}
+
+/*
+ * Sections.
+ */
+
+static int
+node_post(struct pctx *c, const char *path, const json_t *obj, void *base)
+{
+	struct ls_config *cfg = base;
+
+	(void)c;
+	(void)path;
+	(void)obj;
+	/* Defaults that depend on the node; later sections may override them. */
+	snprintf(cfg->control.socket, sizeof(cfg->control.socket),
+		 "/run/lockstep/%s.sock", cfg->node_name);
+	cfg->clock.sim.seed = cfg->node_id;
+	return 0;
+}
+
+static const struct field node_fields[] = {
+	F_STR("name", struct ls_config, node_name, 1, F_REQ | F_NAME),
+	F_INT("id", struct ls_config, node_id, 1, UINT32_MAX, F_REQ),
+};
+static const struct schema node_schema = SCHEMA(node_fields, node_post);
+
+static int
+port_post(struct pctx *c, const char *path, const json_t *obj, void *base)
+{
+	struct ls_conf_port *p = base;
+	char kpath[PATH_LEN];
+	char a[LS_ADDR_STRLEN], q[LS_ADDR_STRLEN];
+
+	p->has_mac = json_object_get(obj, "mac") != NULL;
+	if (p->ipv4.addr.family == 0 && p->ipv6.addr.family == 0)
+		return fail(c, path, "needs at least one of ipv4, ipv6");
+	if (p->gateway4.family != 0) {
+		path_key(kpath, path, "gateway4");
+		ls_addr_fmt(&p->gateway4, q, sizeof(q));
+		if (p->ipv4.addr.family == 0)
+			return fail(c, kpath, "set but the port has no ipv4");
+		ls_addr_fmt(&p->ipv4.addr, a, sizeof(a));
+		if (!ls_prefix_contains(&p->ipv4, &p->gateway4))
+			return fail(c, kpath, "%s is not inside ipv4 %s/%u", q, a,
+				    p->ipv4.plen);
+		if (ls_addr_eq(&p->ipv4.addr, &p->gateway4))
+			return fail(c, kpath, "%s is the port's own address", q);
+	}
+	if (p->gateway6.family != 0) {
+		/* IPv6 next hops are usually link-local: no containment check. */
+		path_key(kpath, path, "gateway6");
+		ls_addr_fmt(&p->gateway6, q, sizeof(q));
+		if (p->ipv6.addr.family == 0)
+			return fail(c, kpath, "set but the port has no ipv6");
+		if (ls_addr_eq(&p->ipv6.addr, &p->gateway6))
+			return fail(c, kpath, "%s is the port's own address", q);
+	}
+	return 0;
+}
+
+#define PORT struct ls_conf_port
+static const struct field port_fields[] = {
+	F_STR("name", PORT, name, 1, F_REQ | F_NAME),
+	F_STR("dev", PORT, dev, 1, F_REQ),
+	F_FUNC("mac", PORT, mac, fn_mac, 0),
+	F_FUNC("ipv4", PORT, ipv4, fn_prefix4, 0),
+	F_FUNC("ipv6", PORT, ipv6, fn_prefix6, 0),
+	F_FUNC("gateway4", PORT, gateway4, fn_addr4, 0),
+	F_FUNC("gateway6", PORT, gateway6, fn_addr6, 0),
+	F_INT("lcore", PORT, lcore, -1, 1023, 0),
+	F_INT("rx_desc", PORT, rx_desc, 64, 16384, F_POW2),
+	F_INT("tx_desc", PORT, tx_desc, 64, 16384, F_POW2),
+	F_INT("mtu", PORT, mtu, 576, 9216, 0),
+};
+#undef PORT
+static const struct schema port_schema = SCHEMA(port_fields, port_post);
+
+/* Length of the device name in devargs: "net_memif0,role=..." -> 10. */
+static size_t
+dev_name_len(const char *dev)
+{
+	return strcspn(dev, ",");
+}
+
+static int
+fn_ports(struct pctx *c, const char *path, const json_t *v, void *dst,
+	 const struct field *f)
+{
+	struct ls_config *cfg = c->out;
+	char ipath[PATH_LEN], kpath[PATH_LEN];
+	char q[QUOTE_MAX + 4], d[QUOTE_MAX + 4];
+	size_t n, i, j;
+	int rc;
+
+	(void)dst;
+	(void)f;
+	if (!json_is_array(v))
+		return fail(c, path, "expected array, got %s", json_kind(v));
+	n = json_array_size(v);
+	if (n < 1 || n > LS_MAX_PORTS)
+		return fail(c, path, "must have 1 to %d entries, got %zu",
+			    LS_MAX_PORTS, n);
+	for (i = 0; i < n; i++) {
+		struct ls_conf_port *p = &cfg->ports[i];
+
+		memset(p, 0, sizeof(*p));
+		p->lcore = -1;
+		p->rx_desc = 1024;
+		p->tx_desc = 1024;
+		p->mtu = 1500;
+		path_idx(ipath, path, i);
+		rc = parse_object(c, ipath, json_array_get(v, i), &port_schema, p);
+		if (rc < 0)
+			return rc;
+		for (j = 0; j < i; j++) {
+			const struct ls_conf_port *o = &cfg->ports[j];
+			size_t dl = dev_name_len(p->dev);
+
+			if (strcmp(o->name, p->name) == 0)
+				return fail(c, path_key(kpath, ipath, "name"),
+					    "duplicate port name \"%s\" (also %s[%zu])",
+					    p->name, path, j);
+			/* EAL probes a device once, whatever devargs follow */
+			if (dev_name_len(o->dev) == dl &&
+			    strncmp(o->dev, p->dev, dl) == 0) {
+				snprintf(d, sizeof(d), "%.*s",
+					 (int)(dl < QUOTE_MAX ? dl : QUOTE_MAX), p->dev);
+				return fail(c, path_key(kpath, ipath, "dev"),
+					    "duplicate device \"%s\" (also %s[%zu])",
+					    clean(q, sizeof(q), d), path, j);
+			}
+		}
+		cfg->n_ports = (unsigned int)(i + 1);
+	}
+	return 0;
+}
+
+static int
+peer_post(struct pctx *c, const char *path, const json_t *obj, void *base)
+{
+	struct ls_conf_peer *p = base;
+	const struct ls_conf_port *port;
+	char kpath[PATH_LEN];
+	int idx;
+
+	p->has_mac = json_object_get(obj, "mac") != NULL;
+	if (p->port[0] == '\0') {
+		if (c->cfg == NULL || c->cfg->n_ports == 0)
+			return fail(c, path_key(kpath, path, "port"),
+				    "no ports defined");
+		/* default: the first port */
+		snprintf(p->port, sizeof(p->port), "%s", c->cfg->ports[0].name);
+	}
+	idx = ls_config_port_index(c->cfg, p->port);
+	if (idx < 0)
+		return fail(c, path_key(kpath, path, "port"),
+			    "port \"%s\" not defined", p->port);
+	port = &c->cfg->ports[idx];
+	if ((p->addr.family == LS_AF_INET && port->ipv4.addr.family == 0) ||
+	    (p->addr.family == LS_AF_INET6 && port->ipv6.addr.family == 0))
+		return fail(c, path_key(kpath, path, "addr"),
+			    "peer address family has no address on port \"%s\"",
+			    p->port);
+	return 0;
+}
+
+#define PEER struct ls_conf_peer
+static const struct field peer_fields[] = {
+	F_STR("name", PEER, name, 1, F_REQ | F_NAME),
+	F_FUNC("addr", PEER, addr, fn_addr, F_REQ),
+	F_STR("port", PEER, port, 1, 0),
+	F_INT("interval_us", PEER, interval_us, 100, 60000000, 0),
+	F_INT("paths", PEER, paths, 1, LS_MAX_PATHS, 0),
+	F_FUNC("mac", PEER, mac, fn_mac, 0),
+};
+#undef PEER
+static const struct schema peer_schema = SCHEMA(peer_fields, peer_post);
+
+static int
+fn_peers(struct pctx *c, const char *path, const json_t *v, void *dst,
+	 const struct field *f)
+{
+	struct ls_config *cfg = c->out;
+	char ipath[PATH_LEN], kpath[PATH_LEN];
+	size_t n, i, j;
+	int rc;
+
+	(void)dst;
+	(void)f;
+	if (!json_is_array(v))
+		return fail(c, path, "expected array, got %s", json_kind(v));
+	n = json_array_size(v);
+	if (n > LS_MAX_PEERS)
+		return fail(c, path, "must have at most %d entries, got %zu",
+			    LS_MAX_PEERS, n);
+	if (n == 0)
+		return 0;
+	cfg->peers = calloc(n, sizeof(*cfg->peers));
+	if (cfg->peers == NULL) {
+		fail(c, path, "out of memory");
+		return -ENOMEM;
+	}
+	for (i = 0; i < n; i++) {
+		struct ls_conf_peer *p = &cfg->peers[i];
+
+		path_idx(ipath, path, i);
+		rc = parse_object(c, ipath, json_array_get(v, i), &peer_schema, p);
+		if (rc < 0)
+			return rc;
+		/* Quadratic, but 4096 peers is 8M short compares, once. */
+		for (j = 0; j < i; j++)
+			if (strcmp(cfg->peers[j].name, p->name) == 0)
+				return fail(c, path_key(kpath, ipath, "name"),
+					    "duplicate peer name \"%s\" (also %s[%zu])",
+					    p->name, path, j);
+		cfg->n_peers = (unsigned int)(i + 1);
+	}
+	return 0;
+}
+
+#define PROBE struct ls_conf_probe
+static const struct field probe_fields[] = {
+	F_INT("interval_us", PROBE, interval_us, 100, 60000000, 0),
+	F_INT("paths", PROBE, paths, 1, LS_MAX_PATHS, 0),
+	F_INT("dst_port", PROBE, dst_port, 1, 65535, 0),
+	/* every path's source port (base + i) must stay a valid port */
+	F_INT("src_port_base", PROBE, src_port_base, 1024,
+	      65535 - LS_MAX_PATHS + 1, 0),
+	F_INT("pair_spacing_ns", PROBE, pair_spacing_ns, 0, 1000000, 0),
+	F_INT("jitter_pct", PROBE, jitter_pct, 0, 50, 0),
+	F_INT("loss_timeout_us", PROBE, loss_timeout_us, 0, 60000000, 0),
+	F_INT("ttl", PROBE, ttl, 1, 255, 0),
+	F_INT("dscp", PROBE, dscp, 0, 63, 0),
+	F_INT("pad", PROBE, pad, 0, 1400, 0),
+	F_INT("down_after", PROBE, down_after, 1, 1000, 0),
+};
+#undef PROBE
+static const struct schema probe_schema = SCHEMA(probe_fields, NULL);
+
+/* Index 0 = ptp stores ntp_format = false. */
+static const char *const ts_formats[] = { "ptp", "ntp", NULL };
+
+#define REFL struct ls_conf_reflector
+static const struct field reflector_fields[] = {
+	F_BOOL("enabled", REFL, enabled),
+	F_INT("rate_pps", REFL, rate_pps, 1, 100000000, 0),
+	F_INT("burst", REFL, burst, 1, 1000000, 0),
+	F_INT("max_sources", REFL, max_sources, 16, 1048576, 0),
+	F_ENUM("timestamp_format", REFL, ntp_format, ts_formats),
+};
+#undef REFL
+static const struct schema reflector_schema = SCHEMA(reflector_fields, NULL);
+
+#define SIM struct ls_conf_simclock
+static const struct field sim_fields[] = {
+	F_INT("offset_ns", SIM, offset_ns, -1000000000000LL, 1000000000000LL, 0),
+	F_NUMBER("drift_ppm", SIM, drift_ppm, -1000.0, 1000.0),
+	F_NUMBER("wander_ns", SIM, wander_ns, 0.0, 1e6),
+	F_INT("seed", SIM, seed, 0, INT64_MAX, 0),
+};
+#undef SIM
+static const struct schema sim_schema = SCHEMA(sim_fields, NULL);
+
+/* Same order as enum ls_clock_source. */
+static const char *const clock_sources[] = { "auto", "tsc", "nic", "sim", NULL };
+
+static int
+clock_post(struct pctx *c, const char *path, const json_t *obj, void *base)
+{
+	const struct ls_conf_clock *clk = base;
+	char kpath[PATH_LEN];
+
+	if (json_object_get(obj, "sim") != NULL && clk->source != LS_CLOCK_SIM)
+		return fail(c, path_key(kpath, path, "sim"),
+			    "allowed only when source is \"sim\"");
+	return 0;
+}
+
+static const struct field clock_fields[] = {
+	F_ENUM("source", struct ls_conf_clock, source, clock_sources),
+	F_OBJ("sim", offsetof(struct ls_conf_clock, sim), sim_schema, 0),
+};
+static const struct schema clock_schema = SCHEMA(clock_fields, clock_post);
+
+#define CTL struct ls_conf_control
+static const struct field control_fields[] = {
+	/* sizeof(sun_path) is 108 */
+	F_STR("socket", CTL, socket, 1, 0),
+	F_FUNC("mode", CTL, mode, fn_mode, 0),
+	F_INT("max_clients", CTL, max_clients, 1, 1024, 0),
+};
+#undef CTL
+static const struct schema control_schema = SCHEMA(control_fields, NULL);
+
+#define IDLE struct ls_conf_idle
+static const struct field idle_fields[] = {
+	F_BOOL("backoff", IDLE, backoff),
+	F_INT("after_polls", IDLE, after_polls, 1, 1000000, 0),
+	F_INT("sleep_us", IDLE, sleep_us, 1, 100000, 0),
+};
+#undef IDLE
+static const struct schema idle_schema = SCHEMA(idle_fields, NULL);
+
+#define CAP struct ls_conf_capture
+static const struct field capture_fields[] = {
+	F_INT("snaplen", CAP, snaplen, 64, 65535, 0),
+	F_INT("max_bytes", CAP, max_bytes, 4096, 1LL << 40, 0),
+	F_INT("ring_size", CAP, ring_size, 64, 1048576, F_POW2),
+};
+#undef CAP
+static const struct schema capture_schema = SCHEMA(capture_fields, NULL);
+
+static const struct field log_fields[] = {
+	F_FUNC("level", struct ls_config, log_level, fn_log_level, 0),
+};
+static const struct schema log_schema = SCHEMA(log_fields, NULL);
+
+#define CFG struct ls_config
+/* Dependency order: node (socket default, seed) first, ports before peers. */
+static const struct field top_fields[] = {
+	F_OBJ("node", 0, node_schema, F_REQ),
+	F_FUNC("ports", CFG, ports, fn_ports, F_REQ),
+	F_OBJ("probe", offsetof(CFG, probe), probe_schema, 0),
+	F_FUNC("peers", CFG, peers, fn_peers, 0),
+	F_OBJ("reflector", offsetof(CFG, reflector), reflector_schema, 0),
+	F_OBJ("clock", offsetof(CFG, clock), clock_schema, 0),
+	F_OBJ("control", offsetof(CFG, control), control_schema, 0),
+	F_OBJ("idle", offsetof(CFG, idle), idle_schema, 0),
+	F_OBJ("capture", offsetof(CFG, capture), capture_schema, 0),
+	F_OBJ("log", 0, log_schema, 0),
+};
+#undef CFG
+static const struct schema top_schema = SCHEMA(top_fields, NULL);
+
+/* Every default in one place (docs/config.md lists the same values). */
+static void
+set_defaults(struct ls_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->probe.interval_us = 10000;
+	cfg->probe.paths = 4;
+	cfg->probe.dst_port = 862;
+	cfg->probe.src_port_base = 49152;
+	cfg->probe.pair_spacing_ns = 0;
+	cfg->probe.jitter_pct = 10;
+	cfg->probe.loss_timeout_us = 0; /* the daemon resolves max(interval, 50 ms) */
+	cfg->probe.ttl = 255;
+	cfg->probe.dscp = 0;
+	cfg->probe.pad = 0;
+	cfg->probe.down_after = 3;
+	cfg->reflector.enabled = true;
+	cfg->reflector.rate_pps = 20000;
+	cfg->reflector.burst = 256;
+	cfg->reflector.max_sources = 4096;
+	cfg->reflector.ntp_format = false;
+	cfg->clock.source = LS_CLOCK_AUTO;
+	cfg->control.mode = 0660;
+	cfg->control.max_clients = 16;
+	cfg->idle.backoff = false;
+	cfg->idle.after_polls = 256;
+	cfg->idle.sleep_us = 100;
+	cfg->capture.snaplen = 256;
+	cfg->capture.max_bytes = 64ULL << 20;
+	cfg->capture.ring_size = 4096;
+	snprintf(cfg->log_level, sizeof(cfg->log_level), "info");
+	/* control.socket and clock.sim.seed follow the node: see node_post */
+}
+
+/*
+ * Public API.
+ */
+
+int
+ls_config_from_json(const json_t *root, const char *src, struct ls_config *cfg,
+		    char *err, size_t errlen)
+{
+	struct pctx c = { .src = src, .err = err, .errlen = errlen };
+	struct ls_config *tmp;
+	int rc;
+
+	if (err != NULL && errlen > 0)
+		err[0] = '\0';
+	memset(cfg, 0, sizeof(*cfg));
+	if (root == NULL)
+		return fail(&c, NULL, "no JSON document");
+	if (!json_is_object(root))
+		return fail(&c, NULL, "expected an object at the top level, got %s",
+			    json_kind(root));
+	/* ~4 KiB with the port array: heap, to stay friendly to small stacks */
+	tmp = malloc(sizeof(*tmp));
+	if (tmp == NULL) {
+		fail(&c, NULL, "out of memory");
+		return -ENOMEM;
+	}
+	set_defaults(tmp);
+	if (src != NULL)
+		snprintf(tmp->file, sizeof(tmp->file), "%s", src);
+	c.cfg = tmp;
+	c.out = tmp;
+	rc = parse_object(&c, "", root, &top_schema, tmp);
+	if (rc < 0) {
+		free(tmp->peers);
+		free(tmp);
+		return rc;
+	}
+	*cfg = *tmp;
+	free(tmp);
+	return 0;
+}
+
+int
+ls_config_load(const char *path, struct ls_config *cfg, char *err, size_t errlen)
+{
+	struct pctx c = { .src = path, .err = err, .errlen = errlen };
+	json_error_t jerr;
+	struct stat st;
+	json_t *root;
+	FILE *f;
+	int rc;
+
+	if (err != NULL && errlen > 0)
+		err[0] = '\0';
+	memset(cfg, 0, sizeof(*cfg));
+	if (path == NULL) {
+		c.src = "(null)";
+		fail(&c, NULL, "no file name");
+		return -EINVAL;
+	}
+	if (strlen(path) >= sizeof(cfg->file)) {
+		fail(&c, NULL, "file name longer than %zu characters",
+		     sizeof(cfg->file) - 1);
+		return -ENAMETOOLONG;
+	}
+	/*
+	 * Open it ourselves rather than json_load_file(): jansson folds the
+	 * open failure into its message text and errno is not guaranteed to
+	 * survive, while the caller wants -ENOENT / -EACCES as such.
+	 */
+	f = fopen(path, "r");
+	if (f == NULL) {
+		rc = -errno;
+		fail(&c, NULL, "cannot open: %s", strerror(-rc));
+		return rc;
+	}
+	/* jansson's "'[' or '{' expected near end of file" hides the cause */
+	if (fstat(fileno(f), &st) == 0) {
+		if (S_ISDIR(st.st_mode)) {
+			fclose(f);
+			fail(&c, NULL, "cannot open: %s", strerror(EISDIR));
+			return -EISDIR;
+		}
+		if (S_ISREG(st.st_mode) && st.st_size == 0) {
+			fclose(f);
+			return fail(&c, NULL, "empty file");
+		}
+	}
+	/* duplicate keys are a syntax-level error: which one wins is a guess */
+	root = json_loadf(f, JSON_REJECT_DUPLICATES, &jerr);
+	fclose(f);
+	if (root == NULL) {
+		if (jerr.line > 0)
+			fail(&c, NULL, "line %d column %d: %s", jerr.line,
+			     jerr.column, jerr.text);
+		else
+			fail(&c, NULL, "%s", jerr.text);
+		return -EINVAL;
+	}
+	rc = ls_config_from_json(root, path, cfg, err, errlen);
+	json_decref(root);
+	return rc;
+}
+
+int
+ls_config_parse_peer(const json_t *obj, const struct ls_config *cfg, const char *where,
+		     struct ls_conf_peer *out, char *err, size_t errlen)
+{
+	struct pctx c = { .src = NULL, .err = err, .errlen = errlen, .cfg = cfg };
+	struct ls_conf_peer p;
+	int rc;
+
+	if (err != NULL && errlen > 0)
+		err[0] = '\0';
+	memset(out, 0, sizeof(*out));
+	memset(&p, 0, sizeof(p));
+	if (obj == NULL)
+		return fail(&c, where, "missing peer object");
+	rc = parse_object(&c, where != NULL ? where : "", obj, &peer_schema, &p);
+	if (rc < 0)
+		return rc;
+	*out = p;
+	return 0;
+}
+
+void
+ls_config_free(struct ls_config *cfg)
+{
+	if (cfg == NULL)
+		return;
+	free(cfg->peers);
+	cfg->peers = NULL;
+	cfg->n_peers = 0;
+}
+
+const char *
+ls_clock_source_name(enum ls_clock_source s)
+{
+	if ((unsigned int)s < LS_ARRAY_SIZE(clock_sources) - 1)
+		return clock_sources[s];
+	return "?";
+}
+
+int
+ls_config_port_index(const struct ls_config *cfg, const char *name)
+{
+	if (cfg == NULL || name == NULL)
+		return -1;
+	for (unsigned int i = 0; i < cfg->n_ports && i < LS_MAX_PORTS; i++)
+		if (strcmp(cfg->ports[i].name, name) == 0)
+			return (int)i;
+	return -1;
+}

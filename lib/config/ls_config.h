@@ -78,6 +78,8 @@ struct ls_conf_peer {
 	char port[32];            /**< local port name to reach it on (default: first port) */
 	uint32_t interval_us;     /**< 0 = probe default */
 	uint16_t paths;           /**< 0 = probe default */
+	struct ls_mac mac;        /**< static next-hop MAC (when has_mac): no ARP/ND */
+	bool has_mac;             /**< mac set */
 };
 
 /** Reflector. */

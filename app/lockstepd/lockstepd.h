@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * lockstepd internals shared by the daemon's source files.
+ *
+ * Threads and ownership (the whole concurrency story in one place):
+ *  - Each polling lcore (struct ls_lcore) owns its ports' RX/TX queue 0, the
+ *    peers reached through those ports (send schedule, sequence numbers,
+ *    neighbour state, live path statistics) and its reflector rate-limit
+ *    table. Nothing else writes them.
+ *  - The control thread (an rte_ctrl_thread) serves the control socket,
+ *    refits the TSC calibration, folds per-second path histograms into
+ *    rolling windows and writes captures. It changes lcore state only by
+ *    sending an ls_msg through the lcore's rte_ring and waiting for the
+ *    lcore to mark it done: peers are allocated by the control thread,
+ *    handed to the lcore, and handed back before they are freed.
+ *  - Counters are plain uint64_t written by one lcore and read by the control
+ *    thread with relaxed atomic loads (64-bit aligned loads do not tear on
+ *    the targets we build for).
+ */
+#ifndef LOCKSTEPD_H
+#define LOCKSTEPD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <rte_ether.h>
+#include <rte_hash.h>
+#include <rte_mbuf.h>
+#include <rte_mbuf_dyn.h>
+#include <rte_ring.h>
+#include <rte_timer.h>
+
+#include "ls_clock.h"
+#include "ls_common.h"
+#include "ls_config.h"
+#include "ls_pathstats.h"
+#include "ls_pkt.h"
+
+extern int ls_logtype;
+#define LS_LOG(level, fmt, ...) \
+	rte_log(RTE_LOG_ ## level, ls_logtype, "lockstepd: " fmt "\n", ##__VA_ARGS__)
+
+#define LS_BURST 32              /**< RX/TX burst size */
+#define LS_HOUSEKEEP_US 1000     /**< per-lcore housekeeping timer period */
+#define LS_RESOLVE_RETRY_NS (1000ULL * 1000 * 1000)   /**< ARP/ND retry while unresolved */
+#define LS_RESOLVE_REFRESH_NS (30ULL * 1000 * 1000 * 1000) /**< re-resolve a known neighbour */
+
+/* What happened to each received packet: exactly one per packet, so the
+ * counters add up to rx_pkts (the fuzz test checks this). */
+enum ls_rx_disp {
+	LS_RX_REFLECTED = 0,   /* STAMP test packet answered */
+	LS_RX_RATE_LIMITED,    /* STAMP test packet over its source's rate */
+	LS_RX_REFL_DISABLED,   /* STAMP test packet, reflector off */
+	LS_RX_REFL_SHORT,      /* to the reflector port but shorter than 44 bytes */
+	LS_RX_REPLY,           /* reflected packet matched to one of our paths */
+	LS_RX_REPLY_SHORT,     /* from the reflector port, shorter than 44 bytes */
+	LS_RX_REPLY_NO_PEER,   /* reflected packet from an address that is no peer */
+	LS_RX_REPLY_NO_PATH,   /* reflected packet to a port that is no path */
+	LS_RX_ARP,             /* ARP handled (answered or learnt) */
+	LS_RX_ND,              /* Neighbor Solicitation/Advertisement handled */
+	LS_RX_L2_OTHER,        /* Ethernet destination neither ours nor broadcast/multicast */
+	LS_RX_L3_OTHER,        /* IP destination not ours, or ARP/ND for someone else */
+	LS_RX_UDP_OTHER,       /* UDP to a port we do not serve */
+	LS_RX_OTHER,           /* well-formed but not for us (TCP, other ICMP, LLDP...) */
+	LS_RX_BAD_TRUNC,       /* ls_pkt_parse rejections, one per reason */
+	LS_RX_BAD_L3,
+	LS_RX_BAD_CSUM,
+	LS_RX_BAD_FRAG,
+	LS_RX_BAD_ARP,
+	LS_RX_BAD_ND,
+	LS_RX_BAD_VLAN,
+	LS_RX_BAD_ADDR,
+	LS_RX_DISP_MAX
+};
+
+/* Per-lcore counters (written by that lcore only). */
+struct ls_lcore_stats {
+	uint64_t rx_pkts;
+	uint64_t rx_bursts;
+	uint64_t disp[LS_RX_DISP_MAX];
+	uint64_t tx_probes;
+	uint64_t tx_replies;
+	uint64_t tx_arp;
+	uint64_t tx_nd;
+	uint64_t tx_dropped;       /* TX queue full: freed unsent */
+	uint64_t alloc_failed;     /* mbuf pool empty */
+	uint64_t probes_unresolved;/* probe due but next hop MAC unknown */
+	uint64_t rl_overflow;      /* sources beyond the rate-limit table share one bucket */
+	uint64_t cap_copied;
+	uint64_t cap_dropped;      /* capture ring full or pool empty */
+	uint64_t idle_sleeps;
+	uint64_t tlv_unknown;      /* reflected TLVs flagged U */
+	uint64_t tlv_malformed;    /* reflected TLVs flagged M */
+	uint64_t foreign_replies;  /* replies whose lockstep TLV names another node */
+} __rte_cache_aligned;
+
+/* A local port as the daemon uses it. */
+struct ls_port {
+	uint16_t port_id;
+	unsigned int lcore;
+	const struct ls_conf_port *conf;
+	struct ls_mac mac;         /* MAC we send from and answer for */
+	struct ls_prefix v4, v6;   /* our addresses (family 0 when unset) */
+	struct ls_addr v6_ll;      /* our IPv6 link-local address (ND) */
+	bool rx_cksum_offload;     /* NIC validates L4 checksums */
+	char driver[32];
+};
+
+/* One path (ECMP entropy value) to a peer. */
+struct ls_peer_path {
+	struct rte_timer tim;      /* next coded pair */
+	struct rte_timer pair_tim; /* second member when pair spacing > 0 */
+	struct ls_peer *peer;
+	uint16_t idx;              /* path index */
+	uint16_t sport;            /* UDP source port = entropy */
+	uint32_t seq;              /* next sequence number */
+	uint32_t pair_id;          /* next coded-pair id */
+	uint8_t state_down;        /* consecutive losses reached down_after */
+	struct ls_path_live live;  /* lcore-owned statistics */
+};
+
+/* A peer: allocated by the control thread, owned by its lcore once added. */
+struct ls_peer {
+	char name[LS_NAME_LEN];
+	struct ls_addr addr;
+	struct ls_addr nexthop;    /* addr, or the port's gateway when off-link */
+	uint16_t port_idx;         /* index into g.ports */
+	uint32_t interval_us;
+	uint16_t n_paths;
+	int32_t slot;              /* index in its lcore's peer table */
+	/* neighbour resolution (lcore) */
+	struct ls_mac mac;
+	bool resolved;
+	bool static_mac;           /* configured MAC: never ARP/ND for it */
+	uint64_t next_resolve_ns;
+	/* control-thread side */
+	struct ls_path_window *win; /* n_paths windows, owned by the control thread */
+	struct ls_peer_path path[]; /* n_paths */
+};
+
+/* Messages from the control thread to an lcore. */
+enum ls_msg_type {
+	LS_MSG_PEER_ADD = 1,   /* install msg->peer and start probing */
+	LS_MSG_PEER_DEL,       /* stop probing msg->peer and give it back */
+	LS_MSG_PROBE_SET,      /* change msg->peer's interval (0 = all peers) */
+};
+
+struct ls_msg {
+	enum ls_msg_type type;
+	struct ls_peer *peer;
+	uint32_t interval_us;
+	int result;            /* 0 or negative errno, set by the lcore */
+	uint32_t done;         /* set (release) by the lcore when handled */
+};
+
+/* Reflector per-source token bucket. */
+struct ls_rl_bucket {
+	uint64_t last_ns;
+	uint64_t tokens_ns;    /* tokens scaled: one packet = 1e9 units */
+	struct ls_addr key;
+	bool used;
+};
+
+/* One polling lcore. */
+struct ls_lcore {
+	unsigned int lcore_id;
+	uint16_t n_ports;
+	uint16_t port_idx[LS_MAX_PORTS];
+	struct rte_ring *msgs;             /* control -> lcore */
+	struct ls_clock clock;
+	struct rte_hash *peer_hash;        /* ls_addr -> slot */
+	struct ls_peer **peers;            /* LS_MAX_PEERS slots */
+	uint32_t n_peers;
+	struct rte_timer housekeep;
+	uint64_t prng;                     /* xorshift state for jitter */
+	struct rte_hash *rl_hash;          /* source ls_addr -> bucket */
+	struct ls_rl_bucket *rl;           /* max_sources + 1 (last = overflow) */
+	uint32_t rl_sweep;                 /* next bucket to check for idleness */
+	struct ls_lcore_stats st;
+	bool active;
+};
+
+/* Capture state shared by lcores (read) and the control thread (write). */
+struct ls_capture_shared {
+	volatile uint32_t on;              /* lcores copy packets while set */
+	uint32_t snaplen;
+	struct rte_ring *ring;             /* mbuf copies, MP/SC */
+	struct rte_mempool *pool;
+};
+
+/* Process-wide state. Written during start-up; read-only afterwards except
+ * where noted. */
+struct ls_global {
+	struct ls_config cfg;
+	struct ls_port ports[LS_MAX_PORTS];
+	unsigned int n_ports;
+	struct ls_lcore lcores[RTE_MAX_LCORE];
+	struct rte_mempool *pool;
+	struct ls_tsc_cal cal;             /* refit by the control thread */
+	struct ls_capture_shared cap;
+	int ts_dynfield;                   /* capture timestamp/direction dynfield */
+	uint64_t loss_timeout_ns_default;
+	volatile int quit;
+	int exit_code;
+	uint64_t start_tsc;
+};
+
+extern struct ls_global g;
+
+/* Capture timestamp dynfield: time in ns plus direction in the top bit. */
+#define LS_CAP_TX_BIT (1ULL << 63)
+static inline uint64_t *
+ls_cap_field(struct rte_mbuf *m)
+{
+	return RTE_MBUF_DYNFIELD(m, g.ts_dynfield, uint64_t *);
+}
+
+/* port.c */
+int ls_ports_init(void);
+void ls_ports_stop(void);
+bool ls_port_owns(const struct ls_port *p, const struct ls_addr *a);
+
+/* datapath.c */
+int ls_lcore_main(void *arg);
+void ls_lcore_setup(struct ls_lcore *lc);
+uint64_t ls_jitter(struct ls_lcore *lc, uint64_t base_ns, unsigned int pct);
+void ls_tx_frames(struct ls_lcore *lc, struct ls_port *p, struct rte_mbuf **m,
+		  uint16_t n, uint64_t *counter);
+void ls_capture_copy(struct ls_lcore *lc, struct rte_mbuf *m, uint64_t ts_ns, bool tx);
+
+/* sender.c */
+void ls_sender_start_peer(struct ls_lcore *lc, struct ls_peer *peer);
+void ls_sender_stop_peer(struct ls_lcore *lc, struct ls_peer *peer);
+void ls_sender_on_reply(struct ls_lcore *lc, struct ls_port *p, struct rte_mbuf *m,
+			const struct ls_pkt_info *pi, uint64_t rx_ns);
+void ls_sender_tick(struct ls_lcore *lc, uint64_t now_ns);
+uint64_t ls_peer_loss_timeout_ns(const struct ls_peer *peer);
+
+/* reflector.c */
+int ls_reflector_setup(struct ls_lcore *lc);
+/* Returns true when m was turned into a reply (caller transmits it). */
+bool ls_reflector_handle(struct ls_lcore *lc, struct ls_port *p, struct rte_mbuf *m,
+			 const struct ls_pkt_info *pi, uint64_t rx_ns);
+void ls_reflector_sweep(struct ls_lcore *lc, uint64_t now_ns);
+
+/* neigh.c */
+void ls_neigh_rx_arp(struct ls_lcore *lc, struct ls_port *p, const struct ls_pkt_info *pi);
+void ls_neigh_rx_nd(struct ls_lcore *lc, struct ls_port *p, const struct ls_pkt_info *pi,
+		    bool is_ns);
+void ls_neigh_resolve(struct ls_lcore *lc, struct ls_peer *peer, uint64_t now_ns);
+void ls_peer_set_nexthop(struct ls_peer *peer);
+
+/* control.c */
+int ls_control_start(void);
+void ls_control_join(void);
+struct ls_peer *ls_peer_new(const struct ls_conf_peer *cp);
+void ls_peer_free(struct ls_peer *peer);
+int ls_msg_send(unsigned int lcore, struct ls_msg *m);
+int ls_control_add_config_peers(void);
+void ls_control_free_peers(void);
+int ls_log_level_from_name(const char *s);
+
+/* capture.c */
+int ls_capture_init(void);
+int ls_capture_start(const char *file, uint32_t snaplen, uint64_t max_bytes, char *err, size_t len);
+int ls_capture_stop(void);
+void ls_capture_drain(void);
+struct ls_capture_status {
+	bool active;
+	char file[256];
+	uint64_t packets, bytes, dropped;
+};
+void ls_capture_status(struct ls_capture_status *st);
+
+#endif /* LOCKSTEPD_H */

@@ -1,0 +1,197 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# lab.sh: bring up a lab mesh of lockstepd appliances on one machine.
+#
+#   tools/lab/lab.sh up   [--nodes N] [--transport memif|veth] [--dir DIR]
+#                         [--interval-us US] [--paths P] [--build DIR]
+#   tools/lab/lab.sh down [--dir DIR]
+#   tools/lab/lab.sh mesh [--dir DIR] [lockstepctl mesh options]
+#
+# memif: every pair of nodes gets its own memif link (a full mesh of
+#   point-to-point links, node i the memif server for pairs (i, j>i)); each
+#   link is its own /24, so no routing is needed.
+# veth:  every node lives in its own network namespace with one veth into a
+#   Linux bridge in a "switch" namespace; lockstepd drives its veth through
+#   net_af_packet, the kernel keeps no address on it, and ARP/ND/STAMP are
+#   all lockstepd's own. One /24 (and one IPv6 /64) for the whole mesh.
+#
+# Every daemon runs without hugepages, with its own --file-prefix, on an
+# lcore allowed to float over all CPUs, and with idle back-off on, so a
+# dozen share two cores. `down` always cleans up processes, namespaces,
+# sockets and DPDK runtime files, even after a crash.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
+dir=/tmp/lockstep-lab
+nodes=4
+transport=memif
+interval_us=10000
+paths=4
+build="${LS_BUILD:-$root/build}"
+
+die() { echo "lab: $*" >&2; exit 1; }
+
+cmd=${1:-}
+[ -n "$cmd" ] && shift || true
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--nodes) nodes=$2; shift 2 ;;
+	--transport) transport=$2; shift 2 ;;
+	--dir) dir=$2; shift 2 ;;
+	--interval-us) interval_us=$2; shift 2 ;;
+	--paths) paths=$2; shift 2 ;;
+	--build) build=$2; shift 2 ;;
+	*) break ;;
+	esac
+done
+
+lockstepd="$build/app/lockstepd/lockstepd"
+lockstepctl="$build/tools/lockstepctl/lockstepctl"
+
+# A unique tag keeps namespaces of parallel labs (and tests) apart.
+tag_of() { echo "ls$(echo -n "$dir" | md5sum | cut -c1-6)"; }
+
+mac_of() { printf '02:00:00:00:%02x:%02x' "$1" "$2"; }
+
+node_json() { # node_json I PORTS_JSON PEERS_JSON
+	cat <<JSON
+{
+  "node": {"name": "n$1", "id": $1},
+  "ports": [$2],
+  "peers": [$3],
+  "probe": {"interval_us": $interval_us, "paths": $paths},
+  "control": {"socket": "$dir/n$1.sock"},
+  "idle": {"backoff": true, "after_polls": 64, "sleep_us": 200},
+  "log": {"level": "info"}
+}
+JSON
+}
+
+gen_memif() {
+	local i j link ports peers
+	for ((i = 1; i <= nodes; i++)); do
+		ports=""; peers=""
+		for ((j = 1; j <= nodes; j++)); do
+			[ "$i" = "$j" ] && continue
+			if ((i < j)); then a=$i; b=$j; role=server; me=1; them=2
+			else a=$j; b=$i; role=client; me=2; them=1; fi
+			link=$((a * 16 + b))
+			ports+="${ports:+,}
+    {\"name\": \"l$a-$b\", \"dev\": \"net_memif$link,role=$role,id=0,socket=$dir/memif-$a-$b.sock,socket-abstract=no\", \"mac\": \"$(mac_of "$i" "$j")\", \"ipv4\": \"10.$a.$b.$me/24\"}"
+			peers+="${peers:+,}
+    {\"name\": \"n$j\", \"addr\": \"10.$a.$b.$them\", \"port\": \"l$a-$b\"}"
+		done
+		node_json "$i" "$ports" "$peers" > "$dir/n$i.json"
+	done
+}
+
+gen_veth() {
+	local i j peers
+	for ((i = 1; i <= nodes; i++)); do
+		peers=""
+		for ((j = 1; j <= nodes; j++)); do
+			[ "$i" = "$j" ] && continue
+			peers+="${peers:+,}
+    {\"name\": \"n$j\", \"addr\": \"10.9.0.$j\"}"
+		done
+		node_json "$i" "
+    {\"name\": \"p0\", \"dev\": \"net_af_packet0,iface=$(tag_of)v$i\", \"mac\": \"$(mac_of "$i" 0)\", \"ipv4\": \"10.9.0.$i/24\", \"ipv6\": \"fd00:9::$i/64\"}" \
+			"$peers" > "$dir/n$i.json"
+	done
+}
+
+setup_veth_net() {
+	local t i
+	t=$(tag_of)
+	ip netns add "${t}sw"
+	ip -n "${t}sw" link add br0 type bridge
+	ip -n "${t}sw" link set br0 up
+	for ((i = 1; i <= nodes; i++)); do
+		ip netns add "${t}n$i"
+		ip link add "${t}v$i" type veth peer name "${t}b$i"
+		ip link set "${t}v$i" netns "${t}n$i"
+		ip link set "${t}b$i" netns "${t}sw"
+		ip -n "${t}sw" link set "${t}b$i" master br0 up
+		# The kernel keeps quiet on the appliance's wire: no IPv6 (no RS,
+		# no MLD, no DAD), so every frame there is lockstepd's.
+		ip netns exec "${t}n$i" sysctl -qw "net.ipv6.conf.${t}v$i.disable_ipv6=1"
+		ip -n "${t}n$i" link set "${t}v$i" up
+		ip -n "${t}n$i" link set lo up
+	done
+}
+
+start_nodes() {
+	local i prefix=() t
+	t=$(tag_of)
+	for ((i = 1; i <= nodes; i++)); do
+		prefix=()
+		[ "$transport" = veth ] && prefix=(ip netns exec "${t}n$i")
+		"${prefix[@]}" "$lockstepd" --no-pci --no-huge -m 256 --lcores '0@(0,1)' \
+			--file-prefix "${t}n$i" --log-level 'lib.eal:warning' -- \
+			--config "$dir/n$i.json" > "$dir/n$i.log" 2>&1 &
+		echo $! > "$dir/n$i.pid"
+	done
+	# Wait for every control socket to answer.
+	for ((i = 1; i <= nodes; i++)); do
+		for _ in $(seq 1 150); do
+			"$lockstepctl" -s "$dir/n$i.sock" status > /dev/null 2>&1 && break
+			if ! kill -0 "$(cat "$dir/n$i.pid")" 2>/dev/null; then
+				cat "$dir/n$i.log" >&2
+				die "n$i exited during start-up (log above)"
+			fi
+			sleep 0.1
+		done
+		"$lockstepctl" -s "$dir/n$i.sock" status > /dev/null ||
+			die "n$i does not answer on $dir/n$i.sock (see $dir/n$i.log)"
+	done
+}
+
+do_up() {
+	[ -x "$lockstepd" ] || die "no $lockstepd: build first (meson setup build && ninja -C build)"
+	[ "$(id -u)" = 0 ] || die "needs root (DPDK runtime files, namespaces)"
+	do_down quiet
+	mkdir -p "$dir"
+	echo "$transport $nodes" > "$dir/lab.info"
+	case "$transport" in
+	memif) gen_memif ;;
+	veth) gen_veth; setup_veth_net ;;
+	*) die "unknown transport $transport (memif or veth)" ;;
+	esac
+	start_nodes
+	echo "lab: $nodes lockstepd up over $transport in $dir (sockets $dir/n*.sock)"
+}
+
+do_down() {
+	local t pid
+	t=$(tag_of)
+	if [ -d "$dir" ]; then
+		for f in "$dir"/n*.pid; do
+			[ -e "$f" ] || continue
+			pid=$(cat "$f")
+			kill -TERM "$pid" 2>/dev/null || true
+		done
+		for f in "$dir"/n*.pid; do
+			[ -e "$f" ] || continue
+			pid=$(cat "$f")
+			for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+			kill -KILL "$pid" 2>/dev/null || true
+			rm -f "$f"
+		done
+		rm -f "$dir"/*.sock
+	fi
+	for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep "^$t" || true); do
+		ip netns del "$ns" 2>/dev/null || true
+	done
+	rm -rf /var/run/dpdk/"$t"n* 2>/dev/null || true
+	[ "${1:-}" = quiet ] || echo "lab: down ($dir)"
+}
+
+case "$cmd" in
+up) do_up ;;
+down) do_down ;;
+mesh) exec "$lockstepctl" mesh --dir "$dir" "$@" ;;
+watch) exec "$lockstepctl" watch --dir "$dir" "$@" ;;
+*) sed -n '4,10p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+esac
