@@ -17,11 +17,14 @@
 #include <string.h>
 
 #include <rte_bus.h>
+#include <rte_cycles.h>
 #include <rte_dev.h>
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
 
 #include "lockstepd.h"
+
+#define LS_PORT_START_TRIES 100 /* x 100 ms */
 
 static int
 port_lookup(const struct ls_conf_port *cp, uint16_t *port_id)
@@ -129,7 +132,15 @@ port_setup(struct ls_port *p, const struct ls_conf_port *cp, bool want_hw_ts)
 			LS_LOG(WARNING, "port %s: cannot set MTU %u: %s", cp->name,
 			       cp->mtu, strerror(-rc));
 	}
-	rc = rte_eth_dev_start(p->port_id);
+	/* A memif client cannot start before its server listens; appliances
+	 * connected back to back come up in any order, so wait a little. */
+	for (int tries = 0; (rc = rte_eth_dev_start(p->port_id)) < 0 &&
+	     tries < LS_PORT_START_TRIES && !g.quit; tries++) {
+		if (tries == 0)
+			LS_LOG(INFO, "port %s: start failed (%s), retrying for %d s",
+			       cp->name, strerror(-rc), LS_PORT_START_TRIES / 10);
+		rte_delay_us_sleep(100 * 1000);
+	}
 	if (rc < 0) {
 		LS_LOG(ERR, "port %s: start failed: %s", cp->name, strerror(-rc));
 		return rc;

@@ -1,1 +1,618 @@
-/* placeholder: being written */
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Per-path probe telemetry.
+ *
+ * A path's numbers are produced on an lcore that must never block and
+ * consumed by a control thread that answers queries. Rather than lock, every
+ * piece of state has exactly one writer:
+ *
+ *  - The lcore owns struct ls_path_live. Its counters only ever change by
+ *    the owning lcore, which publishes them with relaxed atomic stores so a
+ *    reader on another core never sees a torn value; single writer means no
+ *    read-modify-write atomics are needed.
+ *
+ *  - Delay samples go into one of two histogram slots. Each slot carries an
+ *    owner flag; whoever the flag names may touch the slot, nobody else.
+ *    At a second boundary the lcore stamps the finished slot with its epoch
+ *    and flips the flag to "control" with a release store, so the control
+ *    thread's acquire load of the flag also makes the histogram contents
+ *    visible. The control thread merges, zeroes, and flips the flag back the
+ *    same way, so the lcore always starts a slot empty. If the control
+ *    thread is slow the lcore does not wait and does not share: it drops the
+ *    samples and counts them.
+ *
+ *  - The control thread owns struct ls_path_window: ten per-second
+ *    histograms, six per-10-second histograms, and 61 per-second counter
+ *    snapshots. Windowed counts are differences of snapshots, so the lcore
+ *    keeps nothing but monotonic totals. The snapshot of a second is the
+ *    copy of the totals the lcore put in the slot when it handed it over,
+ *    so a second's counts and its histogram cover the same probes no matter
+ *    when the control thread gets round to collecting.
+ *
+ * Loss is time-out based. Probes sit in a ring indexed by sequence number;
+ * because probes are sent in order, the oldest one not yet resolved is
+ * always the next to time out. ls_path_tick() therefore keeps a cursor
+ * (track_head) and walks forward only while probes are due, so its cost is
+ * proportional to what it actually resolves, not to the ring size.
+ * consecutive_lost follows the order in which losses are declared, which is
+ * what a "path down after N losses" rule on the lcore wants.
+ *
+ * The 10-second histograms are built by folding a block of ten 1 s
+ * histograms once the block is complete, not by adding each second as it
+ * arrives: with six slots, merging the block in progress would evict the
+ * oldest complete block as soon as the next block started, leaving only
+ * five complete ones. Folding complete blocks keeps six whole blocks.
+ */
+#include <string.h>
+
+#include "ls_pathstats.h"
+
+#define NS_PER_S 1000000000ULL
+#define TRACK_MASK (LS_PATH_TRACK - 1)
+#define SEC_SLOTS 10
+#define DEC_SLOTS 6
+#define SNAP_SLOTS 61
+
+_Static_assert((LS_PATH_TRACK & (LS_PATH_TRACK - 1)) == 0,
+	       "LS_PATH_TRACK must be a power of two");
+
+enum {
+	TRK_FREE = 0,
+	TRK_OUT = 1,
+	TRK_ANSWERED = 2,
+	TRK_LOST = 3,
+};
+
+enum {
+	OWNER_LCORE = 0,
+	OWNER_CONTROL = 1,
+};
+
+/*
+ * Counters are read concurrently by the control thread. Only the lcore
+ * writes them, so a plain read followed by an atomic store is enough to keep
+ * every published value whole.
+ */
+#define PUB_ADD(field, n) \
+	__atomic_store_n(&(field), (field) + (n), __ATOMIC_RELAXED)
+#define PUB_SUB(field, n) \
+	__atomic_store_n(&(field), (field) - (n), __ATOMIC_RELAXED)
+
+/* Serial-number order (RFC 1982 style): true when a comes after b. */
+static inline bool
+seq_after(uint32_t a, uint32_t b)
+{
+	return (int32_t)(a - b) > 0;
+}
+
+/* ----------------------------------------------------------------------
+ * lcore side
+ * ---------------------------------------------------------------------- */
+
+void
+ls_path_live_init(struct ls_path_live *p, uint64_t now_ns)
+{
+	memset(p, 0, sizeof(*p));
+	p->cur_epoch = (int64_t)(now_ns / NS_PER_S);
+	p->cur = 0;
+	p->slot[0].epoch = p->cur_epoch;
+	p->slot[1].epoch = -1;
+}
+
+void
+ls_path_on_send(struct ls_path_live *p, uint32_t seq, uint64_t now_ns)
+{
+	typeof(p->track[0]) *t = &p->track[seq & TRACK_MASK];
+
+	/*
+	 * The cursor starts at the first probe ever sent; after that it only
+	 * moves forward in ls_path_tick().
+	 */
+	if (p->c.sent == 0)
+		p->track_head = seq;
+	if (t->state == TRK_OUT) {
+		/* Its slot is needed now; no reply can be matched to it any more. */
+		PUB_ADD(p->c.lost, 1);
+		PUB_ADD(p->consecutive_lost, 1);
+	}
+	t->seq = seq;
+	t->state = TRK_OUT;
+	t->tx_ns = now_ns;
+	/*
+	 * Tracked separately from the ring so that a sequence number the
+	 * sender skipped (allocated, then never sent) does not stop the
+	 * expiry cursor: the cursor runs up to here, not to the first gap.
+	 */
+	p->tx_next = seq + 1;
+	PUB_ADD(p->c.sent, 1);
+}
+
+static inline void
+record(struct ls_path_live *p, const int64_t samples[LS_PM_MAX])
+{
+	struct ls_path_hslot *s = &p->slot[p->cur];
+	int m;
+
+	/*
+	 * Acquire pairs with the control thread's release when it hands back,
+	 * so the zeroing it did is visible before we add. hist_dropped counts
+	 * replies, not individual metric samples.
+	 */
+	if (__atomic_load_n(&s->owner, __ATOMIC_ACQUIRE) != OWNER_LCORE) {
+		PUB_ADD(p->hist_dropped, 1);
+		return;
+	}
+	for (m = 0; m < LS_PM_MAX; m++)
+		ls_hist_add(&s->h[m], samples[m]);
+}
+
+enum ls_path_rx
+ls_path_on_reply(struct ls_path_live *p, uint32_t seq, uint64_t now_ns,
+		 const int64_t samples[LS_PM_MAX])
+{
+	typeof(p->track[0]) *t = &p->track[seq & TRACK_MASK];
+	enum ls_path_rx rx;
+	int m;
+
+	if (t->seq != seq || t->state == TRK_FREE) {
+		PUB_ADD(p->c.unknown, 1);
+		return LS_PATH_RX_UNKNOWN;
+	}
+	switch (t->state) {
+	case TRK_OUT:
+		if (p->any_rx && seq_after(p->max_seq_rx, seq)) {
+			PUB_ADD(p->c.reordered, 1);
+			rx = LS_PATH_RX_REORDERED;
+		} else {
+			rx = LS_PATH_RX_OK;
+		}
+		PUB_ADD(p->c.received, 1);
+		break;
+	case TRK_LOST:
+		/* It was counted lost at its time-out; it was only slow. */
+		PUB_SUB(p->c.lost, 1);
+		PUB_ADD(p->c.late, 1);
+		rx = LS_PATH_RX_LATE;
+		break;
+	default:
+		PUB_ADD(p->c.duplicated, 1);
+		return LS_PATH_RX_DUP;
+	}
+
+	t->state = TRK_ANSWERED;
+	if (!p->any_rx || seq_after(seq, p->max_seq_rx)) {
+		__atomic_store_n(&p->max_seq_rx, seq, __ATOMIC_RELAXED);
+		__atomic_store_n(&p->any_rx, true, __ATOMIC_RELAXED);
+	}
+	/* Any answer to a tracked probe proves the path passes traffic. */
+	__atomic_store_n(&p->consecutive_lost, 0, __ATOMIC_RELAXED);
+	for (m = 0; m < LS_PM_MAX; m++)
+		__atomic_store_n(&p->last[m], samples[m], __ATOMIC_RELAXED);
+	__atomic_store_n(&p->last_rx_ns, now_ns, __ATOMIC_RELAXED);
+	record(p, samples);
+	return rx;
+}
+
+/*
+ * Second boundary: give the finished slot away and move to the other one.
+ * A slot the control thread still holds is skipped, not waited for; record()
+ * drops into it until the flag comes back, and the slot then arrives empty
+ * because the control thread zeroes before releasing.
+ */
+static void
+rotate(struct ls_path_live *p, int64_t epoch)
+{
+	struct ls_path_hslot *s = &p->slot[p->cur];
+
+	if (__atomic_load_n(&s->owner, __ATOMIC_ACQUIRE) == OWNER_LCORE) {
+		/*
+		 * Stamped here, not when recording started: the slot may have
+		 * come back mid-second, and whatever is in it belongs to the
+		 * second that is ending. The counters ride along so the
+		 * control thread's per-second counts end exactly where the
+		 * histogram does, however late it gets round to collecting.
+		 */
+		s->epoch = p->cur_epoch;
+		s->c = p->c;
+		__atomic_store_n(&s->owner, OWNER_CONTROL, __ATOMIC_RELEASE);
+	}
+	p->cur ^= 1;
+	/*
+	 * The new slot's epoch is not written here: control may own it and
+	 * be reading it. It gets stamped when it is handed over, above.
+	 * Release after the hand-off: a control thread that sees the new
+	 * epoch is guaranteed to see the slot of the previous one too.
+	 */
+	__atomic_store_n(&p->cur_epoch, epoch, __ATOMIC_RELEASE);
+}
+
+void
+ls_path_tick(struct ls_path_live *p, uint64_t now_ns, uint64_t timeout_ns)
+{
+	int64_t epoch = (int64_t)(now_ns / NS_PER_S);
+
+	if (epoch != p->cur_epoch)
+		rotate(p, epoch);
+
+	if (p->c.sent == 0)
+		return;
+	/*
+	 * Nothing older than tx_next - LS_PATH_TRACK can still be in the
+	 * ring unless the sender skipped numbers; those stragglers are
+	 * counted when their slot is reused. Jumping keeps a sender that
+	 * leapt far ahead from costing one step per skipped number.
+	 */
+	if ((uint32_t)(p->tx_next - p->track_head) > LS_PATH_TRACK)
+		p->track_head = p->tx_next - LS_PATH_TRACK;
+	while (p->track_head != p->tx_next) {
+		typeof(p->track[0]) *t = &p->track[p->track_head & TRACK_MASK];
+
+		/*
+		 * Another sequence in the slot: a newer probe took it (the
+		 * old one was counted lost then) or this number was never
+		 * sent. Either way there is nothing to expire.
+		 */
+		if (t->seq != p->track_head) {
+			p->track_head++;
+			continue;
+		}
+		if (t->state != TRK_OUT) {
+			p->track_head++;
+			continue;
+		}
+		/* Probes go out in time order: the first one not due ends it. */
+		if (now_ns < t->tx_ns || now_ns - t->tx_ns < timeout_ns)
+			break;
+		t->state = TRK_LOST;
+		PUB_ADD(p->c.lost, 1);
+		PUB_ADD(p->consecutive_lost, 1);
+		p->track_head++;
+	}
+}
+
+/* ----------------------------------------------------------------------
+ * control side
+ * ---------------------------------------------------------------------- */
+
+static void
+load_counters(const struct ls_path_live *p, struct ls_path_counters *c)
+{
+	c->sent = __atomic_load_n(&p->c.sent, __ATOMIC_RELAXED);
+	c->received = __atomic_load_n(&p->c.received, __ATOMIC_RELAXED);
+	c->lost = __atomic_load_n(&p->c.lost, __ATOMIC_RELAXED);
+	c->late = __atomic_load_n(&p->c.late, __ATOMIC_RELAXED);
+	c->reordered = __atomic_load_n(&p->c.reordered, __ATOMIC_RELAXED);
+	c->duplicated = __atomic_load_n(&p->c.duplicated, __ATOMIC_RELAXED);
+	c->unknown = __atomic_load_n(&p->c.unknown, __ATOMIC_RELAXED);
+}
+
+/*
+ * a - b per counter, floored at zero. Counters are monotonic except lost,
+ * which drops when a late reply reclaims a probe declared lost before b was
+ * taken; a window cannot have lost a negative number of probes.
+ */
+static uint64_t
+sub0(uint64_t a, uint64_t b)
+{
+	return a > b ? a - b : 0;
+}
+
+static void
+counters_sub(const struct ls_path_counters *a, const struct ls_path_counters *b,
+	     struct ls_path_counters *out)
+{
+	out->sent = sub0(a->sent, b->sent);
+	out->received = sub0(a->received, b->received);
+	out->lost = sub0(a->lost, b->lost);
+	out->late = sub0(a->late, b->late);
+	out->reordered = sub0(a->reordered, b->reordered);
+	out->duplicated = sub0(a->duplicated, b->duplicated);
+	out->unknown = sub0(a->unknown, b->unknown);
+}
+
+static void
+clear_history(struct ls_path_window *w)
+{
+	int i, m;
+
+	w->last_epoch = -1;
+	for (i = 0; i < SEC_SLOTS; i++) {
+		for (m = 0; m < LS_PM_MAX; m++)
+			ls_hist_reset(&w->sec[i][m]);
+		w->sec_epoch[i] = -1;
+	}
+	for (i = 0; i < DEC_SLOTS; i++) {
+		for (m = 0; m < LS_PM_MAX; m++)
+			ls_hist_reset(&w->dec[i][m]);
+		w->dec_epoch[i] = -1;
+	}
+	memset(w->snap, 0, sizeof(w->snap));
+	for (i = 0; i < SNAP_SLOTS; i++)
+		w->snap_epoch[i] = -1;
+}
+
+void
+ls_path_window_init(struct ls_path_window *w)
+{
+	memset(&w->base, 0, sizeof(w->base));
+	clear_history(w);
+}
+
+/* Build 10 s block d from whatever of its seconds the 1 s ring holds. */
+static void
+fold_block(struct ls_path_window *w, int64_t d)
+{
+	int di = (int)(d % DEC_SLOTS);
+	int i, m;
+
+	for (m = 0; m < LS_PM_MAX; m++)
+		ls_hist_reset(&w->dec[di][m]);
+	w->dec_epoch[di] = d;
+	for (i = 0; i < SEC_SLOTS; i++) {
+		if (w->sec_epoch[i] < 0 || w->sec_epoch[i] / 10 != d)
+			continue;
+		for (m = 0; m < LS_PM_MAX; m++)
+			ls_hist_merge(&w->dec[di][m], &w->sec[i][m]);
+	}
+}
+
+static void
+merge_second(struct ls_path_window *w, int64_t e, const struct ls_hist h[LS_PM_MAX])
+{
+	int si = (int)(e % SEC_SLOTS);
+	int di = (int)((e / 10) % DEC_SLOTS);
+	int64_t old = w->sec_epoch[si];
+	int m;
+
+	if (old < e) {
+		/*
+		 * First overwrite of a second from an unfolded block means
+		 * that block is over: fold it while all its seconds are
+		 * still here. Normally collect() has folded it already.
+		 */
+		if (old >= 0 && old / 10 < e / 10 &&
+		    w->dec_epoch[(old / 10) % DEC_SLOTS] < old / 10)
+			fold_block(w, old / 10);
+		for (m = 0; m < LS_PM_MAX; m++)
+			ls_hist_reset(&w->sec[si][m]);
+		w->sec_epoch[si] = e;
+		old = e;
+	}
+	if (old == e) {
+		for (m = 0; m < LS_PM_MAX; m++)
+			ls_hist_merge(&w->sec[si][m], &h[m]);
+	}
+	/* A straggler for a block already folded still belongs in it. */
+	if (w->dec_epoch[di] == e / 10) {
+		for (m = 0; m < LS_PM_MAX; m++)
+			ls_hist_merge(&w->dec[di][m], &h[m]);
+	}
+}
+
+/* Returns whether the slot brought a counter snapshot for a new second. */
+static bool
+take_slot(struct ls_path_window *w, struct ls_path_hslot *s)
+{
+	int64_t e = s->epoch;
+	bool snapped = false;
+	int m;
+
+	if (e >= 0) {
+		merge_second(w, e, s->h);
+		/* Only seconds not yet closed: older ones were filled in. */
+		if (e > w->last_epoch) {
+			w->snap[e % SNAP_SLOTS] = s->c;
+			w->snap_epoch[e % SNAP_SLOTS] = e;
+			snapped = true;
+		}
+	}
+	/* Empty before handing back: the lcore adds without clearing. */
+	for (m = 0; m < LS_PM_MAX; m++)
+		ls_hist_reset(&s->h[m]);
+	__atomic_store_n(&s->owner, OWNER_LCORE, __ATOMIC_RELEASE);
+	return snapped;
+}
+
+void
+ls_path_window_collect(struct ls_path_window *w, struct ls_path_live *p)
+{
+	/*
+	 * Read the lcore's second before looking at the slots. The acquire
+	 * pairs with rotate(): every slot handed over for an earlier second
+	 * is then visible below. A slot handed over after this load may be
+	 * seen too, hence the max() further down.
+	 */
+	int64_t cur = __atomic_load_n(&p->cur_epoch, __ATOMIC_ACQUIRE);
+	struct ls_path_hslot *s0 = &p->slot[0], *s1 = &p->slot[1];
+	bool own0 = __atomic_load_n(&s0->owner, __ATOMIC_ACQUIRE) == OWNER_CONTROL;
+	bool own1 = __atomic_load_n(&s1->owner, __ATOMIC_ACQUIRE) == OWNER_CONTROL;
+	int64_t last = cur - 1, e, from, d, dl;
+	struct ls_path_counters carry;
+	bool snapped = false;
+
+	if (own0 && s0->epoch > last)
+		last = s0->epoch;
+	if (own1 && s1->epoch > last)
+		last = s1->epoch;
+	/* Oldest second first, so the 1 s ring only ever moves forward. */
+	if (own0 && own1 && s1->epoch < s0->epoch) {
+		snapped |= take_slot(w, s1);
+		snapped |= take_slot(w, s0);
+	} else {
+		if (own0)
+			snapped |= take_slot(w, s0);
+		if (own1)
+			snapped |= take_slot(w, s1);
+	}
+
+	if (last <= w->last_epoch)
+		return;
+
+	/*
+	 * Every second that ended since the last call needs a snapshot. The
+	 * ones whose slot came in carry exact counters from the lcore. A
+	 * second without (its slot was still ours, so the lcore kept none)
+	 * takes the next newer snapshot, or the live counters if none is
+	 * newer: its activity is attributed to a neighbour, snapshots stay
+	 * monotonic and no window spans a hole. Right after init or reset
+	 * only the newest second is filled, and from `base` if nothing older
+	 * came in: activity since then belongs to the seconds that follow,
+	 * not to one that ended before history started.
+	 */
+	if (w->last_epoch < 0) {
+		from = last;
+		if (snapped)
+			load_counters(p, &carry);
+		else
+			carry = w->base;
+	} else {
+		from = w->last_epoch + 1;
+		if (from < last - (SNAP_SLOTS - 1))
+			from = last - (SNAP_SLOTS - 1);
+		load_counters(p, &carry);
+	}
+	for (e = last; e >= from; e--) {
+		if (w->snap_epoch[e % SNAP_SLOTS] == e) {
+			carry = w->snap[e % SNAP_SLOTS];
+		} else {
+			w->snap[e % SNAP_SLOTS] = carry;
+			w->snap_epoch[e % SNAP_SLOTS] = e;
+		}
+	}
+
+	/* Fold every 10 s block that has just become complete. */
+	dl = (last + 1) / 10 - 1;
+	for (d = dl - (DEC_SLOTS - 1); d <= dl; d++) {
+		if (d >= 0 && w->dec_epoch[d % DEC_SLOTS] < d)
+			fold_block(w, d);
+	}
+	w->last_epoch = last;
+}
+
+static void
+fill_dist(const struct ls_hist *h, struct ls_path_dist *d)
+{
+	d->count = h->count;
+	if (h->count == 0) {
+		memset(d, 0, sizeof(*d));
+		return;
+	}
+	d->min = h->min;
+	d->max = h->max;
+	d->p50 = ls_hist_quantile(h, 0.5);
+	d->p99 = ls_hist_quantile(h, 0.99);
+	d->p999 = ls_hist_quantile(h, 0.999);
+	d->mean = ls_hist_mean(h);
+}
+
+/*
+ * Windows end at the newest complete second L (w->last_epoch):
+ *  - 1s: second L;
+ *  - 10s: seconds L-9 .. L;
+ *  - 60s: counters over seconds L-59 .. L, but distributions over the six
+ *    newest complete 10 s blocks, which end at the last multiple of ten
+ *    seconds and so lag L by 0-9 s. That is the price of keeping 60 s of
+ *    distribution in six histograms instead of sixty.
+ */
+void
+ls_path_window_query(const struct ls_path_window *w, const struct ls_path_live *p,
+		     enum ls_path_win win, struct ls_path_summary *out)
+{
+	static const int span[LS_WIN_MAX] = { 1, 10, 60 };
+	const struct ls_path_counters *end, *start;
+	struct ls_path_counters diff;
+	struct ls_hist tmp;
+	int64_t L = w->last_epoch, s, dl;
+	int i, m;
+
+	(void)p; /* everything needed was snapshotted by collect() */
+	memset(out, 0, sizeof(*out));
+	if (L < 0 || (unsigned int)win >= LS_WIN_MAX ||
+	    w->snap_epoch[L % SNAP_SLOTS] != L)
+		return;
+
+	end = &w->snap[L % SNAP_SLOTS];
+	s = L - span[win];
+	if (s >= 0 && w->snap_epoch[s % SNAP_SLOTS] == s)
+		start = &w->snap[s % SNAP_SLOTS];
+	else
+		start = &w->base;
+	counters_sub(end, start, &diff);
+	out->sent = diff.sent;
+	out->received = diff.received;
+	out->lost = diff.lost;
+	out->late = diff.late;
+	out->reordered = diff.reordered;
+	out->duplicated = diff.duplicated;
+	if (diff.received + diff.lost > 0)
+		out->loss_pct = 100.0 * (double)diff.lost /
+				(double)(diff.received + diff.lost);
+
+	dl = (L + 1) / 10 - 1;
+	for (m = 0; m < LS_PM_MAX; m++) {
+		ls_hist_reset(&tmp);
+		if (win == LS_WIN_60S) {
+			for (i = 0; i < DEC_SLOTS; i++) {
+				if (w->dec_epoch[i] >= 0 &&
+				    w->dec_epoch[i] > dl - DEC_SLOTS &&
+				    w->dec_epoch[i] <= dl)
+					ls_hist_merge(&tmp, &w->dec[i][m]);
+			}
+		} else {
+			for (i = 0; i < SEC_SLOTS; i++) {
+				if (w->sec_epoch[i] >= 0 &&
+				    w->sec_epoch[i] > L - span[win] &&
+				    w->sec_epoch[i] <= L)
+					ls_hist_merge(&tmp, &w->sec[i][m]);
+			}
+		}
+		fill_dist(&tmp, &out->d[m]);
+	}
+}
+
+void
+ls_path_window_totals(const struct ls_path_window *w, const struct ls_path_live *p,
+		      struct ls_path_counters *out)
+{
+	struct ls_path_counters c;
+
+	load_counters(p, &c);
+	counters_sub(&c, &w->base, out);
+}
+
+void
+ls_path_window_reset(struct ls_path_window *w, const struct ls_path_live *p)
+{
+	load_counters(p, &w->base);
+	clear_history(w);
+}
+
+const char *
+ls_path_win_name(enum ls_path_win w)
+{
+	switch (w) {
+	case LS_WIN_1S:
+		return "1s";
+	case LS_WIN_10S:
+		return "10s";
+	case LS_WIN_60S:
+		return "60s";
+	default:
+		return "?";
+	}
+}
+
+const char *
+ls_path_metric_name(enum ls_path_metric m)
+{
+	switch (m) {
+	case LS_PM_RTT:
+		return "rtt";
+	case LS_PM_FWD:
+		return "fwd";
+	case LS_PM_REV:
+		return "rev";
+	default:
+		return "?";
+	}
+}

@@ -69,6 +69,7 @@ struct ls_path_counters {
 struct ls_path_hslot {
 	uint32_t owner;                   /**< 0 = lcore writes, 1 = control reads */
 	int64_t epoch;                    /**< second (clock ns / 1e9) this slot holds */
+	struct ls_path_counters c;        /**< counters when the lcore handed it over */
 	struct ls_hist h[LS_PM_MAX];      /**< one histogram per metric */
 };
 
@@ -80,10 +81,11 @@ struct ls_path_live {
 	bool any_rx;                      /**< max_seq_rx is valid */
 	int64_t last[LS_PM_MAX];          /**< most recent sample per metric */
 	uint64_t last_rx_ns;              /**< when the last reply arrived */
-	uint64_t hist_dropped;            /**< samples not recorded (slot busy) */
+	uint64_t hist_dropped;            /**< replies whose samples were not recorded (slot busy) */
 	int64_t cur_epoch;                /**< epoch of slot[cur] */
 	uint32_t cur;                     /**< slot being written */
 	uint32_t track_head;              /**< next sequence to expire check */
+	uint32_t tx_next;                 /**< sequence after the newest sent */
 	struct {
 		uint32_t seq;             /**< sequence number in this slot */
 		uint8_t state;            /**< 0 free, 1 outstanding, 2 answered, 3 lost */
@@ -165,7 +167,13 @@ void ls_path_window_init(struct ls_path_window *w);
  */
 void ls_path_window_collect(struct ls_path_window *w, struct ls_path_live *p);
 
-/** Summarise window win. */
+/**
+ * Summarise window win, as of the newest complete second L that collect()
+ * has seen. 1s is second L, 10s is L-9..L. For 60s the counters cover
+ * L-59..L but the distributions cover the six newest complete 10 s blocks
+ * (aligned to multiples of 10 s), so they may end up to 9 s before L.
+ * Counts are differences of per-second snapshots; lost is floored at 0.
+ */
 void ls_path_window_query(const struct ls_path_window *w, const struct ls_path_live *p,
 			  enum ls_path_win win, struct ls_path_summary *out);
 

@@ -94,7 +94,8 @@ gen_veth() {
 		for ((j = 1; j <= nodes; j++)); do
 			[ "$i" = "$j" ] && continue
 			peers+="${peers:+,}
-    {\"name\": \"n$j\", \"addr\": \"10.9.0.$j\"}"
+    {\"name\": \"n$j\", \"addr\": \"10.9.0.$j\"},
+    {\"name\": \"n${j}v6\", \"addr\": \"fd00:9::$j\"}"
 		done
 		node_json "$i" "
     {\"name\": \"p0\", \"dev\": \"net_af_packet0,iface=$(tag_of)v$i\", \"mac\": \"$(mac_of "$i" 0)\", \"ipv4\": \"10.9.0.$i/24\", \"ipv6\": \"fd00:9::$i/64\"}" \

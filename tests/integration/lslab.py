@@ -1,0 +1,160 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Helpers for lockstep integration tests: bring a lab up and down with
+tools/lab/lab.sh, talk to control sockets, read pcap files, and count
+checks so each script ends with the plain "N passed, N failed" line.
+
+Standard library only, so the tests run with Debian's python3 as is.
+"""
+import json
+import os
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.environ.get("LS_BUILD", os.path.join(ROOT, "build"))
+LAB = os.path.join(ROOT, "tools", "lab", "lab.sh")
+
+
+class CtlError(Exception):
+    pass
+
+
+def call(sock, cmd, args=None, timeout=5.0):
+    """One request on a fresh connection; returns result or raises CtlError."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    try:
+        s.connect(sock)
+        req = {"cmd": cmd}
+        if args is not None:
+            req["args"] = args
+        s.sendall((json.dumps(req) + "\n").encode())
+        buf = b""
+        while not buf.endswith(b"\n"):
+            d = s.recv(1 << 20)
+            if not d:
+                break
+            buf += d
+    finally:
+        s.close()
+    rep = json.loads(buf)
+    if not rep.get("ok"):
+        raise CtlError("%s: %s" % (cmd, rep.get("error")))
+    return rep["result"]
+
+
+class Checks:
+    """Counts assertions; a failed check is reported, not raised, so one run
+    shows every problem."""
+
+    def __init__(self, name):
+        self.name = name
+        self.passed = 0
+        self.failed = 0
+
+    def check(self, cond, what):
+        if cond:
+            self.passed += 1
+            print("ok    %s" % what, flush=True)
+        else:
+            self.failed += 1
+            print("FAIL  %s" % what, flush=True)
+        return cond
+
+    def finish(self):
+        print("%s: %d passed, %d failed" % (self.name, self.passed, self.failed))
+        print("%d passed, %d failed" % (self.passed, self.failed))
+        sys.exit(0 if self.failed == 0 and self.passed > 0 else 1)
+
+
+class Lab:
+    """A lab brought up by tools/lab/lab.sh; always torn down on exit."""
+
+    def __init__(self, nodes, transport, interval_us=100000, paths=4, tag=None):
+        self.nodes = nodes
+        self.transport = transport
+        self.dir = "/tmp/lockstep-test-%s-%d" % (tag or transport, os.getpid())
+        self.args = ["--nodes", str(nodes), "--transport", transport,
+                     "--dir", self.dir, "--interval-us", str(interval_us),
+                     "--paths", str(paths), "--build", BUILD]
+        self.interval_s = interval_us / 1e6
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, self._on_signal)
+
+    def _on_signal(self, signum, frame):
+        self.down()
+        sys.exit(128 + signum)
+
+    def __enter__(self):
+        subprocess.run([LAB, "up"] + self.args, check=True)
+        return self
+
+    def __exit__(self, *exc):
+        self.down()
+        return False
+
+    def down(self):
+        subprocess.run([LAB, "down"] + self.args, check=False)
+
+    def sock(self, i):
+        return os.path.join(self.dir, "n%d.sock" % i)
+
+    def pid(self, i):
+        with open(os.path.join(self.dir, "n%d.pid" % i)) as f:
+            return int(f.read())
+
+    def log(self, i):
+        with open(os.path.join(self.dir, "n%d.log" % i)) as f:
+            return f.read()
+
+
+def wait_until(pred, timeout, step=0.1):
+    end = time.time() + timeout
+    while time.time() < end:
+        if pred():
+            return True
+        time.sleep(step)
+    return pred()
+
+
+def path_totals(sock, peer):
+    """{path index: counters} for one peer of one daemon."""
+    r = call(sock, "path", {"peer": peer})
+    return {p["path"]: p for p in r["paths"]}
+
+
+def read_pcap(path):
+    """Yield (ts_ns, frame bytes) from a pcap (micro or nanosecond)."""
+    with open(path, "rb") as f:
+        hdr = f.read(24)
+        magic = struct.unpack("<I", hdr[:4])[0]
+        if magic == 0xa1b23c4d:
+            scale = 1
+        elif magic == 0xa1b2c3d4:
+            scale = 1000
+        else:
+            raise ValueError("not a little-endian pcap: %x" % magic)
+        while True:
+            rh = f.read(16)
+            if len(rh) < 16:
+                return
+            sec, frac, incl, orig = struct.unpack("<IIII", rh)
+            yield sec * 10**9 + frac * scale, f.read(incl)
+
+
+def udp_of(frame):
+    """(src ip bytes, dst ip bytes, sport, dport, payload) for IPv4/IPv6 UDP, else None."""
+    et = struct.unpack("!H", frame[12:14])[0]
+    if et == 0x0800 and frame[23] == 17:
+        ihl = (frame[14] & 15) * 4
+        l4 = 14 + ihl
+        sp, dp = struct.unpack("!HH", frame[l4:l4 + 4])
+        return frame[26:30], frame[30:34], sp, dp, frame[l4 + 8:]
+    if et == 0x86dd and frame[20] == 17:
+        sp, dp = struct.unpack("!HH", frame[54:58])
+        return frame[22:38], frame[38:54], sp, dp, frame[62:]
+    return None
