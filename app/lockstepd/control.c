@@ -512,10 +512,12 @@ cmd_path(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 	static const char *const keys[] = {"peer", "window", NULL};
 	const char *name = json_string_value(json_object_get(args, "peer"));
 	const struct ls_peer *peer;
+	enum ls_path_win only;
+	bool one = json_object_get(args, "window") != NULL;
 	json_t *paths;
 	int idx;
 
-	if (check_keys(args, keys, req) < 0)
+	if (check_keys(args, keys, req) < 0 || parse_window(args, &only, req) < 0)
 		return;
 	if (name == NULL) {
 		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.peer: required string (peer name)");
@@ -538,6 +540,8 @@ cmd_path(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 			struct ls_path_summary s;
 			json_t *o;
 
+			if (one && w != (int)only)
+				continue;
 			ls_path_window_query(&peer->win[k], &pp->live, (enum ls_path_win)w, &s);
 			o = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:f}",
 				      "sent", (json_int_t)s.sent, "received", (json_int_t)s.received,
@@ -848,7 +852,7 @@ static const struct {
 	{"status", "", "node, ports, clock, counters, capture", cmd_status},
 	{"peers", "", "peers with state and totals", cmd_peers},
 	{"paths", "{[window]}", "the mesh from this node: every peer and path, one window", cmd_paths},
-	{"path", "{peer, [window]}", "one peer: every path, every window, full distributions", cmd_path},
+	{"path", "{peer, [window]}", "one peer: every path, every window (or one), full distributions", cmd_path},
 	{"peer.add", "{name, addr, [port], [paths], [interval_us]}", "start probing a new peer", cmd_peer_add},
 	{"peer.del", "{name}", "stop probing a peer and forget it", cmd_peer_del},
 	{"probe.set", "{[peer], [interval_us], [paths]}", "change probe interval/paths (all peers or one)", cmd_probe_set},

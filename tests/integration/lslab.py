@@ -90,6 +90,9 @@ class Lab:
         sys.exit(128 + signum)
 
     def __enter__(self):
+        if os.geteuid() != 0:
+            print("SKIP: needs root (DPDK runtime files, network namespaces)")
+            sys.exit(77)
         subprocess.run([LAB, "up"] + self.args, check=True)
         return self
 

@@ -1,0 +1,177 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# Fuzz test: replay >= 100k hostile frames (gen_fuzz_pcap.py) into lockstepd
+# through a net_pcap port and check that it survives, that every received
+# frame lands in exactly one disposition counter, and that it shuts down
+# cleanly.
+#
+#   sudo tests/fuzz/test_fuzz.sh                          # from the repo root
+#   LS_BUILD=/tmp/build FUZZ_COUNT=200000 FUZZ_SEED=7 sudo -E tests/fuzz/test_fuzz.sh
+set -euo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+LS_BUILD=${LS_BUILD:-./build}
+DAEMON=$LS_BUILD/app/lockstepd/lockstepd
+PY=/usr/bin/python3
+FUZZ_COUNT=${FUZZ_COUNT:-120000}
+FUZZ_SEED=${FUZZ_SEED:-8762}
+MIN_DELIVERED=100000
+TMP=$(mktemp -d /tmp/ls-fuzz.XXXXXX)
+SOCK=$TMP/ctl.sock
+DPID=
+
+fail() { echo "test_fuzz: FAIL: $*" >&2; exit 1; }
+
+cleanup() {
+	local rc=$?
+	if [ -n "$DPID" ] && kill -0 "$DPID" 2>/dev/null; then
+		kill -KILL "$DPID" 2>/dev/null || true
+	fi
+	if [ $rc -ne 0 ] && [ -f "$TMP/daemon.log" ]; then
+		echo "---- lockstepd log (last 40 lines) ----" >&2
+		tail -n 40 "$TMP/daemon.log" >&2
+	fi
+	# A fuzz failure is only useful if it can be replayed: the input is
+	# deterministic, and FUZZ_KEEP=1 keeps the files.
+	if [ $rc -ne 0 ]; then
+		echo "test_fuzz: reproduce with FUZZ_SEED=$FUZZ_SEED FUZZ_COUNT=$FUZZ_COUNT" >&2
+	fi
+	if [ $rc -ne 0 ] && [ -n "${FUZZ_KEEP:-}" ]; then
+		echo "test_fuzz: kept $TMP" >&2
+	else
+		rm -rf "$TMP"
+	fi
+	exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# One control-socket request; prints the "result" JSON, fails on ok:false.
+ctl() {
+	"$PY" - "$SOCK" "$1" "${2:-{\}}" <<'EOF'
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.settimeout(5)
+s.connect(sys.argv[1])
+s.sendall((json.dumps({"cmd": sys.argv[2], "args": json.loads(sys.argv[3])}) + "\n").encode())
+buf = b""
+while not buf.endswith(b"\n"):
+    chunk = s.recv(65536)
+    if not chunk:
+        break
+    buf += chunk
+r = json.loads(buf)
+if not r.get("ok"):
+    sys.exit("control: %s: %s" % (sys.argv[2], r.get("error")))
+print(json.dumps(r["result"]))
+EOF
+}
+
+[ "$(id -u)" = 0 ] || fail "must run as root (DPDK)"
+[ -x "$DAEMON" ] || fail "no lockstepd at $DAEMON (set LS_BUILD)"
+
+IN=$TMP/fuzz.pcap
+OUT=$TMP/out.pcap
+frames=$("$PY" "$HERE/gen_fuzz_pcap.py" "$IN" --count "$FUZZ_COUNT" --seed "$FUZZ_SEED")
+echo "test_fuzz: generated $frames frames (seed $FUZZ_SEED)"
+
+# Rate limit far above the replay rate, so valid probes are reflected and
+# the reply path (checksums, TLV walk, trimming) sees the hostile input too.
+cat >"$TMP/fuzz.json" <<EOF
+{
+  "node": {"name": "fuzz", "id": 7},
+  "ports": [{"name": "p0", "dev": "net_pcap0,rx_pcap=$IN,tx_pcap=$OUT",
+             "mac": "02:00:00:00:00:01", "ipv4": "10.9.0.1/24", "ipv6": "fd00:9::1/64"}],
+  "peers": [{"name": "n2", "addr": "10.9.0.2", "port": "p0"}],
+  "probe": {"interval_us": 10000, "paths": 4, "dst_port": 862, "src_port_base": 49152},
+  "reflector": {"rate_pps": 100000000, "burst": 1000000, "max_sources": 65536},
+  "control": {"socket": "$SOCK"},
+  "idle": {"backoff": true},
+  "log": {"level": "info"}
+}
+EOF
+
+"$DAEMON" --no-pci --no-huge -m 512 --file-prefix "ls-fuzz$$" --lcores '0@(0,1)' \
+	-- --config "$TMP/fuzz.json" >"$TMP/daemon.log" 2>&1 &
+DPID=$!
+
+# Done when the daemon has classified everything the PMD delivered and the
+# PMD has stopped delivering (end of file) -- or when all frames are in.
+deadline=$((SECONDS + 120))
+last=-1
+stable=0
+while :; do
+	kill -0 "$DPID" 2>/dev/null || fail "lockstepd died while reading the fuzz input"
+	if st=$(ctl status 2>/dev/null); then
+		read -r rx port_rx < <(echo "$st" | "$PY" -c '
+import json, sys
+s = json.load(sys.stdin)
+print(s["counters"]["rx_pkts"], s["ports"][0]["rx_pkts"])')
+		[ "$rx" -ge "$frames" ] && break
+		if [ "$rx" = "$port_rx" ] && [ "$rx" = "$last" ] && [ "$rx" -gt 0 ]; then
+			stable=$((stable + 1))
+			[ $stable -ge 4 ] && break
+		else
+			stable=0
+		fi
+		last=$rx
+	fi
+	[ $SECONDS -lt $deadline ] || fail "timed out: rx_pkts ${rx:-?} of $frames after 120 s"
+	sleep 0.5
+done
+
+# Still alive and answering after the whole input.
+kill -0 "$DPID" 2>/dev/null || fail "lockstepd is not running after the fuzz input"
+ctl status >"$TMP/status.json" || fail "control socket not answering after the fuzz input"
+
+"$PY" - "$TMP/status.json" "$frames" "$MIN_DELIVERED" <<'EOF' || fail "counter check"
+import json, sys
+s = json.load(open(sys.argv[1]))
+frames, need = int(sys.argv[2]), int(sys.argv[3])
+c = s["counters"]
+port_rx = s["ports"][0]["rx_pkts"]
+disp = {k: v for k, v in c.items() if k.startswith("rx_") and k != "rx_pkts"}
+total = sum(disp.values())
+print("test_fuzz: frames in file %d, delivered by the PMD %d, counted rx_pkts %d, "
+      "sum of dispositions %d" % (frames, port_rx, c["rx_pkts"], total))
+for k, v in sorted(disp.items(), key=lambda kv: -kv[1]):
+    print("  %-24s %8d" % (k, v))
+print("  tx: replies %d probes %d arp %d nd %d dropped %d; tlv_unknown %d tlv_malformed %d "
+      "alloc_failed %d" % (c["tx_replies"], c["tx_probes"], c["tx_arp"], c["tx_nd"],
+                           c["tx_dropped"], c["tlv_unknown"], c["tlv_malformed"],
+                           c["alloc_failed"]))
+bad = []
+if port_rx < need:
+    bad.append("PMD delivered %d frames, need >= %d" % (port_rx, need))
+if c["rx_pkts"] != port_rx:
+    bad.append("rx_pkts %d != port rx_pkts %d" % (c["rx_pkts"], port_rx))
+if total != c["rx_pkts"]:
+    bad.append("dispositions sum %d != rx_pkts %d (off by %d)" % (total, c["rx_pkts"], total - c["rx_pkts"]))
+if c["rx_reflected"] == 0:
+    bad.append("nothing reflected: valid probes in the mix were not answered")
+if c["rx_rate_limited"] != 0:
+    bad.append("%d rate-limited despite rate_pps 1e8" % c["rx_rate_limited"])
+for b in bad:
+    print("test_fuzz: " + b)
+sys.exit(1 if bad else 0)
+EOF
+
+# Clean shutdown: exit status 0 and the control socket removed.
+kill -TERM "$DPID"
+rc=0
+wait "$DPID" || rc=$?
+DPID=
+[ $rc -eq 0 ] || fail "lockstepd exited with status $rc after SIGTERM"
+[ ! -e "$SOCK" ] || fail "control socket $SOCK left behind after shutdown"
+
+# Everything the daemon sent must be a well-formed frame (the pcap PMD
+# writes tx_pcap on close).
+if command -v tshark >/dev/null; then
+	nout=$(tshark -r "$OUT" -T fields -e frame.number 2>/dev/null | wc -l)
+	nmal=$(tshark -r "$OUT" -o udp.check_checksum:TRUE -o ip.check_checksum:TRUE \
+		-Y '_ws.malformed || _ws.expert.severity >= "error"' -T fields -e frame.number 2>/dev/null | wc -l)
+	echo "test_fuzz: daemon transmitted $nout frames, $nmal malformed or with bad checksums"
+	[ "$nmal" -eq 0 ] || fail "$nmal transmitted frames are malformed (tshark -r $OUT)"
+fi
+echo "test_fuzz: PASS"

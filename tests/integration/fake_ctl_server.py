@@ -1,0 +1,215 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""Fake lockstepd control socket for testing lockstepctl without DPDK.
+
+It speaks the control protocol (docs/control.md): one JSON request per
+line, one JSON reply per line. Replies are canned but have the real
+shapes, so lockstepctl's formatting, exit codes and mesh aggregation can
+be tested by an unprivileged user in a second. A few extra commands
+misbehave on purpose ("garbage" answers non-JSON, "sleep" answers late).
+
+Standard library only, so it runs wherever /usr/bin/python3 does.
+
+usage: fake_ctl_server.py --socket PATH --node NAME [--peers a,b,c]
+                          [--down PEER,...]
+"""
+
+import argparse
+import json
+import os
+import signal
+import socketserver
+import sys
+import time
+
+ARGS = None
+PEERS = {}  # name -> addr, mutable through peer.add / peer.del
+
+
+def err(code, msg):
+    return {"ok": False, "error": {"code": code, "message": msg}}
+
+
+def ok(result):
+    return {"ok": True, "result": result}
+
+
+def path_entries(peer, idx):
+    """Two paths per peer; all down for peers named in --down."""
+    down = peer in ARGS.down
+    out = []
+    for p in range(2):
+        base = 10000 + 1000 * idx + 100 * p  # ns, distinct per peer/path
+        out.append({
+            "path": p, "sport": 49152 + p,
+            "state": "down" if down else "up",
+            "sent": 1000, "received": 0 if down else 999 - p,
+            "lost": 1000 if down else 1 + p,
+            "loss_pct": 100.0 if down else 0.1 * (1 + p),
+            "rtt_p50_ns": None if down else base,
+            "rtt_p99_ns": None if down else base * 2,
+            "fwd_p50_ns": None if down else base // 2,
+            "rev_p50_ns": None if down else base // 2 + 50,
+        })
+    return out
+
+
+def hist(base):
+    return {"count": 1000, "min": base // 2, "p50": base, "p99": base * 2,
+            "p999": base * 3, "max": base * 4, "mean": base + 17.5}
+
+
+def handle(req):
+    cmd = req.get("cmd")
+    a = req.get("args") or {}
+    node = ARGS.node
+    if cmd == "help":
+        return ok([{"cmd": c, "usage": "", "help": "fake " + c} for c in (
+            "help", "status", "peers", "paths", "path", "peer.add",
+            "peer.del", "probe.set", "stats.reset", "clock", "log.level",
+            "capture.start", "capture.stop")])
+    if cmd == "status":
+        return ok({
+            "node": node, "node_id": 7, "version": "0.1.0-fake",
+            "uptime_s": 3725.5,
+            "clock": {"source": "sim", "offset_ns": 12},
+            "ports": [{"name": "p0", "dev": "0000:3b:00.0", "port_id": 0,
+                       "mac": "02:00:00:00:00:07", "ipv4": "10.0.0.7",
+                       "ipv6": None, "lcore": 2, "link_up": True,
+                       "rx_pkts": 12345, "tx_pkts": 12340,
+                       "rx_missed": 0}],
+            "n_peers": len(PEERS), "n_paths": 2 * len(PEERS),
+            "counters": {"rx_stamp": 10, "rx_bad": 0},
+            "reflector": {"reflected": 5, "rate_limited": 0, "sources": 1},
+            "capture": {"active": False, "file": None, "packets": 0,
+                        "bytes": 0, "dropped": 0}})
+    if cmd == "peers":
+        out = []
+        for i, (name, addr) in enumerate(PEERS.items()):
+            down = name in ARGS.down
+            out.append({"name": name, "addr": addr, "port": 862,
+                        "paths": 2, "interval_us": 1000,
+                        "state": "down" if down else "up",
+                        "mac": None if down else "02:00:00:00:00:%02x" % i,
+                        "sent": 2000, "received": 0 if down else 1997,
+                        "lost": 2000 if down else 3,
+                        "loss_pct": 100.0 if down else 0.15,
+                        "rtt_p50_ns": None if down else 10000 + 1000 * i})
+        return ok(out)
+    if cmd == "paths":
+        window = a.get("window", "10s")
+        if window not in ("1s", "10s", "60s"):
+            return err("bad_args", "bad window")
+        return ok({"node": node, "window": window, "peers": [
+            {"name": name, "addr": addr, "paths": path_entries(name, i)}
+            for i, (name, addr) in enumerate(PEERS.items())]})
+    if cmd == "path":
+        peer = a.get("peer")
+        if peer not in PEERS:
+            return err("not_found", "no peer %s" % peer)
+        windows = [a["window"]] if "window" in a else ["1s", "10s", "60s"]
+        paths = []
+        for p in range(2):
+            paths.append({
+                "path": p, "sport": 49152 + p, "state": "up",
+                "counters": {"sent": 10, "received": 9, "lost": 1,
+                             "late": 0, "reordered": 0, "duplicated": 0,
+                             "unknown": 0},
+                "windows": {w: {"sent": 10, "received": 9, "lost": 1,
+                                "loss_pct": 10.0, "rtt": hist(20000),
+                                "fwd": hist(10000), "rev": hist(10000)}
+                            for w in windows}})
+        return ok({"peer": peer, "addr": PEERS[peer], "paths": paths})
+    if cmd == "peer.add":
+        if "name" not in a or "addr" not in a:
+            return err("bad_args", "name and addr are required")
+        if a["name"] in PEERS:
+            return err("exists", "peer %s already exists" % a["name"])
+        PEERS[a["name"]] = a["addr"]
+        return ok(a)  # echo, so the test can see what was sent
+    if cmd == "peer.del":
+        if a.get("name") not in PEERS:
+            return err("not_found", "no peer %s" % a.get("name"))
+        del PEERS[a["name"]]
+        return ok(None)
+    if cmd == "probe.set":
+        return ok(a)
+    if cmd == "stats.reset":
+        return ok(None)
+    if cmd == "clock":
+        return ok({"source": "sim", "now_ns": 123456789,
+                   "truth": {"true_ns": 123456000, "local_ns": 123456789,
+                             "offset_ns": 789, "drift_ppm": 1.5}})
+    if cmd == "log.level":
+        return ok({"level": a.get("level", "info")})
+    if cmd == "capture.start":
+        return ok({"file": a.get("file"), "snaplen": a.get("snaplen", 128)})
+    if cmd == "capture.stop":
+        return ok({"file": "/tmp/x.pcap", "packets": 10, "bytes": 1280,
+                   "dropped": 0})
+    if cmd == "sleep":
+        time.sleep(float(a.get("s", 3)))
+        return ok(None)
+    return err("unknown_command", "unknown command \"%s\"" % cmd)
+
+
+class Handler(socketserver.StreamRequestHandler):
+    def handle(self):
+        for raw in self.rfile:
+            line = raw.strip()
+            if not line:
+                continue
+            try:
+                req = json.loads(line)
+            except ValueError:
+                rep = err("bad_json", "not JSON")
+            else:
+                if not isinstance(req, dict) or \
+                        not isinstance(req.get("cmd"), str):
+                    rep = err("bad_request", "not a request")
+                elif req["cmd"] == "garbage":
+                    self.wfile.write(b"this is not json\n")
+                    self.wfile.flush()
+                    continue
+                else:
+                    rep = handle(req)
+            self.wfile.write(json.dumps(rep).encode() + b"\n")
+            self.wfile.flush()
+
+
+class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+
+
+def main():
+    global ARGS
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--socket", required=True)
+    ap.add_argument("--node", required=True)
+    ap.add_argument("--peers", default="")
+    ap.add_argument("--down", default="")
+    ARGS = ap.parse_args()
+    ARGS.down = [p for p in ARGS.down.split(",") if p]
+    for i, p in enumerate(x for x in ARGS.peers.split(",") if x):
+        PEERS[p] = "10.0.0.%d" % (i + 1)
+
+    try:
+        os.unlink(ARGS.socket)
+    except FileNotFoundError:
+        pass
+    srv = Server(ARGS.socket, Handler)
+
+    def stop(signum, frame):
+        try:
+            os.unlink(ARGS.socket)
+        except OSError:
+            pass
+        sys.exit(0)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    srv.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

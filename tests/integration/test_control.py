@@ -1,0 +1,241 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""Integration: lockstepd's control socket and command line, on a live daemon.
+
+One lockstepd (a memif server port with no client, so the wire is quiet,
+and a simulated clock) answers every command in `help` with valid
+arguments; bad JSON, an unknown command, an oversize request and bad
+arguments get error replies on a connection that stays usable; several
+clients are served at once; the socket has mode 0660. Bad configuration
+files make lockstepd exit 2 naming the file, the key and the reason.
+"""
+import json
+import os
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import lslab  # noqa: E402
+
+LOCKSTEPD = os.path.join(lslab.BUILD, "app", "lockstepd", "lockstepd")
+
+
+class Conn:
+    """A persistent client connection (to prove it survives bad requests)."""
+
+    def __init__(self, path):
+        self.s = socket.socket(socket.AF_UNIX)
+        self.s.settimeout(5)
+        self.s.connect(path)
+        self.buf = b""
+
+    def raw(self, data):
+        self.s.sendall(data)
+        while b"\n" not in self.buf:
+            d = self.s.recv(65536)
+            if not d:
+                raise EOFError("server closed the connection")
+            self.buf += d
+        line, self.buf = self.buf.split(b"\n", 1)
+        return json.loads(line)
+
+    def call(self, cmd, args=None):
+        req = {"cmd": cmd}
+        if args is not None:
+            req["args"] = args
+        return self.raw((json.dumps(req) + "\n").encode())
+
+
+def config(tmp, extra=None, name="c1"):
+    cfg = {
+        "node": {"name": name, "id": 7},
+        "ports": [{"name": "p0",
+                   "dev": "net_memif0,role=server,id=0,socket=%s/m.sock,socket-abstract=no" % tmp,
+                   "mac": "02:00:00:00:07:01", "ipv4": "10.7.0.1/24", "ipv6": "fd00:7::1/64"}],
+        "peers": [{"name": "a", "addr": "10.7.0.2"}, {"name": "b6", "addr": "fd00:7::2", "paths": 2}],
+        "probe": {"interval_us": 100000, "paths": 3},
+        "clock": {"source": "sim", "sim": {"offset_ns": 123456, "drift_ppm": 12.5, "wander_ns": 0}},
+        "control": {"socket": "%s/%s.sock" % (tmp, name)},
+        "idle": {"backoff": True},
+    }
+    if extra:
+        for k, v in extra.items():
+            cfg[k] = v
+    return cfg
+
+
+def run_bad_config(c, tmp, text, key, what):
+    path = os.path.join(tmp, "bad.json")
+    with open(path, "w") as f:
+        f.write(text)
+    p = subprocess.run([LOCKSTEPD, "--", "--config", path], capture_output=True, text=True, timeout=30)
+    err = p.stderr.strip()
+    c.check(p.returncode == 2 and path in err and key in err,
+            "bad config (%s): exit %d, message names file and %s: %s" % (what, p.returncode, key, err))
+
+
+def main():
+    c = lslab.Checks("control")
+    if os.geteuid() != 0:
+        print("SKIP: needs root")
+        sys.exit(77)
+    tmp = tempfile.mkdtemp(prefix="ls-ctl-")
+    cfgp = os.path.join(tmp, "c1.json")
+    with open(cfgp, "w") as f:
+        json.dump(config(tmp), f)
+    sock = os.path.join(tmp, "c1.sock")
+    log = open(os.path.join(tmp, "c1.log"), "w")
+    d = subprocess.Popen([LOCKSTEPD, "--no-pci", "--no-huge", "-m", "256", "--lcores", "0@(0,1)",
+                          "--file-prefix", "lsctl%d" % os.getpid(), "--", "--config", cfgp],
+                         stdout=log, stderr=subprocess.STDOUT)
+    try:
+        c.check(lslab.wait_until(lambda: os.path.exists(sock), 20), "daemon created its socket")
+        time.sleep(0.3)
+        mode = stat.S_IMODE(os.stat(sock).st_mode)
+        c.check(mode == 0o660, "socket mode is 0660 (%o)" % mode)
+
+        k = Conn(sock)
+        helps = k.call("help")
+        names = sorted(h["cmd"] for h in helps["result"])
+        c.check(helps["ok"] and all("usage" in h and "help" in h for h in helps["result"]),
+                "help lists %d commands with usage and help" % len(names))
+        valid = {
+            "help": None, "status": None, "peers": None, "paths": {"window": "1s"},
+            "path": {"peer": "a", "window": "60s"},
+            "peer.add": {"name": "z", "addr": "10.7.0.9", "paths": 1},
+            "peer.del": {"name": "z"},
+            "probe.set": {"interval_us": 50000},
+            "stats.reset": None, "clock": None, "log.level": {"level": "debug"},
+            "capture.start": {"file": os.path.join(tmp, "c.pcap")}, "capture.stop": None,
+        }
+        c.check(sorted(valid) == names, "test covers every command: %s" % names)
+        for name in ["help", "status", "peers", "paths", "path", "peer.add", "peer.del",
+                     "probe.set", "stats.reset", "clock", "log.level", "capture.start",
+                     "capture.stop"]:
+            r = k.call(name, valid[name])
+            c.check(r.get("ok") is True and "result" in r, "%s answers ok" % name)
+
+        st = k.call("status")["result"]
+        c.check(st["node"] == "c1" and st["n_peers"] == 2 and st["n_paths"] == 5,
+                "status: node c1, 2 peers, 5 paths")
+        peers = {p["name"]: p for p in k.call("peers")["result"]}
+        c.check(peers["a"]["paths"] == 3 and peers["b6"]["paths"] == 2 and
+                peers["a"]["interval_us"] == 50000, "peers shows per-peer paths and the new interval")
+        ck = k.call("clock")["result"]
+        c.check(ck["source"] == "sim" and "truth" in ck, "clock reports the simulated source and its ground truth")
+        off = ck["truth"]["offset_ns"]
+        c.check(123456 <= off < 123456 + 12.5e-6 * 3600e9, "truth offset %.1f ns = configured offset + drift" % off)
+        c.check(k.call("log.level")["result"]["level"] == "debug", "log.level reads back what was set")
+        r = k.call("probe.set", {"peer": "a", "paths": 5})
+        c.check(r["ok"] and len(k.call("path", {"peer": "a"})["result"]["paths"]) == 5,
+                "probe.set paths=5 on one peer gives it 5 paths")
+
+        # Bad input: an error reply each time, and the same connection still works.
+        bad = [
+            (b"{not json\n", "bad_json"),
+            (b"[1,2]\n", "bad_request"),
+            (b'{"args": {}}\n', "bad_request"),
+            (b'{"cmd": "status", "args": 5}\n', "bad_request"),
+            (b'{"cmd": "no.such"}\n', "unknown_command"),
+            (b'{"cmd": "status", "pad": "' + b"x" * 200000 + b'"}\n', "too_large"),
+        ]
+        for data, code in bad:
+            r = k.raw(data)
+            c.check(r.get("ok") is False and r["error"]["code"] == code,
+                    "%r... -> error %s" % (data[:24], r.get("error", {}).get("code")))
+            c.check(k.call("status").get("ok") is True, "connection usable after %s" % code)
+        bad_args = [
+            ("peer.add", {"name": "q"}, "bad_args", "addr"),
+            ("peer.add", {"name": "q", "addr": "10.7.0.300"}, "bad_args", "addr"),
+            ("peer.add", {"name": "q", "addr": "10.7.0.5", "colour": 1}, "bad_args", "colour"),
+            ("peer.add", {"name": "a", "addr": "10.7.0.5"}, "exists", "a"),
+            ("peer.add", {"name": "q", "addr": "10.7.0.2"}, "exists", "10.7.0.2"),
+            ("peer.add", {"name": "q", "addr": "10.7.0.5", "port": "p9"}, "bad_args", "p9"),
+            ("peer.del", {"name": "nobody"}, "not_found", "nobody"),
+            ("peer.del", {}, "bad_args", "name"),
+            ("path", {"peer": "nobody"}, "not_found", "nobody"),
+            ("path", {"peer": "a", "window": "5s"}, "bad_args", "window"),
+            ("paths", {"window": 10}, "bad_args", "window"),
+            ("probe.set", {"interval_us": 5}, "bad_args", "interval_us"),
+            ("probe.set", {"paths": 65}, "bad_args", "paths"),
+            ("probe.set", {}, "bad_args", "interval_us"),
+            ("log.level", {"level": "loud"}, "bad_args", "level"),
+            ("capture.start", {}, "bad_args", "file"),
+            ("capture.start", {"file": "/nonexistent/dir/x.pcap"}, "bad_args", "nonexistent"),
+            ("capture.stop", None, "not_found", "capture"),
+        ]
+        for cmd, args, code, word in bad_args:
+            r = k.call(cmd, args)
+            e = r.get("error", {})
+            c.check(r.get("ok") is False and e.get("code") == code and word in e.get("message", ""),
+                    "%s %s -> %s: %s" % (cmd, json.dumps(args), e.get("code"), e.get("message")))
+        c.check(k.call("status")["result"]["n_peers"] == 2, "bad requests changed nothing (2 peers)")
+
+        # Several clients at once, interleaved on open connections.
+        conns = [Conn(sock) for _ in range(6)]
+        for rnd in range(3):
+            for cc in conns:
+                cc.s.sendall(b'{"cmd": "status"}\n{"cmd": "peers"}\n')
+            ok = True
+            for cc in conns:
+                r1 = json.loads(_line(cc))
+                r2 = json.loads(_line(cc))
+                ok = ok and r1["ok"] and r2["ok"] and r1["result"]["node"] == "c1" and isinstance(r2["result"], list)
+            c.check(ok, "6 clients, round %d: pipelined requests all answered in order" % rnd)
+
+        # lockstepctl against the live daemon.
+        ctl = os.path.join(lslab.BUILD, "tools", "lockstepctl", "lockstepctl")
+        p = subprocess.run([ctl, "-s", sock, "peers"], capture_output=True, text=True)
+        c.check(p.returncode == 0 and "b6" in p.stdout, "lockstepctl peers prints a table (exit %d)" % p.returncode)
+        p = subprocess.run([ctl, "-s", sock, "--json", "status"], capture_output=True, text=True)
+        c.check(p.returncode == 0 and json.loads(p.stdout)["result"]["node"] == "c1",
+                "lockstepctl --json status prints the raw reply")
+        p = subprocess.run([ctl, "-s", sock, "peer", "del", "nobody"], capture_output=True, text=True)
+        c.check(p.returncode == 1 and "not_found" in p.stderr, "lockstepctl exits 1 on an error reply")
+        p = subprocess.run([ctl, "-s", os.path.join(tmp, "none.sock"), "status"], capture_output=True, text=True)
+        c.check(p.returncode == 3 and "not running" in p.stderr, "lockstepctl exits 3 when no daemon")
+    finally:
+        d.terminate()
+        try:
+            rc = d.wait(15)
+        except subprocess.TimeoutExpired:
+            d.kill()
+            rc = d.wait()
+        log.close()
+    c.check(rc == 0, "SIGTERM: exit status 0 (%d)" % rc)
+    c.check(not os.path.exists(sock), "SIGTERM: socket file removed")
+
+    # Bad configuration files.
+    good = config(tmp)
+    run_bad_config(c, tmp, "{\n  \"node\": {\"name\": \"x\", \"id\": 1},\n  oops\n}", "line 3", "JSON syntax")
+    g = json.loads(json.dumps(good)); g["probe"]["interval_us"] = 5
+    run_bad_config(c, tmp, json.dumps(g), "probe.interval_us", "out of range")
+    g = json.loads(json.dumps(good)); g["peers"][1]["port"] = "p9"
+    run_bad_config(c, tmp, json.dumps(g), "peers[1].port", "dangling port")
+    g = json.loads(json.dumps(good)); g["ports"][0]["colour"] = "red"
+    run_bad_config(c, tmp, json.dumps(g), "ports[0].colour", "unknown key")
+    g = json.loads(json.dumps(good)); g["node"]["id"] = "7"
+    run_bad_config(c, tmp, json.dumps(g), "node.id", "wrong type")
+    p = subprocess.run([LOCKSTEPD, "--", "--config", os.path.join(tmp, "missing.json")],
+                       capture_output=True, text=True)
+    c.check(p.returncode == 2 and "missing.json" in p.stderr, "missing config file: exit 2 and named")
+    p = subprocess.run([LOCKSTEPD, "--help"], capture_output=True, text=True)
+    c.check(p.returncode == 0 and "--config" in p.stdout and "--check-config" in p.stdout, "--help documents the options")
+    p = subprocess.run([LOCKSTEPD, "--", "--config", cfgp, "--check-config"], capture_output=True, text=True)
+    c.check(p.returncode == 0 and "ok" in p.stdout, "--check-config accepts a good file without the EAL")
+    c.finish()
+
+
+def _line(cc):
+    while b"\n" not in cc.buf:
+        cc.buf += cc.s.recv(65536)
+    line, cc.buf = cc.buf.split(b"\n", 1)
+    return line
+
+
+if __name__ == "__main__":
+    main()
