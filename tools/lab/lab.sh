@@ -79,7 +79,7 @@ gen_memif() {
 			else a=$j; b=$i; role=client; me=2; them=1; fi
 			link=$((a * 16 + b))
 			ports+="${ports:+,}
-    {\"name\": \"l$a-$b\", \"dev\": \"net_memif$link,role=$role,id=0,socket=$dir/memif-$a-$b.sock,socket-abstract=no\", \"mac\": \"$(mac_of "$i" "$j")\", \"ipv4\": \"10.$a.$b.$me/24\"}"
+    {\"name\": \"l$a-$b\", \"dev\": \"net_memif$link,role=$role,id=0,socket=$dir/memif/$a-$b.sock,socket-abstract=no\", \"mac\": \"$(mac_of "$i" "$j")\", \"ipv4\": \"10.$a.$b.$me/24\"}"
 			peers+="${peers:+,}
     {\"name\": \"n$j\", \"addr\": \"10.$a.$b.$them\", \"port\": \"l$a-$b\"}"
 		done
@@ -156,7 +156,7 @@ do_up() {
 	mkdir -p "$dir"
 	echo "$transport $nodes" > "$dir/lab.info"
 	case "$transport" in
-	memif) gen_memif ;;
+	memif) mkdir -p "$dir/memif"; gen_memif ;;
 	veth) gen_veth; setup_veth_net ;;
 	*) die "unknown transport $transport (memif or veth)" ;;
 	esac
@@ -180,7 +180,7 @@ do_down() {
 			kill -KILL "$pid" 2>/dev/null || true
 			rm -f "$f"
 		done
-		rm -f "$dir"/*.sock
+		rm -f "$dir"/*.sock "$dir"/memif/*.sock
 	fi
 	for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep "^$t" || true); do
 		ip netns del "$ns" 2>/dev/null || true
