@@ -131,6 +131,13 @@ rx_one(struct ls_lcore *lc, struct ls_port *p, struct rte_mbuf *m, uint64_t rx_n
 			d = LS_RX_L3_OTHER;
 			break;
 		}
+		/* Regression (fuzz seed 8762): a forged source of our own address
+		 * or our subnet's broadcast made the reflector answer itself or
+		 * the whole subnet. */
+		if (unlikely(ls_port_bad_source(p, &pi.src))) {
+			d = LS_RX_BAD_ADDR;
+			break;
+		}
 		if (pi.dport == pc->dst_port) {
 			if (ls_reflector_handle(lc, p, m, &pi, rx_ns))
 				return true;
@@ -166,14 +173,16 @@ poll_port(struct ls_lcore *lc, struct ls_port *p, unsigned int *work)
 {
 	struct rte_mbuf *rx[LS_BURST], *reply[LS_BURST];
 	uint16_t n, n_reply = 0;
-	uint64_t tsc;
+	uint64_t tsc, burst_ns;
 	uint16_t i;
 	bool cap = g.cap.on;
+	bool hw_ts = lc->clock.kind == LS_CLOCK_NIC;
 
 	n = rte_eth_rx_burst(p->port_id, 0, rx, LS_BURST);
 	if (n == 0)
 		return;
 	tsc = rte_rdtsc();
+	burst_ns = ls_clock_from_tsc(&lc->clock, tsc);
 	*work += n;
 	lc->st.rx_pkts += n;
 	lc->st.rx_bursts++;
@@ -182,7 +191,8 @@ poll_port(struct ls_lcore *lc, struct ls_port *p, unsigned int *work)
 		rte_prefetch0(rte_pktmbuf_mtod(rx[i], void *));
 	for (i = 0; i < n; i++) {
 		struct rte_mbuf *m = rx[i];
-		uint64_t rx_ns = ls_clock_rx_ts(&lc->clock, m, tsc);
+		/* Software clocks stamp the whole burst once; the NIC stamps each. */
+		uint64_t rx_ns = hw_ts ? ls_clock_rx_ts(&lc->clock, m, tsc) : burst_ns;
 
 		if (i + 4 < n)
 			rte_prefetch0(rte_pktmbuf_mtod(rx[i + 4], void *));
@@ -218,6 +228,7 @@ static void
 apply_msg(struct ls_lcore *lc, struct ls_msg *msg)
 {
 	struct ls_peer *peer = msg->peer;
+	struct ls_addr_key key;
 	int rc = 0;
 
 	switch (msg->type) {
@@ -226,11 +237,12 @@ apply_msg(struct ls_lcore *lc, struct ls_msg *msg)
 			rc = -ENOSPC;
 			break;
 		}
-		if (rte_hash_lookup(lc->peer_hash, &peer->addr) >= 0) {
+		ls_addr_key(&peer->addr, &key);
+		if (rte_hash_lookup(lc->peer_hash, &key) >= 0) {
 			rc = -EEXIST;
 			break;
 		}
-		rc = rte_hash_add_key_data(lc->peer_hash, &peer->addr, peer);
+		rc = rte_hash_add_key_data(lc->peer_hash, &key, peer);
 		if (rc < 0)
 			break;
 		/* peers[] stays dense so the housekeeping tick walks only live peers. */
@@ -245,7 +257,8 @@ apply_msg(struct ls_lcore *lc, struct ls_msg *msg)
 		    lc->peers[peer->slot] == peer) {
 			struct ls_peer *last = lc->peers[lc->n_peers - 1];
 
-			rte_hash_del_key(lc->peer_hash, &peer->addr);
+			ls_addr_key(&peer->addr, &key);
+			rte_hash_del_key(lc->peer_hash, &key);
 			lc->peers[peer->slot] = last;
 			last->slot = peer->slot;
 			lc->peers[--lc->n_peers] = NULL;

@@ -153,11 +153,30 @@ struct ls_msg {
 	uint32_t done;         /* set (release) by the lcore when handled */
 };
 
+/* Hash keys are 16 bytes, IPv4 as IPv4-mapped IPv6 (::ffff:a.b.c.d), so
+ * rte_hash uses its vectorised 16-byte compare and CRC32 hashing. */
+struct ls_addr_key {
+	uint8_t b[16];
+};
+
+static inline void
+ls_addr_key(const struct ls_addr *a, struct ls_addr_key *k)
+{
+	if (a->family == LS_AF_INET6) {
+		memcpy(k->b, a->a, 16);
+	} else {
+		memset(k->b, 0, 10);
+		k->b[10] = 0xff;
+		k->b[11] = 0xff;
+		memcpy(&k->b[12], a->a, 4);
+	}
+}
+
 /* Reflector per-source token bucket. */
 struct ls_rl_bucket {
 	uint64_t last_ns;
 	uint64_t tokens_ns;    /* tokens scaled: one packet = 1e9 units */
-	struct ls_addr key;
+	struct ls_addr_key key;
 	bool used;
 };
 
@@ -176,6 +195,8 @@ struct ls_lcore {
 	struct rte_hash *rl_hash;          /* source ls_addr -> bucket */
 	struct ls_rl_bucket *rl;           /* max_sources + 1 (last = overflow) */
 	uint32_t rl_sweep;                 /* next bucket to check for idleness */
+	struct ls_addr_key rl_last_key;    /* one-entry cache: probes come in pairs */
+	struct ls_rl_bucket *rl_last;      /* bucket of rl_last_key, or NULL */
 	struct ls_lcore_stats st;
 	bool active;
 };
@@ -219,6 +240,7 @@ ls_cap_field(struct rte_mbuf *m)
 int ls_ports_init(void);
 void ls_ports_stop(void);
 bool ls_port_owns(const struct ls_port *p, const struct ls_addr *a);
+bool ls_port_bad_source(const struct ls_port *p, const struct ls_addr *src);
 
 /* datapath.c */
 int ls_lcore_main(void *arg);

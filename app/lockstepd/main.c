@@ -29,7 +29,7 @@
 #include <rte_errno.h>
 #include <rte_ethdev.h>
 #include <rte_hash.h>
-#include <rte_jhash.h>
+#include <rte_hash_crc.h>
 #include <rte_lcore.h>
 #include <rte_log.h>
 #include <rte_malloc.h>
@@ -157,8 +157,8 @@ setup_lcores(void)
 		char name[RTE_HASH_NAMESIZE];
 		struct rte_hash_parameters hp = {
 			.entries = LS_MAX_PEERS,
-			.key_len = sizeof(struct ls_addr),
-			.hash_func = rte_jhash,
+			.key_len = sizeof(struct ls_addr_key),
+			.hash_func = rte_hash_crc,
 			.socket_id = (int)rte_lcore_to_socket_id(l),
 		};
 		int rc;
@@ -257,8 +257,8 @@ main(int argc, char **argv)
 
 	ret = rte_eal_init(dashdash < 0 ? 1 : dashdash, argv);
 	if (ret < 0) {
-		fprintf(stderr, "lockstepd: EAL initialisation failed: %s\n",
-			rte_strerror(rte_errno));
+		fprintf(stderr, "lockstepd: EAL initialisation failed%s%s (EAL messages above)\n",
+			rte_errno ? ": " : "", rte_errno ? rte_strerror(rte_errno) : "");
 		ls_config_free(&g.cfg);
 		return 1;
 	}

@@ -223,3 +223,21 @@ ls_port_owns(const struct ls_port *p, const struct ls_addr *a)
 		       ls_addr_eq(&p->v6_ll, a);
 	return false;
 }
+
+bool
+ls_port_bad_source(const struct ls_port *p, const struct ls_addr *src)
+{
+	if (ls_port_owns(p, src))
+		return true;
+	/* IPv4 network and directed-broadcast addresses of our prefix (RFC 3021:
+	 * a /31 has neither). */
+	if (src->family == LS_AF_INET && p->v4.addr.family && p->v4.plen < 31 &&
+	    ls_prefix_contains(&p->v4, src)) {
+		uint32_t a, host = (uint32_t)(0xffffffffULL >> p->v4.plen);
+
+		memcpy(&a, src->a, 4);
+		a = rte_be_to_cpu_32(a) & host;
+		return a == 0 || a == host;
+	}
+	return false;
+}

@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include <rte_hash.h>
-#include <rte_jhash.h>
+#include <rte_hash_crc.h>
 #include <rte_lcore.h>
 #include <rte_malloc.h>
 
@@ -39,8 +39,8 @@ ls_reflector_setup(struct ls_lcore *lc)
 	uint32_t n = g.cfg.reflector.max_sources;
 	struct rte_hash_parameters hp = {
 		.entries = n < 16 ? 16 : n,
-		.key_len = sizeof(struct ls_addr),
-		.hash_func = rte_jhash,
+		.key_len = sizeof(struct ls_addr_key),
+		.hash_func = rte_hash_crc,
 		.socket_id = (int)rte_lcore_to_socket_id(lc->lcore_id),
 	};
 
@@ -84,28 +84,31 @@ static struct ls_rl_bucket *
 rl_bucket(struct ls_lcore *lc, const struct ls_addr *src, uint64_t now_ns)
 {
 	const uint32_t n = g.cfg.reflector.max_sources;
-	struct ls_addr key;
+	struct ls_addr_key key;
 	int32_t pos;
 
-	/* Hash the whole struct: clear the unused bytes of an IPv4 key. */
-	memset(&key, 0, sizeof(key));
-	key.family = src->family;
-	memcpy(key.a, src->a, src->family == LS_AF_INET ? 4 : 16);
+	ls_addr_key(src, &key);
+	if (lc->rl_last != NULL && memcmp(&key, &lc->rl_last_key, sizeof(key)) == 0)
+		return lc->rl_last;
 	pos = rte_hash_lookup(lc->rl_hash, &key);
-	if (likely(pos >= 0 && (uint32_t)pos < n))
-		return &lc->rl[pos];
-	pos = rte_hash_add_key(lc->rl_hash, &key);
-	if (pos < 0 || (uint32_t)pos >= n) {
-		if (pos >= 0)
-			rte_hash_del_key(lc->rl_hash, &key);
-		lc->st.rl_overflow++;
+	if (pos < 0) {
+		pos = rte_hash_add_key(lc->rl_hash, &key);
+		if (pos < 0 || (uint32_t)pos >= n) {
+			if (pos >= 0)
+				rte_hash_del_key(lc->rl_hash, &key);
+			lc->st.rl_overflow++;
+			return &lc->rl[n];
+		}
+		lc->rl[pos].used = true;
+		lc->rl[pos].key = key;
+		lc->rl[pos].last_ns = now_ns;
+		lc->rl[pos].tokens_ns = (uint64_t)g.cfg.reflector.burst * LS_NS_PER_S;
+	} else if ((uint32_t)pos >= n) {
 		return &lc->rl[n];
 	}
-	lc->rl[pos].used = true;
-	lc->rl[pos].key = key;
-	lc->rl[pos].last_ns = now_ns;
-	lc->rl[pos].tokens_ns = (uint64_t)g.cfg.reflector.burst * LS_NS_PER_S;
-	return &lc->rl[pos];
+	lc->rl_last_key = key;
+	lc->rl_last = &lc->rl[pos];
+	return lc->rl_last;
 }
 
 void
@@ -119,6 +122,8 @@ ls_reflector_sweep(struct ls_lcore *lc, uint64_t now_ns)
 		if (b->used && now_ns > b->last_ns + LS_RL_IDLE_NS) {
 			rte_hash_del_key(lc->rl_hash, &b->key);
 			memset(b, 0, sizeof(*b));
+			if (lc->rl_last == b)
+				lc->rl_last = NULL;
 		}
 		if (++lc->rl_sweep >= n)
 			lc->rl_sweep = 0;

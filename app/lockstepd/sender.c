@@ -230,7 +230,7 @@ ls_sender_on_reply(struct ls_lcore *lc, struct ls_port *p __rte_unused,
 	struct ls_peer_path *pp;
 	struct ls_peer *peer = NULL;
 	int64_t samples[LS_PM_MAX];
-	struct ls_addr key;
+	struct ls_addr_key key;
 	enum ls_rx_disp d;
 	uint32_t path;
 
@@ -238,9 +238,7 @@ ls_sender_on_reply(struct ls_lcore *lc, struct ls_port *p __rte_unused,
 		d = LS_RX_REPLY_SHORT;
 		goto out;
 	}
-	memset(&key, 0, sizeof(key));
-	key.family = pi->src.family;
-	memcpy(key.a, pi->src.a, key.family == LS_AF_INET ? 4 : 16);
+	ls_addr_key(&pi->src, &key);
 	if (rte_hash_lookup_data(lc->peer_hash, &key, (void **)&peer) < 0) {
 		d = LS_RX_REPLY_NO_PEER;
 		goto out;

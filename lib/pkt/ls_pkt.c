@@ -41,6 +41,114 @@
 
 #include "ls_pkt.h"
 
+/*
+ * Internet checksum (RFC 1071), hand-written because DPDK 22.11's
+ * __rte_raw_cksum adds one 16-bit word per iteration, and verifying and
+ * rewriting the UDP checksum of every reflected probe is most of the
+ * reflector's per-packet cost. Summing 64-bit words with end-around carry is
+ * the same sum: 2^16 = 1 modulo 0xffff, so a 64-bit word is congruent to the
+ * sum of its four 16-bit halves, and 0xffff divides 2^64 - 1. Words are
+ * loaded in host order, like DPDK's, so the folded result is in network
+ * order when stored as is. The unit test compares it with rte_raw_cksum.
+ */
+static inline uint64_t
+csum_add(uint64_t sum, uint64_t v)
+{
+	sum += v;
+	return sum + (sum < v);
+}
+
+static inline uint64_t
+csum_bytes(const void *buf, size_t len, uint64_t sum)
+{
+	const uint8_t *p = buf;
+
+	for (; len >= 32; len -= 32, p += 32) {
+		uint64_t w[4];
+
+		memcpy(w, p, 32);
+		sum = csum_add(sum, w[0]);
+		sum = csum_add(sum, w[1]);
+		sum = csum_add(sum, w[2]);
+		sum = csum_add(sum, w[3]);
+	}
+	for (; len >= 8; len -= 8, p += 8) {
+		uint64_t w;
+
+		memcpy(&w, p, 8);
+		sum = csum_add(sum, w);
+	}
+	if (len >= 4) {
+		uint32_t w;
+
+		memcpy(&w, p, 4);
+		sum = csum_add(sum, w);
+		p += 4;
+		len -= 4;
+	}
+	if (len >= 2) {
+		uint16_t w;
+
+		memcpy(&w, p, 2);
+		sum = csum_add(sum, w);
+		p += 2;
+		len -= 2;
+	}
+	if (len) {
+		uint16_t w = 0;
+
+		memcpy(&w, p, 1);
+		sum = csum_add(sum, w);
+	}
+	return sum;
+}
+
+static inline uint16_t
+csum_fold(uint64_t sum)
+{
+	sum = (sum & 0xffffffffULL) + (sum >> 32);
+	sum = (sum & 0xffffffffULL) + (sum >> 32);
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)sum;
+}
+
+uint16_t
+ls_pkt_cksum_raw(const void *buf, size_t len)
+{
+	return csum_fold(csum_bytes(buf, len, 0));
+}
+
+/* Pseudo-header + L4 sum; 0xffff when a received checksum is right. */
+static inline uint16_t
+l4_sum4(const struct rte_ipv4_hdr *ip, const void *l4, uint32_t l4_len)
+{
+	uint64_t sum = csum_bytes(&ip->src_addr, 8, 0);
+
+	sum = csum_add(sum, rte_cpu_to_be_16((uint16_t)ip->next_proto_id));
+	sum = csum_add(sum, rte_cpu_to_be_16((uint16_t)l4_len));
+	return csum_fold(csum_bytes(l4, l4_len, sum));
+}
+
+static inline uint16_t
+l4_sum6(const struct rte_ipv6_hdr *ip, const void *l4, uint32_t l4_len)
+{
+	uint64_t sum = csum_bytes(ip->src_addr, 32, 0);
+
+	sum = csum_add(sum, rte_cpu_to_be_32(l4_len));
+	sum = csum_add(sum, rte_cpu_to_be_32((uint32_t)ip->proto));
+	return csum_fold(csum_bytes(l4, l4_len, sum));
+}
+
+/* A checksum to write: complement, and 0 becomes 0xffff for UDP (RFC 768). */
+static inline uint16_t
+udp_cksum_value(uint16_t sum)
+{
+	uint16_t ck = (uint16_t)~sum;
+
+	return ck == 0 ? 0xffff : ck;
+}
+
 #define ETH_HLEN	((uint32_t)sizeof(struct rte_ether_hdr))
 #define IPV4_HLEN	((uint32_t)sizeof(struct rte_ipv4_hdr))
 #define IPV6_HLEN	((uint32_t)sizeof(struct rte_ipv6_hdr))
@@ -195,7 +303,7 @@ parse_ipv4(const uint8_t *frame, uint32_t len, bool verify_l4,
 	/* Always checked, NIC offload or not: a corrupt header could steer
 	 * the reply anywhere, and 20 bytes cost nothing.
 	 */
-	if (rte_raw_cksum(ip, hlen) != 0xffff)
+	if (ls_pkt_cksum_raw(ip, hlen) != 0xffff)
 		return LS_PKT_ERR_CSUM;
 
 	pi->ttl = ip->time_to_live;
@@ -219,7 +327,7 @@ parse_ipv4(const uint8_t *frame, uint32_t len, bool verify_l4,
 	/* A zero UDP checksum means the sender did not compute one (RFC 768). */
 	if (verify_l4 && ((const struct rte_udp_hdr *)
 			  (frame + pi->l4_off))->dgram_cksum != 0 &&
-	    rte_ipv4_udptcp_cksum_verify(ip, frame + pi->l4_off) != 0)
+	    l4_sum4(ip, frame + pi->l4_off, tlen - hlen) != 0xffff)
 		return LS_PKT_ERR_CSUM;
 	return LS_PKT_UDP;
 }
@@ -307,7 +415,7 @@ parse_ipv6(const uint8_t *frame, uint32_t len, bool verify_l4,
 	/* RFC 8200 section 8.1: a zero UDP checksum is not allowed on IPv6. */
 	if (verify_l4 &&
 	    (((const struct rte_udp_hdr *)(frame + l4_off))->dgram_cksum == 0 ||
-	     rte_ipv6_udptcp_cksum_verify(ip, frame + l4_off) != 0))
+	     l4_sum6(ip, frame + l4_off, plen) != 0xffff))
 		return LS_PKT_ERR_CSUM;
 	return LS_PKT_UDP;
 }
@@ -470,10 +578,10 @@ ls_pkt_udp_finalize(uint8_t *frame, uint32_t len, uint8_t family)
 		    tlen > len - ETH_HLEN)
 			return;
 		ip->hdr_checksum = 0;
-		ip->hdr_checksum = rte_ipv4_cksum(ip);
+		ip->hdr_checksum = (uint16_t)~ls_pkt_cksum_raw(ip, hlen);
 		uh = (struct rte_udp_hdr *)(frame + ETH_HLEN + hlen);
 		uh->dgram_cksum = 0;
-		uh->dgram_cksum = rte_ipv4_udptcp_cksum(ip, uh);
+		uh->dgram_cksum = udp_cksum_value(l4_sum4(ip, uh, tlen - hlen));
 	} else if (family == LS_AF_INET6) {
 		struct rte_ipv6_hdr *ip = (struct rte_ipv6_hdr *)(frame + ETH_HLEN);
 
@@ -483,7 +591,8 @@ ls_pkt_udp_finalize(uint8_t *frame, uint32_t len, uint8_t family)
 			return;
 		uh = (struct rte_udp_hdr *)(frame + ETH_HLEN + IPV6_HLEN);
 		uh->dgram_cksum = 0;
-		uh->dgram_cksum = rte_ipv6_udptcp_cksum(ip, uh);
+		uh->dgram_cksum = udp_cksum_value(l4_sum6(ip, uh,
+						  rte_be_to_cpu_16(ip->payload_len)));
 	}
 }
 

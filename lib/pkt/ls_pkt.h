@@ -19,6 +19,7 @@
 #define LS_PKT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "ls_common.h"
@@ -129,6 +130,13 @@ void ls_pkt_udp_finalize(uint8_t *frame, uint32_t len, uint8_t family);
  */
 void ls_pkt_udp_turnaround(uint8_t *frame, const struct ls_pkt_info *pi,
 			   const struct ls_mac *our_mac, uint8_t ttl);
+
+/**
+ * Internet checksum sum (RFC 1071) of len bytes, folded to 16 bits and not
+ * complemented: the same value as DPDK's rte_raw_cksum(), computed 64 bits
+ * at a time. A received header is intact when the sum over it is 0xffff.
+ */
+uint16_t ls_pkt_cksum_raw(const void *buf, size_t len);
 
 /** ARP opcodes. */
 #define LS_ARP_REQUEST 1

@@ -20,6 +20,7 @@ MIN_DELIVERED=100000
 TMP=$(mktemp -d /tmp/ls-fuzz.XXXXXX)
 SOCK=$TMP/ctl.sock
 DPID=
+PREFIX="ls-fuzz$$"          # EAL runtime dir /var/run/dpdk/$PREFIX
 
 fail() { echo "test_fuzz: FAIL: $*" >&2; exit 1; }
 
@@ -42,6 +43,7 @@ cleanup() {
 	else
 		rm -rf "$TMP"
 	fi
+	rm -rf "/var/run/dpdk/$PREFIX"
 	exit $rc
 }
 trap cleanup EXIT
@@ -92,7 +94,7 @@ cat >"$TMP/fuzz.json" <<EOF
 }
 EOF
 
-"$DAEMON" --no-pci --no-huge -m 512 --file-prefix "ls-fuzz$$" --lcores '0@(0,1)' \
+"$DAEMON" --no-pci --no-huge -m 512 --file-prefix "$PREFIX" --lcores '0@(0,1)' \
 	-- --config "$TMP/fuzz.json" >"$TMP/daemon.log" 2>&1 &
 DPID=$!
 
@@ -165,13 +167,30 @@ DPID=
 [ $rc -eq 0 ] || fail "lockstepd exited with status $rc after SIGTERM"
 [ ! -e "$SOCK" ] || fail "control socket $SOCK left behind after shutdown"
 
-# Everything the daemon sent must be a well-formed frame (the pcap PMD
-# writes tx_pcap on close).
+# Everything the daemon sent must be well-formed with correct checksums
+# (the pcap PMD writes tx_pcap on close). Port 862 is decoded as STAMP so
+# that random reply ports do not trip unrelated heuristic dissectors.
 if command -v tshark >/dev/null; then
-	nout=$(tshark -r "$OUT" -T fields -e frame.number 2>/dev/null | wc -l)
-	nmal=$(tshark -r "$OUT" -o udp.check_checksum:TRUE -o ip.check_checksum:TRUE \
-		-Y '_ws.malformed || _ws.expert.severity >= "error"' -T fields -e frame.number 2>/dev/null | wc -l)
-	echo "test_fuzz: daemon transmitted $nout frames, $nmal malformed or with bad checksums"
-	[ "$nmal" -eq 0 ] || fail "$nmal transmitted frames are malformed (tshark -r $OUT)"
+	# Frames of $OUT matching display filter $1 (tshark errors are fatal).
+	tcount() {
+		tshark -r "$OUT" -d udp.port==862,twamp.test -o udp.check_checksum:TRUE \
+			-o ip.check_checksum:TRUE ${1:+-Y "$1"} -T fields -e frame.number \
+			>"$TMP/tshark.out" 2>"$TMP/tshark.err" ||
+			fail "tshark on $OUT: $(grep -v 'Running as user' "$TMP/tshark.err")"
+		wc -l <"$TMP/tshark.out"
+	}
+	nout=$(tcount "")
+	nbad=$(tcount 'ip.checksum.status==0 || udp.checksum.status==0 ||
+		icmpv6.checksum.status==0 || _ws.malformed')
+	# A packet "from" our own address is spoofed; answering it sends a reply
+	# to ourselves (a loop on a hairpinning switch or with two reflectors).
+	# The same goes for the subnet's broadcast address (directed broadcast).
+	nself=$(tcount 'ip.dst==10.9.0.1 || ipv6.dst==fd00:9::1')
+	nbcast=$(tcount 'ip.dst==10.9.0.255')
+	echo "test_fuzz: daemon transmitted $nout frames: $nbad malformed/bad checksum," \
+		"$nself addressed to itself, $nbcast to the subnet broadcast"
+	[ "$nbad" -eq 0 ] || fail "$nbad transmitted frames malformed or with bad checksums"
+	[ "$nself" -eq 0 ] || fail "$nself replies sent to the daemon's own address (a source address of ours was reflected)"
+	[ "$nbcast" -eq 0 ] || fail "$nbcast replies sent to 10.9.0.255 (a subnet-broadcast source was reflected)"
 fi
 echo "test_fuzz: PASS"

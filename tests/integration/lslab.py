@@ -93,7 +93,11 @@ class Lab:
         if os.geteuid() != 0:
             print("SKIP: needs root (DPDK runtime files, network namespaces)")
             sys.exit(77)
-        subprocess.run([LAB, "up"] + self.args, check=True)
+        try:
+            subprocess.run([LAB, "up"] + self.args, check=True)
+        except BaseException:
+            self.down()  # a half-started lab must not outlive the test
+            raise
         return self
 
     def __exit__(self, *exc):

@@ -23,6 +23,7 @@ VETH_D=v$SUF-d
 TMP=$(mktemp -d /tmp/ls-interop.XXXXXX)
 SOCK=$TMP/ctl.sock
 DPID=
+PREFIX="ls-$SUF"          # EAL runtime dir /var/run/dpdk/$PREFIX
 
 fail() { echo "test_interop: FAIL: $*" >&2; exit 1; }
 
@@ -40,6 +41,7 @@ cleanup() {
 		tail -n 40 "$TMP/daemon.log" >&2
 	fi
 	rm -rf "$TMP"
+	rm -rf "/var/run/dpdk/$PREFIX"
 	exit $rc
 }
 trap cleanup EXIT
@@ -103,7 +105,7 @@ cat >"$TMP/n1.json" <<EOF
 EOF
 
 # --- daemon --------------------------------------------------------------
-ip netns exec "$NS_D" "$DAEMON" --no-pci --no-huge -m 512 --file-prefix "ls-$SUF" \
+ip netns exec "$NS_D" "$DAEMON" --no-pci --no-huge -m 512 --file-prefix "$PREFIX" \
 	--lcores '0@(0,1)' -- --config "$TMP/n1.json" >"$TMP/daemon.log" 2>&1 &
 DPID=$!
 for _ in $(seq 150); do

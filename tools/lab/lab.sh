@@ -31,7 +31,7 @@ interval_us=10000
 paths=4
 build="${LS_BUILD:-$root/build}"
 
-die() { echo "lab: $*" >&2; exit 1; }
+die() { echo "lab: $*" >&2; [ "${cmd:-}" = up ] && do_down quiet; exit 1; }
 
 cmd=${1:-}
 [ -n "$cmd" ] && shift || true
@@ -153,6 +153,8 @@ do_up() {
 	[ -x "$lockstepd" ] || die "no $lockstepd: build first (meson setup build && ninja -C build)"
 	[ "$(id -u)" = 0 ] || die "needs root (DPDK runtime files, namespaces)"
 	do_down quiet
+	# Whatever fails from here on, leave nothing half-started behind.
+	trap 'echo "lab: up failed, cleaning up" >&2; do_down quiet' ERR
 	mkdir -p "$dir"
 	echo "$transport $nodes" > "$dir/lab.info"
 	case "$transport" in

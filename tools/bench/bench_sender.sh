@@ -1,0 +1,157 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# Benchmark (not a test): Session-Sender probes/s on one core, each probe
+# built and timestamped individually. 64 peers x 8 paths, a coded pair per
+# path every 100 us = 10.24 M probes/s requested, so the sender is the
+# bottleneck and the measured rate is its ceiling.
+#
+#   sudo tools/bench/bench_sender.sh             # from the repo root
+#   LS_BUILD=/tmp/build BENCH_CORE=1 BENCH_SECS=10 BENCH_PEERS=64 BENCH_PATHS=8 \
+#       sudo -E tools/bench/bench_sender.sh
+#
+# The port is net_null with no-rx=1: TX frees the packets, RX is always
+# empty, so the core does nothing but send. net_null cannot answer ARP, so
+# every peer has a static next-hop "mac" (no resolution needed).
+#
+# It also prints the memory per peer-path, from sizeof() of the daemon's
+# structs (compiled here against the tree's headers).
+set -euo pipefail
+
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+LS_BUILD=${LS_BUILD:-./build}
+DAEMON=$LS_BUILD/app/lockstepd/lockstepd
+PY=/usr/bin/python3
+CORE=${BENCH_CORE:-1}
+SECS=${BENCH_SECS:-10}
+NPEERS=${BENCH_PEERS:-64}
+NPATHS=${BENCH_PATHS:-8}
+INTERVAL_US=${BENCH_INTERVAL_US:-100}
+TMP=$(mktemp -d /tmp/ls-bench-snd.XXXXXX)
+SOCK=$TMP/ctl.sock
+PREFIX=ls-bench-snd$$
+PIDS=()
+
+fail() { echo "bench_sender: $*" >&2; exit 1; }
+
+cleanup() {
+	local rc=$?
+	for p in "${PIDS[@]}"; do
+		kill -KILL "$p" 2>/dev/null || true
+	done
+	rm -rf "$TMP" "/var/run/dpdk/$PREFIX"
+	exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+ctl() {
+	"$PY" - "$SOCK" "$1" <<'EOF'
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.settimeout(5)
+s.connect(sys.argv[1])
+s.sendall((json.dumps({"cmd": sys.argv[2]}) + "\n").encode())
+buf = b""
+while not buf.endswith(b"\n"):
+    chunk = s.recv(1 << 20)
+    if not chunk:
+        break
+    buf += chunk
+r = json.loads(buf)
+if not r.get("ok"):
+    sys.exit("control: %s" % r.get("error"))
+print(json.dumps(r["result"]))
+EOF
+}
+
+[ "$(id -u)" = 0 ] || fail "must run as root"
+[ -x "$DAEMON" ] || fail "no lockstepd at $DAEMON (set LS_BUILD)"
+
+# --- memory per peer-path (sizeof) ----------------------------------------------
+if command -v cc >/dev/null && pkg-config --exists libdpdk; then
+	cat >"$TMP/sz.c" <<'EOF'
+#include <stdio.h>
+#include "lockstepd.h"
+struct ls_global g;
+int main(void)
+{
+	printf("bench_sender: memory per peer-path: %zu B lcore-side (struct ls_peer_path, rte_malloc)"
+	       " + %zu B control-side (struct ls_path_window, malloc); per peer %zu B + paths\n",
+	       sizeof(struct ls_peer_path), sizeof(struct ls_path_window), sizeof(struct ls_peer));
+	return 0;
+}
+EOF
+	if cc -DALLOW_EXPERIMENTAL_API -w -o "$TMP/sz" "$TMP/sz.c" \
+		$(for d in app/lockstepd lib/common lib/config lib/pkt lib/pathstats lib/hist lib/stamp drivers/clock; do
+			echo "-I$REPO/$d"; done) $(pkg-config --cflags libdpdk) 2>"$TMP/sz.err"; then
+		"$TMP/sz"
+	else
+		echo "bench_sender: (sizeof probe did not compile: $(head -n 3 "$TMP/sz.err"))"
+	fi
+fi
+
+# --- config ----------------------------------------------------------------------
+"$PY" - "$TMP/bench.json" "$SOCK" "$CORE" "$NPEERS" "$NPATHS" "$INTERVAL_US" <<'EOF'
+import json, sys
+out, sock, core, npeers, npaths, ival = sys.argv[1:]
+cfg = {
+    "node": {"name": "bench-snd", "id": 1},
+    "ports": [{"name": "p0", "dev": "net_null0,no-rx=1", "mac": "02:00:00:00:00:01",
+               "ipv4": "10.9.0.1/16", "lcore": int(core)}],
+    # On-link peers with a static next-hop MAC: no ARP.
+    "peers": [{"name": "p%d" % i, "addr": "10.9.%d.%d" % (1 + i // 250, 1 + i % 250),
+               "mac": "02:00:00:01:%02x:%02x" % (i >> 8, i & 0xff)} for i in range(int(npeers))],
+    "probe": {"interval_us": int(ival), "paths": int(npaths)},
+    "control": {"socket": sock},
+    "idle": {"backoff": False},
+    "log": {"level": "warning"},
+}
+json.dump(cfg, open(out, "w"), indent=1)
+EOF
+
+"$DAEMON" --no-pci --no-huge -m 1024 --file-prefix "$PREFIX" -l "$CORE" \
+	-- --config "$TMP/bench.json" >"$TMP/ls.log" 2>&1 &
+LPID=$!
+PIDS+=("$LPID")
+for _ in $(seq 100); do
+	[ -S "$SOCK" ] && ctl status >/dev/null 2>&1 && break
+	kill -0 "$LPID" 2>/dev/null || { cat "$TMP/ls.log" >&2; fail "lockstepd failed to start"; }
+	sleep 0.1
+done
+for _ in $(seq 100); do
+	[ "$(ctl status | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["n_peers"])')" = "$NPEERS" ] && break
+	sleep 0.1
+done
+resolved=0
+for _ in $(seq 50); do
+	resolved=$(ctl peers | "$PY" -c 'import json,sys; print(sum(p["state"] != "resolving" for p in json.load(sys.stdin)))')
+	[ "$resolved" = "$NPEERS" ] && break
+	sleep 0.1
+done
+[ "$resolved" = "$NPEERS" ] || fail "only $resolved of $NPEERS peers resolved (static mac ignored?)"
+
+sleep 1
+ctl status >"$TMP/s0.json"
+t0=$(date +%s.%N)
+sleep "$SECS"
+ctl status >"$TMP/s1.json"
+t1=$(date +%s.%N)
+kill -TERM "$LPID"
+wait "$LPID" || fail "lockstepd exited with status $?"
+
+"$PY" - "$TMP/s0.json" "$TMP/s1.json" "$t0" "$t1" "$NPEERS" "$NPATHS" "$INTERVAL_US" "$CORE" <<'EOF'
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+dt = float(sys.argv[4]) - float(sys.argv[3])
+npeers, npaths, ival, core = map(int, sys.argv[5:9])
+d = lambda k: b["counters"][k] - a["counters"][k]
+want = npeers * npaths * 2 * 1e6 / ival
+got = d("tx_probes") / dt
+print("bench_sender: core %d, %.1f s: %d peers x %d paths, pair every %d us = %.2f M probes/s "
+      "requested; sent %.2f M probes/s (%.0f%%); port tx %.2f M/s; tx_dropped %d, "
+      "alloc_failed %d, probes_unresolved %d, rx during run %d" % (
+      core, dt, npeers, npaths, ival, want / 1e6, got / 1e6, 100 * got / want,
+      (b["ports"][0]["tx_pkts"] - a["ports"][0]["tx_pkts"]) / dt / 1e6,
+      d("tx_dropped"), d("alloc_failed"), d("probes_unresolved"), d("rx_pkts")))
+EOF
