@@ -49,25 +49,10 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# One control-socket request; prints the "result" JSON, fails on ok:false.
+# One control-socket request through lockstepctl: prints the result JSON,
+# exits non-zero with the error on ok:false.
 ctl() {
-	"$PY" - "$SOCK" "$1" "${2:-{\}}" <<'EOF'
-import json, socket, sys
-s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-s.settimeout(5)
-s.connect(sys.argv[1])
-s.sendall((json.dumps({"cmd": sys.argv[2], "args": json.loads(sys.argv[3])}) + "\n").encode())
-buf = b""
-while not buf.endswith(b"\n"):
-    chunk = s.recv(65536)
-    if not chunk:
-        break
-    buf += chunk
-r = json.loads(buf)
-if not r.get("ok"):
-    sys.exit("control: %s: %s" % (sys.argv[2], r.get("error")))
-print(json.dumps(r["result"]))
-EOF
+	"$LS_BUILD/tools/lockstepctl/lockstepctl" -s "$SOCK" call "$1" "${2:-{\}}"
 }
 
 [ "$(id -u)" = 0 ] || { echo "SKIP: must run as root (DPDK)"; exit 77; }

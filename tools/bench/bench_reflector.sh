@@ -40,24 +40,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# One control-socket request through lockstepctl: prints the result JSON.
 ctl() {
-	"$PY" - "$SOCK" "$1" <<'EOF'
-import json, socket, sys
-s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-s.settimeout(5)
-s.connect(sys.argv[1])
-s.sendall((json.dumps({"cmd": sys.argv[2]}) + "\n").encode())
-buf = b""
-while not buf.endswith(b"\n"):
-    chunk = s.recv(65536)
-    if not chunk:
-        break
-    buf += chunk
-r = json.loads(buf)
-if not r.get("ok"):
-    sys.exit("control: %s" % r.get("error"))
-print(json.dumps(r["result"]))
-EOF
+	"$LS_BUILD/tools/lockstepctl/lockstepctl" -s "$SOCK" call "$1"
 }
 
 [ "$(id -u)" = 0 ] || fail "must run as root"
