@@ -728,12 +728,19 @@ cmd_probe_set(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 			if (rc == 0 && i + 1 < ctl.n_peers && only < 0)
 				i--; /* slot i now holds a peer not yet visited */
 		} else if (interval) {
-			struct ls_msg m = {.type = LS_MSG_PROBE_SET, .peer = peer,
-					   .interval_us = (uint32_t)interval};
+			struct ls_msg *m = calloc(1, sizeof(*m));
 
-			rc = ls_msg_send(g.ports[peer->port_idx].lcore, &m);
-			if (rc == -ETIMEDOUT)
-				abort(); /* m is on our stack: never let the lcore see it freed */
+			if (m == NULL) {
+				rc = -ENOMEM;
+			} else {
+				m->type = LS_MSG_PROBE_SET;
+				m->peer = peer;
+				m->interval_us = (uint32_t)interval;
+				rc = ls_msg_send(g.ports[peer->port_idx].lcore, m);
+				/* On a time-out the lcore may still read m: leak it. */
+				if (rc != -ETIMEDOUT)
+					free(m);
+			}
 		}
 		if (rc < 0) {
 			ls_ctl_reply_error(req, LS_CTL_E_INTERNAL, "peer %s: %s", peer->name,
