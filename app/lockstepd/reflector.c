@@ -88,7 +88,7 @@ rl_bucket(struct ls_lcore *lc, const struct ls_addr *src, uint64_t now_ns)
 	int32_t pos;
 
 	ls_addr_key(src, &key);
-	if (lc->rl_last != NULL && memcmp(&key, &lc->rl_last_key, sizeof(key)) == 0)
+	if (lc->rl_last != NULL && ls_addr_key_eq(&key, &lc->rl_last_key))
 		return lc->rl_last;
 	pos = rte_hash_lookup(lc->rl_hash, &key);
 	if (pos < 0) {
@@ -156,8 +156,12 @@ ls_reflector_handle(struct ls_lcore *lc, struct ls_port *p, struct rte_mbuf *m,
 				 pi->ttl);
 	ls_stamp_reflect_tlvs(payload + LS_STAMP_BASE_LEN,
 			      pi->payload_len - LS_STAMP_BASE_LEN, &tr);
-	lc->st.tlv_unknown += tr.n_unknown;
-	lc->st.tlv_malformed += tr.n_malformed;
+	/* Separate loads: GCC would merge both updates into one 8-byte load over
+	 * the callee's 2-byte stores, a store-forwarding stall on every probe. */
+	if (unlikely(tr.n_unknown != 0))
+		lc->st.tlv_unknown += tr.n_unknown;
+	if (unlikely(tr.n_malformed != 0))
+		lc->st.tlv_malformed += tr.n_malformed;
 	ls_pkt_udp_turnaround(f, pi, &p->mac, g.cfg.probe.ttl);
 	/* Trailing Ethernet padding is not ours to echo. */
 	rte_pktmbuf_trim(m, (uint16_t)(m->data_len - (pi->payload_off + pi->payload_len)));

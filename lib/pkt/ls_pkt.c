@@ -63,14 +63,19 @@ csum_bytes(const void *buf, size_t len, uint64_t sum)
 {
 	const uint8_t *p = buf;
 
+	/* Word by word straight from the buffer: a 32-byte memcpy into a local
+	 * array becomes 16-byte stores read back as 8-byte loads, which stall. */
 	for (; len >= 32; len -= 32, p += 32) {
-		uint64_t w[4];
+		uint64_t w0, w1, w2, w3;
 
-		memcpy(w, p, 32);
-		sum = csum_add(sum, w[0]);
-		sum = csum_add(sum, w[1]);
-		sum = csum_add(sum, w[2]);
-		sum = csum_add(sum, w[3]);
+		memcpy(&w0, p, 8);
+		memcpy(&w1, p + 8, 8);
+		memcpy(&w2, p + 16, 8);
+		memcpy(&w3, p + 24, 8);
+		sum = csum_add(sum, w0);
+		sum = csum_add(sum, w1);
+		sum = csum_add(sum, w2);
+		sum = csum_add(sum, w3);
 	}
 	for (; len >= 8; len -= 8, p += 8) {
 		uint64_t w;
