@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""Integration: the reflector cannot be used as an amplifier or a flood relay.
+
+A net_pcap port replays, as fast as the PMD can, 2,000 valid STAMP test
+packets from one source interleaved with 100 from each of ten other
+sources, to a reflector limited to 100 packets/s with a burst of 10 per
+source. The replies written to the TX pcap must show: every reply the same
+size as its request (no amplification); the flooding source held to its
+burst; every light source still answered up to its burst (one source's
+flood does not starve the others); and every packet counted exactly once.
+"""
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import lslab  # noqa: E402
+
+LOCKSTEPD = os.path.join(lslab.BUILD, "app", "lockstepd", "lockstepd")
+DUT_MAC = bytes.fromhex("020000000001")
+DUT_IP = bytes([10, 8, 0, 1])
+RATE, BURST = 100, 10
+
+
+def csum(b):
+    b += b"\0" * (len(b) & 1)
+    s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
+    while s >> 16:
+        s = (s & 0xffff) + (s >> 16)
+    return ~s & 0xffff
+
+
+def probe(src, seq, pad):
+    """An RFC 8762 Session-Sender packet, with an unknown TLV as padding."""
+    stamp = struct.pack("!IQHH28x", seq, 0, 0x4101, 0)
+    stamp += struct.pack("!BBH", 0, 200, pad) + b"\0" * pad
+    ulen = 8 + len(stamp)
+    u = struct.pack("!HHHH", 49152, 862, ulen, 0) + stamp
+    c = csum(src + DUT_IP + struct.pack("!BBH", 0, 17, ulen) + u) or 0xffff
+    u = u[:6] + struct.pack("!H", c) + u[8:]
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + ulen, 0, 0x4000, 64, 17, 0, src, DUT_IP)
+    ip = ip[:10] + struct.pack("!H", csum(ip)) + ip[12:]
+    return DUT_MAC + bytes.fromhex("020000000099") + b"\x08\x00" + ip + u
+
+
+def main():
+    c = lslab.Checks("ratelimit")
+    if os.geteuid() != 0:
+        print("SKIP: needs root")
+        sys.exit(77)
+    tmp = tempfile.mkdtemp(prefix="ls-rl-")
+    rx, tx = os.path.join(tmp, "rx.pcap"), os.path.join(tmp, "tx.pcap")
+    heavy = bytes([10, 8, 0, 200])
+    light = [bytes([10, 8, 0, 100 + i]) for i in range(10)]
+    frames = []
+    for k in range(2000):
+        frames.append(probe(heavy, k, 40))
+        if k % 2 == 0:
+            frames.append(probe(light[(k // 2) % 10], k, k % 64))
+    with open(rx, "wb") as f:
+        f.write(struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 65535, 1))
+        for i, fr in enumerate(frames):
+            f.write(struct.pack("<IIII", 0, i, len(fr), len(fr)) + fr)
+    sock = os.path.join(tmp, "rl.sock")
+    cfg = {
+        "node": {"name": "rl", "id": 9},
+        "ports": [{"name": "p0", "dev": "net_pcap0,rx_pcap=%s,tx_pcap=%s" % (rx, tx),
+                   "mac": "02:00:00:00:00:01", "ipv4": "10.8.0.1/24"}],
+        "reflector": {"rate_pps": RATE, "burst": BURST},
+        "control": {"socket": sock},
+    }
+    cfgp = os.path.join(tmp, "rl.json")
+    with open(cfgp, "w") as f:
+        json.dump(cfg, f)
+    log = open(os.path.join(tmp, "rl.log"), "w")
+    d = subprocess.Popen([LOCKSTEPD, "--no-pci", "--no-huge", "-m", "256", "--lcores", "0@(0,1)",
+                          "--file-prefix", "lsrl%d" % os.getpid(), "--", "--config", cfgp],
+                         stdout=log, stderr=subprocess.STDOUT)
+    try:
+        c.check(lslab.wait_until(lambda: os.path.exists(sock), 20), "daemon up")
+        c.check(lslab.wait_until(lambda: lslab.call(sock, "status")["counters"]["rx_pkts"] >= len(frames), 30),
+                "all %d frames received" % len(frames))
+        t0 = time.time()
+        st = lslab.call(sock, "status")
+        cnt = st["counters"]
+        disp = sum(v for k, v in cnt.items() if k.startswith("rx_") and k != "rx_pkts")
+        c.check(disp == cnt["rx_pkts"] == len(frames), "every frame counted once (%d)" % disp)
+        c.check(cnt["rx_reflected"] + cnt["rx_rate_limited"] == len(frames),
+                "reflected %d + rate-limited %d" % (cnt["rx_reflected"], cnt["rx_rate_limited"]))
+    finally:
+        d.terminate()
+        d.wait(15)
+        log.close()
+    # pcap PMD timestamps are arrival at the writer; what matters is counts.
+    # Allowance: the burst plus what the rate refills over the replay (generous).
+    elapsed = max(1.0, time.time() - t0)
+    allow = BURST + RATE * elapsed + 1
+    per_src, same_size = {}, True
+    req_len = {}
+    for fr in frames:
+        req_len.setdefault(fr[26:30], set()).add(len(fr))
+    for ts, fr in lslab.read_pcap(tx):
+        u = lslab.udp_of(fr)
+        if u is None or u[2] != 862:
+            continue
+        per_src[u[1]] = per_src.get(u[1], 0) + 1
+        same_size &= len(fr) in req_len.get(u[1], ())
+    c.check(same_size, "every reply is exactly the size of a request from that source")
+    c.check(BURST <= per_src.get(heavy, 0) <= allow,
+            "flooding source (2000 sent): %d replies, bound %d" % (per_src.get(heavy, 0), allow))
+    for s in light:
+        c.check(BURST <= per_src.get(s, 0) <= allow,
+                "light source %s (100 sent): %d replies" % (".".join(map(str, s)), per_src.get(s, 0)))
+    c.finish()
+
+
+if __name__ == "__main__":
+    main()
