@@ -96,13 +96,10 @@ build_probe(struct ls_lcore *lc, struct ls_peer *peer, struct ls_peer_path *pp,
 	}
 	ls_stamp_tlv_put_lockstep(payload + LS_STAMP_BASE_LEN,
 				  sizeof(payload) - LS_STAMP_BASE_LEN, &off, &t);
-	if (pc->pad > 0) {
-		uint8_t zeros[1400] = {0};
-
+	if (pc->pad > 0) /* a NULL value writes zeros */
 		ls_stamp_tlv_put(payload + LS_STAMP_BASE_LEN,
 				 sizeof(payload) - LS_STAMP_BASE_LEN, &off, 0,
-				 LS_STAMP_TLV_EXTRA_PADDING, zeros, pc->pad);
-	}
+				 LS_STAMP_TLV_EXTRA_PADDING, NULL, pc->pad);
 	plen = (uint16_t)(LS_STAMP_BASE_LEN + off);
 	frame = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)(ls_pkt_udp_hdr_len(h.src.family) + plen));
 	if (unlikely(frame == NULL)) {

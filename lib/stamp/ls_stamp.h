@@ -177,7 +177,8 @@ void ls_stamp_put_tx_ts(uint8_t *pkt, uint64_t tx_ns, uint16_t refl_err_est);
 int ls_stamp_tlv_next(const uint8_t *area, size_t len, size_t *off, struct ls_stamp_tlv *tlv);
 
 /**
- * Append a TLV at area+*off. @return 0 or -ENOSPC.
+ * Append a TLV at area+*off; a NULL value writes len zero bytes (Extra
+ * Padding). @return 0 or -ENOSPC.
  */
 int ls_stamp_tlv_put(uint8_t *area, size_t cap, size_t *off, uint8_t flags,
 		     uint8_t type, const void *value, uint16_t len);
