@@ -74,13 +74,13 @@ class Checks:
 class Lab:
     """A lab brought up by tools/lab/lab.sh; always torn down on exit."""
 
-    def __init__(self, nodes, transport, interval_us=100000, paths=4, tag=None):
+    def __init__(self, nodes, transport, interval_us=100000, paths=4, tag=None, lcores=1):
         self.nodes = nodes
         self.transport = transport
         self.dir = "/tmp/lockstep-test-%s-%d" % (tag or transport, os.getpid())
         self.args = ["--nodes", str(nodes), "--transport", transport,
                      "--dir", self.dir, "--interval-us", str(interval_us),
-                     "--paths", str(paths), "--build", BUILD]
+                     "--paths", str(paths), "--lcores", str(lcores), "--build", BUILD]
         self.interval_s = interval_us / 1e6
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, self._on_signal)

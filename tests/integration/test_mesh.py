@@ -3,6 +3,8 @@
 """Integration: a full mesh of real lockstepd processes.
 
   test_mesh.py memif [N]   N (default 4) appliances over memif links
+  test_mesh.py memif N L   the same with each daemon polling its ports from
+                           L lcores (ports spread round-robin)
   test_mesh.py veth [N]    N (default 3) appliances in network namespaces,
                            net_af_packet on veths into a Linux bridge, IPv4
                            and IPv6 peers (so ARP and ND are exercised)
@@ -33,10 +35,14 @@ def peers_of(lab, i):
 def main():
     transport = sys.argv[1] if len(sys.argv) > 1 else "memif"
     nodes = int(sys.argv[2]) if len(sys.argv) > 2 else (4 if transport == "memif" else 3)
-    c = lslab.Checks("mesh-%s" % transport)
+    lcores = int(sys.argv[3]) if len(sys.argv) > 3 else 1
+    c = lslab.Checks("mesh-%s-%dlcore" % (transport, lcores))
     iv = INTERVAL_US / 1e6
 
-    with lslab.Lab(nodes, transport, INTERVAL_US, PATHS) as lab:
+    with lslab.Lab(nodes, transport, INTERVAL_US, PATHS, lcores=lcores) as lab:
+        if lcores > 1:
+            used = {p["lcore"] for p in lslab.call(lab.sock(1), "status")["ports"]}
+            c.check(len(used) == lcores, "n1 polls its ports from %d lcores %s" % (lcores, sorted(used)))
         # 1. Every pair and path: probes, zero loss, plausible RTT.
         def all_paths_answered():
             for i in range(1, nodes + 1):

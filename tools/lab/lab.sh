@@ -4,7 +4,7 @@
 # lab.sh: bring up a lab mesh of lockstepd appliances on one machine.
 #
 #   tools/lab/lab.sh up   [--nodes N] [--transport memif|veth] [--dir DIR]
-#                         [--interval-us US] [--paths P] [--build DIR]
+#                         [--interval-us US] [--paths P] [--lcores L] [--build DIR]
 #   tools/lab/lab.sh down [--dir DIR]
 #   tools/lab/lab.sh mesh [--dir DIR] [lockstepctl mesh options]
 #
@@ -29,6 +29,7 @@ nodes=4
 transport=memif
 interval_us=10000
 paths=4
+lcores=1   # polling lcores per daemon; memif ports are spread over them
 build="${LS_BUILD:-$root/build}"
 
 die() { echo "lab: $*" >&2; [ "${cmd:-}" = up ] && do_down quiet; exit 1; }
@@ -42,6 +43,7 @@ while [ $# -gt 0 ]; do
 	--dir) dir=$2; shift 2 ;;
 	--interval-us) interval_us=$2; shift 2 ;;
 	--paths) paths=$2; shift 2 ;;
+	--lcores) lcores=$2; shift 2 ;;
 	--build) build=$2; shift 2 ;;
 	*) break ;;
 	esac
@@ -72,14 +74,14 @@ JSON
 gen_memif() {
 	local i j link ports peers
 	for ((i = 1; i <= nodes; i++)); do
-		ports=""; peers=""
+		ports=""; peers=""; np=0
 		for ((j = 1; j <= nodes; j++)); do
 			[ "$i" = "$j" ] && continue
 			if ((i < j)); then a=$i; b=$j; role=server; me=1; them=2
 			else a=$j; b=$i; role=client; me=2; them=1; fi
 			link=$((a * 16 + b))
 			ports+="${ports:+,}
-    {\"name\": \"l$a-$b\", \"dev\": \"net_memif$link,role=$role,id=0,socket=$dir/memif/$a-$b.sock,socket-abstract=no\", \"mac\": \"$(mac_of "$i" "$j")\", \"ipv4\": \"10.$a.$b.$me/24\"}"
+    {\"name\": \"l$a-$b\", \"dev\": \"net_memif$link,role=$role,id=0,socket=$dir/memif/$a-$b.sock,socket-abstract=no\", \"mac\": \"$(mac_of "$i" "$j")\", \"ipv4\": \"10.$a.$b.$me/24\", \"lcore\": $((np++ % lcores))}"
 			peers+="${peers:+,}
     {\"name\": \"n$j\", \"addr\": \"10.$a.$b.$them\", \"port\": \"l$a-$b\"}"
 		done
@@ -124,12 +126,14 @@ setup_veth_net() {
 }
 
 start_nodes() {
-	local i prefix=() t
+	local i prefix=() t eal_lcores="" l
 	t=$(tag_of)
+	# Every lcore may float over every CPU: the lab shares two cores.
+	for ((l = 0; l < lcores; l++)); do eal_lcores+="${eal_lcores:+,}$l@(0,1)"; done
 	for ((i = 1; i <= nodes; i++)); do
 		prefix=()
 		[ "$transport" = veth ] && prefix=(ip netns exec "${t}n$i")
-		"${prefix[@]}" "$lockstepd" --no-pci --no-huge -m 256 --lcores '0@(0,1)' \
+		"${prefix[@]}" "$lockstepd" --no-pci --no-huge -m 256 --lcores "$eal_lcores" \
 			--file-prefix "${t}n$i" --log-level 'lib.eal:warning' -- \
 			--config "$dir/n$i.json" > "$dir/n$i.log" 2>&1 &
 		echo $! > "$dir/n$i.pid"
