@@ -107,6 +107,13 @@ ls_capture_start(const char *file, uint32_t snaplen, uint64_t max_bytes, char *e
 	cap.truncated = false;
 	cap.dropped_at_start = lcore_cap_dropped();
 	g.cap.snaplen = snaplen;
+	/* Copies that landed after the previous capture stopped are not ours. */
+	{
+		struct rte_mbuf *m;
+
+		while (rte_ring_sc_dequeue(g.cap.ring, (void **)&m) == 0)
+			rte_pktmbuf_free(m);
+	}
 	__atomic_store_n(&g.cap.on, 1, __ATOMIC_RELEASE);
 	LS_LOG(INFO, "capture: started to %s (snaplen %u, max %" PRIu64 " bytes)",
 	       cap.file, snaplen, cap.max_bytes);

@@ -691,6 +691,24 @@ peer_replace_paths(unsigned int idx, uint16_t paths, uint32_t interval_us)
 	return rc;
 }
 
+static int
+peer_set_interval(struct ls_peer *peer, uint32_t interval_us)
+{
+	struct ls_msg *m = calloc(1, sizeof(*m));
+	int rc;
+
+	if (m == NULL)
+		return -ENOMEM;
+	m->type = LS_MSG_PROBE_SET;
+	m->peer = peer;
+	m->interval_us = interval_us;
+	rc = ls_msg_send(g.ports[peer->port_idx].lcore, m);
+	/* On a time-out the lcore may still read m: leak it rather than race. */
+	if (rc != -ETIMEDOUT)
+		free(m);
+	return rc;
+}
+
 static void
 cmd_probe_set(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 {
@@ -714,42 +732,42 @@ cmd_probe_set(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 			return;
 		}
 	}
-	for (unsigned int i = 0; i < ctl.n_peers; i++) {
-		struct ls_peer *peer = ctl.peers[i];
-		int rc = 0;
+	/* Work on a snapshot: replacing a peer reorders the registry. */
+	{
+		struct ls_peer **todo = calloc(ctl.n_peers ? ctl.n_peers : 1, sizeof(*todo));
+		unsigned int n_todo = 0;
 
-		if (only >= 0 && (unsigned int)only != i)
-			continue;
-		if (paths && paths != peer->n_paths) {
-			rc = peer_replace_paths(i, (uint16_t)paths, (uint32_t)interval);
-			/* The replacement went to the end of the registry. */
-			if (rc == 0 && only >= 0)
-				only = (int)ctl.n_peers - 1;
-			if (rc == 0 && i + 1 < ctl.n_peers && only < 0)
-				i--; /* slot i now holds a peer not yet visited */
-		} else if (interval) {
-			struct ls_msg *m = calloc(1, sizeof(*m));
-
-			if (m == NULL) {
-				rc = -ENOMEM;
-			} else {
-				m->type = LS_MSG_PROBE_SET;
-				m->peer = peer;
-				m->interval_us = (uint32_t)interval;
-				rc = ls_msg_send(g.ports[peer->port_idx].lcore, m);
-				/* On a time-out the lcore may still read m: leak it. */
-				if (rc != -ETIMEDOUT)
-					free(m);
-			}
-		}
-		if (rc < 0) {
-			ls_ctl_reply_error(req, LS_CTL_E_INTERNAL, "peer %s: %s", peer->name,
-					   strerror(-rc));
+		if (todo == NULL) {
+			ls_ctl_reply_error(req, LS_CTL_E_INTERNAL, "out of memory");
 			return;
 		}
-		updated++;
-		if (only >= 0)
-			break;
+		for (unsigned int i = 0; i < ctl.n_peers; i++)
+			if (only < 0 || (unsigned int)only == i)
+				todo[n_todo++] = ctl.peers[i];
+		for (unsigned int t = 0; t < n_todo; t++) {
+			struct ls_peer *peer = todo[t];
+			int rc = 0;
+
+			if (paths && paths != peer->n_paths) {
+				for (unsigned int i = 0; i < ctl.n_peers; i++) {
+					if (ctl.peers[i] == peer) {
+						rc = peer_replace_paths(i, (uint16_t)paths,
+									(uint32_t)interval);
+						break;
+					}
+				}
+			} else if (interval) {
+				rc = peer_set_interval(peer, (uint32_t)interval);
+			}
+			if (rc < 0) {
+				ls_ctl_reply_error(req, LS_CTL_E_INTERNAL, "peer %s: %s",
+						   peer->name, strerror(-rc));
+				free(todo);
+				return;
+			}
+			updated++;
+		}
+		free(todo);
 	}
 	ls_ctl_reply_ok(req, json_pack("{s:i}", "updated", (int)updated));
 }

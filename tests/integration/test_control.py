@@ -133,6 +133,11 @@ def main():
         r = k.call("probe.set", {"peer": "a", "paths": 5})
         c.check(r["ok"] and len(k.call("path", {"peer": "a"})["result"]["paths"]) == 5,
                 "probe.set paths=5 on one peer gives it 5 paths")
+        r = k.call("probe.set", {"paths": 4, "interval_us": 20000})
+        ps = k.call("peers")["result"]
+        c.check(r["ok"] and r["result"]["updated"] == 2 and
+                all(p["paths"] == 4 and p["interval_us"] == 20000 for p in ps),
+                "probe.set on all peers: updated %s, paths %s" % (r.get("result"), [p["paths"] for p in ps]))
 
         # Bad input: an error reply each time, and the same connection still works.
         bad = [
