@@ -116,6 +116,16 @@ rx_one(struct ls_lcore *lc, struct ls_port *p, struct rte_mbuf *m, uint64_t rx_n
 		d = LS_RX_OTHER;
 		goto drop;
 	}
+	/* Nearly every packet a reflector sees is a plain IPv4 probe: try the
+	 * fast path (lib/reflect) first; it defers anything else to the full
+	 * parse below, which also counts what is wrong with a bad packet. */
+	if (p->fast_ok) {
+		struct ls_reflect_v4 r;
+
+		if (ls_reflect_v4_check(rte_pktmbuf_mtod(m, const uint8_t *), m->data_len,
+					&p->fast, &r))
+			return ls_reflector_fast(lc, p, m, &r, rx_ns);
+	}
 	cls = ls_pkt_parse(rte_pktmbuf_mtod(m, const uint8_t *), m->data_len, verify, &pi);
 	if (unlikely(cls < 0)) {
 		d = bad_disp(cls);
@@ -208,15 +218,18 @@ poll_port(struct ls_lcore *lc, struct ls_port *p, unsigned int *work)
 	tsc = rte_rdtsc();
 	{
 		uint64_t tx_ns = ls_clock_from_tsc(&lc->clock, tsc);
-		uint16_t ee = ls_stamp_err_est(false, !g.cfg.reflector.ntp_format, 12, 1);
 
 		for (i = 0; i < n_reply; i++) {
 			struct rte_mbuf *m = reply[i];
 			uint8_t *f = rte_pktmbuf_mtod(m, uint8_t *);
 			uint8_t fam = m->packet_type == RTE_PTYPE_L3_IPV6 ? LS_AF_INET6 : LS_AF_INET;
 
-			ls_stamp_put_tx_ts(f + m->hash.usr, tx_ns, ee);
-			ls_pkt_udp_finalize(f, m->data_len, fam);
+			if (m->hash.usr == LS_REPLY_FAST) {
+				ls_reflect_v4_put_t3(f, tx_ns, g.refl_ptp);
+			} else {
+				ls_stamp_put_tx_ts(f + m->hash.usr, tx_ns, g.refl_ee);
+				ls_pkt_udp_finalize(f, m->data_len, fam);
+			}
 			if (unlikely(cap))
 				ls_capture_copy(lc, m, tx_ns, true);
 		}

@@ -36,12 +36,14 @@
 #include "ls_config.h"
 #include "ls_pathstats.h"
 #include "ls_pkt.h"
+#include "ls_reflect.h"
 
 extern int ls_logtype;
 #define LS_LOG(level, fmt, ...) \
 	rte_log(RTE_LOG_ ## level, ls_logtype, "lockstepd: " fmt "\n", ##__VA_ARGS__)
 
 #define LS_BURST 32              /**< RX/TX burst size */
+#define LS_RL_CACHE 256          /**< reflector rate-limit front cache slots (power of 2) */
 #define LS_HOUSEKEEP_US 1000     /**< per-lcore housekeeping timer period */
 #define LS_RESOLVE_RETRY_NS (1000ULL * 1000 * 1000)   /**< ARP/ND retry while unresolved */
 #define LS_RESOLVE_REFRESH_NS (30ULL * 1000 * 1000 * 1000) /**< re-resolve a known neighbour */
@@ -104,6 +106,8 @@ struct ls_port {
 	struct ls_prefix v4, v6;   /* our addresses (family 0 when unset) */
 	struct ls_addr v6_ll;      /* our IPv6 link-local address (ND) */
 	bool rx_cksum_offload;     /* NIC validates L4 checksums */
+	bool fast_ok;              /* IPv4 reflector fast path usable (lib/reflect) */
+	struct ls_reflect_port fast; /* what the fast path matches against */
 	char driver[32];
 };
 
@@ -206,8 +210,10 @@ struct ls_lcore {
 	struct rte_hash *rl_hash;          /* source ls_addr -> bucket */
 	struct ls_rl_bucket *rl;           /* max_sources + 1 (last = overflow) */
 	uint32_t rl_sweep;                 /* next bucket to check for idleness */
-	struct ls_addr_key rl_last_key;    /* one-entry cache: probes come in pairs */
-	struct ls_rl_bucket *rl_last;      /* bucket of rl_last_key, or NULL */
+	/* Direct-mapped front cache of rl_hash: a slot names a bucket and is
+	 * trusted only while that bucket still holds the same key, so a sweep
+	 * that frees a bucket needs no invalidation here. */
+	uint32_t rl_cache[LS_RL_CACHE];    /* bucket index + 1, 0 = empty */
 	struct ls_lcore_stats st;
 	bool active;
 };
@@ -232,6 +238,8 @@ struct ls_global {
 	struct ls_capture_shared cap;
 	int ts_dynfield;                   /* capture timestamp/direction dynfield */
 	uint64_t loss_timeout_ns_default;
+	uint16_t refl_ee;                  /* reflector Error Estimate */
+	bool refl_ptp;                     /* reflector timestamps in PTPv2 format */
 	volatile int quit;
 	int exit_code;
 	uint64_t start_tsc;
@@ -275,6 +283,13 @@ int ls_reflector_setup(struct ls_lcore *lc);
 bool ls_reflector_handle(struct ls_lcore *lc, struct ls_port *p, struct rte_mbuf *m,
 			 const struct ls_pkt_info *pi, uint64_t rx_ns);
 void ls_reflector_sweep(struct ls_lcore *lc, uint64_t now_ns);
+/* The fast path (lib/reflect) for a frame ls_reflect_v4_check() accepted;
+ * true when m became a reply. */
+bool ls_reflector_fast(struct ls_lcore *lc, struct ls_port *p, struct rte_mbuf *m,
+		       const struct ls_reflect_v4 *r, uint64_t rx_ns);
+/* A reply's m->hash.usr: the STAMP payload offset for the generic path, or
+ * LS_REPLY_FAST when T3 and the UDP checksum are finished by lib/reflect. */
+#define LS_REPLY_FAST 0
 
 /* neigh.c */
 void ls_neigh_rx_arp(struct ls_lcore *lc, struct ls_port *p, const struct ls_pkt_info *pi);

@@ -38,6 +38,7 @@
 #include <rte_version.h>
 
 #include "lockstepd.h"
+#include "ls_stamp.h"
 
 RTE_LOG_REGISTER(ls_logtype, lockstep.daemon, INFO);
 
@@ -264,6 +265,8 @@ main(int argc, char **argv)
 	}
 	rte_log_set_level_pattern("lockstep*", (uint32_t)ls_log_level_from_name(g.cfg.log_level));
 	rte_log_set_level(ls_logtype, (uint32_t)ls_log_level_from_name(g.cfg.log_level));
+	g.refl_ptp = !g.cfg.reflector.ntp_format;
+	g.refl_ee = ls_stamp_err_est(false, g.refl_ptp, 12, 1);
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	g.start_tsc = rte_rdtsc();

@@ -166,6 +166,13 @@ port_setup(struct ls_port *p, const struct ls_conf_port *cp, bool want_hw_ts)
 		rte_eth_allmulticast_enable(p->port_id);
 	p->v4 = cp->ipv4;
 	p->v6 = cp->ipv6;
+	if (p->v4.addr.family && g.cfg.reflector.enabled) {
+		p->fast_ok = true;
+		memcpy(p->fast.mac, p->mac.b, 6);
+		memcpy(&p->fast.ip, p->v4.addr.a, 4);
+		p->fast.plen = p->v4.plen;
+		p->fast.dst_port = g.cfg.probe.dst_port;
+	}
 	make_link_local(&p->mac, &p->v6_ll);
 	return 0;
 }

@@ -85,11 +85,16 @@ rl_bucket(struct ls_lcore *lc, const struct ls_addr *src, uint64_t now_ns)
 {
 	const uint32_t n = g.cfg.reflector.max_sources;
 	struct ls_addr_key key;
+	uint32_t slot, c;
 	int32_t pos;
 
 	ls_addr_key(src, &key);
-	if (lc->rl_last != NULL && ls_addr_key_eq(&key, &lc->rl_last_key))
-		return lc->rl_last;
+	/* Multiplicative hash: the top bits mix every address byte. */
+	slot = (uint32_t)(((key.w[0] ^ key.w[1]) * 0x9e3779b97f4a7c15ULL) >> 56) &
+	       (LS_RL_CACHE - 1);
+	c = lc->rl_cache[slot];
+	if (likely(c != 0 && lc->rl[c - 1].used && ls_addr_key_eq(&lc->rl[c - 1].key, &key)))
+		return &lc->rl[c - 1];
 	pos = rte_hash_lookup(lc->rl_hash, &key);
 	if (pos < 0) {
 		pos = rte_hash_add_key(lc->rl_hash, &key);
@@ -106,9 +111,8 @@ rl_bucket(struct ls_lcore *lc, const struct ls_addr *src, uint64_t now_ns)
 	} else if ((uint32_t)pos >= n) {
 		return &lc->rl[n];
 	}
-	lc->rl_last_key = key;
-	lc->rl_last = &lc->rl[pos];
-	return lc->rl_last;
+	lc->rl_cache[slot] = (uint32_t)pos + 1;
+	return &lc->rl[pos];
 }
 
 void
@@ -122,8 +126,6 @@ ls_reflector_sweep(struct ls_lcore *lc, uint64_t now_ns)
 		if (b->used && now_ns > b->last_ns + LS_RL_IDLE_NS) {
 			rte_hash_del_key(lc->rl_hash, &b->key);
 			memset(b, 0, sizeof(*b));
-			if (lc->rl_last == b)
-				lc->rl_last = NULL;
 		}
 		if (++lc->rl_sweep >= n)
 			lc->rl_sweep = 0;
@@ -151,9 +153,7 @@ ls_reflector_handle(struct ls_lcore *lc, struct ls_port *p, struct rte_mbuf *m,
 		d = LS_RX_RATE_LIMITED;
 		goto drop;
 	}
-	ls_stamp_reflect_inplace(payload, pi->payload_len, rx_ns, rx_ns,
-				 ls_stamp_err_est(false, !g.cfg.reflector.ntp_format, 12, 1),
-				 pi->ttl);
+	ls_stamp_reflect_inplace(payload, pi->payload_len, rx_ns, rx_ns, g.refl_ee, pi->ttl);
 	ls_stamp_reflect_tlvs(payload + LS_STAMP_BASE_LEN,
 			      pi->payload_len - LS_STAMP_BASE_LEN, &tr);
 	/* Separate loads: GCC would merge both updates into one 8-byte load over
@@ -174,4 +174,27 @@ drop:
 	lc->st.disp[d]++;
 	rte_pktmbuf_free(m);
 	return false;
+}
+
+bool
+ls_reflector_fast(struct ls_lcore *lc, struct ls_port *p, struct rte_mbuf *m,
+		  const struct ls_reflect_v4 *r, uint64_t rx_ns)
+{
+	struct ls_addr src = {.family = LS_AF_INET};
+
+	memcpy(src.a, &r->src, 4);
+	if (!rl_admit(rl_bucket(lc, &src, rx_ns), rx_ns)) {
+		lc->st.disp[LS_RX_RATE_LIMITED]++;
+		rte_pktmbuf_free(m);
+		return false;
+	}
+	ls_reflect_v4_apply(rte_pktmbuf_mtod(m, uint8_t *), r, &p->fast, rx_ns,
+			    g.refl_ee, g.refl_ptp, g.cfg.probe.ttl);
+	/* Trailing Ethernet padding is not ours to echo. */
+	rte_pktmbuf_trim(m, (uint16_t)(m->data_len -
+			 (LS_REFLECT_V4_PAYLOAD_OFF + r->payload_len)));
+	m->hash.usr = LS_REPLY_FAST;
+	m->ol_flags = 0;
+	lc->st.disp[LS_RX_REFLECTED]++;
+	return true;
 }

@@ -41,108 +41,31 @@
 
 #include "ls_pkt.h"
 
-/*
- * Internet checksum (RFC 1071), hand-written because DPDK 22.11's
- * __rte_raw_cksum adds one 16-bit word per iteration, and verifying and
- * rewriting the UDP checksum of every reflected probe is most of the
- * reflector's per-packet cost. Summing 64-bit words with end-around carry is
- * the same sum: 2^16 = 1 modulo 0xffff, so a 64-bit word is congruent to the
- * sum of its four 16-bit halves, and 0xffff divides 2^64 - 1. Words are
- * loaded in host order, like DPDK's, so the folded result is in network
- * order when stored as is. The unit test compares it with rte_raw_cksum.
- */
-static inline uint64_t
-csum_add(uint64_t sum, uint64_t v)
-{
-	sum += v;
-	return sum + (sum < v);
-}
-
-static inline uint64_t
-csum_bytes(const void *buf, size_t len, uint64_t sum)
-{
-	const uint8_t *p = buf;
-
-	/* Word by word straight from the buffer: a 32-byte memcpy into a local
-	 * array becomes 16-byte stores read back as 8-byte loads, which stall. */
-	for (; len >= 32; len -= 32, p += 32) {
-		uint64_t w0, w1, w2, w3;
-
-		memcpy(&w0, p, 8);
-		memcpy(&w1, p + 8, 8);
-		memcpy(&w2, p + 16, 8);
-		memcpy(&w3, p + 24, 8);
-		sum = csum_add(sum, w0);
-		sum = csum_add(sum, w1);
-		sum = csum_add(sum, w2);
-		sum = csum_add(sum, w3);
-	}
-	for (; len >= 8; len -= 8, p += 8) {
-		uint64_t w;
-
-		memcpy(&w, p, 8);
-		sum = csum_add(sum, w);
-	}
-	if (len >= 4) {
-		uint32_t w;
-
-		memcpy(&w, p, 4);
-		sum = csum_add(sum, w);
-		p += 4;
-		len -= 4;
-	}
-	if (len >= 2) {
-		uint16_t w;
-
-		memcpy(&w, p, 2);
-		sum = csum_add(sum, w);
-		p += 2;
-		len -= 2;
-	}
-	if (len) {
-		uint16_t w = 0;
-
-		memcpy(&w, p, 1);
-		sum = csum_add(sum, w);
-	}
-	return sum;
-}
-
-static inline uint16_t
-csum_fold(uint64_t sum)
-{
-	sum = (sum & 0xffffffffULL) + (sum >> 32);
-	sum = (sum & 0xffffffffULL) + (sum >> 32);
-	sum = (sum & 0xffff) + (sum >> 16);
-	sum = (sum & 0xffff) + (sum >> 16);
-	return (uint16_t)sum;
-}
-
 uint16_t
 ls_pkt_cksum_raw(const void *buf, size_t len)
 {
-	return csum_fold(csum_bytes(buf, len, 0));
+	return ls_csum_fold(ls_csum_bytes(buf, len, 0));
 }
 
 /* Pseudo-header + L4 sum; 0xffff when a received checksum is right. */
 static inline uint16_t
 l4_sum4(const struct rte_ipv4_hdr *ip, const void *l4, uint32_t l4_len)
 {
-	uint64_t sum = csum_bytes(&ip->src_addr, 8, 0);
+	uint64_t sum = ls_csum_bytes(&ip->src_addr, 8, 0);
 
-	sum = csum_add(sum, rte_cpu_to_be_16((uint16_t)ip->next_proto_id));
-	sum = csum_add(sum, rte_cpu_to_be_16((uint16_t)l4_len));
-	return csum_fold(csum_bytes(l4, l4_len, sum));
+	sum = ls_csum_add(sum, rte_cpu_to_be_16((uint16_t)ip->next_proto_id));
+	sum = ls_csum_add(sum, rte_cpu_to_be_16((uint16_t)l4_len));
+	return ls_csum_fold(ls_csum_bytes(l4, l4_len, sum));
 }
 
 static inline uint16_t
 l4_sum6(const struct rte_ipv6_hdr *ip, const void *l4, uint32_t l4_len)
 {
-	uint64_t sum = csum_bytes(ip->src_addr, 32, 0);
+	uint64_t sum = ls_csum_bytes(ip->src_addr, 32, 0);
 
-	sum = csum_add(sum, rte_cpu_to_be_32(l4_len));
-	sum = csum_add(sum, rte_cpu_to_be_32((uint32_t)ip->proto));
-	return csum_fold(csum_bytes(l4, l4_len, sum));
+	sum = ls_csum_add(sum, rte_cpu_to_be_32(l4_len));
+	sum = ls_csum_add(sum, rte_cpu_to_be_32((uint32_t)ip->proto));
+	return ls_csum_fold(ls_csum_bytes(l4, l4_len, sum));
 }
 
 /* A checksum to write: complement, and 0 becomes 0xffff for UDP (RFC 768). */
@@ -591,10 +514,10 @@ ls_pkt_udp_finalize(uint8_t *frame, uint32_t len, uint8_t family)
 		 * than zeroing them first: a 2-byte store read back at once by
 		 * the wide loads of the sum stalls on store forwarding, which cost
 		 * more than the sums themselves. */
-		ip->hdr_checksum = (uint16_t)~csum_fold(csum_add(
-			csum_bytes(ip, hlen, 0), (uint16_t)~ip->hdr_checksum));
+		ip->hdr_checksum = (uint16_t)~ls_csum_fold(ls_csum_add(
+			ls_csum_bytes(ip, hlen, 0), (uint16_t)~ip->hdr_checksum));
 		uh = (struct rte_udp_hdr *)(frame + ETH_HLEN + hlen);
-		uh->dgram_cksum = udp_cksum_value(csum_fold(csum_add(
+		uh->dgram_cksum = udp_cksum_value(ls_csum_fold(ls_csum_add(
 			l4_sum4(ip, uh, tlen - hlen), (uint16_t)~uh->dgram_cksum)));
 	} else if (family == LS_AF_INET6) {
 		struct rte_ipv6_hdr *ip = (struct rte_ipv6_hdr *)(frame + ETH_HLEN);
@@ -604,7 +527,7 @@ ls_pkt_udp_finalize(uint8_t *frame, uint32_t len, uint8_t family)
 		    rte_be_to_cpu_16(ip->payload_len) > len - ETH_HLEN - IPV6_HLEN)
 			return;
 		uh = (struct rte_udp_hdr *)(frame + ETH_HLEN + IPV6_HLEN);
-		uh->dgram_cksum = udp_cksum_value(csum_fold(csum_add(
+		uh->dgram_cksum = udp_cksum_value(ls_csum_fold(ls_csum_add(
 			l4_sum6(ip, uh, rte_be_to_cpu_16(ip->payload_len)),
 			(uint16_t)~uh->dgram_cksum)));
 	}

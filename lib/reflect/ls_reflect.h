@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * STAMP reflector fast path for the common case: a plain IPv4/UDP Session-
+ * Sender packet (RFC 8762) addressed to us, reflected in place.
+ *
+ * The generic path (lib/pkt parse, lib/stamp reflect, turnaround, full
+ * checksum recompute) handles every case; this path handles only the one
+ * that carries nearly all traffic, and does it in one pass over the headers:
+ *  - ls_reflect_v4_check() validates read-only exactly what the generic
+ *    path would (headers, header checksum, UDP checksum, our MAC and
+ *    address, a forwardable source, every TLV of a type the reflector copies
+ *    unchanged) and otherwise answers "take the generic path";
+ *  - ls_reflect_v4_apply() writes the reflected packet and updates both
+ *    checksums incrementally (RFC 1624) from the verified ones, computing
+ *    the new words from values in registers rather than reading back what it
+ *    just wrote (which stalls on store forwarding);
+ *  - ls_reflect_v4_put_t3() writes the transmit timestamp last and folds it
+ *    into the UDP checksum.
+ * The result is byte-identical to the generic path's; the unit test checks
+ * that on random and mutated packets. IPv6, options, VLANs, unknown TLVs and
+ * anything odd stay on the generic path.
+ *
+ * Pure logic on byte buffers: no EAL.
+ */
+#ifndef LS_REFLECT_H
+#define LS_REFLECT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** The local side a packet must be addressed to. */
+struct ls_reflect_port {
+	uint8_t mac[6];      /**< our MAC (exact match; group addresses go generic) */
+	uint32_t ip;         /**< our IPv4 address, network order */
+	uint8_t plen;        /**< our prefix length (subnet broadcast sources are refused) */
+	uint16_t dst_port;   /**< STAMP reflector UDP port, host order */
+};
+
+/** What check() learnt, for apply() and put_t3(). */
+struct ls_reflect_v4 {
+	uint32_t src;          /**< source IPv4 address, network order (rate limiting) */
+	uint16_t payload_len;  /**< STAMP payload bytes (frame is trimmed to 42 + this) */
+	uint16_t base_sum;     /**< ones'-complement sum of the 44 base bytes, as loaded */
+	uint8_t ttl;           /**< TTL the packet arrived with */
+};
+
+/** Offset of the STAMP payload in a fast-path frame (Ethernet + IPv4 + UDP). */
+#define LS_REFLECT_V4_PAYLOAD_OFF 42
+
+/**
+ * Decide whether frame can take the fast path.
+ * @return true when it can (r filled); false when the generic path must
+ *         handle it (which also counts whatever is wrong with it).
+ */
+bool ls_reflect_v4_check(const uint8_t *frame, uint32_t len,
+			 const struct ls_reflect_port *port, struct ls_reflect_v4 *r);
+
+/**
+ * Reflect a frame that passed check(): RFC 8762 section 4.3 stateless
+ * reflection with T2 = rx_ns, T3 left for put_t3(), Ses-Sender TTL = the
+ * TTL it arrived with; swap MACs (ours becomes the source), addresses and
+ * ports; TTL = reply_ttl; IPv4 and UDP checksums updated incrementally.
+ * @param ptp  timestamps in PTPv2 format (else NTP), matching refl_err_est
+ */
+void ls_reflect_v4_apply(uint8_t *frame, const struct ls_reflect_v4 *r,
+			 const struct ls_reflect_port *port, uint64_t rx_ns,
+			 uint16_t refl_err_est, bool ptp, uint8_t reply_ttl);
+
+/** Write T3 and complete the UDP checksum. Call once, after apply(). */
+void ls_reflect_v4_put_t3(uint8_t *frame, uint64_t tx_ns, bool ptp);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LS_REFLECT_H */

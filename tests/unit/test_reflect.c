@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The reflector fast path must be an optimisation, never a second opinion:
+ * every frame it accepts must come out byte-identical to what the generic
+ * path (lib/pkt parse + lib/stamp reflect + turnaround + full checksums)
+ * makes of it, and every frame the generic path would refuse must be refused
+ * here too. Random valid probes, then the same mutated.
+ */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_byteorder.h>
+
+#include "ls_pkt.h"
+#include "ls_reflect.h"
+#include "ls_stamp.h"
+
+static uint64_t rng = 0x9e3779b97f4a7c15ULL;
+
+static uint64_t
+rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+static const struct ls_mac our_mac = {{0x02, 0, 0, 0, 0, 0x01}};
+
+static struct ls_reflect_port
+port(void)
+{
+	struct ls_reflect_port p = {.plen = 24, .dst_port = 862};
+
+	memcpy(p.mac, our_mac.b, 6);
+	p.ip = rte_cpu_to_be_32(0x0a090001); /* 10.9.0.1 */
+	return p;
+}
+
+/* A valid probe from 10.9.x.y with random fields and known TLVs. */
+static int
+make_probe(uint8_t *f, uint32_t cap)
+{
+	uint8_t pl[LS_STAMP_BASE_LEN + 4 + 24 + 4 + 64];
+	struct ls_stamp_sender s = {
+		.seq = (uint32_t)rnd(),
+		.ts_ns = rnd() % (1ULL << 62),
+		.err_est = (uint16_t)rnd() | (rnd() & 1 ? LS_STAMP_EE_Z : 0),
+		.ssid = (uint16_t)rnd(),
+	};
+	struct ls_stamp_lockstep_tlv t = {.node_id = (uint32_t)rnd(), .path_id = (uint16_t)rnd(),
+					  .pair_member = rnd() & 1, .version = 1,
+					  .pair_id = (uint32_t)rnd(), .spacing_ns = (uint32_t)rnd()};
+	struct ls_pkt_udp_hdr h = {
+		.src_mac = {{0x02, 0, 0, 0, 0, 0x99}},
+		.dst_mac = our_mac,
+		.sport = (uint16_t)(49152 + rnd() % 64),
+		.dport = 862,
+		.ttl = (uint8_t)(1 + rnd() % 255),
+		.tos = (uint8_t)rnd(),
+	};
+	size_t off = 0;
+	uint16_t plen;
+
+	ls_addr_parse("10.9.0.1", &h.dst);
+	h.src.family = LS_AF_INET;
+	h.src.a[0] = 10;
+	h.src.a[1] = (uint8_t)(rnd() % 2 ? 9 : rnd());
+	h.src.a[2] = (uint8_t)rnd();
+	h.src.a[3] = (uint8_t)(1 + rnd() % 253); /* never .255: a broadcast source is refused */
+	if (h.src.a[1] == 9 && h.src.a[2] == 0 && h.src.a[3] == 1)
+		h.src.a[3] = 2; /* nor our own address */
+	ls_stamp_encode_sender(pl, sizeof(pl), &s);
+	/* Senders may leave junk in MBZ: the reflector must zero it anyway. */
+	if (rnd() % 4 == 0)
+		for (int i = 16; i < LS_STAMP_BASE_LEN; i++)
+			pl[i] = (uint8_t)rnd();
+	if (rnd() % 2)
+		ls_stamp_tlv_put_lockstep(pl + LS_STAMP_BASE_LEN, sizeof(pl) - LS_STAMP_BASE_LEN, &off, &t);
+	if (rnd() % 2)
+		ls_stamp_tlv_put(pl + LS_STAMP_BASE_LEN, sizeof(pl) - LS_STAMP_BASE_LEN, &off, 0,
+				 LS_STAMP_TLV_EXTRA_PADDING, NULL, (uint16_t)(rnd() % 64));
+	plen = (uint16_t)(LS_STAMP_BASE_LEN + off);
+	return ls_pkt_build_udp(f, cap, &h, pl, plen);
+}
+
+/* The generic path, as the daemon runs it. Returns the reply length, or -1
+ * when the generic path would not reflect the frame. */
+static int
+generic(uint8_t *f, uint32_t len, uint64_t rx, uint64_t tx, uint16_t ee, uint8_t reply_ttl)
+{
+	struct ls_pkt_info pi;
+	struct ls_stamp_tlv_result tr;
+	const struct ls_reflect_port p = port();
+	struct ls_prefix pfx;
+	uint32_t s;
+
+	if (ls_pkt_parse(f, len, true, &pi) != LS_PKT_UDP)
+		return -1;
+	if (!(pi.dst_mac.b[0] & 1) && memcmp(pi.dst_mac.b, our_mac.b, 6) != 0)
+		return -1;
+	if (pi.src.family != LS_AF_INET || memcmp(pi.dst.a, &p.ip, 4) != 0 || pi.dport != 862 ||
+	    pi.payload_len < LS_STAMP_BASE_LEN)
+		return -1;
+	ls_prefix_parse("10.9.0.1/24", &pfx);
+	memcpy(&s, pi.src.a, 4);
+	s = rte_be_to_cpu_32(s);
+	if (s == 0x0a090001 || (ls_prefix_contains(&pfx, &pi.src) &&
+				((s & 0xff) == 0 || (s & 0xff) == 0xff)))
+		return -1;
+	ls_stamp_reflect_inplace(f + pi.payload_off, pi.payload_len, rx, rx, ee, pi.ttl);
+	ls_stamp_reflect_tlvs(f + pi.payload_off + LS_STAMP_BASE_LEN,
+			      pi.payload_len - LS_STAMP_BASE_LEN, &tr);
+	ls_pkt_udp_turnaround(f, &pi, &our_mac, reply_ttl);
+	len = (uint32_t)(pi.payload_off + pi.payload_len);
+	ls_stamp_put_tx_ts(f + pi.payload_off, tx, ee);
+	ls_pkt_udp_finalize(f, len, LS_AF_INET);
+	return (int)len;
+}
+
+static int
+fast(uint8_t *f, uint32_t len, uint64_t rx, uint64_t tx, uint16_t ee, uint8_t reply_ttl)
+{
+	const struct ls_reflect_port p = port();
+	bool ptp = (ee & LS_STAMP_EE_Z) != 0;
+	struct ls_reflect_v4 r;
+
+	if (!ls_reflect_v4_check(f, len, &p, &r))
+		return -1;
+	ls_reflect_v4_apply(f, &r, &p, rx, ee, ptp, reply_ttl);
+	ls_reflect_v4_put_t3(f, tx, ptp);
+	return LS_REFLECT_V4_PAYLOAD_OFF + r.payload_len;
+}
+
+static void
+compare(const uint8_t *in, uint32_t len, bool must_accept, unsigned int *accepted)
+{
+	uint8_t a[256], b[256];
+	uint64_t rx = rnd() % (1ULL << 62), tx = rx + rnd() % 100000;
+	bool ptp = rnd() & 1;
+	uint16_t ee = ls_stamp_err_est(false, ptp, 12, 1);
+	uint8_t reply_ttl = (uint8_t)(1 + rnd() % 255);
+	int la, lb;
+
+	memcpy(a, in, len);
+	memcpy(b, in, len);
+	lb = fast(b, len, rx, tx, ee, reply_ttl);
+	la = generic(a, len, rx, tx, ee, reply_ttl);
+	if (must_accept)
+		ck_assert_msg(lb > 0, "fast path refused a valid probe from %u.%u.%u.%u",
+			      in[26], in[27], in[28], in[29]);
+	if (lb < 0)
+		return;
+	(*accepted)++;
+	ck_assert_msg(la == lb, "fast path accepted a frame the generic path refuses (%d vs %d)",
+		      la, lb);
+	for (int i = 0; i < la; i++)
+		ck_assert_msg(a[i] == b[i], "byte %d differs: generic %02x fast %02x", i, a[i], b[i]);
+}
+
+START_TEST(test_valid_identical)
+{
+	uint8_t f[256];
+	unsigned int acc = 0;
+
+	for (int i = 0; i < 100000; i++) {
+		int len = make_probe(f, sizeof(f));
+
+		ck_assert_int_gt(len, 0);
+		/* Ethernet padding beyond the datagram must not matter. */
+		if (len < 60) {
+			memset(f + len, (int)rnd(), 60 - (size_t)len);
+			len = 60;
+		}
+		compare(f, (uint32_t)len, true, &acc);
+	}
+	ck_assert_uint_eq(acc, 100000);
+}
+END_TEST
+
+START_TEST(test_mutated_never_disagree)
+{
+	uint8_t f[256];
+	unsigned int acc = 0;
+
+	for (int i = 0; i < 200000; i++) {
+		int len = make_probe(f, sizeof(f));
+		int flips = 1 + (int)(rnd() % 3);
+
+		for (int k = 0; k < flips; k++)
+			f[rnd() % (uint64_t)len] ^= (uint8_t)(1u << (rnd() % 8));
+		if (rnd() % 8 == 0)
+			len = (int)(rnd() % (uint64_t)len);
+		compare(f, (uint32_t)len, false, &acc);
+	}
+	/* Mostly refused (checksums), but some flips keep a valid frame:
+	 * e.g. in the source MAC, or two flips that cancel. */
+	ck_assert_uint_gt(acc, 0);
+}
+END_TEST
+
+START_TEST(test_refuses_what_needs_the_generic_path)
+{
+	uint8_t f[256], g[256];
+	const struct ls_reflect_port p = port();
+	struct ls_reflect_v4 r;
+	int len = make_probe(f, sizeof(f));
+
+	ck_assert(ls_reflect_v4_check(f, (uint32_t)len, &p, &r));
+	/* broadcast destination MAC: generic handles group addresses */
+	memcpy(g, f, (size_t)len);
+	memset(g, 0xff, 6);
+	ck_assert(!ls_reflect_v4_check(g, (uint32_t)len, &p, &r));
+	/* UDP checksum 0 (IPv4 "none"): generic */
+	memcpy(g, f, (size_t)len);
+	g[40] = g[41] = 0;
+	ck_assert(!ls_reflect_v4_check(g, (uint32_t)len, &p, &r));
+	/* too short for the base packet */
+	ck_assert(!ls_reflect_v4_check(f, 42 + 43, &p, &r));
+}
+END_TEST
+
+START_TEST(test_unknown_tlv_goes_generic)
+{
+	uint8_t pl[LS_STAMP_BASE_LEN + 12] = {0}, f[256];
+	struct ls_pkt_udp_hdr h = {.dst_mac = our_mac, .sport = 49152, .dport = 862, .ttl = 64};
+	const struct ls_reflect_port p = port();
+	struct ls_reflect_v4 r;
+	size_t off = 0;
+	int len;
+
+	ls_addr_parse("10.9.0.1", &h.dst);
+	ls_addr_parse("10.9.0.7", &h.src);
+	ls_stamp_tlv_put(pl + LS_STAMP_BASE_LEN, 12, &off, 0, 200, NULL, 8);
+	len = ls_pkt_build_udp(f, sizeof(f), &h, pl, sizeof(pl));
+	ck_assert(!ls_reflect_v4_check(f, (uint32_t)len, &p, &r));
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("reflect");
+	TCase *tc = tcase_create("fast_vs_generic");
+	SRunner *sr;
+	int failed;
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_valid_identical);
+	tcase_add_test(tc, test_mutated_never_disagree);
+	tcase_add_test(tc, test_refuses_what_needs_the_generic_path);
+	tcase_add_test(tc, test_unknown_tlv_goes_generic);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
