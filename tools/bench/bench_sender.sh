@@ -68,8 +68,8 @@ int main(void)
 }
 EOF
 	if cc -DALLOW_EXPERIMENTAL_API -w -o "$TMP/sz" "$TMP/sz.c" \
-		$(for d in app/lockstepd lib/common lib/config lib/pkt lib/pathstats lib/hist lib/stamp drivers/clock; do
-			echo "-I$REPO/$d"; done) $(pkg-config --cflags libdpdk) 2>"$TMP/sz.err"; then
+		$(for d in "$REPO"/app/lockstepd "$REPO"/drivers/clock "$REPO"/lib/*/; do
+			echo "-I$d"; done) $(pkg-config --cflags libdpdk) 2>"$TMP/sz.err"; then
 		"$TMP/sz"
 	else
 		echo "bench_sender: (sizeof probe did not compile: $(head -n 3 "$TMP/sz.err"))"
