@@ -654,3 +654,195 @@ ls_pkt_build_na(uint8_t *buf, uint32_t cap, const struct ls_mac *src_mac,
 	return build_nd(buf, cap, ICMP6_ND_NA, flags, dst_mac->b, src_mac->b,
 			target->a, dst->a, target->a, src_mac->b);
 }
+
+/* ---- for switches (the lab fabric) ---------------------------------- */
+
+#define ICMP_HLEN		8u	/* type, code, checksum, 4 unused bytes */
+#define ICMP4_TIME_EXCEEDED	11
+#define ICMP6_TIME_EXCEEDED	3
+/* RFC 1812 4.3.2.3 caps an ICMPv4 error at 576 bytes of IP datagram and
+ * RFC 4443 2.4(c) an ICMPv6 error at the IPv6 minimum MTU, 1280: whatever
+ * of the original does not fit after our own headers is left out.
+ */
+#define TE4_QUOTE_MAX		(576u - IPV4_HLEN - ICMP_HLEN)
+#define TE6_QUOTE_MAX		(1280u - IPV6_HLEN - ICMP_HLEN)
+
+/*
+ * Incremental update of the 16-bit checksum at ck after the 16-bit word it
+ * covers changed from old to new (both host order, as read with rd16).
+ * RFC 1624 eqn 3, HC' = ~(~HC + ~m + m'), rather than eqn 2 of RFC 1141,
+ * which can produce -0 (0xffff) where a full recomputation gives +0. A
+ * switch rewrites TTL/ECN on every forwarded packet, so summing 20 header
+ * bytes again each time would be wasted work.
+ */
+static inline void
+csum_replace16(uint8_t *ck, uint16_t old, uint16_t new)
+{
+	uint32_t sum = (uint32_t)(uint16_t)~rd16(ck) + (uint16_t)~old + new;
+
+	/* At most 3 * 0xffff: two folds always bring it into 16 bits. */
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	wr16(ck, (uint16_t)~sum);
+}
+
+uint8_t
+ls_pkt_ttl_dec(uint8_t *l3, uint8_t family)
+{
+	uint16_t old;
+
+	if (family == LS_AF_INET6) {
+		if (l3[7] != 0)
+			l3[7]--;
+		return l3[7];
+	}
+	if (family != LS_AF_INET)
+		return 0;
+	/* A TTL of 0 must never wrap to 255 and live on. */
+	if (l3[8] == 0)
+		return 0;
+	/* TTL shares its checksummed 16-bit word with the protocol byte. */
+	old = rd16(l3 + 8);
+	l3[8]--;
+	csum_replace16(l3 + 10, old, rd16(l3 + 8));
+	return l3[8];
+}
+
+bool
+ls_pkt_set_ce(uint8_t *l3, uint8_t family)
+{
+	uint16_t old;
+
+	if (family == LS_AF_INET6) {
+		/* The traffic class straddles bytes 0 and 1 (after the version
+		 * nibble); its ECN bits are bits 5:4 of byte 1, the bits below
+		 * them are the top of the flow label and must not change.
+		 */
+		if ((l3[1] & 0x30) == 0)
+			return false;
+		l3[1] |= 0x30;
+		return true;
+	}
+	if (family != LS_AF_INET)
+		return false;
+	/* RFC 3168 section 5: Not-ECT packets are dropped, not marked. */
+	if ((l3[1] & LS_ECN_MASK) == LS_ECN_NOT_ECT)
+		return false;
+	if ((l3[1] & LS_ECN_MASK) == LS_ECN_CE)
+		return true;
+	/* TOS is the low byte of the word that starts with version/IHL. */
+	old = rd16(l3);
+	l3[1] |= LS_ECN_CE;
+	csum_replace16(l3 + 10, old, rd16(l3));
+	return true;
+}
+
+/*
+ * Both builders read everything they need from the original before writing,
+ * and move the quote before writing any header: the original may live in
+ * buf itself (a switch answering from the very mbuf that expired), where
+ * the headers we write overlap the bytes being quoted.
+ */
+static int
+build_te4(uint8_t *buf, uint32_t cap, const struct ls_mac *src_mac,
+	  const struct ls_mac *dst_mac, const struct ls_addr *router,
+	  const uint8_t *orig, uint32_t orig_len, uint8_t ttl)
+{
+	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(buf + ETH_HLEN);
+	uint8_t *icmp = buf + ETH_HLEN + IPV4_HLEN;
+	uint32_t q, tlen;
+	uint8_t dst[4];
+	uint16_t ck;
+
+	if (orig_len < IPV4_HLEN || (orig[0] >> 4) != 4)
+		return -EINVAL;
+	/* Quote no more than the original datagram, but do not let a total
+	 * length smaller than a header shrink the quote below one: the
+	 * sender needs the header to match the error to its packet.
+	 */
+	q = orig_len;
+	tlen = rd16(orig + 2);
+	if (tlen >= IPV4_HLEN && tlen < q)
+		q = tlen;
+	if (q > TE4_QUOTE_MAX)
+		q = TE4_QUOTE_MAX;
+	if (cap < ETH_HLEN + IPV4_HLEN + ICMP_HLEN ||
+	    cap - (ETH_HLEN + IPV4_HLEN + ICMP_HLEN) < q)
+		return -ENOSPC;
+
+	memcpy(dst, orig + 12, 4);
+	memmove(icmp + ICMP_HLEN, orig, q);
+
+	put_eth(buf, dst_mac->b, src_mac->b, RTE_ETHER_TYPE_IPV4);
+	ip->version_ihl = RTE_IPV4_VHL_DEF;
+	ip->type_of_service = 0;
+	ip->total_length = rte_cpu_to_be_16((uint16_t)(IPV4_HLEN + ICMP_HLEN + q));
+	/* No DF: at most 576 bytes, which every IPv4 link must carry anyway
+	 * (RFC 791), and routers do not set it on their ICMP errors.
+	 */
+	ip->packet_id = 0;
+	ip->fragment_offset = 0;
+	ip->time_to_live = ttl;
+	ip->next_proto_id = IPPROTO_ICMP;
+	ip->hdr_checksum = 0;
+	memcpy(&ip->src_addr, router->a, 4);
+	memcpy(&ip->dst_addr, dst, 4);
+	ip->hdr_checksum = (uint16_t)~ls_pkt_cksum_raw(ip, IPV4_HLEN);
+
+	memset(icmp, 0, ICMP_HLEN);
+	icmp[0] = ICMP4_TIME_EXCEEDED;
+	/* ICMPv4 has no pseudo header: header and quote only. */
+	ck = (uint16_t)~ls_pkt_cksum_raw(icmp, ICMP_HLEN + q);
+	memcpy(icmp + 2, &ck, 2);
+	return (int)(ETH_HLEN + IPV4_HLEN + ICMP_HLEN + q);
+}
+
+static int
+build_te6(uint8_t *buf, uint32_t cap, const struct ls_mac *src_mac,
+	  const struct ls_mac *dst_mac, const struct ls_addr *router,
+	  const uint8_t *orig, uint32_t orig_len, uint8_t ttl)
+{
+	const struct rte_ipv6_hdr *ip = (const struct rte_ipv6_hdr *)(buf + ETH_HLEN);
+	uint8_t *icmp = buf + ETH_HLEN + IPV6_HLEN;
+	uint32_t q;
+	uint8_t dst[16];
+	uint16_t ck;
+
+	if (orig_len < IPV6_HLEN || (orig[0] >> 4) != 6)
+		return -EINVAL;
+	q = orig_len;
+	if (IPV6_HLEN + (uint32_t)rd16(orig + 4) < q)
+		q = IPV6_HLEN + rd16(orig + 4);
+	if (q > TE6_QUOTE_MAX)
+		q = TE6_QUOTE_MAX;
+	if (cap < ETH_HLEN + IPV6_HLEN + ICMP_HLEN ||
+	    cap - (ETH_HLEN + IPV6_HLEN + ICMP_HLEN) < q)
+		return -ENOSPC;
+
+	memcpy(dst, orig + 8, 16);
+	memmove(icmp + ICMP_HLEN, orig, q);
+
+	put_eth(buf, dst_mac->b, src_mac->b, RTE_ETHER_TYPE_IPV6);
+	put_ipv6(buf + ETH_HLEN, 0, 0, (uint16_t)(ICMP_HLEN + q), IPPROTO_ICMPV6,
+		 ttl, router->a, dst);
+	memset(icmp, 0, ICMP_HLEN);
+	icmp[0] = ICMP6_TIME_EXCEEDED;
+	/* Unlike ICMPv4, ICMPv6 covers the IPv6 pseudo header (RFC 4443 2.3). */
+	ck = (uint16_t)~l4_sum6(ip, icmp, ICMP_HLEN + q);
+	memcpy(icmp + 2, &ck, 2);
+	return (int)(ETH_HLEN + IPV6_HLEN + ICMP_HLEN + q);
+}
+
+int
+ls_pkt_build_time_exceeded(uint8_t *buf, uint32_t cap, const struct ls_mac *src_mac,
+			   const struct ls_mac *dst_mac, const struct ls_addr *router,
+			   const uint8_t *orig_l3, uint32_t orig_len, uint8_t ttl)
+{
+	if (router->family == LS_AF_INET)
+		return build_te4(buf, cap, src_mac, dst_mac, router, orig_l3,
+				 orig_len, ttl);
+	if (router->family == LS_AF_INET6)
+		return build_te6(buf, cap, src_mac, dst_mac, router, orig_l3,
+				 orig_len, ttl);
+	return -EINVAL;
+}

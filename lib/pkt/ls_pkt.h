@@ -251,6 +251,47 @@ int ls_pkt_build_na(uint8_t *buf, uint32_t cap, const struct ls_mac *src_mac,
 		    const struct ls_addr *target, const struct ls_mac *dst_mac,
 		    const struct ls_addr *dst);
 
+/* ---- for switches (the lab fabric) ---------------------------------- */
+
+/** ECN codepoints (RFC 3168): the low two bits of TOS / traffic class. */
+#define LS_ECN_MASK   0x03
+#define LS_ECN_NOT_ECT 0x00 /**< not ECN-capable */
+#define LS_ECN_ECT1   0x01  /**< ECN-capable, ECT(1) */
+#define LS_ECN_ECT0   0x02  /**< ECN-capable, ECT(0) */
+#define LS_ECN_CE     0x03  /**< congestion experienced */
+
+/**
+ * Decrement the IPv4 TTL or IPv6 hop limit of the IP header at l3, in place;
+ * the IPv4 header checksum is updated incrementally (RFC 1624).
+ * @param family LS_AF_INET or LS_AF_INET6
+ * @return the new TTL / hop limit (0 means the packet must not be forwarded).
+ *         A TTL that is already 0 stays 0.
+ */
+uint8_t ls_pkt_ttl_dec(uint8_t *l3, uint8_t family);
+
+/**
+ * Mark CE in the ECN field of the IP header at l3, in place (IPv4 header
+ * checksum updated incrementally). Only ECT(0)/ECT(1) packets may be marked:
+ * @return true when marked (or already CE), false for a Not-ECT packet.
+ */
+bool ls_pkt_set_ce(uint8_t *l3, uint8_t family);
+
+/**
+ * Build a Time Exceeded message about an IP packet whose TTL / hop limit ran
+ * out at a router: ICMP type 11 code 0 for IPv4 (RFC 792), quoting as much of
+ * the original as fits in 576 bytes (RFC 1812 4.3.2.3); ICMPv6 type 3 code 0
+ * for IPv6 (RFC 4443), quoting as much as fits in 1280 bytes. Sent from
+ * router (same family as the original) to the original's source, with TTL /
+ * hop limit ttl, inside an Ethernet frame from src_mac to dst_mac.
+ * @param orig_l3   the original packet from its IP header on
+ * @param orig_len  its length (the IP total length is trusted only up to this)
+ * @return frame length, -ENOSPC (cap too small), or -EINVAL (orig is not an
+ *         IP header of router's family, or is shorter than one).
+ */
+int ls_pkt_build_time_exceeded(uint8_t *buf, uint32_t cap, const struct ls_mac *src_mac,
+			       const struct ls_mac *dst_mac, const struct ls_addr *router,
+			       const uint8_t *orig_l3, uint32_t orig_len, uint8_t ttl);
+
 #ifdef __cplusplus
 }
 #endif

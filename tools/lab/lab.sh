@@ -5,6 +5,7 @@
 #
 #   tools/lab/lab.sh up   [--nodes N] [--transport memif|veth] [--dir DIR]
 #                         [--interval-us US] [--paths P] [--lcores L] [--build DIR]
+#   tools/lab/lab.sh up   --topo FILE [--truth] [--dir DIR] [--interval-us US] [--paths P]
 #   tools/lab/lab.sh down [--dir DIR]
 #   tools/lab/lab.sh mesh [--dir DIR] [lockstepctl mesh options]
 #
@@ -15,6 +16,11 @@
 #   Linux bridge in a "switch" namespace; lockstepd drives its veth through
 #   net_af_packet, the kernel keeps no address on it, and ARP/ND/STAMP are
 #   all lockstepd's own. One /24 (and one IPv6 /64) for the whole mesh.
+#
+# fabric (--topo): lockstep-fabric emulates the topology's leaf-spine network
+#   (config/fabric/*.json); every host of it is one lockstepd, connected by a
+#   memif link to the emulator, probing every other host. --truth records the
+#   ground truth (queues, link events, every probe's hops) in DIR/truth.jsonl.
 #
 # Every daemon runs without hugepages, with its own --file-prefix, on an
 # lcore allowed to float over all CPUs, and with idle back-off on, so a
@@ -30,7 +36,10 @@ transport=memif
 interval_us=10000
 paths=4
 lcores=1   # polling lcores per daemon; memif ports are spread over them
+topo=""
+truth=0
 build="${LS_BUILD:-$root/build}"
+PY=/usr/bin/python3
 
 die() { echo "lab: $*" >&2; [ "${cmd:-}" = up ] && do_down quiet; exit 1; }
 
@@ -44,6 +53,8 @@ while [ $# -gt 0 ]; do
 	--interval-us) interval_us=$2; shift 2 ;;
 	--paths) paths=$2; shift 2 ;;
 	--lcores) lcores=$2; shift 2 ;;
+	--topo) topo=$2; transport=fabric; shift 2 ;;
+	--truth) truth=1; shift ;;
 	--build) build=$2; shift 2 ;;
 	*) break ;;
 	esac
@@ -51,6 +62,7 @@ done
 
 lockstepd="$build/app/lockstepd/lockstepd"
 lockstepctl="$build/tools/lockstepctl/lockstepctl"
+fabric="$build/app/fabric/lockstep-fabric"
 
 # A unique tag keeps namespaces of parallel labs (and tests) apart.
 tag_of() { echo "ls$(echo -n "$dir" | md5sum | cut -c1-6)"; }
@@ -153,6 +165,26 @@ start_nodes() {
 	done
 }
 
+start_fabric() {
+	local t args=()
+	t=$(tag_of)
+	[ -f "$topo" ] || die "no topology file $topo"
+	mkdir -p "$dir/fabric"
+	nodes=$("$PY" "$here/fabric_configs.py" "$topo" "$dir" "$interval_us" "$paths" | wc -l)
+	[ "$truth" = 1 ] && args=(--truth "$dir/truth.jsonl" --hops)
+	"$fabric" --no-pci --no-huge -m 512 --lcores '0@(0,1)' --file-prefix "${t}fab" \
+		--log-level 'lib.eal:warning' -- --topo "$topo" --dir "$dir/fabric" \
+		--socket "$dir/fabric/ctl.sock" --idle-sleep-us 50 "${args[@]}" \
+		> "$dir/fabric.log" 2>&1 &
+	echo $! > "$dir/fabric.pid"
+	for _ in $(seq 1 100); do
+		[ -S "$dir/fabric/ctl.sock" ] && break
+		kill -0 "$(cat "$dir/fabric.pid")" 2>/dev/null || { cat "$dir/fabric.log" >&2; die "lockstep-fabric exited"; }
+		sleep 0.1
+	done
+	[ -S "$dir/fabric/ctl.sock" ] || die "lockstep-fabric does not answer (see $dir/fabric.log)"
+}
+
 do_up() {
 	[ -x "$lockstepd" ] || die "no $lockstepd: build first (meson setup build && ninja -C build)"
 	[ "$(id -u)" = 0 ] || die "needs root (DPDK runtime files, namespaces)"
@@ -162,6 +194,7 @@ do_up() {
 	mkdir -p "$dir"
 	echo "$transport $nodes" > "$dir/lab.info"
 	case "$transport" in
+	fabric) start_fabric ;;
 	memif) mkdir -p "$dir/memif"; gen_memif ;;
 	veth) gen_veth; setup_veth_net ;;
 	*) die "unknown transport $transport (memif or veth)" ;;
@@ -174,24 +207,24 @@ do_down() {
 	local t pid
 	t=$(tag_of)
 	if [ -d "$dir" ]; then
-		for f in "$dir"/n*.pid; do
+		for f in "$dir"/n*.pid "$dir"/fabric.pid; do
 			[ -e "$f" ] || continue
 			pid=$(cat "$f")
 			kill -TERM "$pid" 2>/dev/null || true
 		done
-		for f in "$dir"/n*.pid; do
+		for f in "$dir"/n*.pid "$dir"/fabric.pid; do
 			[ -e "$f" ] || continue
 			pid=$(cat "$f")
 			for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 			kill -KILL "$pid" 2>/dev/null || true
 			rm -f "$f"
 		done
-		rm -f "$dir"/*.sock "$dir"/memif/*.sock
+		rm -f "$dir"/*.sock "$dir"/memif/*.sock "$dir"/fabric/*.sock
 	fi
 	for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep "^$t" || true); do
 		ip netns del "$ns" 2>/dev/null || true
 	done
-	rm -rf /var/run/dpdk/"$t"n* 2>/dev/null || true
+	rm -rf /var/run/dpdk/"$t"n* /var/run/dpdk/"$t"fab 2>/dev/null || true
 	[ "${1:-}" = quiet ] || echo "lab: down ($dir)"
 }
 

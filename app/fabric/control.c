@@ -1,0 +1,765 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * lockstep-fabric's control thread: the control socket (lib/ctl, the same
+ * conventions as lockstepd) for faults, background traffic and queries, and
+ * the ground-truth writer.
+ *
+ * Changes reach the lcore as messages on its ring (it owns the network);
+ * queries read counters and queue state with relaxed loads (a queue depth
+ * is computed from the transmitter's busy-until time, one 64-bit word).
+ * Truth records arrive from the lcore on a ring; they are written to the
+ * truth file as JSON lines and the most recent per-probe records are kept
+ * for the "truth" command.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include <rte_cycles.h>
+#include <rte_lcore.h>
+#include <rte_mempool.h>
+#include <rte_ring.h>
+
+#include "fabric.h"
+#include "ls_ctl.h"
+
+#define LSF_KEEP_HOPS 4096
+
+static struct {
+	struct ls_ctl *ctl;
+	pthread_t tid;
+	bool running;
+	FILE *truth;
+	struct lsf_truth hops[LSF_KEEP_HOPS];   /* recent HOP/DROP records */
+	uint64_t n_hops;
+	uint64_t written;
+} C;
+
+#define LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+
+int
+lsf_msg_send(struct lsf_msg *m)
+{
+	m->done = 0;
+	if (rte_ring_mp_enqueue(G.msgs, m) != 0)
+		return -ENOBUFS;
+	for (int i = 0; i < 40000; i++) {
+		if (__atomic_load_n(&m->done, __ATOMIC_ACQUIRE))
+			return m->result;
+		rte_delay_us_sleep(50);
+	}
+	return -ETIMEDOUT;
+}
+
+/* Messages live on the heap: after a time-out the lcore may still read one,
+ * so it is leaked rather than freed under it. */
+static struct lsf_msg *
+msg_new(enum lsf_msg_type type)
+{
+	struct lsf_msg *m = calloc(1, sizeof(*m));
+
+	if (m != NULL) {
+		m->type = type;
+		m->up = -1;
+	}
+	return m;
+}
+
+static int
+msg_call(struct lsf_msg *m)
+{
+	int rc = lsf_msg_send(m);
+
+	if (rc != -ETIMEDOUT)
+		free(m);
+	return rc;
+}
+
+/* ---- naming ------------------------------------------------------------ */
+
+static const char *
+chan_dir(uint16_t c)
+{
+	return c % 2 ? "ba" : "ab";
+}
+
+static json_t *
+chan_ref(uint16_t c)
+{
+	return json_pack("{s:s, s:s, s:s, s:s}", "link", G.fab->link_names[c / 2],
+			 "dir", chan_dir(c),
+			 "from", G.fab->nodes[G.fab->chans[c].from].name,
+			 "to", G.fab->nodes[G.fab->chans[c].to].name);
+}
+
+static json_t *
+addr_json(uint8_t family, const uint8_t *a)
+{
+	struct ls_addr x = {.family = family};
+	char buf[LS_ADDR_STRLEN];
+
+	memcpy(x.a, a, 16);
+	return json_string(ls_addr_fmt(&x, buf, sizeof(buf)));
+}
+
+/* Which channels a command means: {link, [dir]} -> up to two. */
+static int
+chans_of(json_t *args, uint16_t out[2], struct ls_ctl_req *req)
+{
+	const char *name = json_string_value(json_object_get(args, "link"));
+	const char *dir = json_string_value(json_object_get(args, "dir"));
+	int l;
+
+	if (name == NULL) {
+		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.link: required string (link name)");
+		return -1;
+	}
+	l = ls_fab_link_find(G.fab, name);
+	if (l < 0) {
+		ls_ctl_reply_error(req, LS_CTL_E_NOT_FOUND, "no link named \"%s\"", name);
+		return -1;
+	}
+	if (json_object_get(args, "dir") != NULL &&
+	    (dir == NULL || (strcmp(dir, "ab") && strcmp(dir, "ba") && strcmp(dir, "both")))) {
+		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.dir: expected \"ab\", \"ba\" or \"both\"");
+		return -1;
+	}
+	if (dir != NULL && strcmp(dir, "ab") == 0) {
+		out[0] = (uint16_t)(2 * l);
+		return 1;
+	}
+	if (dir != NULL && strcmp(dir, "ba") == 0) {
+		out[0] = (uint16_t)(2 * l + 1);
+		return 1;
+	}
+	out[0] = (uint16_t)(2 * l);
+	out[1] = (uint16_t)(2 * l + 1);
+	return 2;
+}
+
+static int
+check_keys(json_t *args, const char *const *allowed, struct ls_ctl_req *req)
+{
+	const char *key;
+	json_t *v;
+
+	json_object_foreach(args, key, v) {
+		int ok = 0;
+
+		for (int i = 0; allowed[i] != NULL; i++)
+			ok |= strcmp(key, allowed[i]) == 0;
+		if (!ok) {
+			ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.%s: unknown argument", key);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* An optional number argument within [lo, hi]; 1 when present. */
+static int
+get_num(json_t *args, const char *key, double lo, double hi, double *out,
+	struct ls_ctl_req *req)
+{
+	json_t *v = json_object_get(args, key);
+
+	if (v == NULL)
+		return 0;
+	if (!json_is_number(v) || json_number_value(v) < lo || json_number_value(v) > hi) {
+		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.%s: expected a number in %g..%g",
+				   key, lo, hi);
+		return -1;
+	}
+	*out = json_number_value(v);
+	return 1;
+}
+
+static int
+host_arg(json_t *args, const char *key, uint16_t *out, struct ls_ctl_req *req)
+{
+	const char *name = json_string_value(json_object_get(args, key));
+	int n = name ? ls_fab_node_find(G.fab, name) : -1;
+
+	if (n < 0 || G.fab->nodes[n].kind != LS_FAB_HOST) {
+		ls_ctl_reply_error(req, name ? LS_CTL_E_NOT_FOUND : LS_CTL_E_BAD_ARGS,
+				   "args.%s: %s", key, name ? "no such host" : "required host name");
+		return -1;
+	}
+	*out = (uint16_t)n;
+	return 0;
+}
+
+/* ---- commands ---------------------------------------------------------- */
+
+static json_t *
+chan_json(uint16_t c, uint64_t now)
+{
+	const struct ls_fab_chan *ch = &G.fab->chans[c];
+	json_t *o = chan_ref(c);
+
+	json_object_set_new(o, "up", json_boolean(LOAD(ch->up)));
+	json_object_set_new(o, "route_up", json_boolean(LOAD(ch->route_up)));
+	json_object_set_new(o, "params", json_pack("{s:I, s:I, s:I, s:I, s:f, s:i}",
+		"delay_ns", (json_int_t)ch->p.delay_ns, "rate_bps", (json_int_t)ch->p.rate_bps,
+		"buffer_bytes", (json_int_t)ch->p.buffer_bytes, "ecn_bytes", (json_int_t)ch->p.ecn_bytes,
+		"loss", ch->p.loss, "mtu", ch->p.mtu));
+	json_object_set_new(o, "depth_bytes", json_integer((json_int_t)ls_fab_chan_depth(ch, now)));
+	json_object_set_new(o, "counters", json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+		"pkts", (json_int_t)LOAD(ch->st.pkts), "bytes", (json_int_t)LOAD(ch->st.bytes),
+		"drop_tail", (json_int_t)LOAD(ch->st.drop_tail),
+		"drop_loss", (json_int_t)LOAD(ch->st.drop_loss),
+		"drop_down", (json_int_t)LOAD(ch->st.drop_down),
+		"drop_mtu", (json_int_t)LOAD(ch->st.drop_mtu),
+		"ecn_marked", (json_int_t)LOAD(ch->st.ecn_marked),
+		"max_depth", (json_int_t)LOAD(ch->st.max_depth)));
+	return o;
+}
+
+static void
+cmd_status(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_unused)
+{
+	json_t *hosts = json_array(), *sw = json_array();
+	char mac[LS_MAC_STRLEN], a4[LS_ADDR_STRLEN], a6[LS_ADDR_STRLEN];
+
+	for (uint16_t i = 0; i < G.fab->n_nodes; i++) {
+		const struct ls_fab_node *n = &G.fab->nodes[i];
+
+		if (n->kind == LS_FAB_HOST)
+			json_array_append_new(hosts, json_pack("{s:s, s:s, s:s, s:s, s:o, s:s}",
+				"name", n->name, "leaf", G.fab->nodes[n->leaf].name,
+				"ipv4", n->addr4.family ? ls_addr_fmt(&n->addr4, a4, sizeof(a4)) : "",
+				"ipv6", n->addr6.family ? ls_addr_fmt(&n->addr6, a6, sizeof(a6)) : "",
+				"mac", LOAD(n->mac_known) ? json_string(ls_mac_fmt(&n->mac, mac, sizeof(mac))) : json_null(),
+				"dev", n->dev));
+		else
+			json_array_append_new(sw, json_pack("{s:s, s:s, s:i}", "name", n->name,
+				"role", n->role, "seed", (int)n->seed));
+	}
+#define C(f) #f, (json_int_t)LOAD(G.st.f)
+	ls_ctl_reply_ok(req, json_pack(
+		"{s:I, s:I, s:o, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
+		"now_ns", (json_int_t)lsf_now_any(),
+		"convergence_ns", (json_int_t)G.fab->convergence_ns,
+		"switches", sw, "hosts", hosts, "counters",
+		C(rx_pkts), C(tx_pkts), C(tx_dropped), C(arp_answered), C(nd_answered),
+		C(icmp_time_exceeded), C(no_route), C(bad), C(not_ip), C(alloc_failed),
+		C(gen_pkts), C(gen_dropped), C(truth_dropped), C(events)));
+#undef C
+}
+
+static void
+cmd_links(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_unused)
+{
+	uint64_t now = lsf_now_any();
+	json_t *a = json_array();
+
+	for (uint16_t c = 0; c < G.fab->n_chans; c++)
+		json_array_append_new(a, chan_json(c, now));
+	ls_ctl_reply_ok(req, a);
+}
+
+static void
+cmd_link_set(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
+{
+	static const char *const keys[] = {"link", "dir", "up", "delay_ns", "rate_bps", "loss",
+					   "ecn_bytes", "buffer_bytes", NULL};
+	double delay = 0, rate = 0, loss = 0, ecn = 0, buf = 0;
+	int hd, hr, hl, he, hb, n, rc = 0;
+	json_t *up = json_object_get(args, "up");
+	uint16_t ch[2];
+
+	if (check_keys(args, keys, req) < 0 || (n = chans_of(args, ch, req)) < 0)
+		return;
+	if ((hd = get_num(args, "delay_ns", 0, 10e9, &delay, req)) < 0 ||
+	    (hr = get_num(args, "rate_bps", 1000, 1e13, &rate, req)) < 0 ||
+	    (hl = get_num(args, "loss", 0, 1, &loss, req)) < 0 ||
+	    (he = get_num(args, "ecn_bytes", 0, 4e9, &ecn, req)) < 0 ||
+	    (hb = get_num(args, "buffer_bytes", 1500, 4e9, &buf, req)) < 0)
+		return;
+	if (up != NULL && !json_is_boolean(up)) {
+		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.up: expected true or false");
+		return;
+	}
+	for (int i = 0; i < n && rc == 0; i++) {
+		struct lsf_msg *m = msg_new(LSF_MSG_CHAN_SET);
+
+		if (m == NULL) {
+			rc = -ENOMEM;
+			break;
+		}
+		m->chan = ch[i];
+		m->up = up ? (int8_t)json_is_true(up) : -1;
+		m->params = G.fab->chans[ch[i]].p;
+		m->set_params = hd || hr || hl || he || hb;
+		if (hd)
+			m->params.delay_ns = (uint64_t)delay;
+		if (hr)
+			m->params.rate_bps = (uint64_t)rate;
+		if (hl)
+			m->params.loss = loss;
+		if (he)
+			m->params.ecn_bytes = (uint32_t)ecn;
+		if (hb)
+			m->params.buffer_bytes = (uint32_t)buf;
+		rc = msg_call(m);
+	}
+	if (rc < 0) {
+		ls_ctl_reply_error(req, LS_CTL_E_INTERNAL, "%s", strerror(-rc));
+		return;
+	}
+	{
+		json_t *a = json_array();
+		uint64_t now = lsf_now_any();
+
+		for (int i = 0; i < n; i++)
+			json_array_append_new(a, chan_json(ch[i], now));
+		ls_ctl_reply_ok(req, a);
+	}
+}
+
+static void
+cmd_link_flap(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
+{
+	static const char *const keys[] = {"link", "dir", "down_ms", "every_ms", "count", NULL};
+	double down = -1, every = -1, count = 0;
+	struct lsf_msg *m;
+	uint16_t ch[2];
+	int n, rc;
+
+	if (check_keys(args, keys, req) < 0 || (n = chans_of(args, ch, req)) < 0 ||
+	    get_num(args, "down_ms", 0.001, 3.6e6, &down, req) < 0 ||
+	    get_num(args, "every_ms", 0.001, 3.6e6, &every, req) < 0 ||
+	    get_num(args, "count", 0, 1e9, &count, req) < 0)
+		return;
+	if (down < 0 || every < 0 || down >= every) {
+		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS,
+				   "args.down_ms and args.every_ms required, down_ms < every_ms");
+		return;
+	}
+	m = msg_new(LSF_MSG_FLAP);
+	if (m == NULL) {
+		ls_ctl_reply_error(req, LS_CTL_E_INTERNAL, "out of memory");
+		return;
+	}
+	m->flap.n_chan = (uint8_t)n;
+	m->flap.chan[0] = ch[0];
+	m->flap.chan[1] = n > 1 ? ch[1] : ch[0];
+	m->flap.down_ns = (uint64_t)(down * 1e6);
+	m->flap.every_ns = (uint64_t)(every * 1e6);
+	m->flap.count = (uint32_t)count;
+	rc = msg_call(m);
+	if (rc < 0) {
+		ls_ctl_reply_error(req, rc == -ENOSPC ? LS_CTL_E_BUSY : LS_CTL_E_INTERNAL,
+				   "%s", rc == -ENOSPC ? "too many flap schedules" : strerror(-rc));
+		return;
+	}
+	ls_ctl_reply_ok(req, json_pack("{s:i}", "schedule", rc));
+}
+
+static void
+cmd_host_slow(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
+{
+	static const char *const keys[] = {"host", "rate_bps", NULL};
+	struct lsf_msg *m;
+	double rate = -1;
+	uint16_t h;
+	int rc;
+
+	if (check_keys(args, keys, req) < 0 || host_arg(args, "host", &h, req) < 0 ||
+	    get_num(args, "rate_bps", 1000, 1e13, &rate, req) < 0)
+		return;
+	if (rate < 0) {
+		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.rate_bps: required");
+		return;
+	}
+	/* A slow receiver is a slow last hop: the leaf -> host link. */
+	m = msg_new(LSF_MSG_CHAN_SET);
+	if (m == NULL) {
+		ls_ctl_reply_error(req, LS_CTL_E_INTERNAL, "out of memory");
+		return;
+	}
+	m->chan = G.fab->nodes[h].down_chan;
+	m->params = G.fab->chans[m->chan].p;
+	m->params.rate_bps = (uint64_t)rate;
+	m->set_params = true;
+	rc = msg_call(m);
+	if (rc < 0) {
+		ls_ctl_reply_error(req, LS_CTL_E_INTERNAL, "%s", strerror(-rc));
+		return;
+	}
+	ls_ctl_reply_ok(req, chan_json(G.fab->nodes[h].down_chan, lsf_now_any()));
+}
+
+static void
+cmd_routing_set(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
+{
+	static const char *const keys[] = {"convergence_ms", NULL};
+	struct lsf_msg *m;
+	double ms = -1;
+	int rc;
+
+	if (check_keys(args, keys, req) < 0 ||
+	    get_num(args, "convergence_ms", 0, 3.6e6, &ms, req) < 0)
+		return;
+	if (ms < 0) {
+		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.convergence_ms: required");
+		return;
+	}
+	m = msg_new(LSF_MSG_CONVERGENCE);
+	if (m == NULL) {
+		ls_ctl_reply_error(req, LS_CTL_E_INTERNAL, "out of memory");
+		return;
+	}
+	m->convergence_ns = (uint64_t)(ms * 1e6);
+	rc = msg_call(m);
+	if (rc < 0) {
+		ls_ctl_reply_error(req, LS_CTL_E_INTERNAL, "%s", strerror(-rc));
+		return;
+	}
+	ls_ctl_reply_ok(req, json_pack("{s:f}", "convergence_ms", ms));
+}
+
+static void
+cmd_route(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
+{
+	static const char *const keys[] = {"src", "dst", "sport", "dport", "proto", "family",
+					   "flow_label", NULL};
+	const char *fam = json_string_value(json_object_get(args, "family"));
+	double sport = 49152, dport = 862, proto = 17, fl = 0;
+	struct lsf_msg *m;
+	uint16_t s, d;
+	json_t *a;
+	int rc;
+
+	if (check_keys(args, keys, req) < 0 || host_arg(args, "src", &s, req) < 0 ||
+	    host_arg(args, "dst", &d, req) < 0 ||
+	    get_num(args, "sport", 0, 65535, &sport, req) < 0 ||
+	    get_num(args, "dport", 0, 65535, &dport, req) < 0 ||
+	    get_num(args, "proto", 0, 255, &proto, req) < 0 ||
+	    get_num(args, "flow_label", 0, 0xfffff, &fl, req) < 0)
+		return;
+	m = msg_new(LSF_MSG_ROUTE);
+	if (m == NULL) {
+		ls_ctl_reply_error(req, LS_CTL_E_INTERNAL, "out of memory");
+		return;
+	}
+	m->route.src = s;
+	m->route.dst = d;
+	m->route.family = fam && strcmp(fam, "ipv6") == 0 ? LS_AF_INET6 : LS_AF_INET;
+	m->route.proto = (uint8_t)proto;
+	m->route.sport = (uint16_t)sport;
+	m->route.dport = (uint16_t)dport;
+	m->route.flow_label = (uint32_t)fl;
+	rc = lsf_msg_send(m);
+	if (rc < 0) {
+		if (rc != -ETIMEDOUT)
+			free(m);
+		ls_ctl_reply_error(req, rc == -ENETUNREACH ? LS_CTL_E_NOT_FOUND : LS_CTL_E_INTERNAL,
+				   "%s", rc == -ENETUNREACH ? "no route" : strerror(-rc));
+		return;
+	}
+	a = json_array();
+	for (uint16_t i = 0; i < m->route.n; i++)
+		json_array_append_new(a, chan_ref(m->route.chan[i]));
+	free(m);
+	ls_ctl_reply_ok(req, a);
+}
+
+static void
+cmd_gen_start(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
+{
+	static const char *const keys[] = {"name", "link", "dir", "src", "dst", "util", "rate_bps",
+					   "pkt_bytes", "on_us", "off_us", "flows", NULL};
+	const char *name = json_string_value(json_object_get(args, "name"));
+	double util = -1, rate = -1, bytes = 1500, on = 0, off = 0, flows = 16;
+	struct lsf_gen *gn;
+	struct lsf_msg *m;
+	uint64_t ref_bps;
+	uint16_t ch[2];
+	int rc;
+
+	if (check_keys(args, keys, req) < 0)
+		return;
+	if (name == NULL || strlen(name) == 0 || strlen(name) >= sizeof(gn->name)) {
+		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.name: required string (< 32)");
+		return;
+	}
+	if (get_num(args, "util", 0.001, 1.0, &util, req) < 0 ||
+	    get_num(args, "rate_bps", 1000, 1e13, &rate, req) < 0 ||
+	    get_num(args, "pkt_bytes", 64, 9216, &bytes, req) < 0 ||
+	    get_num(args, "on_us", 1, 1e9, &on, req) < 0 ||
+	    get_num(args, "off_us", 0, 1e9, &off, req) < 0 ||
+	    get_num(args, "flows", 1, 1 << 24, &flows, req) < 0)
+		return;
+	if ((util < 0) == (rate < 0)) {
+		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "give exactly one of args.util and args.rate_bps");
+		return;
+	}
+	m = msg_new(LSF_MSG_GEN_START);
+	if (m == NULL) {
+		ls_ctl_reply_error(req, LS_CTL_E_INTERNAL, "out of memory");
+		return;
+	}
+	gn = &m->gen;
+	snprintf(gn->name, sizeof(gn->name), "%s", name);
+	if (json_object_get(args, "link") != NULL) {
+		/* One link direction ("dir", default "ab"), loaded in place. */
+		if (json_object_get(args, "dir") == NULL)
+			json_object_set_new(args, "dir", json_string("ab"));
+		if (chans_of(args, ch, req) != 1) {
+			if (!json_is_string(json_object_get(args, "dir")) ||
+			    strcmp(json_string_value(json_object_get(args, "dir")), "both") == 0)
+				ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS,
+						   "args.dir: one direction (\"ab\" or \"ba\")");
+			free(m);
+			return;
+		}
+		gn->pair = false;
+		gn->chan = ch[0];
+		ref_bps = G.fab->chans[ch[0]].p.rate_bps;
+	} else {
+		/* A host pair (incast is several pairs to one host), routed by ECMP. */
+		if (host_arg(args, "src", &gn->src, req) < 0 || host_arg(args, "dst", &gn->dst, req) < 0) {
+			free(m);
+			return;
+		}
+		gn->pair = true;
+		gn->flows = (uint32_t)flows;
+		ref_bps = G.fab->chans[G.fab->nodes[gn->src].up_chan].p.rate_bps;
+	}
+	gn->rate_bps = rate > 0 ? (uint64_t)rate : (uint64_t)(util * (double)ref_bps);
+	gn->pkt_bytes = (uint32_t)bytes;
+	gn->gap_ns = (uint64_t)((double)bytes * 8e9 / (double)gn->rate_bps);
+	if (gn->gap_ns == 0)
+		gn->gap_ns = 1;
+	gn->on_ns = (uint64_t)(on * 1000);
+	gn->off_ns = (uint64_t)(off * 1000);
+	if (gn->off_ns && !gn->on_ns) {
+		free(m);
+		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.on_us: required with off_us");
+		return;
+	}
+	rc = msg_call(m);
+	if (rc < 0) {
+		ls_ctl_reply_error(req, rc == -ENOSPC ? LS_CTL_E_BUSY : LS_CTL_E_INTERNAL, "%s",
+				   rc == -ENOSPC ? "too many generators" : strerror(-rc));
+		return;
+	}
+	ls_ctl_reply_ok(req, json_pack("{s:s, s:I}", "name", name,
+				       "rate_bps", (json_int_t)(rate > 0 ? rate : util * (double)ref_bps)));
+}
+
+static void
+cmd_gen_stop(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
+{
+	static const char *const keys[] = {"name", NULL};
+	const char *name = json_string_value(json_object_get(args, "name"));
+	struct lsf_msg *m;
+	int rc;
+
+	if (check_keys(args, keys, req) < 0)
+		return;
+	if (name == NULL) {
+		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.name: required string");
+		return;
+	}
+	m = msg_new(LSF_MSG_GEN_STOP);
+	if (m == NULL) {
+		ls_ctl_reply_error(req, LS_CTL_E_INTERNAL, "out of memory");
+		return;
+	}
+	snprintf(m->gen.name, sizeof(m->gen.name), "%s", name);
+	rc = msg_call(m);
+	if (rc < 0) {
+		ls_ctl_reply_error(req, rc == -ENOENT ? LS_CTL_E_NOT_FOUND : LS_CTL_E_INTERNAL,
+				   "%s", rc == -ENOENT ? "no such generator" : strerror(-rc));
+		return;
+	}
+	ls_ctl_reply_ok(req, json_pack("{s:s}", "name", name));
+}
+
+static void
+cmd_gens(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_unused)
+{
+	json_t *a = json_array();
+
+	for (int i = 0; i < LSF_MAX_GENS; i++) {
+		const struct lsf_gen *gn = &G.gens[i];
+
+		if (!LOAD(gn->active))
+			continue;
+		json_array_append_new(a, json_pack("{s:s, s:s, s:I, s:i, s:I, s:I}",
+			"name", gn->name, "kind", gn->pair ? "pair" : "link",
+			"rate_bps", (json_int_t)gn->rate_bps, "pkt_bytes", (int)gn->pkt_bytes,
+			"sent", (json_int_t)LOAD(gn->sent), "dropped", (json_int_t)LOAD(gn->dropped)));
+	}
+	ls_ctl_reply_ok(req, a);
+}
+
+static json_t *
+truth_json(const struct lsf_truth *t)
+{
+	static const char *const reason[] = {"ok", "tail", "down", "mtu"};
+	json_t *o = json_pack("{s:I, s:s, s:s}", "t", (json_int_t)t->t_ns,
+			      "link", G.fab->link_names[t->chan / 2], "dir", chan_dir(t->chan));
+
+	switch (t->type) {
+	case LSF_T_DEPTH:
+		json_object_set_new(o, "type", json_string("depth"));
+		json_object_set_new(o, "bytes", json_integer((json_int_t)t->depth));
+		break;
+	case LSF_T_LINK:
+		json_object_set_new(o, "type", json_string("link"));
+		json_object_set_new(o, "up", json_boolean(t->up));
+		break;
+	case LSF_T_HOP:
+	case LSF_T_DROP:
+		json_object_set_new(o, "type", json_string(t->type == LSF_T_HOP ? "hop" : "drop"));
+		json_object_set_new(o, "probe", json_pack("{s:o, s:o, s:i, s:i, s:I, s:b}",
+			"src", addr_json(t->family, t->src), "dst", addr_json(t->family, t->dst),
+			"sport", t->sport, "dport", t->dport, "seq", (json_int_t)t->seq,
+			"reflected", t->reflected));
+		json_object_set_new(o, "queue_bytes", json_integer((json_int_t)t->depth));
+		if (t->type == LSF_T_DROP) {
+			json_object_set_new(o, "reason", json_string(t->verdict < 4 ? reason[t->verdict] : "?"));
+			break;
+		}
+		json_object_set_new(o, "depart", json_integer((json_int_t)t->depart_ns));
+		json_object_set_new(o, "deliver", json_integer((json_int_t)t->deliver_ns));
+		json_object_set_new(o, "ser_ns", json_integer(t->ser_ns));
+		json_object_set_new(o, "queue_ns",
+				    json_integer((json_int_t)(t->depart_ns - t->t_ns - t->ser_ns)));
+		json_object_set_new(o, "lost", json_boolean(t->verdict == 255));
+		break;
+	}
+	return o;
+}
+
+static void
+cmd_truth(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
+{
+	static const char *const keys[] = {"max", NULL};
+	double max = 1000;
+	json_t *a;
+	uint64_t from;
+
+	if (check_keys(args, keys, req) < 0 || get_num(args, "max", 1, LSF_KEEP_HOPS, &max, req) < 0)
+		return;
+	a = json_array();
+	from = C.n_hops > (uint64_t)max ? C.n_hops - (uint64_t)max : 0;
+	for (uint64_t i = from; i < C.n_hops; i++)
+		json_array_append_new(a, truth_json(&C.hops[i % LSF_KEEP_HOPS]));
+	ls_ctl_reply_ok(req, json_pack("{s:s, s:b, s:I, s:I, s:o}", "file", G.truth_file,
+				       "hop_records", G.hop_records, "written", (json_int_t)C.written,
+				       "dropped", (json_int_t)LOAD(G.st.truth_dropped), "records", a));
+}
+
+static const struct {
+	const char *name, *usage, *help;
+	ls_ctl_cb cb;
+} commands[] = {
+	{"status", "", "switches, hosts (learnt MACs), counters, time", cmd_status},
+	{"links", "", "every link direction: state, parameters, queue depth, counters", cmd_links},
+	{"link.set", "{link, [dir], [up], [delay_ns], [rate_bps], [loss], [ecn_bytes], [buffer_bytes]}",
+	 "change a link (both directions unless dir is \"ab\" or \"ba\")", cmd_link_set},
+	{"link.flap", "{link, [dir], down_ms, every_ms, [count]}", "take a link down for down_ms every every_ms", cmd_link_flap},
+	{"host.slow", "{host, rate_bps}", "slow a host's last hop (a slow receiver)", cmd_host_slow},
+	{"routing.set", "{convergence_ms}", "how long ECMP keeps using a failed link", cmd_routing_set},
+	{"route", "{src, dst, [sport], [dport], [proto], [family], [flow_label]}",
+	 "the links a flow crosses, as forwarding hashes it", cmd_route},
+	{"gen.start", "{name, (link, [dir]) | (src, dst, [flows]), util | rate_bps, [pkt_bytes], [on_us, off_us]}",
+	 "start background traffic on a link or between hosts", cmd_gen_start},
+	{"gen.stop", "{name}", "stop a generator", cmd_gen_stop},
+	{"gens", "", "running generators", cmd_gens},
+	{"truth", "{[max]}", "recent per-probe hop and drop records", cmd_truth},
+};
+
+/* ---- the thread -------------------------------------------------------- */
+
+static void
+drain_truth(void)
+{
+	void *obj[256];
+	unsigned int n;
+
+	while ((n = rte_ring_sc_dequeue_burst(G.truth, obj, RTE_DIM(obj), NULL)) > 0) {
+		for (unsigned int i = 0; i < n; i++) {
+			const struct lsf_truth *t = obj[i];
+
+			if (t->type == LSF_T_HOP || t->type == LSF_T_DROP)
+				C.hops[C.n_hops++ % LSF_KEEP_HOPS] = *t;
+			if (C.truth != NULL) {
+				json_t *o = truth_json(t);
+
+				if (json_dumpf(o, C.truth, JSON_COMPACT) == 0)
+					fputc('\n', C.truth);
+				json_decref(o);
+				C.written++;
+			}
+		}
+		rte_mempool_put_bulk(G.truth_pool, obj, n);
+	}
+}
+
+static void *
+ctl_thread(void *arg __rte_unused)
+{
+	uint64_t hz = rte_get_tsc_hz(), next_cal = rte_rdtsc() + hz;
+
+	while (!G.quit) {
+		ls_ctl_poll(C.ctl, 5);
+		drain_truth();
+		if (rte_rdtsc() >= next_cal) {
+			ls_tsc_cal_update(&G.cal);
+			next_cal = rte_rdtsc() + hz;
+		}
+	}
+	drain_truth();
+	return NULL;
+}
+
+int
+lsf_control_start(void)
+{
+	struct ls_ctl_params cp = {.path = G.socket, .mode = 0660, .max_clients = 16,
+				   .max_request = 65536};
+	int rc;
+
+	if (G.truth_file[0]) {
+		C.truth = fopen(G.truth_file, "w");
+		if (C.truth == NULL) {
+			LSF_LOG(ERR, "--truth %s: %s", G.truth_file, strerror(errno));
+			return -errno;
+		}
+	}
+	C.ctl = ls_ctl_create(&cp);
+	if (C.ctl == NULL) {
+		LSF_LOG(ERR, "control socket %s: %s", G.socket, strerror(errno));
+		return -errno;
+	}
+	for (size_t i = 0; i < RTE_DIM(commands); i++)
+		ls_ctl_register(C.ctl, commands[i].name, commands[i].usage, commands[i].help,
+				commands[i].cb, NULL);
+	rc = rte_ctrl_thread_create(&C.tid, "lsf-ctl", NULL, ctl_thread, NULL);
+	if (rc != 0)
+		return -rc;
+	C.running = true;
+	return 0;
+}
+
+void
+lsf_control_stop(void)
+{
+	if (C.running)
+		pthread_join(C.tid, NULL);
+	C.running = false;
+	ls_ctl_free(C.ctl);
+	C.ctl = NULL;
+	if (C.truth != NULL)
+		fclose(C.truth);
+	C.truth = NULL;
+}

@@ -1,0 +1,759 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The emulator's event loop: the whole network runs on one lcore.
+ *
+ * A packet from a host port enters its host link (the host -> leaf channel)
+ * at the instant it was received. Every channel (lib/fabric) computes when
+ * each packet it accepts will reach the far end; a binary heap of channels,
+ * keyed by the delivery time of their oldest packet, releases deliveries in
+ * global time order. A delivery to a switch is routed at its exact delivery
+ * instant (which may be a little in the past), so queues downstream see the
+ * arrival times the real network would have produced, whatever the polling
+ * granularity; a delivery to a host goes out of that host's port.
+ *
+ * Switches: a leaf answers ARP and Neighbor Solicitations from its hosts for
+ * any address but the host's own (proxy), so hosts can send everything to
+ * it; every switch decrements TTL / hop limit and answers an expired packet
+ * with ICMP Time Exceeded from its own address; ECMP picks among equal-cost
+ * next hops with the switch's seeded flow hash; ECT packets queued above a
+ * link's threshold are CE-marked.
+ *
+ * Background traffic is made of "virtual" packets: items with no mbuf that
+ * occupy links exactly like real ones (and so build real queues) and are
+ * routed hop by hop by their generator's flow hash.
+ *
+ * Nothing here allocates (beyond mbufs), locks or makes a system call, except
+ * the idle sleep, which never sleeps past the next scheduled event.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+
+#include <rte_cycles.h>
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
+#include <rte_prefetch.h>
+
+#include "fabric.h"
+#include "ls_pkt.h"
+#include "ls_stamp.h"
+
+/* ---- time ------------------------------------------------------------- */
+
+uint64_t
+lsf_now(void)
+{
+	uint64_t tsc = rte_rdtsc();
+
+	/* Refresh the cached mapping every ~100 ms of TSC. */
+	if (unlikely(tsc - G.map_tsc > rte_get_tsc_hz() / 10)) {
+		ls_tsc_cal_read(&G.cal, &G.map);
+		G.map_tsc = tsc;
+	}
+	return ls_tsc_map_ns(&G.map, tsc) + LS_SIM_EPOCH_NS;
+}
+
+uint64_t
+lsf_now_any(void)
+{
+	struct ls_tsc_map map;
+
+	ls_tsc_cal_read(&G.cal, &map);
+	return ls_tsc_map_ns(&map, rte_rdtsc()) + LS_SIM_EPOCH_NS;
+}
+
+/* ---- the event heap --------------------------------------------------- */
+
+/* Channels with packets in flight, ordered by their oldest delivery time. A
+ * channel's key changes only when its head leaves (the loop re-sifts it) or
+ * when it goes from empty to busy (pushed). */
+static struct {
+	uint16_t n;
+	uint16_t ch[LS_FAB_MAX_CHANS];
+	bool in[LS_FAB_MAX_CHANS];
+} heap;
+
+static inline uint64_t
+key(uint16_t c)
+{
+	return ls_fab_chan_head_ns(&G.fab->chans[c]);
+}
+
+static void
+sift_up(uint16_t i)
+{
+	while (i > 0) {
+		uint16_t p = (uint16_t)((i - 1) / 2), t;
+
+		if (key(heap.ch[p]) <= key(heap.ch[i]))
+			break;
+		t = heap.ch[p];
+		heap.ch[p] = heap.ch[i];
+		heap.ch[i] = t;
+		i = p;
+	}
+}
+
+static void
+sift_down(uint16_t i)
+{
+	for (;;) {
+		uint16_t l = (uint16_t)(2 * i + 1), r = (uint16_t)(l + 1), m = i, t;
+
+		if (l < heap.n && key(heap.ch[l]) < key(heap.ch[m]))
+			m = l;
+		if (r < heap.n && key(heap.ch[r]) < key(heap.ch[m]))
+			m = r;
+		if (m == i)
+			return;
+		t = heap.ch[m];
+		heap.ch[m] = heap.ch[i];
+		heap.ch[i] = t;
+		i = m;
+	}
+}
+
+static void
+heap_push(uint16_t c)
+{
+	if (heap.in[c])
+		return;
+	heap.in[c] = true;
+	heap.ch[heap.n] = c;
+	sift_up(heap.n++);
+}
+
+static void
+heap_fix_top(void)
+{
+	uint16_t c = heap.ch[0];
+
+	if (G.fab->chans[c].head != G.fab->chans[c].tail) {
+		sift_down(0);
+		return;
+	}
+	heap.in[c] = false;
+	heap.ch[0] = heap.ch[--heap.n];
+	if (heap.n)
+		sift_down(0);
+}
+
+/* ---- truth ------------------------------------------------------------- */
+
+static bool
+is_probe(const struct ls_pkt_info *pi)
+{
+	return pi->dport == LS_STAMP_PORT || pi->sport == LS_STAMP_PORT;
+}
+
+static void
+probe_record(struct lsf_truth *t, const struct ls_pkt_info *pi, const struct rte_mbuf *m)
+{
+	const uint8_t *pl = rte_pktmbuf_mtod(m, const uint8_t *) + pi->payload_off;
+
+	t->family = pi->src.family;
+	memcpy(t->src, pi->src.a, 16);
+	memcpy(t->dst, pi->dst.a, 16);
+	t->sport = pi->sport;
+	t->dport = pi->dport;
+	t->reflected = pi->sport == LS_STAMP_PORT;
+	t->seq = 0;
+	/* The sender's sequence number: at 0 in a test packet, at 24 in a
+	 * reflected one (RFC 8762). */
+	if (pi->payload_len >= LS_STAMP_BASE_LEN) {
+		const uint8_t *q = pl + (t->reflected ? 24 : 0);
+
+		t->seq = (uint32_t)q[0] << 24 | (uint32_t)q[1] << 16 | (uint32_t)q[2] << 8 | q[3];
+	}
+}
+
+void
+lsf_truth_push(const struct lsf_truth *t)
+{
+	void *obj;
+
+	/* Records come from a mempool and go back to it once the control
+	 * thread has written them: no allocation here. */
+	if (rte_mempool_get(G.truth_pool, &obj) != 0) {
+		G.st.truth_dropped++;
+		return;
+	}
+	memcpy(obj, t, sizeof(*t));
+	if (rte_ring_mp_enqueue(G.truth, obj) != 0) {
+		rte_mempool_put(G.truth_pool, obj);
+		G.st.truth_dropped++;
+	}
+}
+
+/* ---- moving packets ---------------------------------------------------- */
+
+static void route_ip(uint16_t sw, struct rte_mbuf *m, const struct ls_pkt_info *pi,
+		     uint64_t t, bool originated);
+
+/* Offer a real packet to a channel at time t. */
+static void
+enqueue_pkt(uint16_t ch, struct rte_mbuf *m, uint64_t t, const struct ls_pkt_info *pi)
+{
+	struct ls_fab_chan *c = &G.fab->chans[ch];
+	uint8_t fam = pi->src.family;
+	bool ect = fam && ((pi->tos & LS_ECN_MASK) == LS_ECN_ECT0 ||
+			   (pi->tos & LS_ECN_MASK) == LS_ECN_ECT1);
+	bool probe = G.hop_records && fam && is_probe(pi);
+	uint64_t depth = probe ? ls_fab_chan_depth(c, t) : 0;
+	enum ls_fab_verdict v;
+	bool ce = false;
+
+	v = ls_fab_chan_enqueue(c, t, m->data_len + LSF_WIRE_OVERHEAD, ect, m, 0, &ce);
+	if (v != LS_FAB_OK) {
+		if (probe) {
+			struct lsf_truth r = {.type = LSF_T_DROP, .verdict = (uint8_t)v,
+					      .chan = ch, .t_ns = t, .depth = depth};
+
+			probe_record(&r, pi, m);
+			lsf_truth_push(&r);
+		}
+		rte_pktmbuf_free(m);
+		return;
+	}
+	if (ce)
+		ls_pkt_set_ce(rte_pktmbuf_mtod(m, uint8_t *) + pi->l3_off, fam);
+	if (probe) {
+		const struct ls_fab_item *it = &c->fifo[(c->tail - 1) & (LS_FAB_FIFO - 1)];
+		struct lsf_truth r = {.type = LSF_T_HOP, .chan = ch, .t_ns = t, .depth = depth,
+				      .depart_ns = it->depart_ns, .deliver_ns = it->deliver_ns,
+				      .verdict = it->lost ? 255 : 0,
+				      .ser_ns = (uint32_t)(((uint64_t)it->bytes * 8000000000ULL +
+							    c->p.rate_bps - 1) / c->p.rate_bps)};
+
+		probe_record(&r, pi, m);
+		lsf_truth_push(&r);
+	}
+	heap_push(ch);
+}
+
+/* Replace m's contents with a built frame. */
+static bool
+frame_set(struct rte_mbuf *m, const uint8_t *buf, int len)
+{
+	uint8_t *d;
+
+	if (len <= 0)
+		return false;
+	rte_pktmbuf_reset(m);
+	d = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)(len < 60 ? 60 : len));
+	if (d == NULL)
+		return false;
+	memset(d, 0, len < 60 ? 60 : (size_t)len);
+	memcpy(d, buf, (size_t)len);
+	return true;
+}
+
+/* A leaf answers for every address on a host's link but the host's own. */
+static void
+leaf_arp(uint16_t leaf, uint16_t host, struct rte_mbuf *m, const struct ls_pkt_info *pi,
+	 uint64_t t)
+{
+	struct ls_fab_node *h = &G.fab->nodes[host];
+	struct ls_fab_node *l = &G.fab->nodes[leaf];
+	struct ls_pkt_info rpi = {0};
+	uint8_t buf[64];
+	int len;
+
+	if (!(pi->arp_sha.b[0] & 1)) {
+		h->mac = pi->arp_sha;
+		h->mac_known = true;
+	}
+	if (pi->arp_op != LS_ARP_REQUEST || ls_addr_eq(&pi->dst, &h->addr4)) {
+		rte_pktmbuf_free(m);
+		return;
+	}
+	len = ls_pkt_build_arp(buf, sizeof(buf), LS_ARP_REPLY, &l->mac, &pi->dst,
+			       &pi->arp_sha, &pi->src);
+	if (!frame_set(m, buf, len)) {
+		rte_pktmbuf_free(m);
+		return;
+	}
+	G.st.arp_answered++;
+	enqueue_pkt(h->down_chan, m, t, &rpi);
+}
+
+static void
+leaf_nd(uint16_t leaf, uint16_t host, struct rte_mbuf *m, const struct ls_pkt_info *pi,
+	bool is_ns, uint64_t t)
+{
+	struct ls_fab_node *h = &G.fab->nodes[host];
+	struct ls_fab_node *l = &G.fab->nodes[leaf];
+	struct ls_pkt_info rpi = {0};
+	uint8_t buf[128];
+	int len;
+
+	if (is_ns && pi->nd_has_lladdr) {
+		h->mac = pi->nd_lladdr;
+		h->mac_known = true;
+	}
+	if (!is_ns || ls_addr_eq(&pi->nd_target, &h->addr6)) {
+		rte_pktmbuf_free(m);
+		return;
+	}
+	len = ls_pkt_build_na(buf, sizeof(buf), &l->mac, &pi->nd_target,
+			      pi->nd_has_lladdr ? &pi->nd_lladdr : &pi->src_mac, &pi->src);
+	if (!frame_set(m, buf, len)) {
+		rte_pktmbuf_free(m);
+		return;
+	}
+	G.st.nd_answered++;
+	enqueue_pkt(h->down_chan, m, t, &rpi);
+}
+
+static void
+time_exceeded(uint16_t sw, struct rte_mbuf *m, const struct ls_pkt_info *pi, uint64_t t)
+{
+	const struct ls_fab_node *n = &G.fab->nodes[sw];
+	const struct ls_addr *router = pi->src.family == LS_AF_INET ? &n->addr4 : &n->addr6;
+	const uint8_t *l3 = rte_pktmbuf_mtod(m, const uint8_t *) + pi->l3_off;
+	uint8_t buf[1400];
+	struct ls_pkt_info tpi;
+	int len;
+
+	/* RFC 1812 4.3.2.7 / RFC 4443 2.4: never an ICMP error about an ICMP
+	 * error (IPv4 types other than echo/echo reply; ICMPv6 types < 128). */
+	if (pi->src.family == LS_AF_INET && l3[9] == 1 && pi->l4_off + 1u <= m->data_len) {
+		uint8_t type = rte_pktmbuf_mtod(m, const uint8_t *)[pi->l4_off];
+
+		if (type != 0 && type != 8) {
+			rte_pktmbuf_free(m);
+			return;
+		}
+	}
+	if (pi->src.family == LS_AF_INET6 && l3[6] == 58 && pi->l4_off + 1u <= m->data_len &&
+	    rte_pktmbuf_mtod(m, const uint8_t *)[pi->l4_off] < 128) {
+		rte_pktmbuf_free(m);
+		return;
+	}
+	len = ls_pkt_build_time_exceeded(buf, sizeof(buf), &n->mac, &pi->src_mac, router,
+					 rte_pktmbuf_mtod(m, const uint8_t *) + pi->l3_off,
+					 m->data_len - pi->l3_off, 64);
+	if (len < 0 || !frame_set(m, buf, len) ||
+	    ls_pkt_parse(rte_pktmbuf_mtod(m, const uint8_t *), m->data_len, false, &tpi) < 0) {
+		rte_pktmbuf_free(m);
+		return;
+	}
+	G.st.icmp_time_exceeded++;
+	route_ip(sw, m, &tpi, t, true);
+}
+
+static void
+route_ip(uint16_t sw, struct rte_mbuf *m, const struct ls_pkt_info *pi, uint64_t t,
+	 bool originated)
+{
+	const struct ls_fab_node *n = &G.fab->nodes[sw];
+	uint8_t *l3 = rte_pktmbuf_mtod(m, uint8_t *) + pi->l3_off;
+	uint8_t fam = pi->src.family;
+	uint8_t proto = fam == LS_AF_INET ? l3[9] : l3[6];
+	int host = ls_fab_host_by_addr(G.fab, &pi->dst);
+	uint32_t h;
+	int ch;
+
+	if (host < 0) {
+		G.st.no_route++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	/* A router does not age what it originates. */
+	if (!originated && ls_pkt_ttl_dec(l3, fam) == 0) {
+		time_exceeded(sw, m, pi, t);
+		return;
+	}
+	h = ls_fab_flow_hash(n->seed, &pi->src, &pi->dst, proto,
+			     proto == 17 ? pi->sport : 0, proto == 17 ? pi->dport : 0,
+			     pi->flow_label);
+	ch = ls_fab_next_hop(G.fab, sw, (uint16_t)host, h);
+	if (ch < 0) {
+		G.st.no_route++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	enqueue_pkt((uint16_t)ch, m, t, pi);
+}
+
+/* A packet reached switch sw at time t over channel in. */
+static void
+at_switch(uint16_t sw, uint16_t in, struct rte_mbuf *m, uint64_t t)
+{
+	const struct ls_fab_chan *c = &G.fab->chans[in];
+	bool from_host = G.fab->nodes[c->from].kind == LS_FAB_HOST;
+	struct ls_pkt_info pi;
+	int cls = ls_pkt_parse(rte_pktmbuf_mtod(m, const uint8_t *), m->data_len, false, &pi);
+
+	switch (cls) {
+	case LS_PKT_ARP:
+		if (from_host) {
+			leaf_arp(sw, c->from, m, &pi, t);
+			return;
+		}
+		break;
+	case LS_PKT_ND_NS:
+	case LS_PKT_ND_NA:
+		if (from_host) {
+			leaf_nd(sw, c->from, m, &pi, cls == LS_PKT_ND_NS, t);
+			return;
+		}
+		break;
+	case LS_PKT_UDP:
+	case LS_PKT_OTHER:
+		if (pi.ether_type == RTE_ETHER_TYPE_IPV4 || pi.ether_type == RTE_ETHER_TYPE_IPV6) {
+			route_ip(sw, m, &pi, t, false);
+			return;
+		}
+		G.st.not_ip++;
+		rte_pktmbuf_free(m);
+		return;
+	default:
+		break;
+	}
+	G.st.bad++;
+	rte_pktmbuf_free(m);
+}
+
+static void
+to_host(uint16_t host, struct rte_mbuf *m)
+{
+	struct ls_fab_node *h = &G.fab->nodes[host];
+	const struct ls_fab_node *l = &G.fab->nodes[h->leaf];
+	struct lsf_port *p = &G.ports[G.port_of_host[host]];
+	uint8_t *f = rte_pktmbuf_mtod(m, uint8_t *);
+	static const uint8_t bcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+
+	/* The leaf is the last router: its MAC is the source; the host's MAC,
+	 * once learnt from its ARP/ND, the destination. */
+	memcpy(f, h->mac_known ? h->mac.b : bcast, 6);
+	memcpy(f + 6, l->mac.b, 6);
+	G.st.tx_pkts++;
+	rte_eth_tx_buffer(p->port_id, 0, p->txb, m);
+}
+
+/* ---- background traffic ---------------------------------------------- */
+
+static uint32_t
+gen_hash(const struct lsf_gen *gn, uint16_t sw, uint32_t flow)
+{
+	const struct ls_fabric *f = G.fab;
+	const struct ls_fab_node *s = &f->nodes[gn->src], *d = &f->nodes[gn->dst];
+	const struct ls_addr *sa = s->addr4.family ? &s->addr4 : &s->addr6;
+	const struct ls_addr *da = d->addr4.family ? &d->addr4 : &d->addr6;
+
+	return ls_fab_flow_hash(f->nodes[sw].seed, sa, da, 17, (uint16_t)(40000 + flow),
+				(uint16_t)(50000 + flow), 0);
+}
+
+static void
+enqueue_virtual(uint16_t ch, uint64_t t, uint32_t bytes, uint32_t tag, struct lsf_gen *gn)
+{
+	bool ce;
+
+	if (ls_fab_chan_enqueue(&G.fab->chans[ch], t, bytes, false, NULL, tag, &ce) != LS_FAB_OK) {
+		gn->dropped++;
+		G.st.gen_dropped++;
+		return;
+	}
+	heap_push(ch);
+}
+
+static void
+virtual_at(uint16_t node, uint32_t tag, uint64_t t)
+{
+	struct lsf_gen *gn = &G.gens[tag & 0xff];
+	int ch;
+
+	if (!gn->active || !gn->pair || G.fab->nodes[node].kind == LS_FAB_HOST)
+		return;
+	ch = ls_fab_next_hop(G.fab, node, gn->dst, gen_hash(gn, node, tag >> 8));
+	if (ch >= 0)
+		enqueue_virtual((uint16_t)ch, t, gn->pkt_bytes, tag, gn);
+}
+
+static unsigned int
+run_gens(uint64_t now, uint64_t *next)
+{
+	unsigned int work = 0;
+
+	for (int i = 0; i < LSF_MAX_GENS; i++) {
+		struct lsf_gen *gn = &G.gens[i];
+
+		if (!gn->active)
+			continue;
+		/* Bounded per loop so a generator cannot starve deliveries. */
+		for (int k = 0; k < 64 && gn->next_ns <= now; k++) {
+			uint32_t flow = gn->pair && gn->flows ? gn->seq % gn->flows : 0;
+			uint32_t tag = (uint32_t)i | flow << 8;
+
+			if (gn->pair)
+				enqueue_virtual(G.fab->nodes[gn->src].up_chan, gn->next_ns,
+						gn->pkt_bytes, tag, gn);
+			else
+				enqueue_virtual(gn->chan, gn->next_ns, gn->pkt_bytes, tag, gn);
+			gn->seq++;
+			gn->sent++;
+			G.st.gen_pkts++;
+			gn->next_ns += gn->gap_ns;
+			if (gn->off_ns) {
+				uint64_t period = gn->on_ns + gn->off_ns;
+				uint64_t phase = (gn->next_ns - gn->start_ns) % period;
+
+				if (phase >= gn->on_ns)
+					gn->next_ns += period - phase;
+			}
+			work++;
+		}
+		if (gn->next_ns < *next)
+			*next = gn->next_ns;
+	}
+	return work;
+}
+
+/* ---- link schedules, routing, control messages ----------------------- */
+
+static void
+chan_state(uint16_t ch, bool up, uint64_t now)
+{
+	struct lsf_truth r = {.type = LSF_T_LINK, .chan = ch, .t_ns = now, .up = up};
+
+	if (G.fab->chans[ch].up == up)
+		return;
+	ls_fab_chan_set_up(G.fab, ch, up, now);
+	lsf_truth_push(&r);
+}
+
+static void
+run_flaps(uint64_t now, uint64_t *next)
+{
+	for (int i = 0; i < LSF_MAX_FLAPS; i++) {
+		struct lsf_flap *fl = &G.flaps[i];
+
+		if (!fl->active)
+			continue;
+		if (now >= fl->next_ns) {
+			fl->is_down = !fl->is_down;
+			for (int k = 0; k < fl->n_chan; k++)
+				chan_state(fl->chan[k], !fl->is_down, now);
+			fl->next_ns += fl->is_down ? fl->down_ns : fl->every_ns - fl->down_ns;
+			if (!fl->is_down && fl->count && --fl->count == 0)
+				fl->active = false;
+		}
+		if (fl->active && fl->next_ns < *next)
+			*next = fl->next_ns;
+	}
+}
+
+/* Follow a flow hop by hop exactly as forwarding would hash it. */
+static int
+trace_route(struct lsf_msg *msg)
+{
+	const struct ls_fabric *f = G.fab;
+	const struct ls_fab_node *s = &f->nodes[msg->route.src], *d = &f->nodes[msg->route.dst];
+	const struct ls_addr *sa = msg->route.family == LS_AF_INET6 ? &s->addr6 : &s->addr4;
+	const struct ls_addr *da = msg->route.family == LS_AF_INET6 ? &d->addr6 : &d->addr4;
+	uint16_t node;
+
+	if (!sa->family || !da->family)
+		return -EAFNOSUPPORT;
+	msg->route.n = 0;
+	msg->route.chan[msg->route.n++] = s->up_chan;
+	node = s->leaf;
+	while (msg->route.n < 16) {
+		uint32_t h = ls_fab_flow_hash(f->nodes[node].seed, sa, da, msg->route.proto,
+					      msg->route.sport, msg->route.dport,
+					      msg->route.flow_label);
+		int ch = ls_fab_next_hop(f, node, msg->route.dst, h);
+
+		if (ch < 0)
+			return ch;
+		msg->route.chan[msg->route.n++] = (uint16_t)ch;
+		node = f->chans[ch].to;
+		if (f->nodes[node].kind == LS_FAB_HOST)
+			return 0;
+	}
+	return -ELOOP;
+}
+
+static void
+apply_msg(struct lsf_msg *msg, uint64_t now)
+{
+	int rc = 0;
+
+	switch (msg->type) {
+	case LSF_MSG_CHAN_SET:
+		if (msg->set_params)
+			G.fab->chans[msg->chan].p = msg->params;
+		if (msg->up >= 0)
+			chan_state(msg->chan, msg->up != 0, now);
+		break;
+	case LSF_MSG_FLAP:
+		rc = -ENOSPC;
+		for (int i = 0; i < LSF_MAX_FLAPS; i++) {
+			if (!G.flaps[i].active) {
+				G.flaps[i] = msg->flap;
+				G.flaps[i].active = true;
+				G.flaps[i].is_down = false;
+				G.flaps[i].next_ns = now;
+				rc = i;
+				break;
+			}
+		}
+		break;
+	case LSF_MSG_GEN_START:
+		rc = -ENOSPC;
+		for (int i = 0; i < LSF_MAX_GENS; i++) {
+			if (!G.gens[i].active) {
+				G.gens[i] = msg->gen;
+				G.gens[i].active = true;
+				G.gens[i].start_ns = now;
+				G.gens[i].next_ns = now;
+				rc = i;
+				break;
+			}
+		}
+		break;
+	case LSF_MSG_GEN_STOP:
+		rc = -ENOENT;
+		for (int i = 0; i < LSF_MAX_GENS; i++) {
+			if (G.gens[i].active && strcmp(G.gens[i].name, msg->gen.name) == 0) {
+				G.gens[i].active = false;
+				rc = 0;
+			}
+		}
+		break;
+	case LSF_MSG_CONVERGENCE:
+		G.fab->convergence_ns = msg->convergence_ns;
+		break;
+	case LSF_MSG_ROUTE:
+		rc = trace_route(msg);
+		break;
+	}
+	msg->result = rc;
+	__atomic_store_n(&msg->done, 1, __ATOMIC_RELEASE);
+}
+
+/* ---- the loop ---------------------------------------------------------- */
+
+static uint64_t last_depth[LS_FAB_MAX_CHANS];
+
+static void
+sample_depths(uint64_t now)
+{
+	for (uint16_t c = 0; c < G.fab->n_chans; c++) {
+		uint64_t d = ls_fab_chan_depth(&G.fab->chans[c], now);
+
+		/* Only what changed: an idle fabric writes nothing. */
+		if (d != last_depth[c]) {
+			struct lsf_truth r = {.type = LSF_T_DEPTH, .chan = c, .t_ns = now, .depth = d};
+
+			lsf_truth_push(&r);
+			last_depth[c] = d;
+		}
+	}
+}
+
+static unsigned int
+rx_hosts(uint64_t now)
+{
+	unsigned int n_all = 0;
+
+	for (uint16_t i = 0; i < G.n_ports; i++) {
+		struct lsf_port *p = &G.ports[i];
+		struct rte_mbuf *rx[LSF_BURST];
+		uint16_t n = rte_eth_rx_burst(p->port_id, 0, rx, LSF_BURST);
+		const uint16_t up = G.fab->nodes[p->host].up_chan;
+
+		for (uint16_t k = 0; k < n; k++) {
+			struct rte_mbuf *m = rx[k];
+			struct ls_pkt_info pi;
+
+			if (m->nb_segs != 1 ||
+			    ls_pkt_parse(rte_pktmbuf_mtod(m, const uint8_t *), m->data_len,
+					 false, &pi) < 0)
+				memset(&pi, 0, sizeof(pi)); /* the leaf will count it */
+			enqueue_pkt(up, m, now, &pi);
+		}
+		G.st.rx_pkts += n;
+		n_all += n;
+	}
+	return n_all;
+}
+
+int
+lsf_loop(void *arg __rte_unused)
+{
+	uint64_t next_sample = 0;
+	uint64_t hz = rte_get_tsc_hz();
+
+	/* Wake-ups within a microsecond or two of what we ask (default slack is
+	 * 50 us): the idle sleep must not make deliveries late. */
+	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+	LSF_LOG(INFO, "lcore %u: %u host ports, %u channels", rte_lcore_id(), G.n_ports,
+		G.fab->n_chans);
+	while (!G.quit) {
+		uint64_t now = lsf_now(), next = UINT64_MAX;
+		unsigned int work = rx_hosts(now);
+		struct lsf_msg *msg;
+
+		work += run_gens(now, &next);
+		run_flaps(now, &next);
+		ls_fab_tick(G.fab, now);
+		while (heap.n && key(heap.ch[0]) <= now) {
+			uint16_t c = heap.ch[0];
+			const struct ls_fab_chan *ch = &G.fab->chans[c];
+			struct ls_fab_item it;
+
+			ls_fab_chan_pop(&G.fab->chans[c], &it);
+			heap_fix_top();
+			G.st.events++;
+			work++;
+			if (it.pkt == NULL) {
+				if (!it.lost)
+					virtual_at(ch->to, it.tag, it.deliver_ns);
+				continue;
+			}
+			if (it.lost) {
+				rte_pktmbuf_free(it.pkt);
+				continue;
+			}
+			if (G.fab->nodes[ch->to].kind == LS_FAB_HOST)
+				to_host(ch->to, it.pkt);
+			else
+				at_switch(ch->to, c, it.pkt, it.deliver_ns);
+		}
+		for (uint16_t i = 0; i < G.n_ports; i++)
+			rte_eth_tx_buffer_flush(G.ports[i].port_id, 0, G.ports[i].txb);
+		while (rte_ring_sc_dequeue(G.msgs, (void **)&msg) == 0)
+			apply_msg(msg, now);
+		if (G.sample_ns) {
+			if (now >= next_sample) {
+				sample_depths(now);
+				next_sample = now + G.sample_ns;
+			}
+			if (next_sample < next)
+				next = next_sample;
+		}
+		if (heap.n && key(heap.ch[0]) < next)
+			next = key(heap.ch[0]);
+		if (work == 0 && G.idle_sleep_us) {
+			/* Sleep, but wake ~10 us before the next event and spin the rest. */
+			uint64_t budget = (uint64_t)G.idle_sleep_us * 1000;
+
+			if (next != UINT64_MAX)
+				budget = next > now + 10000 ? RTE_MIN(budget, next - now - 10000) : 0;
+			if (budget >= 5000) {
+				struct timespec ts = {0, (long)budget};
+
+				nanosleep(&ts, NULL);
+				G.st.idle_sleeps++;
+			}
+		}
+		(void)hz;
+	}
+	return 0;
+}

@@ -1,0 +1,267 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * lockstep-fabric: an emulated leaf-spine network for lockstep labs.
+ *
+ *   lockstep-fabric [EAL options] -- --topo FILE [--dir DIR] [--socket PATH]
+ *                   [--truth FILE] [--sample-us N] [--hops] [--idle-sleep-us N]
+ *   lockstep-fabric --help | -- --topo FILE --check
+ *
+ * Each host of the topology is one DPDK port of the emulator (by default a
+ * memif server socket DIR/<host>.sock that the host's lockstepd connects
+ * to as a client). The topology is validated before the EAL starts; a bad
+ * file is reported by name, key and reason and the exit status is 2.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <rte_cycles.h>
+#include <rte_dev.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+#include <rte_log.h>
+#include <rte_malloc.h>
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
+
+#include "fabric.h"
+
+RTE_LOG_REGISTER(lsf_logtype, lockstep.fabric, INFO);
+
+struct lsf_global G;
+
+static const char usage_text[] =
+"Usage: lockstep-fabric [EAL options] -- --topo FILE [options]\n"
+"\n"
+"An emulated leaf-spine network: per-link delay, rate, queues, ECN, loss,\n"
+"ECMP, TTL and ICMP, run-time faults, background traffic and ground truth.\n"
+"\n"
+"Options (after the EAL options and \"--\"):\n"
+"  -t, --topo FILE        topology (docs/fabric.md); required\n"
+"  -d, --dir DIR          where the hosts' memif sockets go (default /run/lockstep/fabric)\n"
+"  -s, --socket PATH      control socket (default DIR/fabric.sock)\n"
+"  -T, --truth FILE       write ground truth as JSON lines (docs/fabric.md)\n"
+"      --sample-us N      queue-depth sampling interval, us (default 10; 0 = off)\n"
+"      --hops             record every probe's crossing of every link in the truth\n"
+"      --idle-sleep-us N  sleep up to N us when idle, never past the next event\n"
+"                         (default 0: busy poll; labs sharing cores use ~50)\n"
+"      --check            validate the topology and exit\n"
+"  -h, --help             this text\n"
+"\n"
+"Exit status: 0 clean shutdown, 1 failure, 2 bad usage or topology.\n";
+
+static void
+on_signal(int sig)
+{
+	(void)sig;
+	G.quit = 1;
+}
+
+static int
+parse_args(int argc, char **argv, const char **topo, bool *check)
+{
+	static const struct option opts[] = {
+		{"topo", required_argument, NULL, 't'},
+		{"dir", required_argument, NULL, 'd'},
+		{"socket", required_argument, NULL, 's'},
+		{"truth", required_argument, NULL, 'T'},
+		{"sample-us", required_argument, NULL, 'S'},
+		{"hops", no_argument, NULL, 'H'},
+		{"idle-sleep-us", required_argument, NULL, 'I'},
+		{"check", no_argument, NULL, 'C'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	char *end;
+	long v;
+	int c;
+
+	snprintf(G.sock_dir, sizeof(G.sock_dir), "/run/lockstep/fabric");
+	G.sample_ns = 10000;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "t:d:s:T:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 't':
+			*topo = optarg;
+			break;
+		case 'd':
+			snprintf(G.sock_dir, sizeof(G.sock_dir), "%s", optarg);
+			break;
+		case 's':
+			snprintf(G.socket, sizeof(G.socket), "%s", optarg);
+			break;
+		case 'T':
+			snprintf(G.truth_file, sizeof(G.truth_file), "%s", optarg);
+			break;
+		case 'S':
+		case 'I':
+			v = strtol(optarg, &end, 10);
+			if (*end || v < 0 || v > 1000000) {
+				fprintf(stderr, "lockstep-fabric: --%s: expected 0..1000000, got \"%s\"\n",
+					c == 'S' ? "sample-us" : "idle-sleep-us", optarg);
+				return -EINVAL;
+			}
+			if (c == 'S')
+				G.sample_ns = (uint64_t)v * 1000;
+			else
+				G.idle_sleep_us = (uint32_t)v;
+			break;
+		case 'H':
+			G.hop_records = true;
+			break;
+		case 'C':
+			*check = true;
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			exit(0);
+		default:
+			fprintf(stderr, "lockstep-fabric: unknown option \"%s\"\n%s",
+				argv[optind - 1], usage_text);
+			return -EINVAL;
+		}
+	}
+	if (*topo == NULL) {
+		fprintf(stderr, "lockstep-fabric: --topo FILE is required\n%s", usage_text);
+		return -EINVAL;
+	}
+	if (G.socket[0] == '\0')
+		snprintf(G.socket, sizeof(G.socket), "%s/fabric.sock", G.sock_dir);
+	return 0;
+}
+
+static int
+port_open(uint16_t host)
+{
+	struct ls_fab_node *h = &G.fab->nodes[host];
+	struct rte_eth_conf conf = {0};
+	char name[RTE_ETH_NAME_MAX_LEN];
+	struct lsf_port *p = &G.ports[G.n_ports];
+	size_t n;
+	int rc;
+
+	if (h->dev[0] == '\0')
+		snprintf(h->dev, sizeof(h->dev),
+			 "net_memif%u,role=server,id=0,socket=%s/%s.sock,socket-abstract=no",
+			 G.n_ports, G.sock_dir, h->name);
+	n = strcspn(h->dev, ",");
+	snprintf(name, sizeof(name), "%.*s", (int)n, h->dev);
+	if (rte_eth_dev_get_port_by_name(name, &p->port_id) != 0) {
+		rc = rte_dev_probe(h->dev);
+		if (rc < 0 || rte_eth_dev_get_port_by_name(name, &p->port_id) != 0) {
+			LSF_LOG(ERR, "host %s: cannot open device \"%s\": %s", h->name, h->dev,
+				strerror(rc < 0 ? -rc : ENODEV));
+			return rc < 0 ? rc : -ENODEV;
+		}
+	}
+	rc = rte_eth_dev_configure(p->port_id, 1, 1, &conf);
+	if (rc == 0)
+		rc = rte_eth_rx_queue_setup(p->port_id, 0, 1024,
+					    rte_eth_dev_socket_id(p->port_id), NULL, G.pool);
+	if (rc == 0)
+		rc = rte_eth_tx_queue_setup(p->port_id, 0, 1024,
+					    rte_eth_dev_socket_id(p->port_id), NULL);
+	if (rc == 0)
+		rc = rte_eth_dev_start(p->port_id);
+	if (rc < 0) {
+		LSF_LOG(ERR, "host %s: port %s: %s", h->name, name, strerror(-rc));
+		return rc;
+	}
+	rte_eth_promiscuous_enable(p->port_id);
+	p->txb = rte_zmalloc_socket("lsf_txb", RTE_ETH_TX_BUFFER_SIZE(LSF_BURST), 0,
+				    rte_eth_dev_socket_id(p->port_id));
+	if (p->txb == NULL)
+		return -ENOMEM;
+	rte_eth_tx_buffer_init(p->txb, LSF_BURST);
+	p->host = host;
+	G.port_of_host[host] = (int16_t)G.n_ports++;
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *topo = NULL;
+	bool check = false;
+	char err[512];
+	int dashdash = -1, rc, ret;
+
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--") == 0) {
+			dashdash = i;
+			break;
+		}
+	if (parse_args(dashdash < 0 ? argc : argc - dashdash,
+		       dashdash < 0 ? argv : argv + dashdash, &topo, &check) < 0)
+		return 2;
+	rc = ls_fab_load(topo, &G.fab, err, sizeof(err));
+	if (rc < 0) {
+		fprintf(stderr, "lockstep-fabric: %s\n", err);
+		return 2;
+	}
+	if (check) {
+		printf("%s: ok (%u nodes, %u links)\n", topo, G.fab->n_nodes, G.fab->n_links);
+		ls_fab_free(G.fab);
+		return 0;
+	}
+	ret = rte_eal_init(dashdash < 0 ? 1 : dashdash, argv);
+	if (ret < 0) {
+		fprintf(stderr, "lockstep-fabric: EAL initialisation failed (EAL messages above)\n");
+		ls_fab_free(G.fab);
+		return 1;
+	}
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	mkdir(G.sock_dir, 0755);
+	for (unsigned int i = 0; i < LS_FAB_MAX_NODES; i++)
+		G.port_of_host[i] = -1;
+
+	rc = ls_tsc_cal_init(&G.cal, 200);
+	G.pool = rte_pktmbuf_pool_create("lsf_mbuf", 32767, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
+					 (int)rte_socket_id());
+	G.msgs = rte_ring_create("lsf_msgs", 64, (int)rte_socket_id(), RING_F_SC_DEQ);
+	G.truth = rte_ring_create("lsf_truth", 65536, (int)rte_socket_id(), RING_F_SC_DEQ);
+	G.truth_pool = rte_mempool_create("lsf_truth", 65535, sizeof(struct lsf_truth), 256, 0,
+					  NULL, NULL, NULL, NULL, (int)rte_socket_id(), 0);
+	if (rc < 0 || G.pool == NULL || G.msgs == NULL || G.truth == NULL || G.truth_pool == NULL) {
+		LSF_LOG(ERR, "start-up: out of memory (try -m 512)");
+		rc = -ENOMEM;
+	}
+	for (uint16_t i = 0; rc == 0 && i < G.fab->n_nodes; i++)
+		if (G.fab->nodes[i].kind == LS_FAB_HOST)
+			rc = port_open(i);
+	if (rc == 0)
+		rc = lsf_control_start();
+	if (rc < 0) {
+		LSF_LOG(ERR, "start-up failed: %s", strerror(-rc));
+		G.quit = 1;
+		lsf_control_stop();
+		for (uint16_t i = 0; i < G.n_ports; i++)
+			rte_eth_dev_stop(G.ports[i].port_id);
+		ls_fab_free(G.fab);
+		rte_eal_cleanup();
+		return 1;
+	}
+	G.lcore = rte_lcore_id();
+	LSF_LOG(INFO, "%s: %u switches and hosts, %u links, %u host ports; control %s",
+		topo, G.fab->n_nodes, G.fab->n_links, G.n_ports, G.socket);
+	lsf_loop(NULL);
+
+	LSF_LOG(INFO, "shutting down: rx %" PRIu64 " tx %" PRIu64 " events %" PRIu64,
+		G.st.rx_pkts, G.st.tx_pkts, G.st.events);
+	lsf_control_stop();
+	for (uint16_t i = 0; i < G.n_ports; i++) {
+		rte_eth_dev_stop(G.ports[i].port_id);
+		rte_eth_dev_close(G.ports[i].port_id);
+	}
+	ls_fab_free(G.fab);
+	rte_eal_cleanup();
+	return 0;
+}

@@ -1,0 +1,55 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""Write one lockstepd config per host of a lockstep-fabric topology.
+
+  fabric_configs.py TOPO DIR INTERVAL_US PATHS
+
+Host i (in topology order) becomes DIR/n<i>.json: a memif client port to the
+emulator's socket DIR/fabric/<host>.sock, the host's addresses, the leaf as
+gateway (the emulator's leaves answer ARP/ND for every address but the
+host's own, so any address of the subnet works), and every other host as a
+peer (IPv4, and IPv6 where both ends have it). Prints the host names.
+"""
+import ipaddress
+import json
+import sys
+
+
+def main():
+    topo_file, out, interval, paths = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    topo = json.load(open(topo_file))
+    hosts = topo["hosts"]
+    for i, h in enumerate(hosts, 1):
+        port = {"name": "p0",
+                "dev": "net_memif0,role=client,id=0,socket=%s/fabric/%s.sock,socket-abstract=no"
+                       % (out, h["name"]),
+                "mac": "02:00:00:00:%02x:%02x" % (i // 256, i % 256)}
+        for fam, gw in (("ipv4", "gateway4"), ("ipv6", "gateway6")):
+            if fam in h:
+                iface = ipaddress.ip_interface(h[fam])
+                port[fam] = h[fam]
+                # any other address of the subnet: the leaf proxies it
+                cand = iface.network.network_address + (254 if fam == "ipv4" else 0xfe)
+                if cand == iface.ip:
+                    cand = cand - 1
+                port[gw] = str(cand)
+        peers = []
+        for j, o in enumerate(hosts, 1):
+            if j == i:
+                continue
+            for fam, suffix in (("ipv4", ""), ("ipv6", "v6")):
+                if fam in h and fam in o:
+                    peers.append({"name": o["name"] + suffix,
+                                  "addr": str(ipaddress.ip_interface(o[fam]).ip)})
+        cfg = {"node": {"name": h["name"], "id": i}, "ports": [port], "peers": peers,
+               "probe": {"interval_us": interval, "paths": paths},
+               "control": {"socket": "%s/n%d.sock" % (out, i)},
+               "idle": {"backoff": True, "after_polls": 64, "sleep_us": 50},
+               "log": {"level": "info"}}
+        with open("%s/n%d.json" % (out, i), "w") as f:
+            json.dump(cfg, f, indent=1)
+        print(h["name"])
+
+
+if __name__ == "__main__":
+    main()
