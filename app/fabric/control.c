@@ -703,6 +703,10 @@ drain_truth(void)
 		}
 		rte_mempool_put_bulk(G.truth_pool, obj, n);
 	}
+	/* Whole lines reach the file at the end of each batch, so a reader
+	 * tailing it sees at most one unterminated last line. */
+	if (C.truth != NULL)
+		fflush(C.truth);
 }
 
 static void *
