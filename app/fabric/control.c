@@ -241,7 +241,13 @@ cmd_status(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_un
 	}
 #define C(f) #f, (json_int_t)LOAD(G.st.f)
 	ls_ctl_reply_ok(req, json_pack(
-		"{s:I, s:I, s:o, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
+		"{s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:I, s:I, s:o, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
+		"delivery_lateness_ns", "count", (json_int_t)G.late.count,
+		"min", (json_int_t)ls_hist_quantile(&G.late, 0),
+		"p50", (json_int_t)ls_hist_quantile(&G.late, 0.5),
+		"p99", (json_int_t)ls_hist_quantile(&G.late, 0.99),
+		"p999", (json_int_t)ls_hist_quantile(&G.late, 0.999),
+		"max", (json_int_t)ls_hist_quantile(&G.late, 1),
 		"now_ns", (json_int_t)lsf_now_any(),
 		"convergence_ns", (json_int_t)G.fab->convergence_ns,
 		"switches", sw, "hosts", hosts, "counters",

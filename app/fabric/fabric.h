@@ -26,6 +26,7 @@
 
 #include "ls_clock.h"
 #include "ls_fabric.h"
+#include "ls_hist.h"
 
 extern int lsf_logtype;
 #define LSF_LOG(level, fmt, ...) \
@@ -160,6 +161,10 @@ struct lsf_global {
 	struct ls_tsc_map map;     /* the lcore's cached copy */
 	uint64_t map_tsc;          /* when it was refreshed */
 	struct lsf_stats st;
+	/* How late deliveries to hosts leave versus their computed time: the
+	 * error the emulator adds to its model (lcore-written; the control
+	 * thread's reads are a slightly racy snapshot, fine for monitoring). */
+	struct ls_hist late;
 	struct lsf_gen gens[LSF_MAX_GENS];
 	struct lsf_flap flaps[LSF_MAX_FLAPS];
 	uint64_t sample_ns;        /* truth depth sampling interval (0 = off) */

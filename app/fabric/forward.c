@@ -419,7 +419,7 @@ at_switch(uint16_t sw, uint16_t in, struct rte_mbuf *m, uint64_t t)
 }
 
 static void
-to_host(uint16_t host, struct rte_mbuf *m)
+to_host(uint16_t host, struct rte_mbuf *m, uint64_t deliver_ns)
 {
 	struct ls_fab_node *h = &G.fab->nodes[host];
 	const struct ls_fab_node *l = &G.fab->nodes[h->leaf];
@@ -432,6 +432,7 @@ to_host(uint16_t host, struct rte_mbuf *m)
 	memcpy(f, h->mac_known ? h->mac.b : bcast, 6);
 	memcpy(f + 6, l->mac.b, 6);
 	G.st.tx_pkts++;
+	ls_hist_add(&G.late, (int64_t)(lsf_now() - deliver_ns));
 	rte_eth_tx_buffer(p->port_id, 0, p->txb, m);
 }
 
@@ -722,7 +723,7 @@ lsf_loop(void *arg __rte_unused)
 				continue;
 			}
 			if (G.fab->nodes[ch->to].kind == LS_FAB_HOST)
-				to_host(ch->to, it.pkt);
+				to_host(ch->to, it.pkt, it.deliver_ns);
 			else
 				at_switch(ch->to, c, it.pkt, it.deliver_ns);
 		}
