@@ -160,6 +160,7 @@ struct lsf_global {
 	struct ls_tsc_cal cal;     /* refit by the control thread */
 	struct ls_tsc_map map;     /* the lcore's cached copy */
 	uint64_t map_tsc;          /* when it was refreshed */
+	uint64_t map_every;        /* refresh interval, TSC ticks (~100 ms) */
 	struct lsf_stats st;
 	/* How late deliveries to hosts leave versus their computed time: the
 	 * error the emulator adds to its model (lcore-written; the control

@@ -30,6 +30,7 @@
 #include <sys/prctl.h>
 #include <time.h>
 
+#include <rte_common.h>
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
@@ -49,7 +50,7 @@ lsf_now(void)
 	uint64_t tsc = rte_rdtsc();
 
 	/* Refresh the cached mapping every ~100 ms of TSC. */
-	if (unlikely(tsc - G.map_tsc > rte_get_tsc_hz() / 10)) {
+	if (unlikely(tsc - G.map_tsc > G.map_every)) {
 		ls_tsc_cal_read(&G.cal, &G.map);
 		G.map_tsc = tsc;
 	}
@@ -69,30 +70,32 @@ lsf_now_any(void)
 
 /* Channels with packets in flight, ordered by their oldest delivery time. A
  * channel's key changes only when its head leaves (the loop re-sifts it) or
- * when it goes from empty to busy (pushed). */
+ * when it goes from empty to busy (pushed), so keys are kept in the heap
+ * itself rather than re-read from the (large) channel structs. */
 static struct {
 	uint16_t n;
-	uint16_t ch[LS_FAB_MAX_CHANS];
+	struct {
+		uint64_t key;
+		uint16_t ch;
+	} e[LS_FAB_MAX_CHANS];
 	bool in[LS_FAB_MAX_CHANS];
 } heap;
 
 static inline uint64_t
-key(uint16_t c)
+heap_min(void)
 {
-	return ls_fab_chan_head_ns(&G.fab->chans[c]);
+	return heap.n ? heap.e[0].key : UINT64_MAX;
 }
 
 static void
 sift_up(uint16_t i)
 {
 	while (i > 0) {
-		uint16_t p = (uint16_t)((i - 1) / 2), t;
+		uint16_t p = (uint16_t)((i - 1) / 2);
 
-		if (key(heap.ch[p]) <= key(heap.ch[i]))
+		if (heap.e[p].key <= heap.e[i].key)
 			break;
-		t = heap.ch[p];
-		heap.ch[p] = heap.ch[i];
-		heap.ch[i] = t;
+		RTE_SWAP(heap.e[p], heap.e[i]);
 		i = p;
 	}
 }
@@ -101,17 +104,15 @@ static void
 sift_down(uint16_t i)
 {
 	for (;;) {
-		uint16_t l = (uint16_t)(2 * i + 1), r = (uint16_t)(l + 1), m = i, t;
+		uint16_t l = (uint16_t)(2 * i + 1), r = (uint16_t)(l + 1), m = i;
 
-		if (l < heap.n && key(heap.ch[l]) < key(heap.ch[m]))
+		if (l < heap.n && heap.e[l].key < heap.e[m].key)
 			m = l;
-		if (r < heap.n && key(heap.ch[r]) < key(heap.ch[m]))
+		if (r < heap.n && heap.e[r].key < heap.e[m].key)
 			m = r;
 		if (m == i)
 			return;
-		t = heap.ch[m];
-		heap.ch[m] = heap.ch[i];
-		heap.ch[i] = t;
+		RTE_SWAP(heap.e[m], heap.e[i]);
 		i = m;
 	}
 }
@@ -122,21 +123,25 @@ heap_push(uint16_t c)
 	if (heap.in[c])
 		return;
 	heap.in[c] = true;
-	heap.ch[heap.n] = c;
+	heap.e[heap.n].ch = c;
+	heap.e[heap.n].key = ls_fab_chan_head_ns(&G.fab->chans[c]);
 	sift_up(heap.n++);
 }
 
+/* The top channel's head has left: re-key or remove it. */
 static void
 heap_fix_top(void)
 {
-	uint16_t c = heap.ch[0];
+	uint16_t c = heap.e[0].ch;
+	uint64_t k = ls_fab_chan_head_ns(&G.fab->chans[c]);
 
-	if (G.fab->chans[c].head != G.fab->chans[c].tail) {
+	if (k != UINT64_MAX) {
+		heap.e[0].key = k;
 		sift_down(0);
 		return;
 	}
 	heap.in[c] = false;
-	heap.ch[0] = heap.ch[--heap.n];
+	heap.e[0] = heap.e[--heap.n];
 	if (heap.n)
 		sift_down(0);
 }
@@ -418,6 +423,9 @@ at_switch(uint16_t sw, uint16_t in, struct rte_mbuf *m, uint64_t t)
 	rte_pktmbuf_free(m);
 }
 
+static uint64_t sent_due[256]; /* this loop's host deliveries: when the model had them leave */
+static unsigned int n_sent;
+
 static void
 to_host(uint16_t host, struct rte_mbuf *m, uint64_t deliver_ns)
 {
@@ -432,7 +440,10 @@ to_host(uint16_t host, struct rte_mbuf *m, uint64_t deliver_ns)
 	memcpy(f, h->mac_known ? h->mac.b : bcast, 6);
 	memcpy(f + 6, l->mac.b, 6);
 	G.st.tx_pkts++;
-	ls_hist_add(&G.late, (int64_t)(lsf_now() - deliver_ns));
+	/* Lateness is charged after the TX flush, when the packet really left:
+	 * one clock read per loop instead of one per packet. */
+	if (n_sent < RTE_DIM(sent_due))
+		sent_due[n_sent++] = deliver_ns;
 	rte_eth_tx_buffer(p->port_id, 0, p->txb, m);
 }
 
@@ -658,6 +669,25 @@ sample_depths(uint64_t now)
 	}
 }
 
+/* Just the IP family, traffic class and header offset: enough for a link to
+ * decide ECN. */
+static inline void
+light_info(const struct rte_mbuf *m, struct ls_pkt_info *pi)
+{
+	const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *);
+
+	pi->src.family = 0;
+	pi->sport = pi->dport = 0;
+	pi->l3_off = 14;
+	if (m->data_len >= 14 + 40 && f[12] == 0x86 && f[13] == 0xdd && (f[14] >> 4) == 6) {
+		pi->src.family = LS_AF_INET6;
+		pi->tos = (uint8_t)((f[14] & 0x0f) << 4 | f[15] >> 4);
+	} else if (m->data_len >= 14 + 20 && f[12] == 0x08 && f[13] == 0x00 && f[14] == 0x45) {
+		pi->src.family = LS_AF_INET;
+		pi->tos = f[15];
+	}
+}
+
 static unsigned int
 rx_hosts(uint64_t now)
 {
@@ -669,14 +699,25 @@ rx_hosts(uint64_t now)
 		uint16_t n = rte_eth_rx_burst(p->port_id, 0, rx, LSF_BURST);
 		const uint16_t up = G.fab->nodes[p->host].up_chan;
 
+		for (uint16_t k = 0; k < n && k < 4; k++)
+			rte_prefetch0(rte_pktmbuf_mtod(rx[k], void *));
 		for (uint16_t k = 0; k < n; k++) {
 			struct rte_mbuf *m = rx[k];
 			struct ls_pkt_info pi;
 
-			if (m->nb_segs != 1 ||
-			    ls_pkt_parse(rte_pktmbuf_mtod(m, const uint8_t *), m->data_len,
-					 false, &pi) < 0)
-				memset(&pi, 0, sizeof(pi)); /* the leaf will count it */
+			if (k + 4 < n)
+				rte_prefetch0(rte_pktmbuf_mtod(rx[k + 4], void *));
+
+			/* The leaf parses (and judges) it on arrival; the host link
+			 * needs only what ECN and truth records use. */
+			if (G.hop_records) {
+				if (m->nb_segs != 1 ||
+				    ls_pkt_parse(rte_pktmbuf_mtod(m, const uint8_t *), m->data_len,
+						 false, &pi) < 0)
+					memset(&pi, 0, sizeof(pi));
+			} else {
+				light_info(m, &pi);
+			}
 			enqueue_pkt(up, m, now, &pi);
 		}
 		G.st.rx_pkts += n;
@@ -704,8 +745,8 @@ lsf_loop(void *arg __rte_unused)
 		work += run_gens(now, &next);
 		run_flaps(now, &next);
 		ls_fab_tick(G.fab, now);
-		while (heap.n && key(heap.ch[0]) <= now) {
-			uint16_t c = heap.ch[0];
+		while (heap_min() <= now) {
+			uint16_t c = heap.e[0].ch;
 			const struct ls_fab_chan *ch = &G.fab->chans[c];
 			struct ls_fab_item it;
 
@@ -729,6 +770,13 @@ lsf_loop(void *arg __rte_unused)
 		}
 		for (uint16_t i = 0; i < G.n_ports; i++)
 			rte_eth_tx_buffer_flush(G.ports[i].port_id, 0, G.ports[i].txb);
+		if (n_sent) {
+			uint64_t t = lsf_now();
+
+			for (unsigned int i = 0; i < n_sent; i++)
+				ls_hist_add(&G.late, (int64_t)(t - sent_due[i]));
+			n_sent = 0;
+		}
 		while (rte_ring_sc_dequeue(G.msgs, (void **)&msg) == 0)
 			apply_msg(msg, now);
 		if (G.sample_ns) {
@@ -739,8 +787,8 @@ lsf_loop(void *arg __rte_unused)
 			if (next_sample < next)
 				next = next_sample;
 		}
-		if (heap.n && key(heap.ch[0]) < next)
-			next = key(heap.ch[0]);
+		if (heap_min() < next)
+			next = heap_min();
 		if (work == 0 && G.idle_sleep_us) {
 			/* Sleep, but wake ~10 us before the next event and spin the rest. */
 			uint64_t budget = (uint64_t)G.idle_sleep_us * 1000;

@@ -224,6 +224,7 @@ main(int argc, char **argv)
 		G.port_of_host[i] = -1;
 
 	rc = ls_tsc_cal_init(&G.cal, 200);
+	G.map_every = rte_get_tsc_hz() / 10;
 	G.pool = rte_pktmbuf_pool_create("lsf_mbuf", 32767, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
 					 (int)rte_socket_id());
 	G.msgs = rte_ring_create("lsf_msgs", 64, (int)rte_socket_id(), RING_F_SC_DEQ);

@@ -94,6 +94,9 @@ struct ls_fab_chan {
 	uint64_t busy_until_ns;         /**< transmitter busy until (last accepted packet out) */
 	uint64_t rng;                   /**< loss generator state */
 	struct ls_fab_chan_stats st;    /**< counters */
+	uint32_t ser_bytes;             /**< cache: size of the last serialization computed */
+	uint64_t ser_rate;              /**< cache: the rate it was computed at */
+	uint64_t ser_cached;            /**< cache: its serialization time, ns */
 	uint32_t head, tail;            /**< FIFO indices (free-running) */
 	struct ls_fab_item fifo[LS_FAB_FIFO]; /**< in flight, in delivery order */
 };

@@ -49,11 +49,16 @@ ser_ns(uint32_t bytes, uint64_t rate_bps)
 uint64_t
 ls_fab_chan_depth(const struct ls_fab_chan *c, uint64_t t)
 {
+	uint64_t dt, prod;
+
 	if (c->busy_until_ns <= t)
 		return 0;
-	/* a long backlog at a high rate overflows 64 bits before the division */
-	return (uint64_t)((unsigned __int128)(c->busy_until_ns - t) * c->p.rate_bps /
-			  NS_BITS);
+	dt = c->busy_until_ns - t;
+	/* Per packet: stay in 64 bits (the division by a constant becomes a
+	 * multiply); only a long backlog at a high rate needs 128. */
+	if (!__builtin_mul_overflow(dt, c->p.rate_bps, &prod))
+		return prod / NS_BITS;
+	return (uint64_t)((unsigned __int128)dt * c->p.rate_bps / NS_BITS);
 }
 
 /* splitmix64: any state (even 0) gives a full-period, well mixed stream. */
@@ -95,7 +100,13 @@ ls_fab_chan_enqueue(struct ls_fab_chan *c, uint64_t arrival_ns, uint32_t bytes, 
 	}
 
 	start = arrival_ns > c->busy_until_ns ? arrival_ns : c->busy_until_ns;
-	c->busy_until_ns = start + ser_ns(bytes, c->p.rate_bps);
+	/* Packets repeat sizes: skip the division by the rate when we can. */
+	if (bytes != c->ser_bytes || c->p.rate_bps != c->ser_rate) {
+		c->ser_bytes = bytes;
+		c->ser_rate = c->p.rate_bps;
+		c->ser_cached = ser_ns(bytes, c->p.rate_bps);
+	}
+	c->busy_until_ns = start + c->ser_cached;
 	deliver = c->busy_until_ns + c->p.delay_ns;
 	if (c->tail != c->head) {
 		uint64_t prev = c->fifo[(c->tail - 1) & (LS_FAB_FIFO - 1)].deliver_ns;
