@@ -598,8 +598,19 @@ apply_msg(struct lsf_msg *msg, uint64_t now)
 
 	switch (msg->type) {
 	case LSF_MSG_CHAN_SET:
-		if (msg->set_params)
-			G.fab->chans[msg->chan].p = msg->params;
+		if (msg->set_params) {
+			struct ls_fab_chan *c = &G.fab->chans[msg->chan];
+			uint64_t backlog = ls_fab_chan_depth(c, now);
+
+			c->p = msg->params;
+			/* The bytes still queued now drain at the new rate (packets
+			 * already scheduled keep their times; the FIFO never
+			 * reorders). Regression: a slowed link set back to full
+			 * rate reported a gigabyte of queue. */
+			if (backlog)
+				c->busy_until_ns = now + (backlog * 8000000000ULL +
+							  c->p.rate_bps - 1) / c->p.rate_bps;
+		}
 		if (msg->up >= 0)
 			chan_state(msg->chan, msg->up != 0, now);
 		break;
