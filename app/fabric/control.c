@@ -141,24 +141,6 @@ chans_of(json_t *args, uint16_t out[2], struct ls_ctl_req *req)
 	return 2;
 }
 
-static int
-check_keys(json_t *args, const char *const *allowed, struct ls_ctl_req *req)
-{
-	const char *key;
-	json_t *v;
-
-	json_object_foreach(args, key, v) {
-		int ok = 0;
-
-		for (int i = 0; allowed[i] != NULL; i++)
-			ok |= strcmp(key, allowed[i]) == 0;
-		if (!ok) {
-			ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.%s: unknown argument", key);
-			return -1;
-		}
-	}
-	return 0;
-}
 
 /* An optional number argument within [lo, hi]; 1 when present. */
 static int
@@ -278,7 +260,7 @@ cmd_link_set(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 	json_t *up = json_object_get(args, "up");
 	uint16_t ch[2];
 
-	if (check_keys(args, keys, req) < 0 || (n = chans_of(args, ch, req)) < 0)
+	if (ls_ctl_check_keys(req, args, keys) < 0 || (n = chans_of(args, ch, req)) < 0)
 		return;
 	if ((hd = get_num(args, "delay_ns", 0, 10e9, &delay, req)) < 0 ||
 	    (hr = get_num(args, "rate_bps", 1000, 1e13, &rate, req)) < 0 ||
@@ -336,7 +318,7 @@ cmd_link_flap(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 	uint16_t ch[2];
 	int n, rc;
 
-	if (check_keys(args, keys, req) < 0 || (n = chans_of(args, ch, req)) < 0 ||
+	if (ls_ctl_check_keys(req, args, keys) < 0 || (n = chans_of(args, ch, req)) < 0 ||
 	    get_num(args, "down_ms", 0.001, 3.6e6, &down, req) < 0 ||
 	    get_num(args, "every_ms", 0.001, 3.6e6, &every, req) < 0 ||
 	    get_num(args, "count", 0, 1e9, &count, req) < 0)
@@ -375,7 +357,7 @@ cmd_host_slow(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 	uint16_t h;
 	int rc;
 
-	if (check_keys(args, keys, req) < 0 || host_arg(args, "host", &h, req) < 0 ||
+	if (ls_ctl_check_keys(req, args, keys) < 0 || host_arg(args, "host", &h, req) < 0 ||
 	    get_num(args, "rate_bps", 1000, 1e13, &rate, req) < 0)
 		return;
 	if (rate < 0) {
@@ -408,7 +390,7 @@ cmd_routing_set(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 	double ms = -1;
 	int rc;
 
-	if (check_keys(args, keys, req) < 0 ||
+	if (ls_ctl_check_keys(req, args, keys) < 0 ||
 	    get_num(args, "convergence_ms", 0, 3.6e6, &ms, req) < 0)
 		return;
 	if (ms < 0) {
@@ -441,7 +423,7 @@ cmd_route(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 	json_t *a;
 	int rc;
 
-	if (check_keys(args, keys, req) < 0 || host_arg(args, "src", &s, req) < 0 ||
+	if (ls_ctl_check_keys(req, args, keys) < 0 || host_arg(args, "src", &s, req) < 0 ||
 	    host_arg(args, "dst", &d, req) < 0 ||
 	    get_num(args, "sport", 0, 65535, &sport, req) < 0 ||
 	    get_num(args, "dport", 0, 65535, &dport, req) < 0 ||
@@ -488,7 +470,7 @@ cmd_gen_start(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 	uint16_t ch[2];
 	int rc;
 
-	if (check_keys(args, keys, req) < 0)
+	if (ls_ctl_check_keys(req, args, keys) < 0)
 		return;
 	if (name == NULL || strlen(name) == 0 || strlen(name) >= sizeof(gn->name)) {
 		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.name: required string (< 32)");
@@ -567,7 +549,7 @@ cmd_gen_stop(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 	struct lsf_msg *m;
 	int rc;
 
-	if (check_keys(args, keys, req) < 0)
+	if (ls_ctl_check_keys(req, args, keys) < 0)
 		return;
 	if (name == NULL) {
 		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.name: required string");
@@ -653,7 +635,7 @@ cmd_truth(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 	json_t *a;
 	uint64_t from;
 
-	if (check_keys(args, keys, req) < 0 || get_num(args, "max", 1, LSF_KEEP_HOPS, &max, req) < 0)
+	if (ls_ctl_check_keys(req, args, keys) < 0 || get_num(args, "max", 1, LSF_KEEP_HOPS, &max, req) < 0)
 		return;
 	a = json_array();
 	from = C.n_hops > (uint64_t)max ? C.n_hops - (uint64_t)max : 0;

@@ -305,26 +305,6 @@ parse_window(json_t *args, enum ls_path_win *w, struct ls_ctl_req *req)
 	return -1;
 }
 
-/* Reject keys a command does not know, like the config file does. */
-static int
-check_keys(json_t *args, const char *const *allowed, struct ls_ctl_req *req)
-{
-	const char *key;
-	json_t *v;
-
-	json_object_foreach(args, key, v) {
-		int ok = 0;
-
-		for (int i = 0; allowed[i] != NULL; i++)
-			ok |= strcmp(key, allowed[i]) == 0;
-		if (!ok) {
-			ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.%s: unknown argument", key);
-			return -1;
-		}
-	}
-	return 0;
-}
-
 /* ---- commands --------------------------------------------------------- */
 
 static void
@@ -476,7 +456,7 @@ cmd_paths(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 	enum ls_path_win w;
 	json_t *peers;
 
-	if (check_keys(args, keys, req) < 0 || parse_window(args, &w, req) < 0)
+	if (ls_ctl_check_keys(req, args, keys) < 0 || parse_window(args, &w, req) < 0)
 		return;
 	peers = json_array();
 	for (unsigned int i = 0; i < ctl.n_peers; i++) {
@@ -517,7 +497,7 @@ cmd_path(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 	json_t *paths;
 	int idx;
 
-	if (check_keys(args, keys, req) < 0 || parse_window(args, &only, req) < 0)
+	if (ls_ctl_check_keys(req, args, keys) < 0 || parse_window(args, &only, req) < 0)
 		return;
 	if (name == NULL) {
 		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.peer: required string (peer name)");
@@ -619,7 +599,7 @@ cmd_peer_del(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 	char copy[LS_NAME_LEN];
 	int idx, rc;
 
-	if (check_keys(args, keys, req) < 0)
+	if (ls_ctl_check_keys(req, args, keys) < 0)
 		return;
 	if (name == NULL) {
 		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.name: required string (peer name)");
@@ -718,7 +698,7 @@ cmd_probe_set(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 	unsigned int updated = 0;
 	int only = -1;
 
-	if (check_keys(args, keys, req) < 0 ||
+	if (ls_ctl_check_keys(req, args, keys) < 0 ||
 	    get_uint(args, "interval_us", 100, 60000000, &interval, req) < 0 ||
 	    get_uint(args, "paths", 1, LS_MAX_PATHS, &paths, req) < 0)
 		return;
@@ -811,7 +791,7 @@ cmd_log_level(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 	json_t *v = json_object_get(args, "level");
 	int lvl;
 
-	if (check_keys(args, keys, req) < 0)
+	if (ls_ctl_check_keys(req, args, keys) < 0)
 		return;
 	if (v != NULL) {
 		lvl = ls_log_level_from_name(json_string_value(v));
@@ -838,7 +818,7 @@ cmd_capture_start(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 	char err[300];
 	int rc;
 
-	if (check_keys(args, keys, req) < 0 ||
+	if (ls_ctl_check_keys(req, args, keys) < 0 ||
 	    get_uint(args, "snaplen", 64, 65535, &snaplen, req) < 0 ||
 	    get_uint(args, "max_bytes", 4096, 1ULL << 40, &max_bytes, req) < 0)
 		return;

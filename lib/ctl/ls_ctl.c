@@ -909,3 +909,22 @@ ls_ctl_free(struct ls_ctl *ctl)
 	free(ctl->path);
 	free(ctl);
 }
+
+int
+ls_ctl_check_keys(struct ls_ctl_req *req, json_t *args, const char *const *allowed)
+{
+	const char *key;
+	json_t *v;
+
+	json_object_foreach(args, key, v) {
+		int ok = 0;
+
+		for (int i = 0; allowed[i] != NULL; i++)
+			ok |= strcmp(key, allowed[i]) == 0;
+		if (!ok) {
+			ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.%s: unknown argument", key);
+			return -1;
+		}
+	}
+	return 0;
+}

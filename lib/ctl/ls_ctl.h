@@ -97,6 +97,13 @@ void ls_ctl_reply_ok(struct ls_ctl_req *req, json_t *result);
 void ls_ctl_reply_error(struct ls_ctl_req *req, const char *code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/**
+ * Reply a bad_args error and return -1 when args has a key that is not in
+ * allowed (NULL-terminated), like configuration files do: a typo must not be
+ * silently ignored. @return 0 when every key is allowed.
+ */
+int ls_ctl_check_keys(struct ls_ctl_req *req, json_t *args, const char *const *allowed);
+
 /** Number of connected clients. */
 unsigned int ls_ctl_n_clients(const struct ls_ctl *ctl);
 
