@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# lockstep-fabric under hostile input: the fuzz corpus (random and mutated
+# frames: truncated, bad lengths and checksums, fragments, VLANs, garbage ARP
+# and ND, valid probes) enters the emulator from host h1 through a net_pcap
+# port, addressed so that a good part of it is routable (h1 and h2 use the
+# corpus' addresses). The emulator must keep running and answering, account
+# for every frame it received, and shut down cleanly.
+#   LS_BUILD=build tests/fuzz/test_fabric_fuzz.sh      (as root)
+set -euo pipefail
+LS_BUILD=${LS_BUILD:-./build}
+HERE=$(cd "$(dirname "$0")" && pwd)
+TMP=$(mktemp -d /tmp/ls-fabfuzz.XXXXXX)
+PRE=lsff$$
+PID=""
+cleanup() {
+	local rc=$?
+	[ -n "$PID" ] && kill -KILL "$PID" 2>/dev/null || true
+	rm -rf "$TMP" "/var/run/dpdk/$PRE"
+	exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+fail() { echo "test_fabric_fuzz: FAIL: $*" >&2; [ -f "$TMP/fab.log" ] && tail -n 20 "$TMP/fab.log" >&2; exit 1; }
+[ "$(id -u)" = 0 ] || { echo "SKIP: must run as root (DPDK)"; exit 77; }
+
+/usr/bin/python3 "$HERE/gen_fuzz_pcap.py" "$TMP/fuzz.pcap" --count 120000 > "$TMP/gen.out"
+cat > "$TMP/topo.json" <<JSON
+{"defaults": {"link": {"delay_ns": 1000, "rate_bps": 100000000000, "buffer_bytes": 16777216, "mtu": 9000}},
+ "switches": [{"name": "leaf1", "role": "leaf", "ipv4": "10.9.0.254", "ipv6": "fd00:9::fe"}],
+ "links": [],
+ "hosts": [{"name": "h1", "leaf": "leaf1", "ipv4": "10.9.0.2/24", "ipv6": "fd00:9::2/64",
+            "dev": "net_pcap0,rx_pcap=$TMP/fuzz.pcap,tx_pcap=$TMP/h1-out.pcap"},
+           {"name": "h2", "leaf": "leaf1", "ipv4": "10.9.0.1/24", "ipv6": "fd00:9::1/64",
+            "dev": "net_pcap1,tx_pcap=$TMP/h2-out.pcap"}]}
+JSON
+"$LS_BUILD/app/fabric/lockstep-fabric" --no-pci --no-huge -m 512 --lcores '0@(0,1)' \
+	--file-prefix "$PRE" -- --topo "$TMP/topo.json" --dir "$TMP" --socket "$TMP/ctl.sock" \
+	--sample-us 10 > "$TMP/fab.log" 2>&1 &
+PID=$!
+CTL=("$LS_BUILD/tools/lockstepctl/lockstepctl" -s "$TMP/ctl.sock")
+for _ in $(seq 1 100); do [ -S "$TMP/ctl.sock" ] && break; sleep 0.1; done
+[ -S "$TMP/ctl.sock" ] || fail "the emulator did not start"
+# Wait until every frame of the pcap has been received.
+frames=$(tail -n 1 "$TMP/gen.out" | grep -o '[0-9]\+' | head -n 1)
+for _ in $(seq 1 600); do
+	kill -0 "$PID" 2>/dev/null || fail "lockstep-fabric died"
+	rx=$("${CTL[@]}" call status | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["counters"]["rx_pkts"])')
+	[ "$rx" -ge "$frames" ] && break
+	sleep 0.2
+done
+sleep 1
+"${CTL[@]}" call status > "$TMP/st.json" || fail "the emulator no longer answers"
+/usr/bin/python3 - "$TMP/st.json" "$frames" <<'PY' || exit 1
+import json, sys
+c = json.load(open(sys.argv[1]))["counters"]
+frames = int(sys.argv[2])
+# Every frame from h1 ends somewhere: forwarded out of a host port, answered
+# (ARP/ND, ICMP), or dropped as bad / not IP / no route / by a link.
+out = c["tx_pkts"] + c["bad"] + c["not_ip"] + c["no_route"]
+print("test_fabric_fuzz: %d frames in: tx %d, arp %d, nd %d, icmp %d, bad %d, not ip %d, no route %d"
+      % (c["rx_pkts"], c["tx_pkts"], c["arp_answered"], c["nd_answered"], c["icmp_time_exceeded"],
+         c["bad"], c["not_ip"], c["no_route"]))
+ok = c["rx_pkts"] >= frames and c["bad"] > 0 and c["tx_pkts"] > 0
+print("test_fabric_fuzz: %s" % ("PASS" if ok else "FAIL: not every frame was received or classified"))
+sys.exit(0 if ok else 1)
+PY
+kill -TERM "$PID"
+wait "$PID" || fail "exit status $? after SIGTERM"
+PID=""
+[ ! -e "$TMP/ctl.sock" ] || fail "control socket left behind"
+echo "test_fabric_fuzz: survived $frames hostile frames, clean shutdown"
+echo "1 passed, 0 failed"
