@@ -78,6 +78,18 @@ ls_addr_fmt(const struct ls_addr *a, char *buf, size_t len)
 }
 
 bool
+ls_addr_is_unicast(const struct ls_addr *a)
+{
+	static const uint8_t zero[16];
+
+	if (a->family == LS_AF_INET)
+		return memcmp(a->a, zero, 4) != 0 && (a->a[0] & 0xf0) != 0xe0 &&
+		       !(a->a[0] == 255 && a->a[1] == 255 && a->a[2] == 255 &&
+			 a->a[3] == 255);
+	return memcmp(a->a, zero, 16) != 0 && a->a[0] != 0xff;
+}
+
+bool
 ls_prefix_contains(const struct ls_prefix *p, const struct ls_addr *addr)
 {
 	unsigned int full, rem;

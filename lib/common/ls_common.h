@@ -70,6 +70,12 @@ ls_addr_eq(const struct ls_addr *x, const struct ls_addr *y)
 	return x->family == y->family && memcmp(x->a, y->a, n) == 0;
 }
 
+/**
+ * True for an address a host can have: not unspecified, multicast or (IPv4)
+ * the limited broadcast.
+ */
+bool ls_addr_is_unicast(const struct ls_addr *a);
+
 /** True when addr lies inside prefix p (same family). */
 bool ls_prefix_contains(const struct ls_prefix *p, const struct ls_addr *addr);
 

@@ -21,130 +21,29 @@
  */
 #include <errno.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "ls_config.h"
+#include "ls_jsonv.h"
 
 /* Parse context: where errors go and what cross references can see. */
 struct pctx {
-	const char *src;               /* file name for messages; NULL = none */
-	char *err;                     /* message buffer (may be NULL) */
-	size_t errlen;
+	struct ls_jsonv jv;            /* where errors go */
 	const struct ls_config *cfg;   /* ports known so far (for peers) */
 	struct ls_config *out;         /* config being built (ports, peers) */
 };
 
-/* Key paths are short ("peers[4095].interval_us"); unknown keys are cut. */
-#define PATH_LEN 160
 
-/* Longest piece of user text quoted back in a message. */
-#define QUOTE_MAX 80
-
-static int __attribute__((format(printf, 3, 4)))
-fail(struct pctx *c, const char *path, const char *fmt, ...)
-{
-	char reason[LS_ERR_LEN];
-	va_list ap;
-
-	if (c->err == NULL || c->errlen == 0)
-		return -EINVAL;
-	va_start(ap, fmt);
-	vsnprintf(reason, sizeof(reason), fmt, ap);
-	va_end(ap);
-	if (c->src != NULL && path != NULL && path[0] != '\0')
-		snprintf(c->err, c->errlen, "%s: %s: %s", c->src, path, reason);
-	else if (c->src != NULL)
-		snprintf(c->err, c->errlen, "%s: %s", c->src, reason);
-	else if (path != NULL && path[0] != '\0')
-		snprintf(c->err, c->errlen, "%s: %s", path, reason);
-	else
-		snprintf(c->err, c->errlen, "%s", reason);
-	return -EINVAL;
-}
-
-/*
- * Copy user text for a message. Control characters become '?' so that the
- * message stays one line whatever the file contains; long text is cut.
- */
-static const char *
-clean(char *buf, size_t len, const char *s)
-{
-	size_t i, n = 0;
-
-	for (i = 0; s[i] != '\0' && n + 4 < len && i < QUOTE_MAX; i++) {
-		unsigned char ch = (unsigned char)s[i];
-
-		buf[n++] = (ch < 0x20 || ch == 0x7f) ? '?' : (char)ch;
-	}
-	if (s[i] != '\0' && n + 4 <= len) {
-		memcpy(buf + n, "...", 3);
-		n += 3;
-	}
-	buf[n] = '\0';
-	return buf;
-}
-
-/* Key path of a member: "parent.key", or "key" at the top. */
-static const char *
-path_key(char *buf, const char *parent, const char *key)
-{
-	char k[QUOTE_MAX + 4];
-
-	int n;
-
-	clean(k, sizeof(k), key);
-	if (parent == NULL || parent[0] == '\0')
-		n = snprintf(buf, PATH_LEN, "%s", k);
-	else
-		n = snprintf(buf, PATH_LEN, "%s.%s", parent, k);
-	/* only a caller-supplied prefix can be this long: mark the cut */
-	if (n >= PATH_LEN)
-		memcpy(buf + PATH_LEN - 4, "...", 4);
-	return buf;
-}
-
-/* Key path of an array element: "parent[i]". */
-static const char *
-path_idx(char *buf, const char *parent, size_t i)
-{
-	snprintf(buf, PATH_LEN, "%s[%zu]", parent, i);
-	return buf;
-}
-
-static const char *
-json_kind(const json_t *v)
-{
-	switch (json_typeof(v)) {
-	case JSON_OBJECT:
-		return "object";
-	case JSON_ARRAY:
-		return "array";
-	case JSON_STRING:
-		return "string";
-	case JSON_INTEGER:
-		return "integer";
-	case JSON_REAL:
-		return "real";
-	case JSON_TRUE:
-	case JSON_FALSE:
-		return "boolean";
-	case JSON_NULL:
-		return "null";
-	}
-	return "?";
-}
 
 /* Type check shared by every string-valued key. */
 static int
 want_string(struct pctx *c, const char *path, const json_t *v, const char **s)
 {
 	if (!json_is_string(v))
-		return fail(c, path, "expected string, got %s", json_kind(v));
+		return ls_jsonv_fail(&c->jv, path, "expected string, got %s", ls_jsonv_kind(v));
 	*s = json_string_value(v);
 	return 0;
 }
@@ -248,13 +147,6 @@ store_int(void *dst, size_t size, long long v)
 }
 
 static int
-valid_name_char(char ch)
-{
-	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-	       (ch >= '0' && ch <= '9') || ch == '_' || ch == '.' || ch == '-';
-}
-
-static int
 parse_field(struct pctx *c, const char *path, const json_t *v, void *base,
 	    const struct field *f);
 
@@ -266,14 +158,14 @@ static int
 parse_object(struct pctx *c, const char *path, const json_t *obj,
 	     const struct schema *s, void *base)
 {
-	char kpath[PATH_LEN];
+	char kpath[LS_JSONV_PATH_LEN];
 	const char *key;
 	json_t *val;
 	size_t i;
 	int rc;
 
 	if (!json_is_object(obj))
-		return fail(c, path, "expected object, got %s", json_kind(obj));
+		return ls_jsonv_fail(&c->jv, path, "expected object, got %s", ls_jsonv_kind(obj));
 
 	/* jansson's iteration API is not const; nothing is modified. */
 	json_object_foreach((json_t *)(uintptr_t)obj, key, val) {
@@ -281,17 +173,17 @@ parse_object(struct pctx *c, const char *path, const json_t *obj,
 			if (strcmp(key, s->fields[i].key) == 0)
 				break;
 		if (i == s->n)
-			return fail(c, path_key(kpath, path, key), "unknown key");
+			return ls_jsonv_fail(&c->jv, ls_jsonv_key(kpath, path, key), "unknown key");
 	}
 
 	for (i = 0; i < s->n; i++) {
 		const struct field *f = &s->fields[i];
 		const json_t *v = json_object_get(obj, f->key);
 
-		path_key(kpath, path, f->key);
+		ls_jsonv_key(kpath, path, f->key);
 		if (v == NULL) {
 			if (f->flags & F_REQ)
-				return fail(c, kpath, "required key missing");
+				return ls_jsonv_fail(&c->jv, kpath, "required key missing");
 			continue;
 		}
 		rc = parse_field(c, kpath, v, base, f);
@@ -306,7 +198,7 @@ parse_field(struct pctx *c, const char *path, const json_t *v, void *base,
 	    const struct field *f)
 {
 	char *dst = (char *)base + f->off;
-	char q[QUOTE_MAX + 4];
+	char q[LS_JSONV_QUOTE_MAX + 4];
 	const char *s = NULL;
 	size_t len, i;
 	int rc;
@@ -316,13 +208,13 @@ parse_field(struct pctx *c, const char *path, const json_t *v, void *base,
 		json_int_t x;
 
 		if (!json_is_integer(v))
-			return fail(c, path, "expected integer, got %s", json_kind(v));
+			return ls_jsonv_fail(&c->jv, path, "expected integer, got %s", ls_jsonv_kind(v));
 		x = json_integer_value(v);
 		if (x < f->min || x > f->max)
-			return fail(c, path, "must be between %lld and %lld, got %lld",
+			return ls_jsonv_fail(&c->jv, path, "must be between %lld and %lld, got %lld",
 				    f->min, f->max, (long long)x);
 		if ((f->flags & F_POW2) && (x & (x - 1)) != 0)
-			return fail(c, path, "must be a power of 2, got %lld",
+			return ls_jsonv_fail(&c->jv, path, "must be a power of 2, got %lld",
 				    (long long)x);
 		store_int(dst, f->size, x);
 		return 0;
@@ -331,10 +223,10 @@ parse_field(struct pctx *c, const char *path, const json_t *v, void *base,
 		double x;
 
 		if (!json_is_number(v))
-			return fail(c, path, "expected number, got %s", json_kind(v));
+			return ls_jsonv_fail(&c->jv, path, "expected number, got %s", ls_jsonv_kind(v));
 		x = json_number_value(v);
 		if (!(x >= f->dmin && x <= f->dmax))
-			return fail(c, path, "must be between %g and %g, got %g",
+			return ls_jsonv_fail(&c->jv, path, "must be between %g and %g, got %g",
 				    f->dmin, f->dmax, x);
 		memcpy(dst, &x, sizeof(x));
 		return 0;
@@ -343,7 +235,7 @@ parse_field(struct pctx *c, const char *path, const json_t *v, void *base,
 		bool b;
 
 		if (!json_is_boolean(v))
-			return fail(c, path, "expected boolean, got %s", json_kind(v));
+			return ls_jsonv_fail(&c->jv, path, "expected boolean, got %s", ls_jsonv_kind(v));
 		b = json_is_true(v);
 		memcpy(dst, &b, sizeof(b));
 		return 0;
@@ -355,18 +247,18 @@ parse_field(struct pctx *c, const char *path, const json_t *v, void *base,
 		len = strlen(s);
 		/* an embedded NUL would silently shorten the value */
 		if (len != json_string_length(v))
-			return fail(c, path, "must not contain NUL characters");
+			return ls_jsonv_fail(&c->jv, path, "must not contain NUL characters");
 		if (len == 0 && f->min > 0)
-			return fail(c, path, "must not be empty");
+			return ls_jsonv_fail(&c->jv, path, "must not be empty");
 		if (len >= f->size)
-			return fail(c, path, "must be at most %zu characters long, got %zu",
+			return ls_jsonv_fail(&c->jv, path, "must be at most %zu characters long, got %zu",
 				    f->size - 1, len);
 		if (f->flags & F_NAME) {
 			for (i = 0; i < len; i++)
-				if (!valid_name_char(s[i]))
-					return fail(c, path,
+				if (!ls_jsonv_name_char(s[i]))
+					return ls_jsonv_fail(&c->jv, path,
 						    "invalid character in \"%s\" (allowed: A-Z a-z 0-9 _ . -)",
-						    clean(q, sizeof(q), s));
+						    ls_jsonv_quote(q, sizeof(q), s));
 		}
 		memcpy(dst, s, len + 1);
 		return 0;
@@ -387,39 +279,26 @@ parse_field(struct pctx *c, const char *path, const json_t *v, void *base,
 			snprintf(list + len, sizeof(list) - len, "%s\"%s\"",
 				 i == 0 ? "" : ", ", f->names[i]);
 		}
-		return fail(c, path, "must be one of %s, got \"%s\"", list,
-			    clean(q, sizeof(q), s));
+		return ls_jsonv_fail(&c->jv, path, "must be one of %s, got \"%s\"", list,
+			    ls_jsonv_quote(q, sizeof(q), s));
 	}
 	case FK_OBJ:
 		return parse_object(c, path, v, f->sub, dst);
 	case FK_FUNC:
 		return f->fn(c, path, v, dst, f);
 	}
-	return fail(c, path, "internal error: bad field kind");
+	return ls_jsonv_fail(&c->jv, path, "internal error: bad field kind");
 }
 
 /*
  * Address helpers (FK_FUNC callbacks).
  */
 
-/* Unicast: not unspecified, not multicast, not IPv4 limited broadcast. */
-static bool
-addr_is_unicast(const struct ls_addr *a)
-{
-	static const uint8_t zero[16];
-
-	if (a->family == LS_AF_INET)
-		return memcmp(a->a, zero, 4) != 0 && (a->a[0] & 0xf0) != 0xe0 &&
-		       !(a->a[0] == 255 && a->a[1] == 255 && a->a[2] == 255 &&
-			 a->a[3] == 255);
-	return memcmp(a->a, zero, 16) != 0 && a->a[0] != 0xff;
-}
-
 static int
 addr_common(struct pctx *c, const char *path, const json_t *v, int family,
 	    struct ls_addr *out)
 {
-	char q[QUOTE_MAX + 4];
+	char q[LS_JSONV_QUOTE_MAX + 4];
 	const char *s = NULL;
 	int rc;
 
@@ -427,13 +306,13 @@ addr_common(struct pctx *c, const char *path, const json_t *v, int family,
 	if (rc < 0)
 		return rc;
 	if (ls_addr_parse(s, out) < 0)
-		return fail(c, path, "not an IP address: \"%s\"", clean(q, sizeof(q), s));
+		return ls_jsonv_fail(&c->jv, path, "not an IP address: \"%s\"", ls_jsonv_quote(q, sizeof(q), s));
 	if (family != 0 && out->family != family)
-		return fail(c, path, "must be an IPv%d address, got \"%s\"", family,
-			    clean(q, sizeof(q), s));
-	if (!addr_is_unicast(out))
-		return fail(c, path, "must be a unicast address, got \"%s\"",
-			    clean(q, sizeof(q), s));
+		return ls_jsonv_fail(&c->jv, path, "must be an IPv%d address, got \"%s\"", family,
+			    ls_jsonv_quote(q, sizeof(q), s));
+	if (!ls_addr_is_unicast(out))
+		return ls_jsonv_fail(&c->jv, path, "must be a unicast address, got \"%s\"",
+			    ls_jsonv_quote(q, sizeof(q), s));
 	return 0;
 }
 
@@ -470,21 +349,21 @@ static int
 prefix_common(struct pctx *c, const char *path, const json_t *v, int family,
 	      struct ls_prefix *out)
 {
-	char q[QUOTE_MAX + 4];
+	char q[LS_JSONV_QUOTE_MAX + 4];
 	const char *s = NULL;
 	int rc;
 
 	rc = want_string(c, path, v, &s);
 	if (rc < 0)
 		return rc;
-	clean(q, sizeof(q), s);
+	ls_jsonv_quote(q, sizeof(q), s);
 	if (strchr(s, '/') == NULL || ls_prefix_parse(s, out) < 0)
-		return fail(c, path, "not an IPv%d prefix (%s): \"%s\"", family,
+		return ls_jsonv_fail(&c->jv, path, "not an IPv%d prefix (%s): \"%s\"", family,
 			    family == LS_AF_INET ? "a.b.c.d/len" : "x::y/len", q);
 	if (out->addr.family != family)
-		return fail(c, path, "must be an IPv%d prefix, got \"%s\"", family, q);
-	if (!addr_is_unicast(&out->addr))
-		return fail(c, path, "must be a unicast address, got \"%s\"", q);
+		return ls_jsonv_fail(&c->jv, path, "must be an IPv%d prefix, got \"%s\"", family, q);
+	if (!ls_addr_is_unicast(&out->addr))
+		return ls_jsonv_fail(&c->jv, path, "must be a unicast address, got \"%s\"", q);
 	return 0;
 }
 
@@ -510,7 +389,7 @@ fn_mac(struct pctx *c, const char *path, const json_t *v, void *dst,
        const struct field *f)
 {
 	struct ls_mac *m = dst;
-	char q[QUOTE_MAX + 4];
+	char q[LS_JSONV_QUOTE_MAX + 4];
 	const char *s = NULL;
 	int rc;
 
@@ -518,13 +397,13 @@ fn_mac(struct pctx *c, const char *path, const json_t *v, void *dst,
 	rc = want_string(c, path, v, &s);
 	if (rc < 0)
 		return rc;
-	clean(q, sizeof(q), s);
+	ls_jsonv_quote(q, sizeof(q), s);
 	if (ls_mac_parse(s, m) < 0)
-		return fail(c, path, "not a MAC address (aa:bb:cc:dd:ee:ff): \"%s\"", q);
+		return ls_jsonv_fail(&c->jv, path, "not a MAC address (aa:bb:cc:dd:ee:ff): \"%s\"", q);
 	if (m->b[0] & 0x01)
-		return fail(c, path, "must be a unicast MAC, got \"%s\"", q);
+		return ls_jsonv_fail(&c->jv, path, "must be a unicast MAC, got \"%s\"", q);
 	if ((m->b[0] | m->b[1] | m->b[2] | m->b[3] | m->b[4] | m->b[5]) == 0)
-		return fail(c, path, "must not be all zeros");
+		return ls_jsonv_fail(&c->jv, path, "must not be all zeros");
 	return 0;
 }
 
@@ -536,27 +415,27 @@ static int
 fn_mode(struct pctx *c, const char *path, const json_t *v, void *dst,
 	const struct field *f)
 {
-	char q[QUOTE_MAX + 4];
+	char q[LS_JSONV_QUOTE_MAX + 4];
 	unsigned long m = 0;
 	const char *s = NULL;
 	size_t i, len;
 
 	(void)f;
 	if (!json_is_string(v))
-		return fail(c, path, "expected string of octal digits like \"0660\", got %s",
-			    json_kind(v));
+		return ls_jsonv_fail(&c->jv, path, "expected string of octal digits like \"0660\", got %s",
+			    ls_jsonv_kind(v));
 	s = json_string_value(v);
 	len = strlen(s);
-	clean(q, sizeof(q), s);
+	ls_jsonv_quote(q, sizeof(q), s);
 	if (len == 0 || len > 4)
-		return fail(c, path, "expected octal digits like \"0660\", got \"%s\"", q);
+		return ls_jsonv_fail(&c->jv, path, "expected octal digits like \"0660\", got \"%s\"", q);
 	for (i = 0; i < len; i++) {
 		if (s[i] < '0' || s[i] > '7')
-			return fail(c, path, "expected octal digits like \"0660\", got \"%s\"", q);
+			return ls_jsonv_fail(&c->jv, path, "expected octal digits like \"0660\", got \"%s\"", q);
 		m = m * 8 + (unsigned long)(s[i] - '0');
 	}
 	if (m > 0777)
-		return fail(c, path, "must be at most 0777, got \"%s\"", q);
+		return ls_jsonv_fail(&c->jv, path, "must be at most 0777, got \"%s\"", q);
 	*(uint32_t *)dst = (uint32_t)m;
 	return 0;
 }
@@ -612,32 +491,32 @@ static int
 port_post(struct pctx *c, const char *path, const json_t *obj, void *base)
 {
 	struct ls_conf_port *p = base;
-	char kpath[PATH_LEN];
+	char kpath[LS_JSONV_PATH_LEN];
 	char a[LS_ADDR_STRLEN], q[LS_ADDR_STRLEN];
 
 	p->has_mac = json_object_get(obj, "mac") != NULL;
 	if (p->ipv4.addr.family == 0 && p->ipv6.addr.family == 0)
-		return fail(c, path, "needs at least one of ipv4, ipv6");
+		return ls_jsonv_fail(&c->jv, path, "needs at least one of ipv4, ipv6");
 	if (p->gateway4.family != 0) {
-		path_key(kpath, path, "gateway4");
+		ls_jsonv_key(kpath, path, "gateway4");
 		ls_addr_fmt(&p->gateway4, q, sizeof(q));
 		if (p->ipv4.addr.family == 0)
-			return fail(c, kpath, "set but the port has no ipv4");
+			return ls_jsonv_fail(&c->jv, kpath, "set but the port has no ipv4");
 		ls_addr_fmt(&p->ipv4.addr, a, sizeof(a));
 		if (!ls_prefix_contains(&p->ipv4, &p->gateway4))
-			return fail(c, kpath, "%s is not inside ipv4 %s/%u", q, a,
+			return ls_jsonv_fail(&c->jv, kpath, "%s is not inside ipv4 %s/%u", q, a,
 				    p->ipv4.plen);
 		if (ls_addr_eq(&p->ipv4.addr, &p->gateway4))
-			return fail(c, kpath, "%s is the port's own address", q);
+			return ls_jsonv_fail(&c->jv, kpath, "%s is the port's own address", q);
 	}
 	if (p->gateway6.family != 0) {
 		/* IPv6 next hops are usually link-local: no containment check. */
-		path_key(kpath, path, "gateway6");
+		ls_jsonv_key(kpath, path, "gateway6");
 		ls_addr_fmt(&p->gateway6, q, sizeof(q));
 		if (p->ipv6.addr.family == 0)
-			return fail(c, kpath, "set but the port has no ipv6");
+			return ls_jsonv_fail(&c->jv, kpath, "set but the port has no ipv6");
 		if (ls_addr_eq(&p->ipv6.addr, &p->gateway6))
-			return fail(c, kpath, "%s is the port's own address", q);
+			return ls_jsonv_fail(&c->jv, kpath, "%s is the port's own address", q);
 	}
 	return 0;
 }
@@ -671,18 +550,18 @@ fn_ports(struct pctx *c, const char *path, const json_t *v, void *dst,
 	 const struct field *f)
 {
 	struct ls_config *cfg = c->out;
-	char ipath[PATH_LEN], kpath[PATH_LEN];
-	char q[QUOTE_MAX + 4], d[QUOTE_MAX + 4];
+	char ipath[LS_JSONV_PATH_LEN], kpath[LS_JSONV_PATH_LEN];
+	char q[LS_JSONV_QUOTE_MAX + 4], d[LS_JSONV_QUOTE_MAX + 4];
 	size_t n, i, j;
 	int rc;
 
 	(void)dst;
 	(void)f;
 	if (!json_is_array(v))
-		return fail(c, path, "expected array, got %s", json_kind(v));
+		return ls_jsonv_fail(&c->jv, path, "expected array, got %s", ls_jsonv_kind(v));
 	n = json_array_size(v);
 	if (n < 1 || n > LS_MAX_PORTS)
-		return fail(c, path, "must have 1 to %d entries, got %zu",
+		return ls_jsonv_fail(&c->jv, path, "must have 1 to %d entries, got %zu",
 			    LS_MAX_PORTS, n);
 	for (i = 0; i < n; i++) {
 		struct ls_conf_port *p = &cfg->ports[i];
@@ -692,7 +571,7 @@ fn_ports(struct pctx *c, const char *path, const json_t *v, void *dst,
 		p->rx_desc = 1024;
 		p->tx_desc = 1024;
 		p->mtu = 1500;
-		path_idx(ipath, path, i);
+		ls_jsonv_index(ipath, path, i);
 		rc = parse_object(c, ipath, json_array_get(v, i), &port_schema, p);
 		if (rc < 0)
 			return rc;
@@ -701,17 +580,17 @@ fn_ports(struct pctx *c, const char *path, const json_t *v, void *dst,
 			size_t dl = dev_name_len(p->dev);
 
 			if (strcmp(o->name, p->name) == 0)
-				return fail(c, path_key(kpath, ipath, "name"),
+				return ls_jsonv_fail(&c->jv, ls_jsonv_key(kpath, ipath, "name"),
 					    "duplicate port name \"%s\" (also %s[%zu])",
 					    p->name, path, j);
 			/* EAL probes a device once, whatever devargs follow */
 			if (dev_name_len(o->dev) == dl &&
 			    strncmp(o->dev, p->dev, dl) == 0) {
 				snprintf(d, sizeof(d), "%.*s",
-					 (int)(dl < QUOTE_MAX ? dl : QUOTE_MAX), p->dev);
-				return fail(c, path_key(kpath, ipath, "dev"),
+					 (int)(dl < LS_JSONV_QUOTE_MAX ? dl : LS_JSONV_QUOTE_MAX), p->dev);
+				return ls_jsonv_fail(&c->jv, ls_jsonv_key(kpath, ipath, "dev"),
 					    "duplicate device \"%s\" (also %s[%zu])",
-					    clean(q, sizeof(q), d), path, j);
+					    ls_jsonv_quote(q, sizeof(q), d), path, j);
 			}
 		}
 		cfg->n_ports = (unsigned int)(i + 1);
@@ -724,25 +603,25 @@ peer_post(struct pctx *c, const char *path, const json_t *obj, void *base)
 {
 	struct ls_conf_peer *p = base;
 	const struct ls_conf_port *port;
-	char kpath[PATH_LEN];
+	char kpath[LS_JSONV_PATH_LEN];
 	int idx;
 
 	p->has_mac = json_object_get(obj, "mac") != NULL;
 	if (p->port[0] == '\0') {
 		if (c->cfg == NULL || c->cfg->n_ports == 0)
-			return fail(c, path_key(kpath, path, "port"),
+			return ls_jsonv_fail(&c->jv, ls_jsonv_key(kpath, path, "port"),
 				    "no ports defined");
 		/* default: the first port */
 		snprintf(p->port, sizeof(p->port), "%s", c->cfg->ports[0].name);
 	}
 	idx = ls_config_port_index(c->cfg, p->port);
 	if (idx < 0)
-		return fail(c, path_key(kpath, path, "port"),
+		return ls_jsonv_fail(&c->jv, ls_jsonv_key(kpath, path, "port"),
 			    "port \"%s\" not defined", p->port);
 	port = &c->cfg->ports[idx];
 	if ((p->addr.family == LS_AF_INET && port->ipv4.addr.family == 0) ||
 	    (p->addr.family == LS_AF_INET6 && port->ipv6.addr.family == 0))
-		return fail(c, path_key(kpath, path, "addr"),
+		return ls_jsonv_fail(&c->jv, ls_jsonv_key(kpath, path, "addr"),
 			    "peer address family has no address on port \"%s\"",
 			    p->port);
 	return 0;
@@ -765,36 +644,36 @@ fn_peers(struct pctx *c, const char *path, const json_t *v, void *dst,
 	 const struct field *f)
 {
 	struct ls_config *cfg = c->out;
-	char ipath[PATH_LEN], kpath[PATH_LEN];
+	char ipath[LS_JSONV_PATH_LEN], kpath[LS_JSONV_PATH_LEN];
 	size_t n, i, j;
 	int rc;
 
 	(void)dst;
 	(void)f;
 	if (!json_is_array(v))
-		return fail(c, path, "expected array, got %s", json_kind(v));
+		return ls_jsonv_fail(&c->jv, path, "expected array, got %s", ls_jsonv_kind(v));
 	n = json_array_size(v);
 	if (n > LS_MAX_PEERS)
-		return fail(c, path, "must have at most %d entries, got %zu",
+		return ls_jsonv_fail(&c->jv, path, "must have at most %d entries, got %zu",
 			    LS_MAX_PEERS, n);
 	if (n == 0)
 		return 0;
 	cfg->peers = calloc(n, sizeof(*cfg->peers));
 	if (cfg->peers == NULL) {
-		fail(c, path, "out of memory");
+		ls_jsonv_fail(&c->jv, path, "out of memory");
 		return -ENOMEM;
 	}
 	for (i = 0; i < n; i++) {
 		struct ls_conf_peer *p = &cfg->peers[i];
 
-		path_idx(ipath, path, i);
+		ls_jsonv_index(ipath, path, i);
 		rc = parse_object(c, ipath, json_array_get(v, i), &peer_schema, p);
 		if (rc < 0)
 			return rc;
 		/* Quadratic, but 4096 peers is 8M short compares, once. */
 		for (j = 0; j < i; j++)
 			if (strcmp(cfg->peers[j].name, p->name) == 0)
-				return fail(c, path_key(kpath, ipath, "name"),
+				return ls_jsonv_fail(&c->jv, ls_jsonv_key(kpath, ipath, "name"),
 					    "duplicate peer name \"%s\" (also %s[%zu])",
 					    p->name, path, j);
 		cfg->n_peers = (unsigned int)(i + 1);
@@ -852,10 +731,10 @@ static int
 clock_post(struct pctx *c, const char *path, const json_t *obj, void *base)
 {
 	const struct ls_conf_clock *clk = base;
-	char kpath[PATH_LEN];
+	char kpath[LS_JSONV_PATH_LEN];
 
 	if (json_object_get(obj, "sim") != NULL && clk->source != LS_CLOCK_SIM)
-		return fail(c, path_key(kpath, path, "sim"),
+		return ls_jsonv_fail(&c->jv, ls_jsonv_key(kpath, path, "sim"),
 			    "allowed only when source is \"sim\"");
 	return 0;
 }
@@ -958,7 +837,7 @@ int
 ls_config_from_json(const json_t *root, const char *src, struct ls_config *cfg,
 		    char *err, size_t errlen)
 {
-	struct pctx c = { .src = src, .err = err, .errlen = errlen };
+	struct pctx c = { .jv = { .src = src, .err = err, .errlen = errlen } };
 	struct ls_config *tmp;
 	int rc;
 
@@ -966,14 +845,14 @@ ls_config_from_json(const json_t *root, const char *src, struct ls_config *cfg,
 		err[0] = '\0';
 	memset(cfg, 0, sizeof(*cfg));
 	if (root == NULL)
-		return fail(&c, NULL, "no JSON document");
+		return ls_jsonv_fail(&c.jv, NULL, "no JSON document");
 	if (!json_is_object(root))
-		return fail(&c, NULL, "expected an object at the top level, got %s",
-			    json_kind(root));
+		return ls_jsonv_fail(&c.jv, NULL, "expected an object at the top level, got %s",
+			    ls_jsonv_kind(root));
 	/* ~4 KiB with the port array: heap, to stay friendly to small stacks */
 	tmp = malloc(sizeof(*tmp));
 	if (tmp == NULL) {
-		fail(&c, NULL, "out of memory");
+		ls_jsonv_fail(&c.jv, NULL, "out of memory");
 		return -ENOMEM;
 	}
 	set_defaults(tmp);
@@ -995,60 +874,16 @@ ls_config_from_json(const json_t *root, const char *src, struct ls_config *cfg,
 int
 ls_config_load(const char *path, struct ls_config *cfg, char *err, size_t errlen)
 {
-	struct pctx c = { .src = path, .err = err, .errlen = errlen };
-	json_error_t jerr;
-	struct stat st;
+	const struct ls_jsonv jv = { .src = path, .err = err, .errlen = errlen };
 	json_t *root;
-	FILE *f;
 	int rc;
 
 	if (err != NULL && errlen > 0)
 		err[0] = '\0';
 	memset(cfg, 0, sizeof(*cfg));
-	if (path == NULL) {
-		c.src = "(null)";
-		fail(&c, NULL, "no file name");
-		return -EINVAL;
-	}
-	if (strlen(path) >= sizeof(cfg->file)) {
-		fail(&c, NULL, "file name longer than %zu characters",
-		     sizeof(cfg->file) - 1);
-		return -ENAMETOOLONG;
-	}
-	/*
-	 * Open it ourselves rather than json_load_file(): jansson folds the
-	 * open failure into its message text and errno is not guaranteed to
-	 * survive, while the caller wants -ENOENT / -EACCES as such.
-	 */
-	f = fopen(path, "r");
-	if (f == NULL) {
-		rc = -errno;
-		fail(&c, NULL, "cannot open: %s", strerror(-rc));
+	rc = ls_jsonv_load(&jv, sizeof(cfg->file) - 1, &root);
+	if (rc < 0)
 		return rc;
-	}
-	/* jansson's "'[' or '{' expected near end of file" hides the cause */
-	if (fstat(fileno(f), &st) == 0) {
-		if (S_ISDIR(st.st_mode)) {
-			fclose(f);
-			fail(&c, NULL, "cannot open: %s", strerror(EISDIR));
-			return -EISDIR;
-		}
-		if (S_ISREG(st.st_mode) && st.st_size == 0) {
-			fclose(f);
-			return fail(&c, NULL, "empty file");
-		}
-	}
-	/* duplicate keys are a syntax-level error: which one wins is a guess */
-	root = json_loadf(f, JSON_REJECT_DUPLICATES, &jerr);
-	fclose(f);
-	if (root == NULL) {
-		if (jerr.line > 0)
-			fail(&c, NULL, "line %d column %d: %s", jerr.line,
-			     jerr.column, jerr.text);
-		else
-			fail(&c, NULL, "%s", jerr.text);
-		return -EINVAL;
-	}
 	rc = ls_config_from_json(root, path, cfg, err, errlen);
 	json_decref(root);
 	return rc;
@@ -1058,7 +893,7 @@ int
 ls_config_parse_peer(const json_t *obj, const struct ls_config *cfg, const char *where,
 		     struct ls_conf_peer *out, char *err, size_t errlen)
 {
-	struct pctx c = { .src = NULL, .err = err, .errlen = errlen, .cfg = cfg };
+	struct pctx c = { .jv = { .src = NULL, .err = err, .errlen = errlen }, .cfg = cfg };
 	struct ls_conf_peer p;
 	int rc;
 
@@ -1067,7 +902,7 @@ ls_config_parse_peer(const json_t *obj, const struct ls_config *cfg, const char 
 	memset(out, 0, sizeof(*out));
 	memset(&p, 0, sizeof(p));
 	if (obj == NULL)
-		return fail(&c, where, "missing peer object");
+		return ls_jsonv_fail(&c.jv, where, "missing peer object");
 	rc = parse_object(&c, where != NULL ? where : "", obj, &peer_schema, &p);
 	if (rc < 0)
 		return rc;

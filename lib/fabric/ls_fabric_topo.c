@@ -28,15 +28,14 @@
  */
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include <rte_jhash.h>
 
 #include "ls_fabric.h"
+#include "ls_jsonv.h"
 
 /* Built-in link parameters: a 10 Gb/s link with 1 us of cable and switch. */
 #define DEF_DELAY_NS 1000ULL
@@ -49,93 +48,7 @@
 #define MAX_RATE_BPS 10000000000000ULL   /* 10 Tb/s keeps the link math in 64 bits */
 #define MAX_CONV_MS 3600000LL            /* 1 hour */
 
-#define PATH_LEN 160
-#define QUOTE_MAX 80
-#define MSG_LEN 512
 
-/* Parse context: where errors go. */
-struct pctx {
-	const char *src;
-	char *err;
-	size_t errlen;
-};
-
-static int __attribute__((format(printf, 3, 4)))
-fail(struct pctx *c, const char *path, const char *fmt, ...)
-{
-	char reason[MSG_LEN];
-	va_list ap;
-
-	if (c->err == NULL || c->errlen == 0)
-		return -EINVAL;
-	va_start(ap, fmt);
-	vsnprintf(reason, sizeof(reason), fmt, ap);
-	va_end(ap);
-	if (c->src != NULL && path != NULL && path[0] != '\0')
-		snprintf(c->err, c->errlen, "%s: %s: %s", c->src, path, reason);
-	else if (c->src != NULL)
-		snprintf(c->err, c->errlen, "%s: %s", c->src, reason);
-	else if (path != NULL && path[0] != '\0')
-		snprintf(c->err, c->errlen, "%s: %s", path, reason);
-	else
-		snprintf(c->err, c->errlen, "%s", reason);
-	return -EINVAL;
-}
-
-/* User text quoted in a message: one line whatever the file holds, cut short. */
-static const char *
-clean(char *buf, size_t len, const char *s)
-{
-	size_t i, n = 0;
-
-	for (i = 0; s[i] != '\0' && n + 4 < len && i < QUOTE_MAX; i++) {
-		unsigned char ch = (unsigned char)s[i];
-
-		buf[n++] = (ch < 0x20 || ch == 0x7f) ? '?' : (char)ch;
-	}
-	if (s[i] != '\0' && n + 4 <= len) {
-		memcpy(buf + n, "...", 3);
-		n += 3;
-	}
-	buf[n] = '\0';
-	return buf;
-}
-
-static const char *
-path_key(char *buf, const char *parent, const char *key)
-{
-	char k[QUOTE_MAX + 4];
-
-	clean(k, sizeof(k), key);
-	if (parent == NULL || parent[0] == '\0')
-		snprintf(buf, PATH_LEN, "%s", k);
-	else
-		snprintf(buf, PATH_LEN, "%s.%s", parent, k);
-	return buf;
-}
-
-static const char *
-json_kind(const json_t *v)
-{
-	switch (json_typeof(v)) {
-	case JSON_OBJECT:
-		return "object";
-	case JSON_ARRAY:
-		return "array";
-	case JSON_STRING:
-		return "string";
-	case JSON_INTEGER:
-		return "integer";
-	case JSON_REAL:
-		return "real";
-	case JSON_TRUE:
-	case JSON_FALSE:
-		return "boolean";
-	case JSON_NULL:
-		return "null";
-	}
-	return "?";
-}
 
 /*
  * Link parameter keys: one table for every layer. Integers may be written
@@ -197,20 +110,20 @@ is_param_key(const char *k)
 
 /* Reject a non-object, then the first unknown key in file order. */
 static int
-check_keys(struct pctx *c, const char *path, const json_t *obj,
+check_keys(struct ls_jsonv *c, const char *path, const json_t *obj,
 	   const char *const *keys, bool params)
 {
-	char kpath[PATH_LEN];
+	char kpath[LS_JSONV_PATH_LEN];
 	const char *key;
 	json_t *val;
 
 	if (!json_is_object(obj))
-		return fail(c, path, "expected object, got %s", json_kind(obj));
+		return ls_jsonv_fail(c, path, "expected object, got %s", ls_jsonv_kind(obj));
 	/* jansson's iteration API is not const; nothing is modified */
 	json_object_foreach((json_t *)(uintptr_t)obj, key, val) {
 		if (in_list(keys, key) || (params && is_param_key(key)))
 			continue;
-		return fail(c, path_key(kpath, path, key), "unknown key");
+		return ls_jsonv_fail(c, ls_jsonv_key(kpath, path, key), "unknown key");
 	}
 	return 0;
 }
@@ -220,10 +133,10 @@ check_keys(struct pctx *c, const char *path, const json_t *obj,
  * deepest layer that set buffer_bytes or mtu (for the cross check).
  */
 static int
-apply_params(struct pctx *c, const char *path, const json_t *obj,
+apply_params(struct ls_jsonv *c, const char *path, const json_t *obj,
 	     struct ls_fab_chan_params *p, char *bm_path)
 {
-	char kpath[PATH_LEN];
+	char kpath[LS_JSONV_PATH_LEN];
 
 	for (size_t i = 0; i < LS_ARRAY_SIZE(pfields); i++) {
 		const struct pfield *pf = &pfields[i];
@@ -233,14 +146,14 @@ apply_params(struct pctx *c, const char *path, const json_t *obj,
 
 		if (v == NULL)
 			continue;
-		path_key(kpath, path, pf->key);
+		ls_jsonv_key(kpath, path, pf->key);
 		if (pf->kind == PK_DBL) {
 			if (!json_is_number(v))
-				return fail(c, kpath, "expected number, got %s",
-					    json_kind(v));
+				return ls_jsonv_fail(c, kpath, "expected number, got %s",
+					    ls_jsonv_kind(v));
 			x = json_number_value(v);
 			if (!(x >= pf->min && x <= pf->max))
-				return fail(c, kpath, "must be between %g and %g, got %g",
+				return ls_jsonv_fail(c, kpath, "must be between %g and %g, got %g",
 					    pf->min, pf->max, x);
 			memcpy(dst, &x, sizeof(x));
 		} else {
@@ -250,22 +163,22 @@ apply_params(struct pctx *c, const char *path, const json_t *obj,
 				json_int_t iv = json_integer_value(v);
 
 				if ((double)iv < pf->min || (double)iv > pf->max)
-					return fail(c, kpath,
+					return ls_jsonv_fail(c, kpath,
 						    "must be between %.0f and %.0f, got %lld",
 						    pf->min, pf->max, (long long)iv);
 				u = (uint64_t)iv;
 			} else if (json_is_real(v)) {
 				x = json_real_value(v);
 				if (x != floor(x))
-					return fail(c, kpath, "must be a whole number, got %g", x);
+					return ls_jsonv_fail(c, kpath, "must be a whole number, got %g", x);
 				if (!(x >= pf->min && x <= pf->max))
-					return fail(c, kpath,
+					return ls_jsonv_fail(c, kpath,
 						    "must be between %.0f and %.0f, got %g",
 						    pf->min, pf->max, x);
 				u = (uint64_t)x;
 			} else {
-				return fail(c, kpath, "expected integer, got %s",
-					    json_kind(v));
+				return ls_jsonv_fail(c, kpath, "expected integer, got %s",
+					    ls_jsonv_kind(v));
 			}
 			if (pf->kind == PK_U64) {
 				memcpy(dst, &u, sizeof(u));
@@ -280,17 +193,17 @@ apply_params(struct pctx *c, const char *path, const json_t *obj,
 			}
 		}
 		if (strcmp(pf->key, "buffer_bytes") == 0 || strcmp(pf->key, "mtu") == 0)
-			snprintf(bm_path, PATH_LEN, "%s", path);
+			snprintf(bm_path, LS_JSONV_PATH_LEN, "%s", path);
 	}
 	return 0;
 }
 
 /* The rule that ties two keys: a buffer must hold at least one full packet. */
 static int
-check_params(struct pctx *c, const struct ls_fab_chan_params *p, const char *bm_path)
+check_params(struct ls_jsonv *c, const struct ls_fab_chan_params *p, const char *bm_path)
 {
 	if (p->buffer_bytes < p->mtu)
-		return fail(c, bm_path,
+		return ls_jsonv_fail(c, bm_path,
 			    "buffer_bytes (%u) must be at least the mtu (%u)",
 			    p->buffer_bytes, (unsigned int)p->mtu);
 	return 0;
@@ -301,12 +214,12 @@ check_params(struct pctx *c, const struct ls_fab_chan_params *p, const char *bm_
  * two direction objects. out[0] is a->b (host->leaf), out[1] b->a.
  */
 static int
-link_params(struct pctx *c, const char *path, const json_t *obj,
+link_params(struct ls_jsonv *c, const char *path, const json_t *obj,
 	    const struct ls_fab_chan_params *base, const char *base_path,
 	    const char *dir_a, const char *dir_b, struct ls_fab_chan_params out[2])
 {
 	const char *dirs[2] = { dir_a, dir_b };
-	char common_bm[PATH_LEN], bm[PATH_LEN], dpath[PATH_LEN];
+	char common_bm[LS_JSONV_PATH_LEN], bm[LS_JSONV_PATH_LEN], dpath[LS_JSONV_PATH_LEN];
 	struct ls_fab_chan_params common = *base;
 	int rc;
 
@@ -320,7 +233,7 @@ link_params(struct pctx *c, const char *path, const json_t *obj,
 		out[d] = common;
 		memcpy(bm, common_bm, sizeof(bm));
 		if (v != NULL) {
-			path_key(dpath, path, dirs[d]);
+			ls_jsonv_key(dpath, path, dirs[d]);
 			rc = check_keys(c, dpath, v, no_keys, true);
 			if (rc < 0)
 				return rc;
@@ -335,84 +248,64 @@ link_params(struct pctx *c, const char *path, const json_t *obj,
 	return 0;
 }
 
-static bool
-valid_name_char(char ch)
-{
-	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-	       (ch >= '0' && ch <= '9') || ch == '_' || ch == '.' || ch == '-';
-}
-
 /*
  * A string key. name: a node or link name (charset, 1..LS_FAB_NAME-1).
  * Missing and not required: *out stays NULL.
  */
 static int
-get_str(struct pctx *c, const char *parent, const json_t *obj, const char *key,
+get_str(struct ls_jsonv *c, const char *parent, const json_t *obj, const char *key,
 	bool required, size_t maxlen, bool name, const char **out)
 {
-	char kpath[PATH_LEN], q[QUOTE_MAX + 4];
+	char kpath[LS_JSONV_PATH_LEN], q[LS_JSONV_QUOTE_MAX + 4];
 	const json_t *v = json_object_get(obj, key);
 	const char *s;
 	size_t len;
 
 	*out = NULL;
-	path_key(kpath, parent, key);
+	ls_jsonv_key(kpath, parent, key);
 	if (v == NULL)
-		return required ? fail(c, kpath, "required key missing") : 0;
+		return required ? ls_jsonv_fail(c, kpath, "required key missing") : 0;
 	if (!json_is_string(v))
-		return fail(c, kpath, "expected string, got %s", json_kind(v));
+		return ls_jsonv_fail(c, kpath, "expected string, got %s", ls_jsonv_kind(v));
 	s = json_string_value(v);
 	len = strlen(s);
 	if (len != json_string_length(v))
-		return fail(c, kpath, "must not contain NUL characters");
+		return ls_jsonv_fail(c, kpath, "must not contain NUL characters");
 	if (len == 0 && name)
-		return fail(c, kpath, "must not be empty");
+		return ls_jsonv_fail(c, kpath, "must not be empty");
 	if (len > maxlen)
-		return fail(c, kpath, "must be at most %zu characters long, got %zu",
+		return ls_jsonv_fail(c, kpath, "must be at most %zu characters long, got %zu",
 			    maxlen, len);
 	if (name)
 		for (size_t i = 0; i < len; i++)
-			if (!valid_name_char(s[i]))
-				return fail(c, kpath,
+			if (!ls_jsonv_name_char(s[i]))
+				return ls_jsonv_fail(c, kpath,
 					    "invalid character in \"%s\" (allowed: A-Z a-z 0-9 _ . -)",
-					    clean(q, sizeof(q), s));
+					    ls_jsonv_quote(q, sizeof(q), s));
 	*out = s;
 	return 0;
 }
 
-/* Unicast: not unspecified, not multicast, not IPv4 limited broadcast. */
-static bool
-addr_is_unicast(const struct ls_addr *a)
-{
-	static const uint8_t zero[16];
-
-	if (a->family == LS_AF_INET)
-		return memcmp(a->a, zero, 4) != 0 && (a->a[0] & 0xf0) != 0xe0 &&
-		       !(a->a[0] == 255 && a->a[1] == 255 && a->a[2] == 255 &&
-			 a->a[3] == 255);
-	return memcmp(a->a, zero, 16) != 0 && a->a[0] != 0xff;
-}
-
 /* A switch address: plain unicast address of the given family. */
 static int
-get_addr(struct pctx *c, const char *parent, const json_t *obj, const char *key,
+get_addr(struct ls_jsonv *c, const char *parent, const json_t *obj, const char *key,
 	 int family, struct ls_addr *out)
 {
-	char kpath[PATH_LEN], q[QUOTE_MAX + 4];
+	char kpath[LS_JSONV_PATH_LEN], q[LS_JSONV_QUOTE_MAX + 4];
 	const char *s;
 	int rc;
 
 	rc = get_str(c, parent, obj, key, false, 255, false, &s);
 	if (rc < 0 || s == NULL)
 		return rc;
-	path_key(kpath, parent, key);
-	clean(q, sizeof(q), s);
+	ls_jsonv_key(kpath, parent, key);
+	ls_jsonv_quote(q, sizeof(q), s);
 	if (ls_addr_parse(s, out) < 0)
-		return fail(c, kpath, "not an IP address: \"%s\"", q);
+		return ls_jsonv_fail(c, kpath, "not an IP address: \"%s\"", q);
 	if (out->family != family)
-		return fail(c, kpath, "must be an IPv%d address, got \"%s\"", family, q);
-	if (!addr_is_unicast(out))
-		return fail(c, kpath, "must be a unicast address, got \"%s\"", q);
+		return ls_jsonv_fail(c, kpath, "must be an IPv%d address, got \"%s\"", family, q);
+	if (!ls_addr_is_unicast(out))
+		return ls_jsonv_fail(c, kpath, "must be a unicast address, got \"%s\"", q);
 	return 0;
 }
 
@@ -444,41 +337,41 @@ host_part(const struct ls_prefix *p)
 
 /* A host interface address "addr/len": must be a usable host in its prefix. */
 static int
-get_prefix(struct pctx *c, const char *parent, const json_t *obj, const char *key,
+get_prefix(struct ls_jsonv *c, const char *parent, const json_t *obj, const char *key,
 	   int family, struct ls_prefix *out)
 {
-	char kpath[PATH_LEN], q[QUOTE_MAX + 4];
+	char kpath[LS_JSONV_PATH_LEN], q[LS_JSONV_QUOTE_MAX + 4];
 	const char *s;
 	int rc, hp;
 
 	rc = get_str(c, parent, obj, key, false, 255, false, &s);
 	if (rc < 0 || s == NULL)
 		return rc;
-	path_key(kpath, parent, key);
-	clean(q, sizeof(q), s);
+	ls_jsonv_key(kpath, parent, key);
+	ls_jsonv_quote(q, sizeof(q), s);
 	/* a bare address would be a /32: almost always a forgotten length */
 	if (strchr(s, '/') == NULL || ls_prefix_parse(s, out) < 0)
-		return fail(c, kpath, "not an IPv%d prefix (%s): \"%s\"", family,
+		return ls_jsonv_fail(c, kpath, "not an IPv%d prefix (%s): \"%s\"", family,
 			    family == LS_AF_INET ? "a.b.c.d/len" : "x::y/len", q);
 	if (out->addr.family != family)
-		return fail(c, kpath, "must be an IPv%d prefix, got \"%s\"", family, q);
-	if (!addr_is_unicast(&out->addr))
-		return fail(c, kpath, "must be a unicast address, got \"%s\"", q);
+		return ls_jsonv_fail(c, kpath, "must be an IPv%d prefix, got \"%s\"", family, q);
+	if (!ls_addr_is_unicast(&out->addr))
+		return ls_jsonv_fail(c, kpath, "must be a unicast address, got \"%s\"", q);
 	hp = host_part(out);
 	if (hp < 0)
-		return fail(c, kpath,
+		return ls_jsonv_fail(c, kpath,
 			    "\"%s\" is the network address of its prefix, not a host in it", q);
 	if (hp > 0)
-		return fail(c, kpath,
+		return ls_jsonv_fail(c, kpath,
 			    "\"%s\" is the broadcast address of its prefix, not a host in it", q);
 	return 0;
 }
 
 static int
-get_mac(struct pctx *c, const char *parent, const json_t *obj, struct ls_mac *m,
+get_mac(struct ls_jsonv *c, const char *parent, const json_t *obj, struct ls_mac *m,
 	bool *found)
 {
-	char kpath[PATH_LEN], q[QUOTE_MAX + 4];
+	char kpath[LS_JSONV_PATH_LEN], q[LS_JSONV_QUOTE_MAX + 4];
 	const char *s;
 	int rc;
 
@@ -486,32 +379,32 @@ get_mac(struct pctx *c, const char *parent, const json_t *obj, struct ls_mac *m,
 	rc = get_str(c, parent, obj, "mac", false, 255, false, &s);
 	if (rc < 0 || s == NULL)
 		return rc;
-	path_key(kpath, parent, "mac");
-	clean(q, sizeof(q), s);
+	ls_jsonv_key(kpath, parent, "mac");
+	ls_jsonv_quote(q, sizeof(q), s);
 	if (ls_mac_parse(s, m) < 0)
-		return fail(c, kpath, "not a MAC address (aa:bb:cc:dd:ee:ff): \"%s\"", q);
+		return ls_jsonv_fail(c, kpath, "not a MAC address (aa:bb:cc:dd:ee:ff): \"%s\"", q);
 	if (m->b[0] & 0x01)
-		return fail(c, kpath, "must be a unicast MAC, got \"%s\"", q);
+		return ls_jsonv_fail(c, kpath, "must be a unicast MAC, got \"%s\"", q);
 	if ((m->b[0] | m->b[1] | m->b[2] | m->b[3] | m->b[4] | m->b[5]) == 0)
-		return fail(c, kpath, "must not be all zeros");
+		return ls_jsonv_fail(c, kpath, "must not be all zeros");
 	*found = true;
 	return 0;
 }
 
 /* Array at the top level: missing is empty unless required. */
 static int
-get_array(struct pctx *c, const json_t *root, const char *key, bool required,
+get_array(struct ls_jsonv *c, const json_t *root, const char *key, bool required,
 	  const json_t **out)
 {
 	const json_t *v = json_object_get(root, key);
 
 	*out = v;
 	if (v == NULL)
-		return required ? fail(c, key, "required key missing") : 0;
+		return required ? ls_jsonv_fail(c, key, "required key missing") : 0;
 	if (!json_is_array(v))
-		return fail(c, key, "expected array, got %s", json_kind(v));
+		return ls_jsonv_fail(c, key, "expected array, got %s", ls_jsonv_kind(v));
 	if (required && json_array_size(v) == 0)
-		return fail(c, key, "must not be empty");
+		return ls_jsonv_fail(c, key, "must not be empty");
 	return 0;
 }
 
@@ -520,15 +413,15 @@ static const char *
 node_path(const struct ls_fabric *f, uint16_t i, char *buf)
 {
 	if (i < f->n_switches)
-		snprintf(buf, PATH_LEN, "switches[%u]", (unsigned int)i);
+		snprintf(buf, LS_JSONV_PATH_LEN, "switches[%u]", (unsigned int)i);
 	else
-		snprintf(buf, PATH_LEN, "hosts[%u]", (unsigned int)(i - f->n_switches));
+		snprintf(buf, LS_JSONV_PATH_LEN, "hosts[%u]", (unsigned int)(i - f->n_switches));
 	return buf;
 }
 
 /* An address must not be used twice anywhere (switches and hosts). */
 static int
-check_addr_unique(struct pctx *c, const struct ls_fabric *f, uint16_t self,
+check_addr_unique(struct ls_jsonv *c, const struct ls_fabric *f, uint16_t self,
 		  const struct ls_addr *a, const char *kpath)
 {
 	char abuf[LS_ADDR_STRLEN];
@@ -540,17 +433,17 @@ check_addr_unique(struct pctx *c, const struct ls_fabric *f, uint16_t self,
 
 		if ((o->addr4.family != 0 && ls_addr_eq(&o->addr4, a)) ||
 		    (o->addr6.family != 0 && ls_addr_eq(&o->addr6, a)))
-			return fail(c, kpath, "address %s already used by \"%s\"",
+			return ls_jsonv_fail(c, kpath, "address %s already used by \"%s\"",
 				    ls_addr_fmt(a, abuf, sizeof(abuf)), o->name);
 	}
 	return 0;
 }
 
 static int
-check_mac_unique(struct pctx *c, const struct ls_fabric *f, uint16_t self,
+check_mac_unique(struct ls_jsonv *c, const struct ls_fabric *f, uint16_t self,
 		 const char *parent)
 {
-	char kpath[PATH_LEN], mbuf[LS_MAC_STRLEN];
+	char kpath[LS_JSONV_PATH_LEN], mbuf[LS_MAC_STRLEN];
 	const struct ls_fab_node *n = &f->nodes[self];
 
 	for (uint16_t j = 0; j < self; j++) {
@@ -558,7 +451,7 @@ check_mac_unique(struct pctx *c, const struct ls_fabric *f, uint16_t self,
 
 		if ((o->kind == LS_FAB_SWITCH || o->mac_known) &&
 		    memcmp(o->mac.b, n->mac.b, 6) == 0)
-			return fail(c, path_key(kpath, parent, "mac"),
+			return ls_jsonv_fail(c, ls_jsonv_key(kpath, parent, "mac"),
 				    "MAC %s already used by \"%s\"",
 				    ls_mac_fmt(&n->mac, mbuf, sizeof(mbuf)), o->name);
 	}
@@ -566,24 +459,24 @@ check_mac_unique(struct pctx *c, const struct ls_fabric *f, uint16_t self,
 }
 
 static int
-check_node_name(struct pctx *c, const struct ls_fabric *f, uint16_t self,
+check_node_name(struct ls_jsonv *c, const struct ls_fabric *f, uint16_t self,
 		const char *parent)
 {
-	char kpath[PATH_LEN], opath[PATH_LEN];
+	char kpath[LS_JSONV_PATH_LEN], opath[LS_JSONV_PATH_LEN];
 
 	for (uint16_t j = 0; j < self; j++)
 		if (strcmp(f->nodes[j].name, f->nodes[self].name) == 0)
-			return fail(c, path_key(kpath, parent, "name"),
+			return ls_jsonv_fail(c, ls_jsonv_key(kpath, parent, "name"),
 				    "duplicate name \"%s\" (also %s)", f->nodes[self].name,
 				    node_path(f, j, opath));
 	return 0;
 }
 
 static int
-set_link_name(struct pctx *c, struct ls_fabric *f, uint16_t li, const char *parent,
+set_link_name(struct ls_jsonv *c, struct ls_fabric *f, uint16_t li, const char *parent,
 	      const char *given, const char *a, const char *b, const char *const *link_src)
 {
-	char kpath[PATH_LEN], q[QUOTE_MAX + 4], def[2 * LS_FAB_NAME + 2];
+	char kpath[LS_JSONV_PATH_LEN], q[LS_JSONV_QUOTE_MAX + 4], def[2 * LS_FAB_NAME + 2];
 	char *dst = f->link_names[li];
 
 	if (given != NULL) {
@@ -591,25 +484,25 @@ set_link_name(struct pctx *c, struct ls_fabric *f, uint16_t li, const char *pare
 	} else {
 		snprintf(def, sizeof(def), "%s-%s", a, b);
 		if (strlen(def) >= LS_FAB_NAME)
-			return fail(c, parent,
+			return ls_jsonv_fail(c, parent,
 				    "default link name \"%s\" is longer than %d characters: set \"name\"",
-				    clean(q, sizeof(q), def), LS_FAB_NAME - 1);
+				    ls_jsonv_quote(q, sizeof(q), def), LS_FAB_NAME - 1);
 		memcpy(dst, def, strlen(def) + 1);
 	}
 	for (uint16_t j = 0; j < li; j++)
 		if (strcmp(f->link_names[j], dst) == 0)
-			return fail(c, given != NULL ? path_key(kpath, parent, "name") : parent,
+			return ls_jsonv_fail(c, given != NULL ? ls_jsonv_key(kpath, parent, "name") : parent,
 				    "duplicate link name \"%s\" (also %s)", dst, link_src[j]);
 	return 0;
 }
 
 /* Parse switches[i] into nodes[i]. */
 static int
-parse_switch(struct pctx *c, struct ls_fabric *f, uint16_t i, const json_t *obj)
+parse_switch(struct ls_jsonv *c, struct ls_fabric *f, uint16_t i, const json_t *obj)
 {
 	static const char *const roles[] = { "leaf", "spine", NULL };
 	struct ls_fab_node *n = &f->nodes[i];
-	char path[PATH_LEN], kpath[PATH_LEN], q[QUOTE_MAX + 4];
+	char path[LS_JSONV_PATH_LEN], kpath[LS_JSONV_PATH_LEN], q[LS_JSONV_QUOTE_MAX + 4];
 	const char *name, *role;
 	const json_t *v;
 	int rc;
@@ -630,17 +523,17 @@ parse_switch(struct pctx *c, struct ls_fabric *f, uint16_t i, const json_t *obj)
 	if (rc < 0)
 		return rc;
 	if (!in_list(roles, role))
-		return fail(c, path_key(kpath, path, "role"),
+		return ls_jsonv_fail(c, ls_jsonv_key(kpath, path, "role"),
 			    "must be one of \"leaf\", \"spine\", got \"%s\"",
-			    clean(q, sizeof(q), role));
+			    ls_jsonv_quote(q, sizeof(q), role));
 	snprintf(n->role, sizeof(n->role), "%s", role);
 	rc = get_addr(c, path, obj, "ipv4", LS_AF_INET, &n->addr4);
 	if (rc == 0)
-		rc = check_addr_unique(c, f, i, &n->addr4, path_key(kpath, path, "ipv4"));
+		rc = check_addr_unique(c, f, i, &n->addr4, ls_jsonv_key(kpath, path, "ipv4"));
 	if (rc == 0)
 		rc = get_addr(c, path, obj, "ipv6", LS_AF_INET6, &n->addr6);
 	if (rc == 0)
-		rc = check_addr_unique(c, f, i, &n->addr6, path_key(kpath, path, "ipv6"));
+		rc = check_addr_unique(c, f, i, &n->addr6, ls_jsonv_key(kpath, path, "ipv6"));
 	if (rc == 0)
 		rc = get_mac(c, path, obj, &n->mac, &n->mac_known);
 	if (rc < 0)
@@ -659,12 +552,12 @@ parse_switch(struct pctx *c, struct ls_fabric *f, uint16_t i, const json_t *obj)
 	if (v != NULL) {
 		json_int_t s;
 
-		path_key(kpath, path, "seed");
+		ls_jsonv_key(kpath, path, "seed");
 		if (!json_is_integer(v))
-			return fail(c, kpath, "expected integer, got %s", json_kind(v));
+			return ls_jsonv_fail(c, kpath, "expected integer, got %s", ls_jsonv_kind(v));
 		s = json_integer_value(v);
 		if (s < 0 || s > (json_int_t)UINT32_MAX)
-			return fail(c, kpath, "must be between 0 and %u, got %lld",
+			return ls_jsonv_fail(c, kpath, "must be between 0 and %u, got %lld",
 				    UINT32_MAX, (long long)s);
 		n->seed = (uint32_t)s;
 	} else {
@@ -690,20 +583,20 @@ find_node(const struct ls_fabric *f, uint16_t n, const char *name)
 
 /* Resolve links[i].a / .b to a switch. */
 static int
-link_end(struct pctx *c, struct ls_fabric *f, const char *path, const json_t *obj,
+link_end(struct ls_jsonv *c, struct ls_fabric *f, const char *path, const json_t *obj,
 	 const char *key, uint16_t *out)
 {
-	char kpath[PATH_LEN], q[QUOTE_MAX + 4];
+	char kpath[LS_JSONV_PATH_LEN], q[LS_JSONV_QUOTE_MAX + 4];
 	const char *s;
 	int rc, j;
 
 	rc = get_str(c, path, obj, key, true, 255, false, &s);
 	if (rc < 0)
 		return rc;
-	path_key(kpath, path, key);
+	ls_jsonv_key(kpath, path, key);
 	j = find_node(f, f->n_switches, s);
 	if (j < 0)
-		return fail(c, kpath, "no switch named \"%s\"", clean(q, sizeof(q), s));
+		return ls_jsonv_fail(c, kpath, "no switch named \"%s\"", ls_jsonv_quote(q, sizeof(q), s));
 	*out = (uint16_t)j;
 	return 0;
 }
@@ -788,13 +681,13 @@ addr_tab_add(struct ls_fabric *f, const struct ls_addr *a, uint16_t idx)
 }
 
 static int
-parse_host(struct pctx *c, struct ls_fabric *f, uint16_t hi, uint16_t li,
+parse_host(struct ls_jsonv *c, struct ls_fabric *f, uint16_t hi, uint16_t li,
 	   const json_t *obj, const struct ls_fab_chan_params *base,
 	   const char *base_path, const char *const *link_src)
 {
 	uint16_t idx = (uint16_t)(f->n_switches + hi);
 	struct ls_fab_node *n = &f->nodes[idx];
-	char path[PATH_LEN], kpath[PATH_LEN], q[QUOTE_MAX + 4];
+	char path[LS_JSONV_PATH_LEN], kpath[LS_JSONV_PATH_LEN], q[LS_JSONV_QUOTE_MAX + 4];
 	struct ls_fab_chan_params p[2];
 	struct ls_prefix p4, p6;
 	const char *name, *leaf, *dev = NULL;
@@ -815,12 +708,12 @@ parse_host(struct pctx *c, struct ls_fabric *f, uint16_t hi, uint16_t li,
 	rc = get_str(c, path, obj, "leaf", true, 255, false, &leaf);
 	if (rc < 0)
 		return rc;
-	path_key(kpath, path, "leaf");
+	ls_jsonv_key(kpath, path, "leaf");
 	l = find_node(f, f->n_switches, leaf);
 	if (l < 0)
-		return fail(c, kpath, "no switch named \"%s\"", clean(q, sizeof(q), leaf));
+		return ls_jsonv_fail(c, kpath, "no switch named \"%s\"", ls_jsonv_quote(q, sizeof(q), leaf));
 	if (strcmp(f->nodes[l].role, "leaf") != 0)
-		return fail(c, kpath, "\"%s\" is a %s, hosts attach to leaves",
+		return ls_jsonv_fail(c, kpath, "\"%s\" is a %s, hosts attach to leaves",
 			    f->nodes[l].name, f->nodes[l].role);
 	n->leaf = (uint16_t)l;
 
@@ -828,15 +721,15 @@ parse_host(struct pctx *c, struct ls_fabric *f, uint16_t hi, uint16_t li,
 	memset(&p6, 0, sizeof(p6));
 	rc = get_prefix(c, path, obj, "ipv4", LS_AF_INET, &p4);
 	if (rc == 0)
-		rc = check_addr_unique(c, f, idx, &p4.addr, path_key(kpath, path, "ipv4"));
+		rc = check_addr_unique(c, f, idx, &p4.addr, ls_jsonv_key(kpath, path, "ipv4"));
 	if (rc == 0)
 		rc = get_prefix(c, path, obj, "ipv6", LS_AF_INET6, &p6);
 	if (rc == 0)
-		rc = check_addr_unique(c, f, idx, &p6.addr, path_key(kpath, path, "ipv6"));
+		rc = check_addr_unique(c, f, idx, &p6.addr, ls_jsonv_key(kpath, path, "ipv6"));
 	if (rc < 0)
 		return rc;
 	if (p4.addr.family == 0 && p6.addr.family == 0)
-		return fail(c, path, "needs an address: \"ipv4\" or \"ipv6\" (or both)");
+		return ls_jsonv_fail(c, path, "needs an address: \"ipv4\" or \"ipv6\" (or both)");
 	n->addr4 = p4.addr;
 	n->plen4 = p4.addr.family != 0 ? p4.plen : 0;
 	n->addr6 = p6.addr;
@@ -868,11 +761,11 @@ parse_host(struct pctx *c, struct ls_fabric *f, uint16_t hi, uint16_t li,
 
 /* Checks over the whole fabric, once every piece parsed on its own. */
 static int
-check_fabric(struct pctx *c, struct ls_fabric *f, uint16_t n_sw_links)
+check_fabric(struct ls_jsonv *c, struct ls_fabric *f, uint16_t n_sw_links)
 {
 	uint16_t queue[LS_FAB_MAX_NODES];
 	bool seen[LS_FAB_MAX_NODES];
-	char path[PATH_LEN];
+	char path[LS_JSONV_PATH_LEN];
 	bool spines = false;
 	int v4_host = -1, v6_host = -1;
 	unsigned int qh = 0, qt = 0;
@@ -893,7 +786,7 @@ check_fabric(struct pctx *c, struct ls_fabric *f, uint16_t n_sw_links)
 			up = other != i && strcmp(f->nodes[other].role, "spine") == 0;
 		}
 		if (!up)
-			return fail(c, node_path(f, i, path),
+			return ls_jsonv_fail(c, node_path(f, i, path),
 				    "leaf \"%s\" has no link to a spine", f->nodes[i].name);
 	}
 
@@ -904,7 +797,7 @@ check_fabric(struct pctx *c, struct ls_fabric *f, uint16_t n_sw_links)
 		if (n->kind != LS_FAB_SWITCH)
 			continue;
 		if (n->n_out >= LS_ARRAY_SIZE(n->out))
-			return fail(c, node_path(f, f->chans[k].from, path),
+			return ls_jsonv_fail(c, node_path(f, f->chans[k].from, path),
 				    "more than %zu links (hosts included)",
 				    LS_ARRAY_SIZE(n->out));
 		n->out[n->n_out++] = k;
@@ -935,7 +828,7 @@ check_fabric(struct pctx *c, struct ls_fabric *f, uint16_t n_sw_links)
 	}
 	for (uint16_t i = f->n_switches; i < f->n_nodes; i++) {
 		if (!seen[f->nodes[i].leaf])
-			return fail(c, node_path(f, i, path), "cannot reach %s",
+			return ls_jsonv_fail(c, node_path(f, i, path), "cannot reach %s",
 				    f->nodes[f->n_switches].name);
 		if (v4_host < 0 && f->nodes[i].addr4.family != 0)
 			v4_host = i;
@@ -946,15 +839,15 @@ check_fabric(struct pctx *c, struct ls_fabric *f, uint16_t n_sw_links)
 	/* switches source ICMP errors in the family of the packet they answer */
 	for (uint16_t i = 0; i < f->n_switches; i++) {
 		const struct ls_fab_node *n = &f->nodes[i];
-		char hpath[PATH_LEN];
+		char hpath[LS_JSONV_PATH_LEN];
 
 		if (v4_host >= 0 && n->addr4.family == 0)
-			return fail(c, node_path(f, i, path),
+			return ls_jsonv_fail(c, node_path(f, i, path),
 				    "needs an \"ipv4\" address: %s (%s) uses IPv4 and switches source ICMP errors",
 				    node_path(f, (uint16_t)v4_host, hpath),
 				    f->nodes[v4_host].name);
 		if (v6_host >= 0 && n->addr6.family == 0)
-			return fail(c, node_path(f, i, path),
+			return ls_jsonv_fail(c, node_path(f, i, path),
 				    "needs an \"ipv6\" address: %s (%s) uses IPv6 and switches source ICMP errors",
 				    node_path(f, (uint16_t)v6_host, hpath),
 				    f->nodes[v6_host].name);
@@ -963,7 +856,7 @@ check_fabric(struct pctx *c, struct ls_fabric *f, uint16_t n_sw_links)
 }
 
 static int
-build(struct pctx *c, const json_t *root, struct ls_fabric *f)
+build(struct ls_jsonv *c, const json_t *root, struct ls_fabric *f)
 {
 	struct ls_fab_chan_params dl = {
 		.delay_ns = DEF_DELAY_NS, .rate_bps = DEF_RATE_BPS,
@@ -971,7 +864,7 @@ build(struct pctx *c, const json_t *root, struct ls_fabric *f)
 		.mtu = DEF_MTU,
 	};
 	struct ls_fab_chan_params dh;
-	char dl_bm[PATH_LEN] = "", dh_bm[PATH_LEN] = "", path[PATH_LEN];
+	char dl_bm[LS_JSONV_PATH_LEN] = "", dh_bm[LS_JSONV_PATH_LEN] = "", path[LS_JSONV_PATH_LEN];
 	const char **link_src = NULL;
 	const json_t *defaults, *switches, *links, *hosts, *v;
 	size_t n_sw, n_l, n_h;
@@ -1016,11 +909,11 @@ build(struct pctx *c, const json_t *root, struct ls_fabric *f)
 		json_int_t ms;
 
 		if (!json_is_integer(v))
-			return fail(c, "convergence_ms", "expected integer, got %s",
-				    json_kind(v));
+			return ls_jsonv_fail(c, "convergence_ms", "expected integer, got %s",
+				    ls_jsonv_kind(v));
 		ms = json_integer_value(v);
 		if (ms < 0 || ms > MAX_CONV_MS)
-			return fail(c, "convergence_ms", "must be between 0 and %lld, got %lld",
+			return ls_jsonv_fail(c, "convergence_ms", "must be between 0 and %lld, got %lld",
 				    MAX_CONV_MS, (long long)ms);
 		f->convergence_ns = (uint64_t)ms * 1000000ULL;
 	}
@@ -1036,10 +929,10 @@ build(struct pctx *c, const json_t *root, struct ls_fabric *f)
 	n_l = links != NULL ? json_array_size(links) : 0;
 	n_h = json_array_size(hosts);
 	if (n_sw + n_h > LS_FAB_MAX_NODES)
-		return fail(c, "hosts", "too many nodes: %zu switches + %zu hosts, at most %d",
+		return ls_jsonv_fail(c, "hosts", "too many nodes: %zu switches + %zu hosts, at most %d",
 			    n_sw, n_h, LS_FAB_MAX_NODES);
 	if (n_l + n_h > LS_FAB_MAX_CHANS / 2)
-		return fail(c, "links", "too many links: %zu + %zu host links, at most %d",
+		return ls_jsonv_fail(c, "links", "too many links: %zu + %zu host links, at most %d",
 			    n_l, n_h, LS_FAB_MAX_CHANS / 2);
 	f->n_switches = (uint16_t)n_sw;
 	f->n_nodes = (uint16_t)(n_sw + n_h);
@@ -1051,7 +944,7 @@ build(struct pctx *c, const json_t *root, struct ls_fabric *f)
 	link_src = calloc(f->n_links, sizeof(*link_src));
 	if (f->chans == NULL || f->routes == NULL || link_src == NULL) {
 		rc = -ENOMEM;
-		fail(c, NULL, "out of memory");
+		ls_jsonv_fail(c, NULL, "out of memory");
 		goto out;
 	}
 	{
@@ -1061,7 +954,7 @@ build(struct pctx *c, const json_t *root, struct ls_fabric *f)
 
 		if (labels == NULL) {
 			rc = -ENOMEM;
-			fail(c, NULL, "out of memory");
+			ls_jsonv_fail(c, NULL, "out of memory");
 			goto out;
 		}
 		for (size_t i = 0; i < f->n_links; i++) {
@@ -1096,9 +989,9 @@ build(struct pctx *c, const json_t *root, struct ls_fabric *f)
 		if (rc < 0)
 			goto out;
 		if (a == b) {
-			char kpath[PATH_LEN];
+			char kpath[LS_JSONV_PATH_LEN];
 
-			rc = fail(c, path_key(kpath, path, "b"),
+			rc = ls_jsonv_fail(c, ls_jsonv_key(kpath, path, "b"),
 				  "same switch as \"a\" (\"%s\"): a link to itself",
 				  f->nodes[a].name);
 			goto out;
@@ -1137,21 +1030,21 @@ int
 ls_fab_from_json(const json_t *root, const char *src, struct ls_fabric **out,
 		 char *err, size_t errlen)
 {
-	struct pctx c = { .src = src, .err = err, .errlen = errlen };
+	struct ls_jsonv c = { .src = src, .err = err, .errlen = errlen };
 	struct ls_fabric *f;
 	int rc;
 
 	if (err != NULL && errlen > 0)
 		err[0] = '\0';
 	if (out == NULL)
-		return fail(&c, NULL, "no output pointer");
+		return ls_jsonv_fail(&c, NULL, "no output pointer");
 	*out = NULL;
 	if (root == NULL)
-		return fail(&c, NULL, "no JSON document");
+		return ls_jsonv_fail(&c, NULL, "no JSON document");
 	/* large (nodes, link names) but mostly untouched: calloc keeps it lazy */
 	f = calloc(1, sizeof(*f));
 	if (f == NULL) {
-		fail(&c, NULL, "out of memory");
+		ls_jsonv_fail(&c, NULL, "out of memory");
 		return -ENOMEM;
 	}
 	if (src != NULL)
@@ -1168,55 +1061,17 @@ ls_fab_from_json(const json_t *root, const char *src, struct ls_fabric **out,
 int
 ls_fab_load(const char *file, struct ls_fabric **out, char *err, size_t errlen)
 {
-	struct pctx c = { .src = file, .err = err, .errlen = errlen };
-	json_error_t jerr;
-	struct stat st;
+	const struct ls_jsonv jv = { .src = file, .err = err, .errlen = errlen };
 	json_t *root;
-	FILE *fp;
 	int rc;
 
 	if (err != NULL && errlen > 0)
 		err[0] = '\0';
 	if (out != NULL)
 		*out = NULL;
-	if (file == NULL) {
-		c.src = "(null)";
-		return fail(&c, NULL, "no file name");
-	}
-	if (strlen(file) >= sizeof(((struct ls_fabric *)0)->file)) {
-		fail(&c, NULL, "file name longer than %zu characters",
-		     sizeof(((struct ls_fabric *)0)->file) - 1);
-		return -ENAMETOOLONG;
-	}
-	/* fopen ourselves: jansson hides errno in its message text */
-	fp = fopen(file, "r");
-	if (fp == NULL) {
-		rc = -errno;
-		fail(&c, NULL, "cannot open: %s", strerror(-rc));
+	rc = ls_jsonv_load(&jv, sizeof(((struct ls_fabric *)0)->file) - 1, &root);
+	if (rc < 0)
 		return rc;
-	}
-	if (fstat(fileno(fp), &st) == 0) {
-		if (S_ISDIR(st.st_mode)) {
-			fclose(fp);
-			fail(&c, NULL, "cannot open: %s", strerror(EISDIR));
-			return -EISDIR;
-		}
-		if (S_ISREG(st.st_mode) && st.st_size == 0) {
-			fclose(fp);
-			return fail(&c, NULL, "empty file");
-		}
-	}
-	/* duplicate keys: which one wins would be a guess */
-	root = json_loadf(fp, JSON_REJECT_DUPLICATES, &jerr);
-	fclose(fp);
-	if (root == NULL) {
-		if (jerr.line > 0)
-			fail(&c, NULL, "line %d column %d: %s", jerr.line, jerr.column,
-			     jerr.text);
-		else
-			fail(&c, NULL, "%s", jerr.text);
-		return -EINVAL;
-	}
 	rc = ls_fab_from_json(root, file, out, err, errlen);
 	json_decref(root);
 	return rc;
