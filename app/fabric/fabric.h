@@ -145,6 +145,7 @@ struct lsf_truth {
 struct lsf_port {
 	uint16_t port_id;
 	uint16_t host;             /* node index */
+	bool kstamp;               /* net_pcap: frames carry the kernel's receive stamp */
 	struct rte_eth_dev_tx_buffer *txb;
 };
 
@@ -158,6 +159,8 @@ struct lsf_global {
 	struct rte_ring *truth;    /* lsf_truth records, lcore -> control thread */
 	struct rte_mempool *truth_pool;
 	struct ls_tsc_cal cal;     /* refit by the control thread */
+	int kts_dynfield;          /* RX timestamp dynfield (kernel stamps), -1 none */
+	uint64_t kts_dynflag;
 	struct ls_tsc_map map;     /* the lcore's cached copy */
 	uint64_t map_tsc;          /* when it was refreshed */
 	uint64_t map_every;        /* refresh interval, TSC ticks (~100 ms) */

@@ -757,6 +757,17 @@ rx_hosts(uint64_t now)
 		for (uint16_t k = 0; k < n; k++) {
 			struct rte_mbuf *m = rx[k];
 			struct ls_pkt_info pi;
+			uint64_t t_in = now;
+
+			if (p->kstamp && (m->ol_flags & G.kts_dynflag)) {
+				uint64_t us = *RTE_MBUF_DYNFIELD(m, G.kts_dynfield,
+								 const rte_mbuf_timestamp_t *);
+				uint64_t ts = ls_kstamp_raw_ns(&G.map, us) + LS_SIM_EPOCH_NS;
+
+				/* earlier than now, and not absurdly so (a clock step) */
+				if (ts <= now && now - ts < 1000000000ULL)
+					t_in = ts;
+			}
 
 			if (k + 4 < n)
 				rte_prefetch0(rte_pktmbuf_mtod(rx[k + 4], void *));
@@ -771,7 +782,7 @@ rx_hosts(uint64_t now)
 			} else {
 				light_info(m, &pi);
 			}
-			enqueue_pkt(up, m, now, &pi);
+			enqueue_pkt(up, m, t_in, &pi);
 		}
 		G.st.rx_pkts += n;
 		n_all += n;
@@ -832,19 +843,32 @@ lsf_loop(void *arg __rte_unused)
 		}
 		while (rte_ring_sc_dequeue(G.msgs, (void **)&msg) == 0)
 			apply_msg(msg, now);
-		if (G.sample_ns) {
-			if (now >= next_sample) {
-				sample_depths(now);
-				next_sample = now + G.sample_ns;
-			}
-			if (next_sample < next)
-				next = next_sample;
+		if (G.sample_ns && now >= next_sample) {
+			sample_depths(now);
+			next_sample = now + G.sample_ns;
 		}
 		if (heap_min() < next)
 			next = heap_min();
 		if (work == 0 && G.idle_sleep_us) {
 			/* Sleep, but wake ~10 us before the next event and spin the rest. */
 			uint64_t budget = (uint64_t)G.idle_sleep_us * 1000;
+
+			/*
+			 * The next depth sample bounds the sleep only while a queue
+			 * holds bytes or its last sample does not yet read 0: an
+			 * idle fabric records nothing, and waking every sample_ns
+			 * for it kept the loop from ever sleeping (100% of a CPU
+			 * the lab's daemons share).
+			 */
+			if (G.sample_ns && next_sample < next) {
+				for (uint16_t c = 0; c < G.fab->n_chans; c++) {
+					if (last_depth[c] != 0 ||
+					    ls_fab_chan_depth(&G.fab->chans[c], now) != 0) {
+						next = next_sample;
+						break;
+					}
+				}
+			}
 
 			if (next != UINT64_MAX)
 				budget = next > now + 10000 ? RTE_MIN(budget, next - now - 10000) : 0;

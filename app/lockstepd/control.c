@@ -66,6 +66,7 @@ static struct {
 	struct ls_ctl *ctl;
 	pthread_t tid;
 	struct ls_clock clock;         /* the control thread's own reader */
+	struct ls_clock q_clock;       /* reader for truth at a given TSC (may go back) */
 	struct ls_peer *peers[LS_MAX_PEERS];
 	unsigned int n_peers;
 	uint64_t start_tsc;
@@ -100,6 +101,7 @@ ls_peer_new(const struct ls_conf_peer *cp)
 	peer->interval_us = cp->interval_us ? cp->interval_us : g.cfg.probe.interval_us;
 	peer->n_paths = n_paths;
 	peer->slot = -1;
+	peer->asym_ns = cp->asym_ns;
 	if (cp->has_mac) {
 		peer->mac = cp->mac;
 		peer->resolved = true;
@@ -116,6 +118,11 @@ ls_peer_new(const struct ls_conf_peer *cp)
 		ls_path_live_init(&pp->live, now);
 		ls_path_window_init(&peer->win[i]);
 	}
+	if (ls_sync_peer_attach(peer) != 0) {
+		free(peer->win);
+		rte_free(peer);
+		return NULL;
+	}
 	return peer;
 }
 
@@ -124,6 +131,7 @@ ls_peer_free(struct ls_peer *peer)
 {
 	if (peer == NULL)
 		return;
+	ls_sync_peer_detach(peer);
 	free(peer->win);
 	rte_free(peer);
 }
@@ -140,6 +148,33 @@ ls_msg_send(unsigned int lcore, struct ls_msg *m)
 		rte_delay_us_sleep(50);
 	}
 	return -ETIMEDOUT;
+}
+
+struct ls_peer *
+ls_control_peer_at(unsigned int i)
+{
+	return ctl.peers[i];
+}
+
+unsigned int
+ls_control_peer_count(void)
+{
+	return ctl.n_peers;
+}
+
+json_t *
+ls_control_truth_at(uint64_t tsc)
+{
+	struct ls_clock *c = &ctl.q_clock;
+	uint64_t t;
+
+	if (c->kind != LS_CLOCK_SIM)
+		return NULL;
+	t = ls_clock_true_from_tsc(c, tsc);
+	return json_pack("{s:I, s:I, s:I, s:f}", "tsc", (json_int_t)tsc,
+			 "true_ns", (json_int_t)t,
+			 "local_ns", (json_int_t)ls_simclock_local(&c->sim, t),
+			 "offset_ns", ls_simclock_offset(&c->sim, t));
 }
 
 static int
@@ -515,7 +550,24 @@ cmd_path(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 		struct ls_path_counters c;
 		json_t *wins = json_object();
 
+		int64_t floor_f = INT64_MAX, floor_r = INT64_MAX;
+
 		ls_path_window_totals(&peer->win[k], &pp->live, &c);
+		/*
+		 * Propagation floor per direction: the least one-way delay seen
+		 * in any window (60 s at most). Queueing = delay - floor; it
+		 * needs synced delays, where a clock offset no longer sits in
+		 * both.
+		 */
+		for (int w = 0; w < LS_WIN_MAX; w++) {
+			struct ls_path_summary s;
+
+			ls_path_window_query(&peer->win[k], &pp->live, (enum ls_path_win)w, &s);
+			if (s.d[LS_PM_FWD].count > 0 && s.d[LS_PM_FWD].min < floor_f)
+				floor_f = s.d[LS_PM_FWD].min;
+			if (s.d[LS_PM_REV].count > 0 && s.d[LS_PM_REV].min < floor_r)
+				floor_r = s.d[LS_PM_REV].min;
+		}
 		for (int w = 0; w < LS_WIN_MAX; w++) {
 			struct ls_path_summary s;
 			json_t *o;
@@ -531,6 +583,15 @@ cmd_path(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 			for (int m = 0; m < LS_PM_MAX; m++)
 				json_object_set_new(o, ls_path_metric_name((enum ls_path_metric)m),
 						    dist_json(&s.d[m]));
+			if (peer->owd.valid && s.d[LS_PM_FWD].count > 0 && s.d[LS_PM_REV].count > 0)
+				json_object_set_new(o, "queue", json_pack(
+					"{s:I, s:I, s:I, s:I, s:I, s:I}",
+					"fwd_floor", (json_int_t)floor_f,
+					"fwd_p50", (json_int_t)(s.d[LS_PM_FWD].p50 - floor_f),
+					"fwd_p99", (json_int_t)(s.d[LS_PM_FWD].p99 - floor_f),
+					"rev_floor", (json_int_t)floor_r,
+					"rev_p50", (json_int_t)(s.d[LS_PM_REV].p50 - floor_r),
+					"rev_p99", (json_int_t)(s.d[LS_PM_REV].p99 - floor_r)));
 			json_object_set_new(wins, ls_path_win_name((enum ls_path_win)w), o);
 		}
 		json_array_append_new(paths, json_pack(
@@ -542,9 +603,10 @@ cmd_path(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 			"reordered", (json_int_t)c.reordered, "duplicated", (json_int_t)c.duplicated,
 			"unknown", (json_int_t)c.unknown, "windows", wins));
 	}
-	ls_ctl_reply_ok(req, json_pack("{s:s, s:o, s:s, s:i, s:o}", "peer", peer->name,
+	ls_ctl_reply_ok(req, json_pack("{s:s, s:o, s:s, s:i, s:o, s:o}", "peer", peer->name,
 				       "addr", addr_json(&peer->addr), "state", peer_state(peer),
-				       "interval_us", (int)peer->interval_us, "paths", paths));
+				       "interval_us", (int)peer->interval_us, "paths", paths,
+				       "sync", ls_sync_peer_json(peer)));
 }
 
 static void
@@ -764,9 +826,40 @@ cmd_stats_reset(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __r
 }
 
 static void
-cmd_clock(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_unused)
+cmd_clock(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 {
-	ls_ctl_reply_ok(req, clock_json());
+	static const char *const keys[] = {"tsc", NULL};
+	json_t *o;
+	uint64_t tsc = 0;
+
+	if (ls_ctl_check_keys(req, args, keys) != 0 ||
+	    get_uint(args, "tsc", 1, INT64_MAX, &tsc, req) < 0)
+		return;
+	o = clock_json();
+	/* every process on the host reads the same TSC: a test names one
+	 * instant to all daemons and compares their answers exactly */
+	if (tsc == 0)
+		tsc = rte_rdtsc();
+	json_object_set_new(o, "tsc", json_integer((json_int_t)tsc));
+	{
+		json_t *t = ls_control_truth_at(tsc);
+
+		if (t != NULL)
+			json_object_set_new(o, "truth_at", t);
+	}
+	ls_ctl_reply_ok(req, o);
+}
+
+static void
+cmd_sync(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
+{
+	static const char *const keys[] = {"tsc", NULL};
+	uint64_t tsc = 0;
+
+	if (ls_ctl_check_keys(req, args, keys) != 0 ||
+	    get_uint(args, "tsc", 1, INT64_MAX, &tsc, req) < 0)
+		return;
+	ls_ctl_reply_ok(req, ls_sync_json(tsc));
 }
 
 static const char *const level_names[] = {
@@ -862,7 +955,8 @@ static const struct {
 	{"peer.del", "{name}", "stop probing a peer and forget it", cmd_peer_del},
 	{"probe.set", "{[peer], [interval_us], [paths]}", "change probe interval/paths (all peers or one)", cmd_probe_set},
 	{"stats.reset", "", "zero path counters and windows", cmd_stats_reset},
-	{"clock", "", "clock source, calibration, and ground truth when simulated", cmd_clock},
+	{"clock", "{[tsc]}", "clock source, calibration, and ground truth when simulated (at tsc)", cmd_clock},
+	{"sync", "{[tsc]}", "clock sync: own state, fleet time and bound (at tsc), every neighbour's edge", cmd_sync},
 	{"log.level", "{[level]}", "get or set the log level", cmd_log_level},
 	{"capture.start", "{file, [snaplen], [max_bytes]}", "write probes sent and received to a pcap", cmd_capture_start},
 	{"capture.stop", "", "close the capture file", cmd_capture_stop},
@@ -887,6 +981,7 @@ ctl_thread(void *arg __rte_unused)
 		ls_ctl_poll(ctl.ctl, 10);
 		ls_capture_drain();
 		now = rte_rdtsc();
+		ls_sync_poll(now);
 		if (now >= next_collect) {
 			for (unsigned int i = 0; i < ctl.n_peers; i++)
 				for (uint16_t k = 0; k < ctl.peers[i]->n_paths; k++)
@@ -925,6 +1020,11 @@ ls_control_start(void)
 	for (unsigned int i = 0; i < g.n_ports; i++)
 		ports[i] = g.ports[i].port_id;
 	rc = ls_clock_setup(&ctl.clock, &g.cfg.clock, g.cfg.node_id, ports, g.n_ports, &g.cal);
+	if (rc == 0)
+		rc = ls_clock_setup(&ctl.q_clock, &g.cfg.clock, g.cfg.node_id, ports, g.n_ports,
+				    &g.cal);
+	if (rc == 0)
+		rc = ls_sync_init();
 	if (rc < 0)
 		return rc;
 	ctl.start_tsc = rte_rdtsc();

@@ -178,6 +178,9 @@ drop:
 	return false;
 }
 
+static void stamp_and_send(struct ls_lcore *lc, struct ls_port *p, struct rte_mbuf **reply,
+			   uint16_t n_reply, bool cap);
+
 static void
 poll_port(struct ls_lcore *lc, struct ls_port *p, unsigned int *work)
 {
@@ -186,7 +189,7 @@ poll_port(struct ls_lcore *lc, struct ls_port *p, unsigned int *work)
 	uint64_t tsc, burst_ns;
 	uint16_t i;
 	bool cap = g.cap.on;
-	bool hw_ts = lc->clock.kind == LS_CLOCK_NIC;
+	bool hw_ts = lc->clock.kind == LS_CLOCK_NIC || lc->clock.kstamp_ports != 0;
 
 	n = rte_eth_rx_burst(p->port_id, 0, rx, LS_BURST);
 	if (n == 0)
@@ -214,8 +217,29 @@ poll_port(struct ls_lcore *lc, struct ls_port *p, unsigned int *work)
 	if (n_reply == 0)
 		return;
 
-	/* Stamp T3 as late as we can: right before the burst goes out. */
-	tsc = rte_rdtsc();
+	/*
+	 * A driver that sends each frame with its own syscall (net_pcap) puts
+	 * tens of microseconds between a burst's first and last frame: stamp
+	 * and send one at a time there, or T3 would be early by that much
+	 * for all but the first reply (the reverse delay would absorb it and
+	 * bias clock sync by half of it).
+	 */
+	if (p->tx_per_packet && n_reply > 1) {
+		for (i = 0; i < n_reply; i++)
+			stamp_and_send(lc, p, &reply[i], 1, cap);
+		return;
+	}
+	stamp_and_send(lc, p, reply, n_reply, cap);
+}
+
+/* Stamp T3 as late as we can, right before the frames go out, and send. */
+static void
+stamp_and_send(struct ls_lcore *lc, struct ls_port *p, struct rte_mbuf **reply,
+	       uint16_t n_reply, bool cap)
+{
+	uint64_t tsc = rte_rdtsc();
+	uint16_t i;
+
 	{
 		uint64_t tx_ns = ls_clock_from_tsc(&lc->clock, tsc);
 

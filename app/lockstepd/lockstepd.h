@@ -29,6 +29,7 @@
 #include <rte_mbuf.h>
 #include <rte_mbuf_dyn.h>
 #include <rte_ring.h>
+#include <rte_seqlock.h>
 #include <rte_timer.h>
 
 #include "ls_clock.h"
@@ -37,6 +38,7 @@
 #include "ls_pathstats.h"
 #include "ls_pkt.h"
 #include "ls_reflect.h"
+#include "ls_stamp.h"
 
 extern int ls_logtype;
 #define LS_LOG(level, fmt, ...) \
@@ -95,6 +97,9 @@ struct ls_lcore_stats {
 	uint64_t tlv_unknown;      /* reflected TLVs flagged U */
 	uint64_t tlv_malformed;    /* reflected TLVs flagged M */
 	uint64_t foreign_replies;  /* replies whose lockstep TLV names another node */
+	uint64_t sync_recs;        /* reply timestamps handed to the sync estimator */
+	uint64_t sync_dropped;     /* ... not handed over: ring full */
+	uint64_t sync_filled;      /* sync TLVs the reflector filled with our state */
 } __rte_cache_aligned;
 
 /* A local port as the daemon uses it. */
@@ -107,6 +112,7 @@ struct ls_port {
 	struct ls_addr v6_ll;      /* our IPv6 link-local address (ND) */
 	bool rx_cksum_offload;     /* NIC validates L4 checksums */
 	bool fast_ok;              /* IPv4 reflector fast path usable (lib/reflect) */
+	bool tx_per_packet;        /* driver sends frame by frame (net_pcap): stamp each */
 	struct ls_reflect_port fast; /* what the fast path matches against */
 	char driver[32];
 };
@@ -124,6 +130,21 @@ struct ls_peer_path {
 	struct ls_path_live live;  /* lcore-owned statistics */
 };
 
+/*
+ * The peer's clock relative to ours, for synced one-way delays: written by
+ * the control thread after each sync step, read by the lcore per reply
+ * (seqlock, as the TSC calibration).
+ */
+struct ls_peer_owd {
+	rte_seqlock_t lock;
+	bool valid;
+	uint64_t t0;               /* our local time off_ns refers to */
+	double off_ns;             /* fleet-consistent local_peer - local_self at t0 */
+	double drift;              /* its rate of change */
+};
+
+struct ls_peer_sync;               /* sync.c, control thread only */
+
 /* A peer: allocated by the control thread, owned by its lcore once added. */
 struct ls_peer {
 	char name[LS_NAME_LEN];
@@ -133,13 +154,16 @@ struct ls_peer {
 	uint32_t interval_us;
 	uint16_t n_paths;
 	int32_t slot;              /* index in its lcore's peer table */
+	double asym_ns;            /* configured path asymmetry (clock sync) */
 	/* neighbour resolution (lcore) */
 	struct ls_mac mac;
 	bool resolved;
 	bool static_mac;           /* configured MAC: never ARP/ND for it */
 	uint64_t next_resolve_ns;
+	struct ls_peer_owd owd;    /* control writes, lcore reads */
 	/* control-thread side */
 	struct ls_path_window *win; /* n_paths windows, owned by the control thread */
+	struct ls_peer_sync *sync; /* clock-sync estimators (sync.c) */
 	struct ls_peer_path path[]; /* n_paths */
 };
 
@@ -195,12 +219,34 @@ struct ls_rl_bucket {
 	bool used;
 };
 
+/* Timestamps of one reply for the sync estimator: lcore -> control thread
+ * through the lcore's sync ring (fixed-size ring elements, no mbufs). The
+ * peer pointer stays valid: the control thread drains the rings after an
+ * lcore has given a peer back and before freeing it. */
+struct ls_sync_rec {
+	struct ls_peer *peer;
+	uint16_t path;
+	uint8_t member;            /* coded-pair member, 0 or 1 */
+	uint8_t has_state;         /* state[] holds the reflector's sync TLV value */
+	uint32_t pair_id;
+	uint64_t t1, t2, t3, t4;
+	uint8_t state[LS_STAMP_SYNC_LEN];
+};
+
+/* Our clock-sync state as the reflector writes it into sync TLVs. */
+struct ls_sync_pub {
+	rte_seqlock_t lock;
+	bool valid;
+	uint8_t wire[LS_STAMP_SYNC_LEN];
+};
+
 /* One polling lcore. */
 struct ls_lcore {
 	unsigned int lcore_id;
 	uint16_t n_ports;
 	uint16_t port_idx[LS_MAX_PORTS];
 	struct rte_ring *msgs;             /* control -> lcore */
+	struct rte_ring *sync_ring;        /* struct ls_sync_rec, lcore -> control */
 	struct ls_clock clock;
 	struct rte_hash *peer_hash;        /* ls_addr -> slot */
 	struct ls_peer **peers;            /* LS_MAX_PEERS slots */
@@ -243,6 +289,7 @@ struct ls_global {
 	volatile int quit;
 	int exit_code;
 	uint64_t start_tsc;
+	struct ls_sync_pub sync_pub;       /* written by the control thread */
 };
 
 extern struct ls_global g;
@@ -307,6 +354,21 @@ int ls_msg_send(unsigned int lcore, struct ls_msg *m);
 int ls_control_add_config_peers(void);
 void ls_control_free_peers(void);
 int ls_log_level_from_name(const char *s);
+struct ls_peer *ls_control_peer_at(unsigned int i);
+unsigned int ls_control_peer_count(void);
+/* Simulated clock's ground truth at a TSC reading (NULL unless SIM). */
+struct json_t *ls_control_truth_at(uint64_t tsc);
+
+/* sync.c (control thread) */
+int ls_sync_init(void);
+void ls_sync_fini(void);
+int ls_sync_peer_attach(struct ls_peer *peer);
+void ls_sync_peer_detach(struct ls_peer *peer);
+void ls_sync_drain(void);
+void ls_sync_poll(uint64_t tsc);
+struct json_t;
+struct json_t *ls_sync_json(uint64_t tsc);
+struct json_t *ls_sync_peer_json(const struct ls_peer *peer);
 
 /* capture.c */
 int ls_capture_init(void);

@@ -169,6 +169,13 @@ setup_lcores(void)
 		lc->lcore_id = l;
 		snprintf(name, sizeof(name), "ls_msgs_%u", l);
 		lc->msgs = rte_ring_create(name, 64, hp.socket_id, RING_F_SC_DEQ);
+		snprintf(name, sizeof(name), "ls_sync_%u", l);
+		lc->sync_ring = rte_ring_create_elem(name, sizeof(struct ls_sync_rec), 4096,
+						     hp.socket_id, RING_F_SP_ENQ | RING_F_SC_DEQ);
+		if (lc->sync_ring == NULL) {
+			LS_LOG(ERR, "lcore %u: cannot allocate its sync ring", l);
+			return -ENOMEM;
+		}
 		snprintf(name, sizeof(name), "ls_peers_%u", l);
 		hp.name = name;
 		lc->peer_hash = rte_hash_create(&hp);
@@ -184,6 +191,7 @@ setup_lcores(void)
 				    g.n_ports, &g.cal);
 		if (rc < 0)
 			return rc;
+		ls_clock_kstamp_setup(&lc->clock, ports, g.n_ports);
 		ls_lcore_setup(lc);
 	}
 	return 0;

@@ -96,6 +96,7 @@ port_setup(struct ls_port *p, const struct ls_conf_port *cp, bool want_hw_ts)
 	if (rc < 0)
 		return rc;
 	snprintf(p->driver, sizeof(p->driver), "%s", info.driver_name);
+	p->tx_per_packet = strcmp(p->driver, "net_pcap") == 0;
 
 	memset(&conf, 0, sizeof(conf));
 	if (info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_UDP_CKSUM &&

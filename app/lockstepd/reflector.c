@@ -132,6 +132,28 @@ ls_reflector_sweep(struct ls_lcore *lc, uint64_t now_ns)
 	}
 }
 
+/*
+ * Fill a sync TLV with our clock-sync state (RFC 8972 style: the reflector
+ * fills a TLV the sender sent zeroed). Before the first sync step the value
+ * stays zero, which the sender reads as "no state". The fast path leaves
+ * such packets to this one (lib/reflect copies only TLVs it echoes as is).
+ */
+static inline void
+sync_fill(struct ls_lcore *lc, uint8_t *value)
+{
+	uint32_t sn;
+	bool valid;
+
+	do {
+		sn = rte_seqlock_read_begin(&g.sync_pub.lock);
+		valid = g.sync_pub.valid;
+		if (valid)
+			memcpy(value, g.sync_pub.wire, LS_STAMP_SYNC_LEN);
+	} while (rte_seqlock_read_retry(&g.sync_pub.lock, sn));
+	if (valid)
+		lc->st.sync_filled++;
+}
+
 bool
 ls_reflector_handle(struct ls_lcore *lc, struct ls_port *p, struct rte_mbuf *m,
 		    const struct ls_pkt_info *pi, uint64_t rx_ns)
@@ -162,6 +184,8 @@ ls_reflector_handle(struct ls_lcore *lc, struct ls_port *p, struct rte_mbuf *m,
 		lc->st.tlv_unknown += tr.n_unknown;
 	if (unlikely(tr.n_malformed != 0))
 		lc->st.tlv_malformed += tr.n_malformed;
+	if (tr.sync_off >= 0)
+		sync_fill(lc, payload + LS_STAMP_BASE_LEN + tr.sync_off);
 	ls_pkt_udp_turnaround(f, pi, &p->mac, g.cfg.probe.ttl);
 	/* Trailing Ethernet padding is not ours to echo. */
 	rte_pktmbuf_trim(m, (uint16_t)(m->data_len - (pi->payload_off + pi->payload_len)));

@@ -20,6 +20,8 @@
 #include <errno.h>
 #include <string.h>
 
+#include <math.h>
+
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
 #include <rte_hash.h>
@@ -61,8 +63,8 @@ build_probe(struct ls_lcore *lc, struct ls_peer *peer, struct ls_peer_path *pp,
 {
 	const struct ls_conf_probe *pc = &g.cfg.probe;
 	struct ls_port *p = &g.ports[peer->port_idx];
-	uint8_t payload[LS_STAMP_BASE_LEN + 2 * LS_STAMP_TLV_HDR_LEN +
-			LS_STAMP_LOCKSTEP_LEN + 1400];
+	uint8_t payload[LS_STAMP_BASE_LEN + 3 * LS_STAMP_TLV_HDR_LEN +
+			LS_STAMP_LOCKSTEP_LEN + LS_STAMP_SYNC_LEN + 1400];
 	struct ls_stamp_lockstep_tlv t = {
 		.node_id = g.cfg.node_id,
 		.path_id = pp->idx,
@@ -96,6 +98,15 @@ build_probe(struct ls_lcore *lc, struct ls_peer *peer, struct ls_peer_path *pp,
 	}
 	ls_stamp_tlv_put_lockstep(payload + LS_STAMP_BASE_LEN,
 				  sizeof(payload) - LS_STAMP_BASE_LEN, &off, &t);
+	/*
+	 * The first member of a pair asks the reflector for its clock-sync
+	 * state (a zeroed sync TLV it fills in): one announcement per pair and
+	 * path is plenty, and the second member stays the smaller packet.
+	 */
+	if (member == 0 && g.cfg.sync.enabled)
+		ls_stamp_tlv_put(payload + LS_STAMP_BASE_LEN,
+				 sizeof(payload) - LS_STAMP_BASE_LEN, &off, 0,
+				 LS_STAMP_TLV_SYNC, NULL, LS_STAMP_SYNC_LEN);
 	if (pc->pad > 0) /* a NULL value writes zeros */
 		ls_stamp_tlv_put(payload + LS_STAMP_BASE_LEN,
 				 sizeof(payload) - LS_STAMP_BASE_LEN, &off, 0,
@@ -217,6 +228,62 @@ ls_sender_tick(struct ls_lcore *lc, uint64_t now_ns)
 	}
 }
 
+/*
+ * Hand a reply's timestamps (and the reflector's sync state, when it filled
+ * our sync TLV) to the control thread's sync estimator. Ring full: counted
+ * and dropped; the estimator copes with gaps.
+ */
+static void
+sync_record(struct ls_lcore *lc, struct ls_peer *peer, uint32_t path,
+	    const struct ls_stamp_lockstep_tlv *t, const struct ls_stamp_reflector *r,
+	    uint64_t rx_ns, const uint8_t *payload, uint16_t len)
+{
+	struct ls_sync_rec rec;
+	int off;
+
+	rec.peer = peer;
+	rec.path = (uint16_t)path;
+	rec.member = t->pair_member;
+	rec.pair_id = t->pair_id;
+	rec.t1 = r->sender_ts_ns;
+	rec.t2 = r->rx_ns;
+	rec.t3 = r->tx_ns;
+	rec.t4 = rx_ns;
+	rec.has_state = 0;
+	off = ls_stamp_find_sync(payload + LS_STAMP_BASE_LEN, len - LS_STAMP_BASE_LEN);
+	if (off >= 0) {
+		memcpy(rec.state, payload + LS_STAMP_BASE_LEN + off, LS_STAMP_SYNC_LEN);
+		rec.has_state = 1;
+	}
+	if (rte_ring_sp_enqueue_elem(lc->sync_ring, &rec, sizeof(rec)) == 0)
+		lc->st.sync_recs++;
+	else
+		lc->st.sync_dropped++;
+}
+
+/*
+ * One-way delays on the fleet timeline: remove the peer's clock offset
+ * (published by the sync step) from the raw differences of two clocks.
+ * Until a first fit exists the raw values stay (path output says which).
+ */
+static inline void
+owd_correct(struct ls_peer *peer, uint64_t t1, int64_t samples[LS_PM_MAX])
+{
+	struct ls_peer_owd w;
+	uint32_t sn;
+	double off;
+
+	do {
+		sn = rte_seqlock_read_begin(&peer->owd.lock);
+		w = peer->owd;
+	} while (rte_seqlock_read_retry(&peer->owd.lock, sn));
+	if (!w.valid)
+		return;
+	off = w.off_ns + w.drift * (double)(int64_t)(t1 - w.t0);
+	samples[LS_PM_FWD] -= (int64_t)llround(off);
+	samples[LS_PM_REV] += (int64_t)llround(off);
+}
+
 void
 ls_sender_on_reply(struct ls_lcore *lc, struct ls_port *p __rte_unused,
 		   struct rte_mbuf *m, const struct ls_pkt_info *pi, uint64_t rx_ns)
@@ -230,6 +297,7 @@ ls_sender_on_reply(struct ls_lcore *lc, struct ls_port *p __rte_unused,
 	struct ls_addr_key key;
 	enum ls_rx_disp d;
 	uint32_t path;
+	bool t_ok;
 
 	if (pi->payload_len < LS_STAMP_BASE_LEN) {
 		d = LS_RX_REPLY_SHORT;
@@ -246,9 +314,9 @@ ls_sender_on_reply(struct ls_lcore *lc, struct ls_port *p __rte_unused,
 		goto out;
 	}
 	/* Our TLV, when the reflector echoed it, must name us and this path. */
-	if (ls_stamp_find_lockstep(payload + LS_STAMP_BASE_LEN,
-				   pi->payload_len - LS_STAMP_BASE_LEN, &t) == 0 &&
-	    (t.node_id != g.cfg.node_id || t.path_id != path)) {
+	t_ok = ls_stamp_find_lockstep(payload + LS_STAMP_BASE_LEN,
+				      pi->payload_len - LS_STAMP_BASE_LEN, &t) == 0;
+	if (t_ok && (t.node_id != g.cfg.node_id || t.path_id != path)) {
 		lc->st.foreign_replies++;
 		d = LS_RX_REPLY_NO_PATH;
 		goto out;
@@ -259,6 +327,11 @@ ls_sender_on_reply(struct ls_lcore *lc, struct ls_port *p __rte_unused,
 			     ((int64_t)r.tx_ns - (int64_t)r.rx_ns);
 	samples[LS_PM_FWD] = (int64_t)r.rx_ns - (int64_t)r.sender_ts_ns;
 	samples[LS_PM_REV] = (int64_t)rx_ns - (int64_t)r.tx_ns;
+	if (g.cfg.sync.enabled) {
+		if (t_ok)
+			sync_record(lc, peer, path, &t, &r, rx_ns, payload, pi->payload_len);
+		owd_correct(peer, r.sender_ts_ns, samples);
+	}
 	ls_path_on_reply(&pp->live, r.sender_seq, rx_ns, samples);
 	if (pp->live.consecutive_lost == 0)
 		pp->state_down = 0;

@@ -150,6 +150,7 @@ ls_clock_setup(struct ls_clock *c, const struct ls_conf_clock *conf, uint32_t no
 	c->nic_port = n_ports > 0 ? ports[0] : 0;
 	c->ts_dynfield = -1;
 	c->ts_dynflag = 0;
+	c->kts_dynfield = -1;
 	refresh_map(c, rte_rdtsc());
 
 	switch (conf->source) {

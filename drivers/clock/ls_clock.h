@@ -52,7 +52,21 @@ struct ls_tsc_map {
 	uint64_t ns0;       /**< MONOTONIC_RAW ns at tsc0 */
 	uint64_t mult;      /**< ns per tick, 32.32 fixed point */
 	int64_t tai_off;    /**< CLOCK_TAI - CLOCK_MONOTONIC_RAW, ns */
+	int64_t real_off;   /**< CLOCK_REALTIME - CLOCK_MONOTONIC_RAW, ns (kernel stamps) */
 };
+
+/**
+ * MONOTONIC_RAW ns of a kernel receive stamp: CLOCK_REALTIME in whole
+ * microseconds, as DPDK's net_pcap puts in the RX timestamp dynfield (from
+ * the packet socket's stamp, taken when the frame entered the host stack).
+ * The stamp is truncated to the microsecond; adding half of one centres
+ * the error (+-500 ns, mean 0).
+ */
+static inline uint64_t
+ls_kstamp_raw_ns(const struct ls_tsc_map *m, uint64_t realtime_us)
+{
+	return realtime_us * 1000 + 500 - (uint64_t)m->real_off;
+}
 
 /** Convert a TSC reading to MONOTONIC_RAW ns with a map (handles tsc < tsc0). */
 static inline uint64_t
@@ -106,6 +120,7 @@ struct ls_simclock {
 	uint64_t start_ns;   /**< true time drift is measured from */
 	/* reader state: W at knot k */
 	int64_t knot;        /**< index of the last knot computed */
+	double w_prev;       /**< W at knot - 1, ns (one step back is free) */
 	double w_knot;       /**< W at that knot, ns */
 	double w_next;       /**< W at knot + 1, ns */
 };
@@ -138,6 +153,12 @@ struct ls_clock {
 	uint64_t ts_dynflag;           /**< NIC: RX timestamp dynflag mask */
 	uint64_t map_refresh;          /**< TSC ticks between cache refreshes (~100 ms) */
 	uint64_t hw_fallbacks;         /**< NIC: hardware stamps rejected (no fit, implausible) */
+	uint64_t kstamp_ports;         /**< ports (bit = port id < 64) whose RX stamps are kernel
+					*   CLOCK_REALTIME microseconds (net_pcap on an interface) */
+	int kts_dynfield;              /**< RX timestamp dynfield offset for those, -1 none */
+	uint64_t kts_dynflag;          /**< RX timestamp dynflag mask for those */
+	uint64_t kstamps;              /**< kernel stamps used */
+	uint64_t kstamp_fallbacks;     /**< kernel stamps rejected as implausible */
 };
 
 /**
@@ -225,10 +246,22 @@ int ls_clock_setup(struct ls_clock *c, const struct ls_conf_clock *conf, uint32_
 
 /**
  * Receive timestamp of a packet: the hardware stamp converted to the
- * clock's timeline when the source is NIC and the mbuf carries one, else
- * the burst's software stamp (burst_tsc, read right after rx_burst).
+ * clock's timeline when the source is NIC and the mbuf carries one; the
+ * kernel's stamp when the port is one of kstamp_ports (TSC and SIM
+ * sources: the stamp is put on MONOTONIC_RAW through the calibration's
+ * real_off, then through the clock like any TSC reading); else the burst's
+ * software stamp (burst_tsc, read right after rx_burst).
  */
 uint64_t ls_clock_rx_ts(struct ls_clock *c, const struct rte_mbuf *m, uint64_t burst_tsc);
+
+/**
+ * Note the ports whose RX stamps come from the kernel (driver net_pcap,
+ * which stamps every received frame with the packet socket's
+ * CLOCK_REALTIME time in microseconds) so ls_clock_rx_ts() uses them.
+ * Logs one line per such port. No-op for NIC clocks.
+ * @return number of such ports.
+ */
+unsigned int ls_clock_kstamp_setup(struct ls_clock *c, const uint16_t *ports, unsigned int n_ports);
 
 /** Name of the source in use ("tsc", "nic", "sim"). */
 const char *ls_clock_name(const struct ls_clock *c);

@@ -39,10 +39,14 @@
 
 #include "ls_clock.h"
 
+extern int ls_clock_logtype;
+#define RTE_LOGTYPE_LS_CLOCK ls_clock_logtype
+
 #define LS_NIC_TRIES 16                  /* read_clock brackets per pair */
 #define LS_NIC_INIT_GAP_NS 20000000ULL   /* initial baseline, 20 ms */
 #define LS_NIC_AHEAD_NS 1000000ULL       /* hw stamp may lead the burst by fit error */
 #define LS_NIC_MAX_AGE_NS 1000000000ULL  /* a packet waiting > 1 s is implausible */
+#define LS_KSTAMP_AHEAD_NS 20000ULL       /* kernel stamp may lead the burst by real_off error */
 
 /*
  * ticks -> MONOTONIC_RAW ns of one port. The map reuses struct ls_tsc_map
@@ -297,6 +301,62 @@ ls_clock_nic_update(const struct ls_tsc_cal *cal)
 	return ret;
 }
 
+/*
+ * A kernel stamp on the clock's timeline. The software stamp sw was read
+ * after the stamp was taken, so a kernel stamp later than sw (beyond its
+ * microsecond truncation and the real_off sampling error) or older than a
+ * second is not plausible: a clock step of CLOCK_REALTIME between two
+ * calibration refits, most likely. Fall back and count it.
+ */
+static uint64_t
+kernel_rx_ts(struct ls_clock *c, const struct rte_mbuf *m, uint64_t sw)
+{
+	uint64_t us = *RTE_MBUF_DYNFIELD(m, c->kts_dynfield, const rte_mbuf_timestamp_t *);
+	/* ls_clock_from_tsc refreshed c->map, so its real_off is current */
+	uint64_t raw = ls_kstamp_raw_ns(&c->map, us);
+	uint64_t ts;
+
+	if (c->kind == LS_CLOCK_SIM)
+		ts = ls_simclock_local(&c->sim, raw + LS_SIM_EPOCH_NS);
+	else
+		ts = raw + (uint64_t)c->map.tai_off;
+	if ((int64_t)(ts - sw) > (int64_t)LS_KSTAMP_AHEAD_NS ||
+	    (int64_t)(sw - ts) > (int64_t)LS_NIC_MAX_AGE_NS) {
+		c->kstamp_fallbacks++;
+		return sw;
+	}
+	c->kstamps++;
+	return ts;
+}
+
+unsigned int
+ls_clock_kstamp_setup(struct ls_clock *c, const uint16_t *ports, unsigned int n_ports)
+{
+	unsigned int i, n = 0;
+	int field, flag;
+
+	if (c->kind == LS_CLOCK_NIC)
+		return 0;
+	field = rte_mbuf_dynfield_lookup(RTE_MBUF_DYNFIELD_TIMESTAMP_NAME, NULL);
+	flag = rte_mbuf_dynflag_lookup(RTE_MBUF_DYNFLAG_RX_TIMESTAMP_NAME, NULL);
+	if (field < 0 || flag < 0)
+		return 0;
+	for (i = 0; i < n_ports; i++) {
+		struct rte_eth_dev_info info;
+
+		if (ports[i] >= 64 || rte_eth_dev_info_get(ports[i], &info) != 0 ||
+		    info.driver_name == NULL || strcmp(info.driver_name, "net_pcap") != 0)
+			continue;
+		c->kstamp_ports |= 1ULL << ports[i];
+		n++;
+		RTE_LOG(INFO, LS_CLOCK, "clock: port %u (net_pcap): RX stamps from the kernel "
+			"(CLOCK_REALTIME, 1 us resolution)\n", ports[i]);
+	}
+	c->kts_dynfield = field;
+	c->kts_dynflag = 1ULL << flag;
+	return n;
+}
+
 uint64_t
 ls_clock_rx_ts(struct ls_clock *c, const struct rte_mbuf *m, uint64_t burst_tsc)
 {
@@ -306,6 +366,9 @@ ls_clock_rx_ts(struct ls_clock *c, const struct rte_mbuf *m, uint64_t burst_tsc)
 	uint64_t ticks, hw;
 	uint32_t sn;
 
+	if (c->kstamp_ports != 0 && (m->ol_flags & c->kts_dynflag) && m->port < 64 &&
+	    (c->kstamp_ports >> m->port & 1))
+		return kernel_rx_ts(c, m, sw);
 	if (c->kind != LS_CLOCK_NIC || c->ts_dynfield < 0 || !(m->ol_flags & c->ts_dynflag))
 		return sw;
 	if (m->port >= RTE_MAX_ETHPORTS)

@@ -16,8 +16,9 @@
  * doubles in the same order and gets W bit for bit, with no shared state and
  * no locks. A reader only keeps W at its current knot and the next one.
  * Walking forward costs one step per knot crossed (100 per simulated
- * second); walking backwards restarts from knot 0 (the datapath never goes
- * back; the rare backward query pays for the replay).
+ * second); one knot back is kept (kernel receive stamps can be a little
+ * older than the software stamp read before them); further back restarts
+ * from knot 0 (the rare backward query pays for the replay).
  *
  * Precision: t is ~1.7e18 ns (LS_SIM_EPOCH_NS) and a double has 53 bits
  * (~256 ns resolution there), so t itself is never converted; only
@@ -77,6 +78,7 @@ static void
 reader_reset(struct ls_simclock *s)
 {
 	s->knot = 0;
+	s->w_prev = 0.0;
 	s->w_knot = 0.0;
 	s->w_next = s->wander_ns != 0.0 ? knot_step(s, 1) : 0.0;
 }
@@ -100,6 +102,17 @@ wander_at(struct ls_simclock *s, uint64_t dt)
 	int64_t k = (int64_t)(dt / LS_SIM_KNOT_NS);
 	uint64_t in_knot = dt % LS_SIM_KNOT_NS;
 
+	/*
+	 * One knot back is common (a kernel receive stamp a little older than
+	 * the burst's software stamp read just before it) and costs nothing:
+	 * the previous knot's W is kept. Further back replays from knot 0.
+	 */
+	if (k == s->knot - 1 && s->knot > 0) {
+		if (in_knot == 0)
+			return s->w_prev;
+		return s->w_prev + (s->w_knot - s->w_prev) *
+			((double)in_knot / (double)LS_SIM_KNOT_NS);
+	}
 	if (k < s->knot)
 		reader_reset(s);
 	/*
@@ -108,6 +121,7 @@ wander_at(struct ls_simclock *s, uint64_t dt)
 	 */
 	while (s->knot < k) {
 		s->knot++;
+		s->w_prev = s->w_knot;
 		s->w_knot = s->w_next;
 		s->w_next = s->w_knot + knot_step(s, s->knot + 1);
 	}

@@ -86,12 +86,12 @@ tight_sample(clockid_t id, struct tsc_sample *out)
 }
 
 /*
- * CLOCK_TAI - CLOCK_MONOTONIC_RAW, from a TAI read bracketed by two RAW
+ * A clock (TAI, REALTIME) - CLOCK_MONOTONIC_RAW, from a read bracketed by two RAW
  * reads (tightest of several). The difference moves slowly when NTP/PTP
  * slews the system clock, hence the refresh in every update.
  */
 static int
-sample_tai_off(int64_t *off)
+sample_off(clockid_t id, int64_t *off)
 {
 	struct timespec r1, tai, r2;
 	uint64_t best = UINT64_MAX;
@@ -102,7 +102,7 @@ sample_tai_off(int64_t *off)
 		uint64_t a, b;
 
 		if (clock_gettime(CLOCK_MONOTONIC_RAW, &r1) != 0 ||
-		    clock_gettime(CLOCK_TAI, &tai) != 0 ||
+		    clock_gettime(id, &tai) != 0 ||
 		    clock_gettime(CLOCK_MONOTONIC_RAW, &r2) != 0)
 			return -EIO;
 		a = ts_ns(&r1);
@@ -147,7 +147,7 @@ ls_tsc_cal_init(struct ls_tsc_cal *cal, unsigned int ms)
 	struct tsc_sample s[LS_TSC_INIT_SAMPLES];
 	double sx = 0, sy = 0, sxx = 0, sxy = 0, n, den, slope, icpt;
 	uint64_t gap_ns, mult;
-	int64_t tai_off;
+	int64_t tai_off, real_off;
 	unsigned int i;
 
 	memset(cal, 0, sizeof(*cal));
@@ -162,7 +162,8 @@ ls_tsc_cal_init(struct ls_tsc_cal *cal, unsigned int ms)
 		if (tight_sample(CLOCK_MONOTONIC_RAW, &s[i]) != 0)
 			return -EIO;
 	}
-	if (sample_tai_off(&tai_off) != 0)
+	if (sample_off(CLOCK_TAI, &tai_off) != 0 ||
+	    sample_off(CLOCK_REALTIME, &real_off) != 0)
 		return -EIO;
 
 	/*
@@ -200,6 +201,7 @@ ls_tsc_cal_init(struct ls_tsc_cal *cal, unsigned int ms)
 		(double)(cal->map.tsc0 - cal->first_tsc));
 	cal->map.mult = mult;
 	cal->map.tai_off = tai_off;
+	cal->map.real_off = real_off;
 	cal->n_updates = 0;
 	cal->ppm_step = 0;
 	cal->anchor_step_ns = 0;
@@ -211,12 +213,13 @@ ls_tsc_cal_update(struct ls_tsc_cal *cal)
 {
 	struct tsc_sample s;
 	struct ls_tsc_map m = cal->map; /* only this thread writes the map */
-	int64_t tai_off = m.tai_off;
+	int64_t tai_off = m.tai_off, real_off = m.real_off;
 	uint64_t mult;
 
 	if (tight_sample(CLOCK_MONOTONIC_RAW, &s) != 0)
 		return;
-	(void)sample_tai_off(&tai_off);
+	(void)sample_off(CLOCK_TAI, &tai_off);
+	(void)sample_off(CLOCK_REALTIME, &real_off);
 
 	mult = slope_mult(cal->first_tsc, cal->first_ns, s.tsc, s.ns);
 	if (mult == 0)
@@ -235,6 +238,7 @@ ls_tsc_cal_update(struct ls_tsc_cal *cal)
 	m.ns0 = s.ns;
 	m.mult = mult;
 	m.tai_off = tai_off;
+	m.real_off = real_off;
 
 	rte_seqlock_write_lock(&cal->lock);
 	cal->map = m;

@@ -478,6 +478,8 @@ node_post(struct pctx *c, const char *path, const json_t *obj, void *base)
 	snprintf(cfg->control.socket, sizeof(cfg->control.socket),
 		 "/run/lockstep/%s.sock", cfg->node_name);
 	cfg->clock.sim.seed = cfg->node_id;
+	snprintf(cfg->sync.shm, sizeof(cfg->sync.shm), "/dev/shm/lockstep-%s.fleettime",
+		 cfg->node_name);
 	return 0;
 }
 
@@ -635,6 +637,7 @@ static const struct field peer_fields[] = {
 	F_INT("interval_us", PEER, interval_us, 100, 60000000, 0),
 	F_INT("paths", PEER, paths, 1, LS_MAX_PATHS, 0),
 	F_FUNC("mac", PEER, mac, fn_mac, 0),
+	F_NUMBER("asym_ns", PEER, asym_ns, -1e9, 1e9),
 };
 #undef PEER
 static const struct schema peer_schema = SCHEMA(peer_fields, peer_post);
@@ -773,6 +776,20 @@ static const struct field capture_fields[] = {
 #undef CAP
 static const struct schema capture_schema = SCHEMA(capture_fields, NULL);
 
+#define SYNC struct ls_conf_sync
+static const struct field sync_fields[] = {
+	F_BOOL("enabled", SYNC, enabled),
+	F_INT("window_ms", SYNC, window_ms, 100, 600000, 0),
+	F_INT("interval_ms", SYNC, interval_ms, 10, 60000, 0),
+	F_INT("purity_tol_ns", SYNC, purity_tol_ns, 0, 1000000000, 0),
+	F_INT("reference", SYNC, reference, 0, UINT32_MAX, 0),
+	F_NUMBER("holdover_ppm", SYNC, holdover_ppm, 0.0, 1000.0),
+	F_NUMBER("asym_bound_ns", SYNC, asym_bound_ns, 0.0, 1e9),
+	F_STR("shm", SYNC, shm, 0, 0),
+};
+#undef SYNC
+static const struct schema sync_schema = SCHEMA(sync_fields, NULL);
+
 static const struct field log_fields[] = {
 	F_FUNC("level", struct ls_config, log_level, fn_log_level, 0),
 };
@@ -790,6 +807,7 @@ static const struct field top_fields[] = {
 	F_OBJ("control", offsetof(CFG, control), control_schema, 0),
 	F_OBJ("idle", offsetof(CFG, idle), idle_schema, 0),
 	F_OBJ("capture", offsetof(CFG, capture), capture_schema, 0),
+	F_OBJ("sync", offsetof(CFG, sync), sync_schema, 0),
 	F_OBJ("log", 0, log_schema, 0),
 };
 #undef CFG
@@ -825,6 +843,12 @@ set_defaults(struct ls_config *cfg)
 	cfg->capture.snaplen = 256;
 	cfg->capture.max_bytes = 64ULL << 20;
 	cfg->capture.ring_size = 4096;
+	cfg->sync.enabled = true;
+	cfg->sync.window_ms = 2000;
+	cfg->sync.interval_ms = 500;
+	cfg->sync.purity_tol_ns = 200;
+	cfg->sync.holdover_ppm = 1.0;
+	/* sync.shm follows the node: see node_post */
 	snprintf(cfg->log_level, sizeof(cfg->log_level), "info");
 	/* control.socket and clock.sim.seed follow the node: see node_post */
 }

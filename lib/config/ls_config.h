@@ -80,6 +80,21 @@ struct ls_conf_peer {
 	uint16_t paths;           /**< 0 = probe default */
 	struct ls_mac mac;        /**< static next-hop MAC (when has_mac): no ARP/ND */
 	bool has_mac;             /**< mac set */
+	double asym_ns;           /**< calibrated path asymmetry toward this peer: forward
+				   *   minus reverse propagation floor, ns, default 0 */
+};
+
+/** Clock synchronisation (lib/sync). */
+struct ls_conf_sync {
+	bool enabled;             /**< estimate, solve and serve fleet time, default true */
+	uint32_t window_ms;       /**< envelope-fit window, default 2000 */
+	uint32_t interval_ms;     /**< fit + network-effect step period, default 500 */
+	uint32_t purity_tol_ns;   /**< coded-pair purity tolerance, default 200 */
+	uint32_t reference;       /**< reference node id, default 0 = elect the lowest id */
+	double holdover_ppm;      /**< bound growth while not updated, default 1 */
+	double asym_bound_ns;     /**< uncalibrated asymmetry allowance in the bound, default 0 */
+	char shm[108];            /**< fleet-time shared memory file, default
+				   *   /dev/shm/lockstep-<node>.fleettime, "" = none */
 };
 
 /** Reflector. */
@@ -141,6 +156,7 @@ struct ls_config {
 	struct ls_conf_control control;      /**< control socket */
 	struct ls_conf_idle idle;            /**< idle back-off */
 	struct ls_conf_capture capture;      /**< capture */
+	struct ls_conf_sync sync;            /**< clock synchronisation */
 	char log_level[16];                  /**< "error".."debug", default "info" */
 };
 

@@ -358,9 +358,17 @@ ls_stamp_reflect_tlvs(uint8_t *area, size_t len, struct ls_stamp_tlv_result *res
 	int rc;
 
 	memset(res, 0, sizeof(*res));
+	res->sync_off = -1;
 	while ((rc = ls_stamp_tlv_next(area, len, &off, &tlv)) == 1) {
 		res->n_tlvs++;
-		if (tlv.type != LS_STAMP_TLV_EXTRA_PADDING &&
+		if (tlv.type == LS_STAMP_TLV_SYNC) {
+			if (tlv.len != LS_STAMP_SYNC_LEN) {
+				area[tlv.off] |= LS_STAMP_TLV_M;
+				res->n_malformed++;
+			} else if (res->sync_off < 0) {
+				res->sync_off = (int32_t)(tlv.off + LS_STAMP_TLV_HDR_LEN);
+			}
+		} else if (tlv.type != LS_STAMP_TLV_EXTRA_PADDING &&
 		    tlv.type != LS_STAMP_TLV_LOCKSTEP) {
 			area[tlv.off] |= LS_STAMP_TLV_U;
 			res->n_unknown++;
@@ -374,4 +382,22 @@ ls_stamp_reflect_tlvs(uint8_t *area, size_t len, struct ls_stamp_tlv_result *res
 		res->n_tlvs++;
 		res->n_malformed++;
 	}
+}
+
+int
+ls_stamp_find_sync(const uint8_t *area, size_t len)
+{
+	struct ls_stamp_tlv tlv;
+	size_t off = 0;
+	int rc;
+
+	while ((rc = ls_stamp_tlv_next(area, len, &off, &tlv)) == 1) {
+		if (tlv.type != LS_STAMP_TLV_SYNC)
+			continue;
+		if (tlv.len != LS_STAMP_SYNC_LEN ||
+		    (tlv.flags & (LS_STAMP_TLV_U | LS_STAMP_TLV_M)))
+			return -EBADMSG;
+		return (int)(tlv.off + LS_STAMP_TLV_HDR_LEN);
+	}
+	return rc < 0 ? -EBADMSG : -ENOENT;
 }

@@ -61,6 +61,9 @@ extern "C" {
 /** TLV types used by lockstep. */
 #define LS_STAMP_TLV_EXTRA_PADDING 1   /**< RFC 8972 Extra Padding */
 #define LS_STAMP_TLV_LOCKSTEP 252      /**< private use: lockstep extras */
+#define LS_STAMP_TLV_SYNC 253          /**< private use: reflector's clock-sync state,
+					*   filled by the reflector (sent as zeros) */
+#define LS_STAMP_SYNC_LEN 48           /**< value bytes of the sync TLV (= LS_SYNC_WIRE_LEN) */
 #define LS_STAMP_LOCKSTEP_MAGIC 0x4c535450u /**< "LSTP" */
 #define LS_STAMP_LOCKSTEP_LEN 24       /**< value bytes of the lockstep TLV */
 
@@ -200,16 +203,28 @@ int ls_stamp_tlv_get_lockstep(const struct ls_stamp_tlv *tlv, struct ls_stamp_lo
  */
 int ls_stamp_find_lockstep(const uint8_t *area, size_t len, struct ls_stamp_lockstep_tlv *out);
 
+/**
+ * Find the sync TLV in a TLV area (a reply's: the reflector filled it).
+ * @return offset of its LS_STAMP_SYNC_LEN value bytes in the area, -ENOENT
+ *         when absent, -EBADMSG when the area or the TLV is malformed or
+ *         flagged U/M by the reflector.
+ */
+int ls_stamp_find_sync(const uint8_t *area, size_t len);
+
 /** Counts of what ls_stamp_reflect_tlvs() did. */
 struct ls_stamp_tlv_result {
 	uint16_t n_tlvs;        /**< TLVs seen */
 	uint16_t n_unknown;     /**< TLVs flagged U */
 	uint16_t n_malformed;   /**< TLVs flagged M (at most 1: parsing stops) */
+	int32_t sync_off;       /**< offset in the area of a well-formed sync TLV's
+				 *   value for the reflector to fill, -1 none */
 };
 
 /**
  * Process the TLV area of a packet being reflected, in place, per RFC 8972:
- * known types (Extra Padding, lockstep) are copied unchanged; an unknown
+ * known types (Extra Padding, lockstep) are copied unchanged; the first
+ * sync TLV of the right length is reported in res->sync_off for the caller
+ * to fill (one of another length gets the M flag); an unknown
  * type gets the U flag; a TLV whose length overruns the area gets the M flag
  * and processing stops there (the remaining bytes are left as they are, so
  * the reflected packet keeps the sender's size and cannot amplify).

@@ -2,10 +2,18 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Write one lockstepd config per host of a lockstep-fabric topology.
 
-  fabric_configs.py TOPO DIR INTERVAL_US PATHS
+  fabric_configs.py TOPO DIR INTERVAL_US PATHS [LINK [EXTRA_JSON [TAG]]]
 
 Host i (in topology order) becomes DIR/n<i>.json: a memif client port to the
-emulator's socket DIR/fabric/<host>.sock, the host's addresses, the leaf as
+emulator's socket DIR/fabric/<host>.sock (LINK "memif", the default) or,
+with LINK "pcap", a net_pcap port on veth TAG"h"<i> whose other end TAG"f"<i>
+the emulator drives with net_af_packet (lockstepd takes receive times from
+the kernel's packet-socket stamps, so its polling delay does not show in
+the delays; the emulator sees frames at once and stamps them when it polls,
+see docs/fabric.md; the emulator's topology with those devices is written
+to DIR/topo.json). EXTRA_JSON is a file holding {"*": {...}, "<host>": {...}}
+merged into every node's config and into that host's (e.g. "clock",
+"sync"). The host's addresses, the leaf as
 gateway (the emulator's leaves answer ARP/ND for every address but the
 host's own, so any address of the subnet works), and every other host as a
 peer (IPv4, and IPv6 where both ends have it). Prints the host names.
@@ -15,14 +23,30 @@ import json
 import sys
 
 
+def merge(dst, src):
+    """Deep-merge dict src into dst."""
+    for k, v in src.items():
+        if isinstance(v, dict) and isinstance(dst.get(k), dict):
+            merge(dst[k], v)
+        else:
+            dst[k] = v
+
+
 def main():
     topo_file, out, interval, paths = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    link = sys.argv[5] if len(sys.argv) > 5 else "memif"
+    extra = json.load(open(sys.argv[6])) if len(sys.argv) > 6 and sys.argv[6] else {}
+    tag = sys.argv[7] if len(sys.argv) > 7 else "ls"
     topo = json.load(open(topo_file))
     hosts = topo["hosts"]
     for i, h in enumerate(hosts, 1):
-        port = {"name": "p0",
-                "dev": "net_memif0,role=client,id=0,socket=%s/fabric/%s.sock,socket-abstract=no"
-                       % (out, h["name"]),
+        if link == "pcap":
+            h["dev"] = "net_af_packet%d,iface=%sf%d" % (i, tag, i)
+            dev = "net_pcap0,iface=%sh%d" % (tag, i)
+        else:
+            dev = ("net_memif0,role=client,id=0,socket=%s/fabric/%s.sock,socket-abstract=no"
+                   % (out, h["name"]))
+        port = {"name": "p0", "dev": dev,
                 "mac": "02:00:00:00:%02x:%02x" % (i // 256, i % 256)}
         for fam, gw in (("ipv4", "gateway4"), ("ipv6", "gateway6")):
             if fam in h:
@@ -46,9 +70,14 @@ def main():
                "control": {"socket": "%s/n%d.sock" % (out, i)},
                "idle": {"backoff": True, "after_polls": 64, "sleep_us": 50},
                "log": {"level": "info"}}
+        merge(cfg, extra.get("*", {}))
+        merge(cfg, extra.get(h["name"], {}))
         with open("%s/n%d.json" % (out, i), "w") as f:
             json.dump(cfg, f, indent=1)
         print(h["name"])
+    if link == "pcap":
+        with open("%s/topo.json" % out, "w") as f:
+            json.dump(topo, f, indent=1)
 
 
 if __name__ == "__main__":

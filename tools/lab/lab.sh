@@ -5,7 +5,9 @@
 #
 #   tools/lab/lab.sh up   [--nodes N] [--transport memif|veth] [--dir DIR]
 #                         [--interval-us US] [--paths P] [--lcores L] [--build DIR]
-#   tools/lab/lab.sh up   --topo FILE [--truth] [--dir DIR] [--interval-us US] [--paths P]
+#   tools/lab/lab.sh up   --topo FILE [--truth] [--link memif|pcap] [--extra JSON]
+#                         [--fabric-core CPU] [--dir DIR] [--interval-us US] [--paths P]
+#   tools/lab/lab.sh restart-node --node I [--dir DIR] [--fabric-core CPU]
 #   tools/lab/lab.sh down [--dir DIR]
 #   tools/lab/lab.sh mesh [--dir DIR] [lockstepctl mesh options]
 #
@@ -21,6 +23,19 @@
 #   (config/fabric/*.json); every host of it is one lockstepd, connected by a
 #   memif link to the emulator, probing every other host. --truth records the
 #   ground truth (queues, link events, every probe's hops) in DIR/truth.jsonl.
+#   --link pcap puts a veth pair between each host and the emulator instead
+#   of memif: lockstepd drives its end with net_pcap, so every frame it
+#   receives carries the kernel's receive stamp, which it uses as receive
+#   time (its own polling delay no longer shows in one-way delays); the
+#   emulator drives the other end with net_af_packet (no stamps, but frames
+#   are seen at once: libpcap's TPACKET_V3 would hand them over ~1 ms late)
+#   and takes ingress time when it polls them. --fabric-core CPU gives the
+#   emulator that CPU to itself, busy polling (no idle sleep), and keeps the
+#   daemons (and all their threads) on the other CPUs: its ingress and
+#   delivery times are then within a few us of the truth, which is what
+#   faithful one-way delays need (docs/fabric.md, "One-way delays in the
+#   lab"). --extra merges {"*": {...}, "<host>": {...}} into the daemons'
+#   configs (simulated clocks, sync settings; see fabric_configs.py).
 #
 # Every daemon runs without hugepages, with its own --file-prefix, on an
 # lcore allowed to float over all CPUs, and with idle back-off on, so a
@@ -38,6 +53,10 @@ paths=4
 lcores=1   # polling lcores per daemon; memif ports are spread over them
 topo=""
 truth=0
+link=memif
+extra=""
+only=""
+fabric_core=""  # CPU the emulator busy-polls on, alone; "" = shares all CPUs
 build="${LS_BUILD:-$root/build}"
 PY=/usr/bin/python3
 
@@ -55,6 +74,10 @@ while [ $# -gt 0 ]; do
 	--lcores) lcores=$2; shift 2 ;;
 	--topo) topo=$2; transport=fabric; shift 2 ;;
 	--truth) truth=1; shift ;;
+	--link) link=$2; shift 2 ;;
+	--extra) extra=$2; shift 2 ;;
+	--node) only=$2; shift 2 ;;
+	--fabric-core) fabric_core=$2; shift 2 ;;
 	--build) build=$2; shift 2 ;;
 	*) break ;;
 	esac
@@ -137,21 +160,42 @@ setup_veth_net() {
 	done
 }
 
+# The CPUs the daemons may use: all this shell may run on, less the
+# emulator's own (--fabric-core). Prints them comma-separated.
+node_cpus() {
+	local c x out=""
+	for c in $(taskset -pc $$ | sed 's/.*: //' | tr ',' ' '); do
+		case "$c" in
+		*-*) c=$(seq "${c%-*}" "${c#*-}") ;;
+		esac
+		for x in $c; do
+			[ "$x" = "$fabric_core" ] || out+="${out:+,}$x"
+		done
+	done
+	echo "$out"
+}
+
+# Node indices to start: all, or just --node.
+node_list() { if [ -n "$only" ]; then echo "$only"; else seq 1 "$nodes"; fi; }
+
 start_nodes() {
-	local i prefix=() t eal_lcores="" l
+	local i prefix=() t eal_lcores="" l cpus
 	t=$(tag_of)
-	# Every lcore may float over every CPU: the lab shares two cores.
-	for ((l = 0; l < lcores; l++)); do eal_lcores+="${eal_lcores:+,}$l@(0,1)"; done
-	for ((i = 1; i <= nodes; i++)); do
-		prefix=()
-		[ "$transport" = veth ] && prefix=(ip netns exec "${t}n$i")
+	# Every lcore may float over every CPU (the lab shares two cores) but
+	# the emulator's own one, if it has one. taskset keeps the daemons' EAL
+	# control threads off that CPU too.
+	cpus=$(node_cpus)
+	for ((l = 0; l < lcores; l++)); do eal_lcores+="${eal_lcores:+,}$l@($cpus)"; done
+	for i in $(node_list); do
+		prefix=(taskset -c "$cpus")
+		[ "$transport" = veth ] && prefix=(ip netns exec "${t}n$i" "${prefix[@]}")
 		"${prefix[@]}" "$lockstepd" --no-pci --no-huge -m 256 --lcores "$eal_lcores" \
 			--file-prefix "${t}n$i" --log-level 'lib.eal:warning' -- \
 			--config "$dir/n$i.json" > "$dir/n$i.log" 2>&1 &
 		echo $! > "$dir/n$i.pid"
 	done
 	# Wait for every control socket to answer.
-	for ((i = 1; i <= nodes; i++)); do
+	for i in $(node_list); do
 		for _ in $(seq 1 150); do
 			"$lockstepctl" -s "$dir/n$i.sock" status > /dev/null 2>&1 && break
 			if ! kill -0 "$(cat "$dir/n$i.pid")" 2>/dev/null; then
@@ -166,15 +210,34 @@ start_nodes() {
 }
 
 start_fabric() {
-	local t args=()
+	local t args=() i e
 	t=$(tag_of)
 	[ -f "$topo" ] || die "no topology file $topo"
 	mkdir -p "$dir/fabric"
-	nodes=$("$PY" "$here/fabric_configs.py" "$topo" "$dir" "$interval_us" "$paths" | wc -l)
+	case "$link" in memif|pcap) ;; *) die "unknown --link $link (memif or pcap)" ;; esac
+	[ -z "$extra" ] || [ -f "$extra" ] || die "no --extra file $extra"
+	nodes=$("$PY" "$here/fabric_configs.py" "$topo" "$dir" "$interval_us" "$paths" \
+		"$link" "$extra" "$t" | wc -l)
+	local ftopo=$topo
+	if [ "$link" = pcap ]; then
+		ftopo=$dir/topo.json
+		for ((i = 1; i <= nodes; i++)); do
+			ip link add "${t}f$i" type veth peer name "${t}h$i"
+			for e in f h; do
+				# nothing but the emulator and lockstepd speak on these wires
+				sysctl -qw "net.ipv6.conf.${t}$e$i.disable_ipv6=1"
+				ip link set "${t}$e$i" up
+			done
+		done
+	fi
 	[ "$truth" = 1 ] && args=(--truth "$dir/truth.jsonl" --hops)
-	"$fabric" --no-pci --no-huge -m 512 --lcores '0@(0,1)' --file-prefix "${t}fab" \
-		--log-level 'lib.eal:warning' -- --topo "$topo" --dir "$dir/fabric" \
-		--socket "$dir/fabric/ctl.sock" --idle-sleep-us 50 "${args[@]}" \
+	# Shared CPUs: sleep when idle (never past the next event). Own CPU:
+	# busy poll there; its control threads go to the other CPUs (EAL).
+	local fl="0@($(node_cpus))" sleep=50
+	[ -n "$fabric_core" ] && fl="0@$fabric_core" && sleep=0
+	"$fabric" --no-pci --no-huge -m 512 --lcores "$fl" --file-prefix "${t}fab" \
+		--log-level 'lib.eal:warning' -- --topo "$ftopo" --dir "$dir/fabric" \
+		--socket "$dir/fabric/ctl.sock" --idle-sleep-us "$sleep" "${args[@]}" \
 		> "$dir/fabric.log" 2>&1 &
 	echo $! > "$dir/fabric.pid"
 	for _ in $(seq 1 100); do
@@ -188,6 +251,12 @@ start_fabric() {
 do_up() {
 	[ -x "$lockstepd" ] || die "no $lockstepd: build first (meson setup build && ninja -C build)"
 	[ "$(id -u)" = 0 ] || die "needs root (DPDK runtime files, namespaces)"
+	if [ -n "$fabric_core" ]; then
+		[ "$transport" = fabric ] || die "--fabric-core needs --topo"
+		[[ "$fabric_core" =~ ^[0-9]+$ ]] && [ -n "$(node_cpus)" ] &&
+			[ "$(node_cpus | tr ',' '\n' | wc -l)" -lt "$(nproc)" ] ||
+			die "--fabric-core $fabric_core: not one of this shell's CPUs, or the only one"
+	fi
 	do_down quiet
 	# Whatever fails from here on, leave nothing half-started behind.
 	trap 'echo "lab: up failed, cleaning up" >&2; do_down quiet' ERR
@@ -224,12 +293,30 @@ do_down() {
 	for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep "^$t" || true); do
 		ip netns del "$ns" 2>/dev/null || true
 	done
+	for l in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1 | grep "^${t}f[0-9]" || true); do
+		ip link del "$l" 2>/dev/null || true
+	done
 	rm -rf /var/run/dpdk/"$t"n* /var/run/dpdk/"$t"fab 2>/dev/null || true
 	[ "${1:-}" = quiet ] || echo "lab: down ($dir)"
 }
 
+# Stop node --node I (SIGTERM) and start it again with the same config: a
+# daemon restart, for tests of rejoining. Give the same --fabric-core as up.
+do_restart_node() {
+	local pid
+	[ -n "$only" ] || die "restart-node needs --node I"
+	read -r transport nodes < "$dir/lab.info"
+	pid=$(cat "$dir/n$only.pid")
+	kill -TERM "$pid" 2>/dev/null || true
+	for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	kill -KILL "$pid" 2>/dev/null || true
+	start_nodes
+	echo "lab: n$only restarted"
+}
+
 case "$cmd" in
 up) do_up ;;
+restart-node) do_restart_node ;;
 down) do_down ;;
 mesh) exec "$lockstepctl" mesh --dir "$dir" "$@" ;;
 watch) exec "$lockstepctl" watch --dir "$dir" "$@" ;;

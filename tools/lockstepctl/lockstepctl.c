@@ -1145,6 +1145,88 @@ cmd_clock(struct cli *cli, const struct cli_cmd *cmd, int argc, char **argv)
 	return rc ? rc : run_single(cli, cmd, "clock", NULL, print_kv);
 }
 
+static double
+num(const json_t *o, const char *key)
+{
+	const json_t *v = json_object_get(o, key);
+
+	return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+/* "sync": the node's own mapping and bound, then one row per neighbour. */
+static int
+print_sync(const json_t *r)
+{
+	const json_t *st = json_object_get(r, "state");
+	const json_t *rd = json_object_get(r, "reading");
+	const json_t *nb = json_object_get(r, "neighbors");
+	const json_t *n;
+	size_t i;
+
+	if (!json_is_true(json_object_get(r, "enabled"))) {
+		printf("sync: disabled\n");
+		return EX_OK;
+	}
+	if (!json_is_object(st) || !json_is_object(rd) || !json_is_array(nb))
+		return EX_PROTO;
+	printf("status:     %s (reference node %d, %d hops, ref_seq %d)\n",
+	       json_string_value(json_object_get(st, "status")) ?: "?",
+	       (int)num(st, "ref_id"), (int)num(st, "hops"), (int)num(st, "ref_seq"));
+	printf("mapping:    fleet = local - (%.1f ns + %.4f ppm * (local - t0))\n",
+	       num(st, "theta_ns"), num(st, "phi_ppm"));
+	printf("confidence: sigma %.1f ns, drift sigma %.5f ppm, last good %.0f ms ago\n",
+	       num(st, "sigma_ns"), num(st, "phi_sigma_ppm"), num(st, "age_ms"));
+	if (num(rd, "half_ns") >= 0)
+		printf("now:        fleet %.0f ns, bound +-%.1f ns [%.0f, %.0f]\n",
+		       num(rd, "fleet_ns"), num(rd, "half_ns"), num(rd, "earliest_ns"),
+		       num(rd, "latest_ns"));
+	else
+		printf("now:        fleet unknown (not synced), local %.0f ns\n",
+		       num(rd, "local_ns"));
+	printf("\n%-6s %-16s %14s %11s %9s %10s %6s %9s %5s %13s %13s\n", "NODE", "PEERS",
+	       "OFFSET_ns", "DRIFT_ppm", "SIGMA_ns", "HALFGAP_ns", "USED", "RESID_ns",
+	       "PURE%", "NTP_OFF_ns", "PTP_OFF_ns");
+	json_array_foreach(nb, i, n) {
+		const json_t *e = json_object_get(n, "edge"), *pu = json_object_get(n, "purity");
+		const json_t *b = json_object_get(n, "baselines"), *pn;
+		char peers[64] = "";
+		double kept = num(pu, "fwd_kept") + num(pu, "rev_kept");
+		double all = kept + num(pu, "fwd_rejected") + num(pu, "rev_rejected");
+		size_t k;
+
+		json_array_foreach(json_object_get(n, "peers"), k, pn) {
+			size_t l = strlen(peers);
+
+			snprintf(peers + l, sizeof(peers) - l, "%s%s", l ? "," : "",
+				 json_string_value(pn) ?: "?");
+		}
+		printf("%-6d %-16.16s ", (int)num(n, "node_id"), peers);
+		if (json_is_object(e))
+			printf("%14.1f %11.4f %9.1f %10.1f ", num(e, "offset_ns"),
+			       num(e, "drift_ppm"), num(e, "sigma_ns"), num(e, "half_gap_ns"));
+		else
+			printf("%14s %11s %9s %10s ", "-", "-", "-", "-");
+		printf("%6s %9.1f %5.0f ",
+		       json_is_true(json_object_get(n, "rejected")) ? "cut" :
+		       json_is_true(json_object_get(n, "used")) ? "yes" : "no",
+		       num(n, "residual_ns"), all > 0 ? 100.0 * kept / all : 0.0);
+		if (json_is_object(b))
+			printf("%13.1f %13.1f\n", num(b, "ntp_offset_ns"), num(b, "ptp_offset_ns"));
+		else
+			printf("%13s %13s\n", "-", "-");
+	}
+	return EX_OK;
+}
+
+static int
+cmd_sync(struct cli *cli, const struct cli_cmd *cmd, int argc, char **argv)
+{
+	struct parsed p;
+	int rc = parse_args(cli, cmd, argc, argv, NULL, &p, 0, 0);
+
+	return rc ? rc : run_single(cli, cmd, "sync", NULL, print_sync);
+}
+
 static int
 cmd_log_level(struct cli *cli, const struct cli_cmd *cmd, int argc,
 	      char **argv)
@@ -1691,6 +1773,8 @@ static const struct cli_cmd commands[] = {
 	  "change probing of one peer or all", cmd_probe_set },
 	{ "stats reset", "", "zero counters and histograms", cmd_stats_reset },
 	{ "clock", "", "clock source and its state", cmd_clock },
+	{ "sync", "", "clock sync: fleet-time mapping, bound, every neighbour's "
+	  "offset, drift, confidence", cmd_sync },
 	{ "log level", "[LEVEL]", "show or set the log level", cmd_log_level },
 	{ "capture start", "FILE [--snaplen N] [--max-bytes N]",
 	  "start writing probe packets to a pcap file", cmd_capture_start },

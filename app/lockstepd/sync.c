@@ -1,0 +1,703 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Clock synchronisation in lockstepd: lib/sync wired to the probe mesh.
+ *
+ * Data flow, all of it on the control thread except the two ends:
+ *  - lcore, sender side: every reply's four timestamps (and the peer's sync
+ *    state, when its reflector filled our sync TLV) go into the lcore's sync
+ *    ring as a struct ls_sync_rec (sender.c).
+ *  - ls_sync_drain(): pairs the two members of each coded pair and feeds
+ *    them to the path's estimator (ls_sync_est_add_pair); keeps the peer's
+ *    latest announced state; resets a peer's estimators when a probe no
+ *    longer fits its edge (the peer's clock stepped: it restarted).
+ *  - ls_sync_poll(), every sync.interval_ms: fits every path, combines the
+ *    paths of all peers that are the same node (IPv4 and IPv6 peers to one
+ *    host are one edge), runs one network-effect step
+ *    (ls_sync_node_update) and publishes the result three ways: our state
+ *    for the reflector to put into sync TLVs (g.sync_pub), each peer's
+ *    clock relative to ours for synced one-way delays (peer->owd), and
+ *    fleet time with its bound in shared memory (ls_fleettime.h), refreshed
+ *    every 100 ms.
+ *  - lcore, reflector side: fills sync TLVs from g.sync_pub (reflector.c).
+ *
+ * Who solves: every node, for itself, from its neighbours' announcements
+ * (a distributed Jacobi iteration of the weighted least-squares problem;
+ * see lib/sync/ls_sync.h and docs/sync.md). A node needs nothing but the
+ * peers it probes, so K random peers per node cost O(K) per step however
+ * large the fleet.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include <rte_cycles.h>
+#include <rte_lcore.h>
+#include <rte_ring.h>
+#include <rte_seqlock.h>
+
+#include "lockstepd.h"
+#include "ls_fleettime.h"
+#include "ls_sync.h"
+
+#define LS_SYNC_EST_CAP 1024        /* probes per path estimator */
+#define LS_SYNC_DRAIN_MAX 256       /* records per ring per drain call */
+#define LS_SYNC_SHM_NS 100000000ULL /* shared-memory refresh, 100 ms */
+#define LS_SYNC_STEP_SLACK_NS 20000 /* a probe off its edge by more than
+				     * its RTT/2 plus this is a clock step */
+#define LS_SYNC_MAX_NBRS LS_MAX_PEERS
+
+_Static_assert(LS_STAMP_SYNC_LEN == LS_SYNC_WIRE_LEN, "sync TLV carries one wire state");
+
+
+struct sync_path {
+	struct ls_sync_est est;
+	bool have_a;                /* first member of a pair waiting for the second */
+	uint32_t a_pair;
+	struct ls_sync_probe a;
+	struct ls_sync_fit fit;     /* last fit */
+};
+
+struct ls_peer_sync {
+	uint32_t node_id;           /* the peer's node id, from its sync TLV (0 unknown) */
+	bool has_state;
+	struct ls_sync_state st;    /* its latest announcement */
+	uint64_t st_rx;             /* our local time it arrived */
+	struct ls_sync_fit edge;    /* this peer's paths combined */
+	uint64_t resets;            /* estimators reset after a clock step */
+	uint16_t n_paths;
+	struct sync_path path[];
+};
+
+/* One neighbour node: every peer that is the same node, one edge. */
+struct sync_node {
+	struct ls_sync_nbr nbr;
+	struct ls_sync_nbr_use use;
+	double ntp_ns, ptp_ns, min_rtt_ns; /* baselines (drift-corrected to now) */
+	uint32_t n_base;
+	uint64_t fwd_kept, fwd_rej, rev_kept, rev_rej;
+};
+
+static struct {
+	bool on;
+	struct ls_sync_node_conf nconf;
+	struct ls_sync_est_conf econf;
+	struct ls_sync_state self;
+	struct ls_clock clock;      /* this thread's reader (moves forward only) */
+	struct ls_clock q_clock;    /* for queries at a given TSC (may go back) */
+	uint64_t next_step_tsc, next_shm_tsc;
+	uint64_t step_tsc;          /* sync interval in TSC ticks */
+	uint64_t steps;
+	uint64_t last_step_tsc;     /* when the last step ran (its "now") */
+	uint64_t recs, resets;
+	struct sync_node nodes[LS_SYNC_MAX_NBRS];
+	unsigned int n_nodes;
+	/* shared memory */
+	struct ls_fleettime_shm *shm;
+	uint64_t shm_prev_tsc, shm_prev_fleet;
+} S;
+
+/* Peers are listed by the control code; sync.c sees them through this. */
+
+/* ---- shared memory ------------------------------------------------------ */
+
+static int
+shm_open_file(const char *path)
+{
+	void *p;
+	int fd;
+
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, 4096) != 0) {
+		int e = errno;
+
+		close(fd);
+		return -e;
+	}
+	p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED)
+		return -errno;
+	S.shm = p;
+	memset(S.shm, 0, sizeof(*S.shm));
+	S.shm->magic = LS_FLEETTIME_MAGIC;
+	S.shm->version = LS_FLEETTIME_VERSION;
+	return 0;
+}
+
+/*
+ * Publish TSC -> fleet time. The slope comes from the previous publication
+ * to this one (both in the past: the simulated clock's reader only moves
+ * forward), so a reader extrapolates the last 100 ms; between publications
+ * that is exact for a linear clock and follows a simulated clock's wander
+ * within its 100 ms change.
+ */
+static void
+shm_publish(uint64_t tsc)
+{
+	struct ls_fleettime_shm v;
+	struct ls_sync_reading r, r1;
+	uint64_t local = ls_clock_from_tsc(&S.clock, tsc);
+
+	ls_sync_fleet_read(&S.self, &S.nconf, local, &r);
+	ls_sync_fleet_read(&S.self, &S.nconf, local + 1000000000ULL, &r1);
+	memset(&v, 0, sizeof(v));
+	v.flags = r.flags & (LS_FT_SYNCED | LS_FT_HOLDOVER | LS_FT_REF);
+	v.ctr0 = tsc;
+	v.fleet0_ns = r.fleet_ns;
+	if (S.shm_prev_tsc != 0 && tsc > S.shm_prev_tsc && r.fleet_ns > S.shm_prev_fleet)
+		v.mult = (uint64_t)(((unsigned __int128)(r.fleet_ns - S.shm_prev_fleet) << 32) /
+				    (tsc - S.shm_prev_tsc));
+	else
+		v.mult = (uint64_t)(((unsigned __int128)1000000000ULL << 32) / rte_get_tsc_hz());
+	v.half0_ns = r.flags ? (uint64_t)llround(r.half_ns) : UINT64_MAX;
+	v.half_ppb = r.flags && r1.half_ns > r.half_ns ? (uint64_t)llround(r1.half_ns - r.half_ns) : 0;
+	v.stale_ns = 10 * LS_SYNC_SHM_NS;
+	v.node_id = g.cfg.node_id;
+	v.ref_id = S.self.ref_id;
+	v.updates = S.shm->updates + 1;
+	ls_fleettime_publish(S.shm, &v);
+	S.shm_prev_tsc = tsc;
+	S.shm_prev_fleet = r.fleet_ns;
+}
+
+/* ---- set-up --------------------------------------------------------------- */
+
+int
+ls_sync_init(void)
+{
+	const struct ls_conf_sync *c = &g.cfg.sync;
+	uint16_t ports[LS_MAX_PORTS];
+	int rc;
+
+	S.on = c->enabled;
+	if (!S.on)
+		return 0;
+	for (unsigned int i = 0; i < g.n_ports; i++)
+		ports[i] = g.ports[i].port_id;
+	rc = ls_clock_setup(&S.clock, &g.cfg.clock, g.cfg.node_id, ports, g.n_ports, &g.cal);
+	if (rc == 0)
+		rc = ls_clock_setup(&S.q_clock, &g.cfg.clock, g.cfg.node_id, ports, g.n_ports,
+				    &g.cal);
+	if (rc < 0)
+		return rc;
+	ls_sync_est_conf_default(&S.econf);
+	S.econf.window_ns = (uint64_t)c->window_ms * 1000000ULL;
+	S.econf.purity_tol_ns = c->purity_tol_ns;
+	ls_sync_node_conf_default(&S.nconf);
+	S.nconf.self_id = g.cfg.node_id;
+	S.nconf.reference_id = c->reference;
+	S.nconf.holdover_ppm = c->holdover_ppm;
+	S.nconf.asym_bound_ns = c->asym_bound_ns;
+	/* neighbours announce every step: allow a few missed ones */
+	if (S.nconf.state_timeout_ns < 6ULL * c->interval_ms * 1000000ULL)
+		S.nconf.state_timeout_ns = 6ULL * c->interval_ms * 1000000ULL;
+	if (S.nconf.ref_timeout_ns < 10ULL * c->interval_ms * 1000000ULL)
+		S.nconf.ref_timeout_ns = 10ULL * c->interval_ms * 1000000ULL;
+	ls_sync_state_init(&S.self, g.cfg.node_id);
+	rte_seqlock_init(&g.sync_pub.lock);
+	S.step_tsc = rte_get_tsc_hz() / 1000 * c->interval_ms;
+	S.next_step_tsc = rte_rdtsc() + S.step_tsc;
+	if (c->shm[0] != '\0') {
+		rc = shm_open_file(c->shm);
+		if (rc < 0) {
+			LS_LOG(ERR, "%s: sync.shm: cannot create %s: %s", g.cfg.file, c->shm,
+			       strerror(-rc));
+			return rc;
+		}
+		LS_LOG(INFO, "sync: fleet time in %s", c->shm);
+	}
+	LS_LOG(INFO, "sync: window %u ms, step %u ms, purity %u ns, reference %s",
+	       c->window_ms, c->interval_ms, c->purity_tol_ns,
+	       c->reference ? "configured" : "elected (lowest id)");
+	return 0;
+}
+
+void
+ls_sync_fini(void)
+{
+	if (S.shm != NULL) {
+		struct ls_fleettime_shm v = *S.shm;
+
+		/* readers see "unsynced", not a frozen mapping that looks fine */
+		v.flags = 0;
+		ls_fleettime_publish(S.shm, &v);
+		munmap(S.shm, 4096);
+		S.shm = NULL;
+		if (g.cfg.sync.shm[0] != '\0')
+			unlink(g.cfg.sync.shm);
+	}
+}
+
+int
+ls_sync_peer_attach(struct ls_peer *peer)
+{
+	struct ls_peer_sync *ps;
+	struct ls_sync_est_conf ec;
+
+	rte_seqlock_init(&peer->owd.lock);
+	peer->owd.valid = false;
+	if (!S.on)
+		return 0;
+	ps = calloc(1, sizeof(*ps) + peer->n_paths * sizeof(ps->path[0]));
+	if (ps == NULL)
+		return -ENOMEM;
+	ps->n_paths = peer->n_paths;
+	ec = S.econf;
+	ec.asym_ns = peer->asym_ns;
+	for (uint16_t i = 0; i < peer->n_paths; i++)
+		if (ls_sync_est_init(&ps->path[i].est, &ec, LS_SYNC_EST_CAP) != 0) {
+			while (i-- > 0)
+				ls_sync_est_free(&ps->path[i].est);
+			free(ps);
+			return -ENOMEM;
+		}
+	peer->sync = ps;
+	return 0;
+}
+
+void
+ls_sync_peer_detach(struct ls_peer *peer)
+{
+	struct ls_peer_sync *ps = peer->sync;
+
+	if (ps == NULL)
+		return;
+	/* records already queued for this peer name it: take them out first */
+	ls_sync_drain();
+	for (uint16_t i = 0; i < ps->n_paths; i++)
+		ls_sync_est_free(&ps->path[i].est);
+	free(ps);
+	peer->sync = NULL;
+}
+
+/* ---- samples in --------------------------------------------------------- */
+
+static void
+peer_reset(struct ls_peer_sync *ps)
+{
+	for (uint16_t i = 0; i < ps->n_paths; i++) {
+		ls_sync_est_reset(&ps->path[i].est);
+		ps->path[i].have_a = false;
+		ps->path[i].fit.ok = false;
+	}
+	ps->edge.ok = false;
+	ps->has_state = false;
+	ps->resets++;
+	S.resets++;
+}
+
+/*
+ * A probe pins the offset to within its own round trip: |offset - x| <=
+ * RTT/2 with x its two-way offset. One far outside the current edge means
+ * the peer's clock stepped (it restarted, or was set): start over.
+ */
+static bool
+clock_stepped(const struct ls_peer_sync *ps, const struct ls_sync_probe *p)
+{
+	double x, rtt, o;
+
+	if (!ps->edge.ok)
+		return false;
+	x = ((double)(int64_t)(p->t2 - p->t1) - (double)(int64_t)(p->t4 - p->t3)) / 2;
+	rtt = (double)(int64_t)(p->t4 - p->t1) - (double)(int64_t)(p->t3 - p->t2);
+	o = ps->edge.offset_ns + ps->edge.drift * (double)(int64_t)(p->t1 - ps->edge.t_ref);
+	return fabs(x - o) > fabs(rtt) / 2 + LS_SYNC_STEP_SLACK_NS + 3 * ps->edge.sigma_ns;
+}
+
+static void
+take(const struct ls_sync_rec *r)
+{
+	struct ls_peer_sync *ps = r->peer->sync;
+	struct ls_sync_probe p = {.t1 = r->t1, .t2 = r->t2, .t3 = r->t3, .t4 = r->t4};
+	struct sync_path *sp;
+
+	S.recs++;
+	if (ps == NULL || r->path >= ps->n_paths)
+		return;
+	if (r->has_state) {
+		struct ls_sync_state st;
+
+		if (ls_sync_wire_decode(r->state, &st) == 0) {
+			if (ps->node_id != 0 && st.node_id != ps->node_id)
+				peer_reset(ps); /* another node took the address */
+			ps->node_id = st.node_id;
+			ps->st = st;
+			ps->st_rx = r->t4;
+			ps->has_state = true;
+		}
+	}
+	if (clock_stepped(ps, &p))
+		peer_reset(ps);
+	sp = &ps->path[r->path];
+	if (r->member == 0) {
+		if (sp->have_a)
+			ls_sync_est_add_probe(&sp->est, &sp->a); /* its partner was lost */
+		sp->a = p;
+		sp->a_pair = r->pair_id;
+		sp->have_a = true;
+	} else if (sp->have_a && sp->a_pair == r->pair_id) {
+		ls_sync_est_add_pair(&sp->est, &sp->a, &p);
+		sp->have_a = false;
+	} else {
+		ls_sync_est_add_probe(&sp->est, &p);
+	}
+}
+
+void
+ls_sync_drain(void)
+{
+	struct ls_sync_rec recs[32];
+	unsigned int l;
+
+	if (!S.on)
+		return;
+	RTE_LCORE_FOREACH(l) {
+		struct rte_ring *ring = g.lcores[l].sync_ring;
+		unsigned int n, total = 0;
+
+		if (ring == NULL)
+			continue;
+		do {
+			n = rte_ring_sc_dequeue_burst_elem(ring, recs, sizeof(recs[0]),
+							   RTE_DIM(recs), NULL);
+			for (unsigned int i = 0; i < n; i++)
+				take(&recs[i]);
+			total += n;
+		} while (n == RTE_DIM(recs) && total < LS_SYNC_DRAIN_MAX * 8);
+	}
+}
+
+/* ---- one step ----------------------------------------------------------- */
+
+/* Baselines from the same probes, each moved to now along drift, so they
+ * differ from the envelope only in how they pick the offset. */
+static void
+baselines(const struct ls_sync_est *e, uint64_t now, double drift, double *ntp,
+	  double *ptp, double *min_rtt, uint32_t *n)
+{
+	double sum = 0, best = INFINITY, best_x = 0;
+	uint32_t cnt = 0;
+
+	for (uint32_t k = 0; k < e->n; k++) {
+		const struct ls_sync_probe *p = &e->ring[(e->head - e->n + k) & (e->cap - 1)];
+		double x, rtt;
+
+		if ((int64_t)(now - p->t1) >= (int64_t)e->conf.window_ns)
+			continue;
+		x = ((double)(int64_t)(p->t2 - p->t1) - (double)(int64_t)(p->t4 - p->t3)) / 2 +
+		    drift * (double)(int64_t)(now - p->t1);
+		rtt = (double)(int64_t)(p->t4 - p->t1) - (double)(int64_t)(p->t3 - p->t2);
+		sum += x;
+		cnt++;
+		if (rtt < best) {
+			best = rtt;
+			best_x = x;
+		}
+	}
+	if (cnt == 0)
+		return;
+	if (best < *min_rtt) {
+		*min_rtt = best;
+		*ntp = best_x;
+	}
+	*ptp = (*ptp * *n + sum) / (*n + cnt);
+	*n += cnt;
+}
+
+static struct sync_node *
+node_slot(uint32_t id)
+{
+	for (unsigned int i = 0; i < S.n_nodes; i++)
+		if (S.nodes[i].nbr.id == id)
+			return &S.nodes[i];
+	if (S.n_nodes == LS_SYNC_MAX_NBRS)
+		return NULL;
+	memset(&S.nodes[S.n_nodes], 0, sizeof(S.nodes[0]));
+	S.nodes[S.n_nodes].nbr.id = id;
+	S.nodes[S.n_nodes].min_rtt_ns = INFINITY;
+	return &S.nodes[S.n_nodes++];
+}
+
+/* Peer clock relative to ours for synced one-way delays: the fleet-
+ * consistent difference when both ends are synced to one reference, else
+ * the raw edge. */
+static void
+publish_owd(struct ls_peer *peer, uint64_t now)
+{
+	const struct ls_peer_sync *ps = peer->sync;
+	struct ls_peer_owd o = {.valid = false};
+
+	if (ps != NULL && ps->edge.ok) {
+		double e = ps->edge.offset_ns + ps->edge.drift * (double)(int64_t)(now - ps->edge.t_ref);
+
+		o.valid = true;
+		o.t0 = now;
+		o.off_ns = e;
+		o.drift = ps->edge.drift;
+		if ((S.self.flags & LS_SYNC_F_SYNCED) && ps->has_state &&
+		    (ps->st.flags & LS_SYNC_F_SYNCED) && ps->st.ref_id == S.self.ref_id) {
+			/* the peer's local time now is about now + e */
+			double th_b = ps->st.theta_ns + ps->st.phi *
+				      ((double)(int64_t)(now - ps->st.t0) + e);
+
+			o.off_ns = th_b - S.self.theta_ns;
+			o.drift = ps->st.phi - S.self.phi;
+		}
+	}
+	rte_seqlock_write_lock(&peer->owd.lock);
+	peer->owd.valid = o.valid;
+	peer->owd.t0 = o.t0;
+	peer->owd.off_ns = o.off_ns;
+	peer->owd.drift = o.drift;
+	rte_seqlock_write_unlock(&peer->owd.lock);
+}
+
+static void
+step(void)
+{
+	uint64_t tsc = rte_rdtsc();
+	uint64_t now = ls_clock_from_tsc(&S.clock, tsc);
+	struct ls_sync_nbr nbrs[LS_SYNC_MAX_NBRS];
+	struct ls_sync_nbr_use use[LS_SYNC_MAX_NBRS];
+	struct ls_sync_fit fits[LS_MAX_PATHS * 4];
+	unsigned int np = ls_control_peer_count();
+	uint8_t wire[LS_SYNC_WIRE_LEN];
+
+	S.n_nodes = 0;
+	for (unsigned int i = 0; i < np; i++) {
+		struct ls_peer_sync *ps = ls_control_peer_at(i)->sync;
+		unsigned int nf = 0;
+
+		if (ps == NULL)
+			continue;
+		for (uint16_t k = 0; k < ps->n_paths; k++) {
+			struct sync_path *sp = &ps->path[k];
+
+			if (ls_sync_est_fit(&sp->est, now, &sp->fit) == 0)
+				fits[nf++] = sp->fit;
+		}
+		if (ls_sync_combine(fits, nf, now, &ps->edge) != 0)
+			ps->edge.ok = false;
+	}
+	/* one neighbour per node id: IPv4 and IPv6 peers of a host are one edge */
+	for (unsigned int i = 0; i < np; i++) {
+		struct ls_peer_sync *ps = ls_control_peer_at(i)->sync;
+		struct sync_node *nd;
+
+		if (ps == NULL || ps->node_id == 0 || ps->node_id == g.cfg.node_id)
+			continue;
+		nd = node_slot(ps->node_id);
+		if (nd == NULL)
+			continue;
+		if (ps->has_state && (!nd->nbr.has_state || ps->st_rx > nd->nbr.st_rx)) {
+			nd->nbr.has_state = true;
+			nd->nbr.st = ps->st;
+			nd->nbr.st_rx = ps->st_rx;
+		}
+		for (uint16_t k = 0; k < ps->n_paths; k++) {
+			const struct ls_sync_est *e = &ps->path[k].est;
+
+			nd->fwd_kept += e->fwd_kept;
+			nd->fwd_rej += e->fwd_rejected;
+			nd->rev_kept += e->rev_kept;
+			nd->rev_rej += e->rev_rejected;
+			if (ps->edge.ok)
+				baselines(e, now, ps->edge.drift, &nd->ntp_ns, &nd->ptp_ns,
+					  &nd->min_rtt_ns, &nd->n_base);
+		}
+	}
+	for (unsigned int j = 0; j < S.n_nodes; j++) {
+		struct sync_node *nd = &S.nodes[j];
+		unsigned int nf = 0;
+
+		for (unsigned int i = 0; i < np && nf < RTE_DIM(fits); i++) {
+			const struct ls_peer_sync *ps = ls_control_peer_at(i)->sync;
+
+			if (ps == NULL || ps->node_id != nd->nbr.id)
+				continue;
+			for (uint16_t k = 0; k < ps->n_paths && nf < RTE_DIM(fits); k++)
+				if (ps->path[k].fit.ok)
+					fits[nf++] = ps->path[k].fit;
+		}
+		nd->nbr.has_edge = ls_sync_combine(fits, nf, now, &nd->nbr.edge) == 0;
+		nbrs[j] = nd->nbr;
+	}
+	ls_sync_node_update(&S.nconf, nbrs, S.n_nodes, now, &S.self, use);
+	for (unsigned int j = 0; j < S.n_nodes; j++)
+		S.nodes[j].use = use[j];
+	S.steps++;
+	S.last_step_tsc = tsc;
+
+	ls_sync_wire_encode(&S.self, wire);
+	rte_seqlock_write_lock(&g.sync_pub.lock);
+	memcpy(g.sync_pub.wire, wire, sizeof(wire));
+	g.sync_pub.valid = true;
+	rte_seqlock_write_unlock(&g.sync_pub.lock);
+	for (unsigned int i = 0; i < np; i++)
+		publish_owd(ls_control_peer_at(i), now);
+}
+
+void
+ls_sync_poll(uint64_t tsc)
+{
+	if (!S.on)
+		return;
+	ls_sync_drain();
+	if (tsc >= S.next_step_tsc) {
+		step();
+		S.next_step_tsc = tsc + S.step_tsc;
+	}
+	if (S.shm != NULL && tsc >= S.next_shm_tsc) {
+		shm_publish(tsc);
+		S.next_shm_tsc = tsc + rte_get_tsc_hz() / (1000000000ULL / LS_SYNC_SHM_NS);
+	}
+}
+
+/* ---- reporting ---------------------------------------------------------- */
+
+static const char *
+status_name(uint8_t flags)
+{
+	if (flags & LS_SYNC_F_REF)
+		return "reference";
+	if (flags & LS_SYNC_F_HOLDOVER)
+		return "holdover";
+	if (flags & LS_SYNC_F_SYNCED)
+		return "synced";
+	return "unsynced";
+}
+
+static json_t *
+fit_json(const struct ls_sync_fit *f)
+{
+	if (!f->ok)
+		return json_null();
+	return json_pack("{s:f, s:f, s:f, s:f, s:i, s:i, s:i}",
+			 "offset_ns", f->offset_ns, "drift_ppm", f->drift * 1e6,
+			 "sigma_ns", f->sigma_ns, "half_gap_ns", f->half_gap_ns,
+			 "n_fwd", (int)f->n_fwd, "n_rev", (int)f->n_rev,
+			 "outliers", (int)f->n_outliers);
+}
+
+static json_t *
+state_json(const struct ls_sync_state *s, uint64_t now)
+{
+	return json_pack("{s:i, s:s, s:i, s:i, s:i, s:f, s:f, s:f, s:f, s:f}",
+			 "node_id", (int)s->node_id, "status", status_name(s->flags),
+			 "ref_id", (int)s->ref_id, "ref_seq", (int)s->ref_seq,
+			 "hops", (int)s->hops, "theta_ns", s->theta_ns,
+			 "phi_ppm", s->phi * 1e6, "sigma_ns", s->sigma_ns,
+			 "phi_sigma_ppm", s->phi_sigma * 1e6,
+			 "age_ms", s->t_good && now > s->t_good ?
+				   (double)(now - s->t_good) / 1e6 : -1.0);
+}
+
+json_t *
+ls_sync_json(uint64_t tsc)
+{
+	struct ls_sync_reading r;
+	uint64_t now, local;
+	unsigned int np = ls_control_peer_count();
+	json_t *o, *nbrs;
+
+	if (!S.on)
+		return json_pack("{s:b}", "enabled", 0);
+	now = ls_clock_now(&S.clock);
+	if (tsc == 0) {
+		tsc = rte_rdtsc();
+		local = ls_clock_from_tsc(&S.q_clock, tsc);
+	} else {
+		local = ls_clock_from_tsc(&S.q_clock, tsc);
+	}
+	ls_sync_fleet_read(&S.self, &S.nconf, local, &r);
+	o = json_pack("{s:b, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:f}, s:{s:I, s:I, s:I, s:I}}",
+		      "enabled", 1, "state", state_json(&S.self, now),
+		      "reading", "tsc", (json_int_t)tsc, "local_ns", (json_int_t)local,
+		      "fleet_ns", (json_int_t)r.fleet_ns,
+		      "earliest_ns", (json_int_t)r.earliest_ns,
+		      "latest_ns", (json_int_t)(r.latest_ns > INT64_MAX ? INT64_MAX : r.latest_ns),
+		      "half_ns", r.flags ? r.half_ns : -1.0,
+		      "counters", "records", (json_int_t)S.recs,
+		      "steps", (json_int_t)S.steps, "resets", (json_int_t)S.resets,
+		      "shm_updates", (json_int_t)(S.shm ? S.shm->updates : 0));
+	{
+		json_t *t = ls_control_truth_at(tsc);
+
+		if (t != NULL)
+			json_object_set_new(o, "truth", t);
+	}
+	nbrs = json_array();
+	for (unsigned int j = 0; j < S.n_nodes; j++) {
+		const struct sync_node *nd = &S.nodes[j];
+		json_t *names = json_array(), *n;
+
+		for (unsigned int i = 0; i < np; i++) {
+			const struct ls_peer *peer = ls_control_peer_at(i);
+
+			if (peer->sync != NULL && peer->sync->node_id == nd->nbr.id)
+				json_array_append_new(names, json_string(peer->name));
+		}
+		n = json_pack("{s:i, s:o, s:o, s:o, s:f, s:b, s:f, s:f, s:b, "
+			      "s:{s:I, s:I, s:I, s:I}}",
+			      "node_id", (int)nd->nbr.id, "peers", names,
+			      "edge", nd->nbr.has_edge ? fit_json(&nd->nbr.edge) : json_null(),
+			      "state", nd->nbr.has_state ? state_json(&nd->nbr.st, 0) : json_null(),
+			      "state_age_ms", nd->nbr.has_state && now > nd->nbr.st_rx ?
+				      (double)(now - nd->nbr.st_rx) / 1e6 : -1.0,
+			      "used", nd->use.used, "weight", nd->use.weight,
+			      "residual_ns", nd->use.residual_ns, "rejected", nd->use.rejected,
+			      "purity", "fwd_kept", (json_int_t)nd->fwd_kept,
+			      "fwd_rejected", (json_int_t)nd->fwd_rej,
+			      "rev_kept", (json_int_t)nd->rev_kept,
+			      "rev_rejected", (json_int_t)nd->rev_rej);
+		if (nd->n_base > 0)
+			json_object_set_new(n, "baselines",
+				json_pack("{s:f, s:f, s:f, s:i}", "ntp_offset_ns", nd->ntp_ns,
+					  "ptp_offset_ns", nd->ptp_ns, "min_rtt_ns", nd->min_rtt_ns,
+					  "probes", (int)nd->n_base));
+		json_array_append_new(nbrs, n);
+	}
+	json_object_set_new(o, "neighbors", nbrs);
+	/* edges and baselines refer to this instant */
+	json_object_set_new(o, "step_tsc", json_integer((json_int_t)S.last_step_tsc));
+	return o;
+}
+
+json_t *
+ls_sync_peer_json(const struct ls_peer *peer)
+{
+	const struct ls_peer_sync *ps = peer->sync;
+	struct ls_peer_owd w;
+	json_t *paths;
+	uint32_t sn;
+
+	if (ps == NULL)
+		return json_null();
+	do {
+		sn = rte_seqlock_read_begin(&peer->owd.lock);
+		w = peer->owd;
+	} while (rte_seqlock_read_retry(&peer->owd.lock, sn));
+	paths = json_array();
+	for (uint16_t k = 0; k < ps->n_paths; k++) {
+		const struct ls_sync_est *e = &ps->path[k].est;
+
+		json_array_append_new(paths, json_pack("{s:o, s:I, s:I, s:I, s:I}",
+			"fit", fit_json(&ps->path[k].fit),
+			"fwd_kept", (json_int_t)e->fwd_kept, "fwd_rejected", (json_int_t)e->fwd_rejected,
+			"rev_kept", (json_int_t)e->rev_kept, "rev_rejected", (json_int_t)e->rev_rejected));
+	}
+	return json_pack("{s:i, s:b, s:f, s:f, s:I, s:o}", "node_id", (int)ps->node_id,
+			 "owd_synced", w.valid, "peer_offset_ns", w.off_ns,
+			 "peer_drift_ppm", w.drift * 1e6, "resets", (json_int_t)ps->resets,
+			 "paths", paths);
+}

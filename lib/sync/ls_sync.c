@@ -1,0 +1,1300 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Clock synchronisation after Huygens: purity filter, envelope fit,
+ * per-path estimators, and the network-effect step.
+ *
+ * Everything here is plain arithmetic on probe timestamps; ls_sync.h has
+ * the vocabulary (A, B, t1..t4, edge offset o = local_B - local_A, theta =
+ * local - fleet). How each piece works:
+ *
+ * Envelope fit. Forward delays f = t2 - t1 and reverse delays r = t4 - t3
+ * only ever gain queueing, so the information is in their lower envelopes.
+ * For a common slope b, F(b) = min(f - b t) is the forward envelope's
+ * intercept and R(b) = min(r + b t) the reverse one's; both are minima of
+ * lines in b, hence concave and piecewise linear, and only the points on
+ * the lower convex hull of each cloud can be the minimiser. F breaks at the
+ * slopes of the forward hull's edges, R at minus the slopes of the reverse
+ * hull's edges, and the gap G = F + R has derivative t_rev - t_fwd (the
+ * times of the two supporting points) between breakpoints. So the maximum
+ * is found exactly: sort the breakpoints, binary-search the first interval
+ * where that derivative is <= 0. No iteration, no tolerance.
+ *   Outliers (a mis-stamped probe that looks faster than light) sit below
+ * the envelope and would pull it down. Each round leaves out each point
+ * the envelope touches (then the lowest two, then three together, so that
+ * a few bad points on one line cannot hold each other up), refits, and
+ * drops what lies more than outlier_ns below the refitted envelope of the
+ * rest - and more than twice as far below it as the rest spread above it;
+ * then the fit is repeated, up to LS_SYNC_MAX_OUTLIERS drops.
+ *
+ * Estimator. A power-of-2 ring of probes in insertion order, so expiring is
+ * popping from the tail. All clock values are uint64 ns of sim or real
+ * clocks (~1.7e18); they are differenced as integers before any double
+ * sees them, so a double's 53 bits only ever hold seconds' worth of ns.
+ *
+ * Network effect. Each node holds (theta, phi) against the reference and
+ * re-estimates them from its neighbours' announcements and its own edge
+ * fits: every usable neighbour gives a candidate theta, and the node takes
+ * a robust weighted mean of them (weighted median start, then iteratively
+ * reweighted with Huber weights that redescend to zero). Done by every node
+ * every round this is a Jacobi iteration of the weighted least-squares
+ * problem over the mesh, with the reference pinned at zero. Reference
+ * election is "lowest id alive", where alive means its ref_seq, relayed
+ * hop by hop, still rises.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ls_sync.h"
+
+/* ---- small helpers ---------------------------------------------------- */
+
+/* a - b of two clock readings as a signed count: exact for |a - b| < 2^63. */
+static inline int64_t
+ns_diff(uint64_t a, uint64_t b)
+{
+	return (int64_t)(a - b);
+}
+
+/* Add a signed ns count to a clock reading, saturating at 0 and UINT64_MAX. */
+static uint64_t
+ns_add(uint64_t t, int64_t d)
+{
+	if (d >= 0)
+		return t > UINT64_MAX - (uint64_t)d ? UINT64_MAX : t + (uint64_t)d;
+	uint64_t m = (uint64_t)0 - (uint64_t)d;
+	return t < m ? 0 : t - m;
+}
+
+/* Serial-number comparison (RFC 1982) so ref_seq may wrap. */
+static inline bool
+seq_after(uint32_t a, uint32_t b)
+{
+	return (int32_t)(a - b) > 0;
+}
+
+/* ---- purity ----------------------------------------------------------- */
+
+/* |receive spacing - send spacing| <= tol, computed without overflow. */
+static bool
+spacing_ok(uint64_t s0, uint64_t s1, uint64_t r0, uint64_t r1, uint64_t tol)
+{
+	int64_t e = (int64_t)((r1 - r0) - (s1 - s0));
+	uint64_t mag = e < 0 ? (uint64_t)0 - (uint64_t)e : (uint64_t)e;
+
+	return mag <= tol;
+}
+
+unsigned int
+ls_sync_purity(const struct ls_sync_probe *a, const struct ls_sync_probe *b, uint64_t tol_ns)
+{
+	unsigned int m = 0;
+
+	/* A negative send spacing means the pair is not what was coded
+	 * (reordered, or a stale probe matched): trust neither. Zero is fine:
+	 * a reflector that answers both members in one burst stamps both
+	 * with the burst's T3, and back-to-back members may share a T1 tick. */
+	if (b->t1 < a->t1 || b->t3 < a->t3)
+		return 0;
+	if (spacing_ok(a->t1, b->t1, a->t2, b->t2, tol_ns))
+		m |= LS_SYNC_PURE_FWD;
+	if (spacing_ok(a->t3, b->t3, a->t4, b->t4, tol_ns))
+		m |= LS_SYNC_PURE_REV;
+	return m;
+}
+
+/* ---- envelope fit ----------------------------------------------------- */
+
+void
+ls_sync_est_conf_default(struct ls_sync_est_conf *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->window_ns = 2000000000ull;
+	c->purity_tol_ns = 200;
+	c->max_drift = 500e-6;
+	c->asym_ns = 0;
+	c->sigma_floor_ns = 1;
+	c->outlier_ns = 2000;
+	c->min_points = 4;
+	c->sigma_m = 4;
+}
+
+/*
+ * One side of the fit. sign is -1 for forward samples (envelope of d - b t)
+ * and +1 for reverse samples (envelope of d + b t), so one set of helpers
+ * serves both: the value of point i at slope b is p[i].d + sign * b * p[i].t.
+ */
+struct side {
+	struct ls_sync_pt *p;   /* finite samples sorted by t, then d */
+	uint32_t n;
+	uint8_t *gone;          /* dropped as outlier */
+	uint32_t live;          /* n minus the dropped ones */
+	uint32_t *hull;         /* lower hull of the live points (indices into p) */
+	uint32_t nh;
+	uint32_t *tmp;          /* hull with points left out (leave_out) */
+	double sign;
+};
+
+/* Largest group of samples tested together as outliers (see drop_outliers). */
+#define LS_SYNC_OUTLIER_GROUP 3
+
+static int
+pt_cmp(const void *x, const void *y)
+{
+	const struct ls_sync_pt *a = x, *b = y;
+
+	if (a->t != b->t)
+		return a->t < b->t ? -1 : 1;
+	return (a->d > b->d) - (a->d < b->d);
+}
+
+static int
+dbl_cmp(const void *x, const void *y)
+{
+	double a = *(const double *)x, b = *(const double *)y;
+
+	return (a > b) - (a < b);
+}
+
+/*
+ * Lower convex hull (Andrew's monotone chain) of the live points, into idx.
+ * Points sharing a t: only the lowest (the first, by the sort) can be on a
+ * lower envelope, and dropping the rest keeps every hull edge's slope
+ * finite.
+ */
+static uint32_t
+build_hull(const struct side *s, uint32_t *idx)
+{
+	uint32_t i, k = 0;
+
+	for (i = 0; i < s->n; i++) {
+		const struct ls_sync_pt *c = &s->p[i];
+
+		if (s->gone[i])
+			continue;
+		if (k > 0 && s->p[idx[k - 1]].t == c->t)
+			continue;
+		while (k >= 2) {
+			const struct ls_sync_pt *o = &s->p[idx[k - 2]], *a = &s->p[idx[k - 1]];
+			double cross = (a->t - o->t) * (c->d - o->d) - (a->d - o->d) * (c->t - o->t);
+
+			if (cross > 0)
+				break;
+			k--;
+		}
+		idx[k++] = i;
+	}
+	return k;
+}
+
+/* min over hull vertices of d + sign b t; *arg gets the supporting point. */
+static double
+env_min(const struct side *s, const uint32_t *h, uint32_t nh, double b, uint32_t *arg)
+{
+	double best = INFINITY;
+	uint32_t i, a = h[0];
+
+	for (i = 0; i < nh; i++) {
+		const struct ls_sync_pt *q = &s->p[h[i]];
+		double v = q->d + s->sign * b * q->t;
+
+		if (v < best) {
+			best = v;
+			a = h[i];
+		}
+	}
+	if (arg != NULL)
+		*arg = a;
+	return best;
+}
+
+/*
+ * The slope maximising G(b) = F(b) + R(b) over [-maxb, maxb], exactly.
+ * cand must hold nf + nr + 2 doubles.
+ */
+static double
+best_slope(const struct side *f, const uint32_t *hf, uint32_t nf,
+	   const struct side *r, const uint32_t *hr, uint32_t nr, double maxb, double *cand)
+{
+	uint32_t i, nc = 0, m, lo, hi;
+
+	if (!(maxb > 0))
+		return 0;
+	cand[nc++] = -maxb;
+	cand[nc++] = maxb;
+	for (i = 0; i + 1 < nf; i++) {
+		const struct ls_sync_pt *a = &f->p[hf[i]], *b = &f->p[hf[i + 1]];
+		double s = (b->d - a->d) / (b->t - a->t);
+
+		if (s > -maxb && s < maxb)
+			cand[nc++] = s;
+	}
+	for (i = 0; i + 1 < nr; i++) {
+		const struct ls_sync_pt *a = &r->p[hr[i]], *b = &r->p[hr[i + 1]];
+		double s = -(b->d - a->d) / (b->t - a->t);
+
+		if (s > -maxb && s < maxb)
+			cand[nc++] = s;
+	}
+	qsort(cand, nc, sizeof(*cand), dbl_cmp);
+	for (i = 1, m = 1; i < nc; i++)
+		if (cand[i] != cand[m - 1])
+			cand[m++] = cand[i];
+	nc = m;
+
+	/* Interval j = (cand[j], cand[j+1]); G's slope there is t_rev - t_fwd of
+	 * the supporting points, which only falls as j grows (concavity). Find
+	 * the first interval where it is <= 0. */
+	lo = 0;
+	hi = nc - 1;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2, af, ar;
+		double x = 0.5 * (cand[mid] + cand[mid + 1]);
+
+		env_min(f, hf, nf, x, &af);
+		env_min(r, hr, nr, x, &ar);
+		if (r->p[ar].t - f->p[af].t <= 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	if (lo == nc - 1)
+		return cand[nc - 1];    /* G rises all the way to +maxb */
+	{
+		uint32_t af, ar;
+		double x = 0.5 * (cand[lo] + cand[lo + 1]);
+
+		env_min(f, hf, nf, x, &af);
+		env_min(r, hr, nr, x, &ar);
+		/* Flat top: the supporting points share a time, every slope in
+		 * the interval is equally good; take the middle. */
+		if (r->p[ar].t == f->p[af].t)
+			return x;
+	}
+	return cand[lo];
+}
+
+static double side_spread(const struct side *s, double b, double env, uint32_t m, double *buf);
+
+/* An outlier lies this many times the rest's spread below their envelope. */
+#define OUTLIER_SPREAD_K 2.0
+
+/*
+ * Leave the live points idx[0..n) of side s out, refit, and write how far
+ * each lies below the refitted envelope of the rest into depth[]
+ * (positive = below). o is the other side, with its current hull. The
+ * points are live again on return.
+ *
+ * To count as an outlier the depth has to beat both thr and
+ * OUTLIER_SPREAD_K times the spread of the rest (their m-th lowest residual
+ * above their envelope): "far below" only means something when the others
+ * hug their envelope tightly. Under heavy queueing a few good floor samples
+ * can sit microseconds below the next-lowest ones, and dropping them would
+ * start a cascade through the queued samples. The depth reported for a
+ * point that fails the second test is capped at thr, so callers compare
+ * against thr alone.
+ *
+ * When b0 is a number, the depth is also measured at that slope (the one
+ * fitted with the points in) and the smaller of the two counts. See
+ * drop_outliers for when that is needed.
+ */
+static void
+leave_out(struct side *s, const struct side *o, bool s_is_fwd, const uint32_t *idx, uint32_t n,
+	  double b0, double thr, uint32_t m, double maxb, double *cand, double *depth)
+{
+	uint32_t i, nh;
+	double b = 0, env = 0, spread = 0, env0 = 0;
+
+	for (i = 0; i < n; i++)
+		s->gone[idx[i]] = 1;
+	nh = build_hull(s, s->tmp);
+	if (nh > 0) {
+		if (s_is_fwd)
+			b = best_slope(s, s->tmp, nh, o, o->hull, o->nh, maxb, cand);
+		else
+			b = best_slope(o, o->hull, o->nh, s, s->tmp, nh, maxb, cand);
+		env = env_min(s, s->tmp, nh, b, NULL);
+		spread = side_spread(s, b, env, m, cand);
+		if (!isnan(b0))
+			env0 = env_min(s, s->tmp, nh, b0, NULL);
+	}
+	for (i = 0; i < n; i++)
+		s->gone[idx[i]] = 0;
+	for (i = 0; i < n; i++) {
+		const struct ls_sync_pt *q = &s->p[idx[i]];
+		double d = env - (q->d + s->sign * b * q->t);
+
+		if (!isnan(b0))
+			d = fmin(d, env0 - (q->d + s->sign * b0 * q->t));
+		if (nh == 0)
+			d = -INFINITY;
+		else if (!(d > OUTLIER_SPREAD_K * spread))
+			d = fmin(d, thr);
+		depth[i] = d;
+	}
+}
+
+/* Residuals closer than this (ns) to the envelope count as touching it. */
+#define SUPPORT_EPS 1e-3
+
+/*
+ * One round of outlier search on side s at slope b; returns how many points
+ * it dropped (0 when none is an outlier).
+ *
+ * k = 1 is the plain leave-one-out: each support point (every point the
+ * envelope touches at b) is left out in turn and the deepest one beyond
+ * thr below the refit of the rest goes. Refitting matters: a bad point at
+ * either end of the window tilts b until the envelope also touches a good
+ * point, so at b itself it has company and looks harmless.
+ *
+ * k = 2, 3 leave out the k lowest points together and drop them only if
+ * every one is beyond thr: a few bad points on one line hold each other up
+ * (with one left out, the refit runs through the others and it sits right
+ * on it). For a group the depth must hold at the current slope as well as
+ * at the refitted one: leaving out all of a side's floor samples from one
+ * stretch of the window can leave the two sides' floors in disjoint time
+ * ranges, where the refitted slope is poorly pinned and tilts, and the
+ * good points left out then look deep only because of the tilt. A real
+ * group of bad points on one line is deep at either slope.
+ */
+static uint32_t
+drop_outliers(struct side *s, const struct side *o, bool s_is_fwd, double b, uint32_t k,
+	      double thr, uint32_t m, double maxb, double *cand)
+{
+	uint32_t low[LS_SYNC_MAX_OUTLIERS], nl = 0, i, j, best = 0;
+	double rl[LS_SYNC_MAX_OUTLIERS], depth[LS_SYNC_MAX_OUTLIERS];
+	double env = env_min(s, s->hull, s->nh, b, NULL);
+	uint32_t want = k == 1 ? LS_SYNC_MAX_OUTLIERS : k;
+
+	/* The lowest residuals, by insertion (want is tiny). */
+	for (i = 0; i < s->n; i++) {
+		double r;
+
+		if (s->gone[i])
+			continue;
+		r = s->p[i].d + s->sign * b * s->p[i].t - env;
+		if (nl == want && r >= rl[nl - 1])
+			continue;
+		if (nl < want)
+			nl++;
+		for (j = nl - 1; j > 0 && rl[j - 1] > r; j--) {
+			rl[j] = rl[j - 1];
+			low[j] = low[j - 1];
+		}
+		rl[j] = r;
+		low[j] = i;
+	}
+	if (nl < k)
+		return 0;
+	if (k > 1) {
+		leave_out(s, o, s_is_fwd, low, k, b, thr, m, maxb, cand, depth);
+		for (i = 0; i < k; i++)
+			if (!(depth[i] > thr))
+				return 0;
+		for (i = 0; i < k; i++) {
+			s->gone[low[i]] = 1;
+		}
+		s->live -= k;
+		return k;
+	}
+	for (i = 0; i < nl && rl[i] <= rl[0] + SUPPORT_EPS; i++) {
+		leave_out(s, o, s_is_fwd, &low[i], 1, NAN, thr, m, maxb, cand, &depth[i]);
+		if (depth[i] > depth[best])
+			best = i;
+	}
+	if (!(depth[best] > thr))
+		return 0;
+	s->gone[low[best]] = 1;
+	s->live--;
+	return 1;
+}
+
+/* Residual of the m-th lowest live sample above the envelope at slope b. */
+static double
+side_spread(const struct side *s, double b, double env, uint32_t m, double *buf)
+{
+	uint32_t i, k = 0;
+
+	for (i = 0; i < s->n; i++)
+		if (!s->gone[i])
+			buf[k++] = s->p[i].d + s->sign * b * s->p[i].t - env;
+	qsort(buf, k, sizeof(*buf), dbl_cmp);
+	if (m == 0)
+		m = 1;
+	if (m > k)
+		m = k;
+	return fmax(buf[m - 1], 0);
+}
+
+/* Copy the finite samples, sorted. */
+static uint32_t
+side_load(struct side *s, const struct ls_sync_pt *src, uint32_t n)
+{
+	uint32_t i, k = 0;
+
+	for (i = 0; i < n; i++)
+		if (isfinite(src[i].t) && isfinite(src[i].d))
+			s->p[k++] = src[i];
+	qsort(s->p, k, sizeof(*s->p), pt_cmp);
+	s->n = s->live = k;
+	return k;
+}
+
+int
+ls_sync_envelope_fit(const struct ls_sync_pt *fwd, uint32_t n_fwd,
+		     const struct ls_sync_pt *rev, uint32_t n_rev,
+		     const struct ls_sync_est_conf *conf, struct ls_sync_fit *out)
+{
+	struct side f = { .sign = -1 }, r = { .sign = 1 };
+	uint32_t need = conf->min_points > 0 ? conf->min_points : 1;
+	size_t n = (size_t)n_fwd + n_rev;
+	struct ls_sync_pt *pts = NULL;
+	uint32_t *idx = NULL;
+	uint8_t *gone = NULL;
+	double *cand = NULL, b, fe, re, tmin = INFINITY, tmax = -INFINITY, half_span;
+	uint32_t drops = 0, i;
+	int rc = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (n_fwd < need || n_rev < need)
+		return -ENODATA;
+	pts = malloc(n * sizeof(*pts));
+	idx = malloc(2 * n * sizeof(*idx));
+	gone = calloc(n, 1);
+	cand = malloc((n + 2) * sizeof(*cand));
+	if (pts == NULL || idx == NULL || gone == NULL || cand == NULL) {
+		rc = -ENOMEM;
+		goto done;
+	}
+	f.p = pts;
+	f.gone = gone;
+	f.hull = idx;
+	f.tmp = idx + n_fwd;
+	r.p = pts + n_fwd;
+	r.gone = gone + n_fwd;
+	r.hull = idx + 2 * (size_t)n_fwd;
+	r.tmp = r.hull + n_rev;
+	if (side_load(&f, fwd, n_fwd) < need || side_load(&r, rev, n_rev) < need) {
+		rc = -ENODATA;
+		goto done;
+	}
+
+	for (;;) {
+		uint32_t k, got = 0;
+
+		f.nh = build_hull(&f, f.hull);
+		r.nh = build_hull(&r, r.hull);
+		b = best_slope(&f, f.hull, f.nh, &r, r.hull, r.nh, conf->max_drift, cand);
+		if (!(conf->outlier_ns > 0) || drops >= LS_SYNC_MAX_OUTLIERS)
+			break;
+		/* Smallest group first, either side; a side never goes below
+		 * min_points and the fit never drops more than the maximum. */
+		for (k = 1; k <= LS_SYNC_OUTLIER_GROUP && got == 0; k++) {
+			if (drops + k > LS_SYNC_MAX_OUTLIERS)
+				break;
+			if (f.live >= need + k)
+				got = drop_outliers(&f, &r, true, b, k, conf->outlier_ns,
+						    conf->sigma_m, conf->max_drift, cand);
+			if (got == 0 && r.live >= need + k)
+				got = drop_outliers(&r, &f, false, b, k, conf->outlier_ns,
+						    conf->sigma_m, conf->max_drift, cand);
+		}
+		if (got == 0)
+			break;
+		drops += got;
+	}
+
+	fe = env_min(&f, f.hull, f.nh, b, NULL);
+	re = env_min(&r, r.hull, r.nh, b, NULL);
+	out->ok = true;
+	out->t_ref = 0;
+	out->drift = b;
+	out->offset_ns = 0.5 * (fe - re) - 0.5 * conf->asym_ns;
+	out->half_gap_ns = 0.5 * (fe + re);
+	out->n_fwd = f.live;
+	out->n_rev = r.live;
+	out->n_outliers = drops;
+	/* cand is free again and holds n + 2 doubles: enough for either side. */
+	out->sigma_ns = fmax(conf->sigma_floor_ns,
+			     0.5 * hypot(side_spread(&f, b, fe, conf->sigma_m, cand),
+					 side_spread(&r, b, re, conf->sigma_m, cand)));
+	for (i = 0; i < f.n; i++)
+		if (!f.gone[i]) {
+			tmin = fmin(tmin, f.p[i].t);
+			tmax = fmax(tmax, f.p[i].t);
+		}
+	for (i = 0; i < r.n; i++)
+		if (!r.gone[i]) {
+			tmin = fmin(tmin, r.p[i].t);
+			tmax = fmax(tmax, r.p[i].t);
+		}
+	/* A window of one instant says nothing about drift: 1 ns keeps the
+	 * figure finite (and enormous). */
+	half_span = fmax(0.5 * (tmax - tmin), 1.0);
+	out->drift_sigma = out->sigma_ns / half_span;
+done:
+	free(pts);
+	free(idx);
+	free(gone);
+	free(cand);
+	return rc;
+}
+
+/* ---- per-path estimator ----------------------------------------------- */
+
+int
+ls_sync_est_init(struct ls_sync_est *e, const struct ls_sync_est_conf *conf, uint32_t cap)
+{
+	uint32_t c = 1;
+
+	if (e == NULL || cap == 0 || cap > (1u << 30))
+		return -EINVAL;
+	memset(e, 0, sizeof(*e));
+	if (conf != NULL)
+		e->conf = *conf;
+	else
+		ls_sync_est_conf_default(&e->conf);
+	while (c < cap)
+		c <<= 1;
+	e->ring = calloc(c, sizeof(*e->ring));
+	e->pure = calloc(c, sizeof(*e->pure));
+	if (e->ring == NULL || e->pure == NULL) {
+		ls_sync_est_free(e);
+		return -ENOMEM;
+	}
+	e->cap = c;
+	return 0;
+}
+
+void
+ls_sync_est_free(struct ls_sync_est *e)
+{
+	free(e->ring);
+	free(e->pure);
+	e->ring = NULL;
+	e->pure = NULL;
+	e->cap = e->head = e->n = 0;
+}
+
+void
+ls_sync_est_reset(struct ls_sync_est *e)
+{
+	e->head = 0;
+	e->n = 0;
+}
+
+/* Append one probe; a full ring forgets its oldest. */
+static void
+est_push(struct ls_sync_est *e, const struct ls_sync_probe *p, uint8_t pure)
+{
+	e->ring[e->head] = *p;
+	e->pure[e->head] = pure;
+	e->head = (e->head + 1) & (e->cap - 1);
+	if (e->n < e->cap)
+		e->n++;
+}
+
+void
+ls_sync_est_add_pair(struct ls_sync_est *e, const struct ls_sync_probe *a,
+		     const struct ls_sync_probe *b)
+{
+	unsigned int m = ls_sync_purity(a, b, e->conf.purity_tol_ns);
+
+	e->pairs++;
+	if (m & LS_SYNC_PURE_FWD)
+		e->fwd_kept++;
+	else
+		e->fwd_rejected++;
+	if (m & LS_SYNC_PURE_REV)
+		e->rev_kept++;
+	else
+		e->rev_rejected++;
+	est_push(e, a, (uint8_t)m);
+	est_push(e, b, 0);
+}
+
+void
+ls_sync_est_add_probe(struct ls_sync_est *e, const struct ls_sync_probe *p)
+{
+	est_push(e, p, 0);
+}
+
+/* Window length as a signed count (a window of 2^63 ns or more is "all"). */
+static int64_t
+est_window(const struct ls_sync_est *e)
+{
+	return e->conf.window_ns > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)e->conf.window_ns;
+}
+
+/* t1 in (now - window, now]? */
+static bool
+in_window(int64_t dt, int64_t win)
+{
+	return dt <= 0 && dt > -win;
+}
+
+int
+ls_sync_est_fit(struct ls_sync_est *e, uint64_t now, struct ls_sync_fit *out)
+{
+	int64_t win = est_window(e);
+	struct ls_sync_pt *fp, *rp;
+	uint32_t i, nf = 0, nr = 0;
+	int rc;
+
+	/* Expire from the oldest end: the ring is in insertion order. */
+	while (e->n > 0) {
+		const struct ls_sync_probe *p = &e->ring[(e->head - e->n) & (e->cap - 1)];
+
+		if (ns_diff(p->t1, now) > -win)
+			break;
+		e->n--;
+	}
+
+	fp = malloc(2 * (size_t)(e->n ? e->n : 1) * sizeof(*fp));
+	if (fp == NULL) {
+		memset(out, 0, sizeof(*out));
+		e->fits_failed++;
+		return -ENOMEM;
+	}
+	rp = fp + e->n;
+	for (i = 0; i < e->n; i++) {
+		uint32_t k = (e->head - e->n + i) & (e->cap - 1);
+		const struct ls_sync_probe *p = &e->ring[k];
+		int64_t dt = ns_diff(p->t1, now);
+
+		if (!in_window(dt, win))
+			continue;
+		if (e->pure[k] & LS_SYNC_PURE_FWD) {
+			fp[nf].t = (double)dt;
+			fp[nf].d = (double)ns_diff(p->t2, p->t1);
+			nf++;
+		}
+		if (e->pure[k] & LS_SYNC_PURE_REV) {
+			rp[nr].t = (double)ns_diff(p->t4, now);
+			rp[nr].d = (double)ns_diff(p->t4, p->t3);
+			nr++;
+		}
+	}
+	rc = ls_sync_envelope_fit(fp, nf, rp, nr, &e->conf, out);
+	free(fp);
+	if (rc != 0) {
+		e->fits_failed++;
+		return rc;
+	}
+	out->t_ref = now;
+	e->fits++;
+	e->outliers += out->n_outliers;
+	return 0;
+}
+
+void
+ls_sync_est_baselines(const struct ls_sync_est *e, uint64_t now, struct ls_sync_baseline *out)
+{
+	int64_t win = est_window(e), best_rtt = INT64_MAX;
+	double sum = 0;
+	uint32_t i;
+
+	memset(out, 0, sizeof(*out));
+	for (i = 0; i < e->n; i++) {
+		const struct ls_sync_probe *p = &e->ring[(e->head - e->n + i) & (e->cap - 1)];
+		int64_t f, r, rtt;
+		double off;
+
+		if (!in_window(ns_diff(p->t1, now), win))
+			continue;
+		f = ns_diff(p->t2, p->t1);
+		r = ns_diff(p->t4, p->t3);
+		rtt = f + r;
+		off = 0.5 * ((double)f - (double)r);
+		sum += off;
+		out->n++;
+		if (rtt < best_rtt) {
+			best_rtt = rtt;
+			out->ntp_offset_ns = off;
+			out->min_rtt_ns = (double)rtt;
+		}
+	}
+	if (out->n > 0) {
+		out->ok = true;
+		out->ptp_offset_ns = sum / out->n;
+	}
+}
+
+/* ---- combining paths -------------------------------------------------- */
+
+/* No figure is trusted beyond this, whatever a caller's fit claims. */
+#define SIGMA_MIN 1e-6
+
+int
+ls_sync_combine(const struct ls_sync_fit *fits, unsigned int n, uint64_t t_ref,
+		struct ls_sync_fit *out)
+{
+	double sw = 0, so = 0, sd = 0, sdv = 0, half = INFINITY;
+	unsigned int i;
+
+	memset(out, 0, sizeof(*out));
+	for (i = 0; i < n; i++) {
+		const struct ls_sync_fit *f = &fits[i];
+		double dt, sig, w;
+
+		if (!f->ok)
+			continue;
+		dt = (double)ns_diff(t_ref, f->t_ref);
+		/* Moving a fit along its drift costs drift_sigma per ns moved. */
+		sig = fmax(hypot(f->sigma_ns, f->drift_sigma * dt), SIGMA_MIN);
+		w = 1.0 / (sig * sig);
+		sw += w;
+		so += w * (f->offset_ns + f->drift * dt);
+		sd += w * f->drift;
+		sdv += w * w * f->drift_sigma * f->drift_sigma;
+		half = fmin(half, f->half_gap_ns);
+		out->n_fwd += f->n_fwd;
+		out->n_rev += f->n_rev;
+		out->n_outliers += f->n_outliers;
+	}
+	if (sw == 0)
+		return -ENODATA;
+	out->ok = true;
+	out->t_ref = t_ref;
+	out->offset_ns = so / sw;
+	out->drift = sd / sw;
+	out->sigma_ns = 1.0 / sqrt(sw);
+	out->drift_sigma = sqrt(sdv) / sw;
+	out->half_gap_ns = half;
+	return 0;
+}
+
+/* ---- network effect --------------------------------------------------- */
+
+void
+ls_sync_node_conf_default(struct ls_sync_node_conf *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->huber_k = 3;
+	c->reject_k = 10;
+	c->state_timeout_ns = 3000000000ull;
+	c->ref_timeout_ns = 5000000000ull;
+	c->max_hops = 32;
+	c->holdover_ppm = 1;
+	c->asym_bound_ns = 0;
+	c->sigma_floor_ns = 1;
+}
+
+void
+ls_sync_state_init(struct ls_sync_state *s, uint32_t node_id)
+{
+	memset(s, 0, sizeof(*s));
+	s->node_id = node_id;
+	s->hops = UINT16_MAX;
+}
+
+/* Age of a timestamp taken at then, as seen at now (future = age 0). */
+static uint64_t
+age(uint64_t now, uint64_t then)
+{
+	int64_t d = ns_diff(now, then);
+
+	return d > 0 ? (uint64_t)d : 0;
+}
+
+static struct ls_sync_ref_seen *
+ref_find(struct ls_sync_state *s, uint32_t id)
+{
+	unsigned int i;
+
+	for (i = 0; i < LS_SYNC_REFS_SEEN; i++)
+		if (s->refs[i].id == id)
+			return &s->refs[i];
+	return NULL;
+}
+
+static bool
+ref_alive(struct ls_sync_state *s, const struct ls_sync_node_conf *c, uint32_t id, uint64_t now)
+{
+	const struct ls_sync_ref_seen *e = ref_find(s, id);
+
+	return e != NULL && age(now, e->at) < c->ref_timeout_ns;
+}
+
+/*
+ * Note an announcement of reference id at sequence seq. A reference seen for
+ * the first time gets the benefit of the doubt (alive for ref_timeout); after
+ * that only a rising seq keeps it alive. A full table forgets the entry that
+ * has been quiet longest.
+ *
+ * Restart: a reference that comes back starts counting from 1, far below
+ * the seq its old self died at, and would look dead until it caught up. So
+ * once an entry is dead, a seq more than LS_SYNC_SEQ_RESTART behind it is
+ * taken as a new incarnation. Relays lag the reference by about a round
+ * per hop, so a dead reference's last values, still being repeated, differ
+ * by far less than that and do not revive it.
+ */
+static void
+ref_note(struct ls_sync_state *s, const struct ls_sync_node_conf *c, uint32_t id, uint32_t seq,
+	 uint64_t now)
+{
+	struct ls_sync_ref_seen *e = ref_find(s, id);
+	unsigned int i;
+
+	if (e != NULL) {
+		if (seq_after(seq, e->seq) ||
+		    (!ref_alive(s, c, id, now) && (int32_t)(e->seq - seq) > LS_SYNC_SEQ_RESTART)) {
+			e->seq = seq;
+			e->at = now;
+		}
+		return;
+	}
+	e = &s->refs[0];
+	for (i = 0; i < LS_SYNC_REFS_SEEN; i++) {
+		if (s->refs[i].id == 0) {
+			e = &s->refs[i];
+			break;
+		}
+		if (ns_diff(s->refs[i].at, e->at) < 0)
+			e = &s->refs[i];
+	}
+	e->id = id;
+	e->seq = seq;
+	e->at = now;
+}
+
+/* Fresh announcement that may speak for a reference? */
+static bool
+nbr_fresh(const struct ls_sync_node_conf *c, const struct ls_sync_nbr *nb, uint64_t now)
+{
+	return nb->has_state && age(now, nb->st_rx) <= c->state_timeout_ns;
+}
+
+static bool
+nbr_announces_ref(const struct ls_sync_node_conf *c, const struct ls_sync_nbr *nb, uint64_t now)
+{
+	return nbr_fresh(c, nb, now) && (nb->st.flags & LS_SYNC_F_SYNCED) &&
+	       nb->st.ref_id != 0 && nb->st.hops < c->max_hops;
+}
+
+/* One neighbour's offer, prepared for the robust average. */
+struct cand {
+	unsigned int j;         /* index into nbrs */
+	double theta;           /* candidate theta_self at now */
+	double phi;             /* candidate phi_self */
+	double s;               /* residual scale = edge sigma (floored) */
+	double w0;              /* 1 / s^2 */
+	double var;             /* edge + neighbour variance of theta */
+	double phi_var;         /* same for phi */
+	double w;               /* final weight */
+};
+
+static int
+cand_cmp(const void *x, const void *y)
+{
+	const struct cand *a = x, *b = y;
+
+	return (a->theta > b->theta) - (a->theta < b->theta);
+}
+
+/* Weighted median of the candidates' theta (sorts cs). */
+static double
+wmedian(struct cand *cs, unsigned int n)
+{
+	double tot = 0, acc = 0;
+	unsigned int i;
+
+	qsort(cs, n, sizeof(*cs), cand_cmp);
+	for (i = 0; i < n; i++)
+		tot += cs[i].w0;
+	for (i = 0; i < n; i++) {
+		acc += cs[i].w0;
+		if (acc >= 0.5 * tot)
+			return cs[i].theta;
+	}
+	return cs[n - 1].theta;
+}
+
+/*
+ * Iteratively reweighted mean from start. Weight factor by |r|/s: 1 up to
+ * huber_k, huber_k s/|r| beyond, and (when redescend) 0 beyond reject_k.
+ * Leaves the final weights in cs[].w; returns the estimate.
+ */
+static double
+irls(const struct ls_sync_node_conf *c, struct cand *cs, unsigned int n, double start,
+     bool redescend)
+{
+	double est = start;
+	int it;
+
+	for (it = 0; it < 50; it++) {
+		double sw = 0, swr = 0, step;
+		unsigned int i;
+
+		for (i = 0; i < n; i++) {
+			double r = cs[i].theta - est, u = fabs(r) / cs[i].s, h = 1;
+
+			if (u > c->huber_k)
+				h = (redescend && u > c->reject_k) ? 0 : c->huber_k / u;
+			cs[i].w = cs[i].w0 * h;
+			sw += cs[i].w;
+			swr += cs[i].w * r;
+		}
+		if (sw == 0)
+			break;
+		/* Step by the weighted mean residual: the candidates are ~1e7 ns
+		 * but agree to ~1 ns, so averaging residuals keeps the digits. */
+		step = swr / sw;
+		est += step;
+		if (fabs(step) < 1e-9)
+			break;
+	}
+	/* Final weights at the final estimate. */
+	for (unsigned int i = 0; i < n; i++) {
+		double u = fabs(cs[i].theta - est) / cs[i].s, h = 1;
+
+		if (u > c->huber_k)
+			h = (redescend && u > c->reject_k) ? 0 : c->huber_k / u;
+		cs[i].w = cs[i].w0 * h;
+	}
+	return est;
+}
+
+/*
+ * Pick the reference. Returns 0 when this node should wait: it would elect
+ * itself, but a fresh neighbour has a lower id and will (or will defer to
+ * someone lower still) announce itself within a round. Without that pause,
+ * when a reference dies every node times it out in the same round and each
+ * one would be the reference for a round.
+ */
+static uint32_t
+elect(const struct ls_sync_node_conf *c, const struct ls_sync_nbr *nbrs, unsigned int n,
+      uint64_t now, struct ls_sync_state *s)
+{
+	uint32_t ref = c->self_id;
+	unsigned int j;
+
+	if (c->reference_id != 0)
+		return c->reference_id;
+	for (j = 0; j < n; j++) {
+		const struct ls_sync_nbr *nb = &nbrs[j];
+
+		if (nbr_announces_ref(c, nb, now) && nb->st.ref_id < ref &&
+		    ref_alive(s, c, nb->st.ref_id, now))
+			ref = nb->st.ref_id;
+	}
+	if (ref != c->self_id)
+		return ref;
+	for (j = 0; j < n; j++)
+		if (nbr_fresh(c, &nbrs[j], now) && nbrs[j].st.node_id != 0 &&
+		    nbrs[j].st.node_id < c->self_id)
+			return 0;
+	return ref;
+}
+
+static void
+become_reference(const struct ls_sync_node_conf *c, uint64_t now, struct ls_sync_state *s)
+{
+	if (!(s->flags & LS_SYNC_F_REF) || s->ref_id != c->self_id) {
+		/* Taking (or retaking, after a restart) the role: continue
+		 * above any ref_seq the mesh still repeats for us, or the
+		 * others would see our ref_seq "not rising" and call us dead. */
+		const struct ls_sync_ref_seen *e = ref_find(s, c->self_id);
+		uint32_t seq = s->ref_id == c->self_id ? s->ref_seq : 0;
+
+		if (e != NULL && seq_after(e->seq, seq))
+			seq = e->seq;
+		s->ref_seq = seq;
+	}
+	s->ref_seq++;
+	s->ref_id = c->self_id;
+	s->ref_seq_at = now;
+	s->hops = 0;
+	s->flags = LS_SYNC_F_SYNCED | LS_SYNC_F_REF;
+	s->t0 = now;
+	s->t_good = now;
+	s->theta_ns = 0;
+	s->phi = 0;
+	s->sigma_ns = 0;
+	s->phi_sigma = 0;
+}
+
+int
+ls_sync_node_update(const struct ls_sync_node_conf *c, const struct ls_sync_nbr *nbrs,
+		    unsigned int n, uint64_t now, struct ls_sync_state *s,
+		    struct ls_sync_nbr_use *use)
+{
+	double floor_ns = c->sigma_floor_ns > 0 ? c->sigma_floor_ns : SIGMA_MIN;
+	struct cand *cs = NULL;
+	unsigned int j, nc = 0, used = 0;
+	uint32_t ref;
+
+	if (use != NULL)
+		memset(use, 0, n * sizeof(*use));
+	s->node_id = c->self_id;
+
+	/* Who is still alive: every fresh announcement of a reference counts,
+	 * except from nodes in holdover, which repeat an old ref_seq. */
+	for (j = 0; j < n; j++)
+		if (nbr_announces_ref(c, &nbrs[j], now) &&
+		    !(nbrs[j].st.flags & LS_SYNC_F_HOLDOVER))
+			ref_note(s, c, nbrs[j].st.ref_id, nbrs[j].st.ref_seq, now);
+
+	ref = elect(c, nbrs, n, now, s);
+	if (ref != 0 && ref == c->self_id) {
+		become_reference(c, now, s);
+		return 0;
+	}
+
+	if (ref != 0 && ref_alive(s, c, ref, now) && n > 0)
+		cs = malloc(n * sizeof(*cs));
+	for (j = 0; cs != NULL && j < n; j++) {
+		const struct ls_sync_nbr *nb = &nbrs[j];
+		const struct ls_sync_state *st = &nb->st;
+		struct cand *k = &cs[nc];
+		double dt_e, o, dt_n, se, sn;
+
+		if (!nbr_announces_ref(c, nb, now) || st->ref_id != ref ||
+		    (st->flags & LS_SYNC_F_HOLDOVER) || !nb->has_edge || !nb->edge.ok)
+			continue;
+		/* Our edge at now: o = local_nbr - local_self. */
+		dt_e = (double)ns_diff(now, nb->edge.t_ref);
+		o = nb->edge.offset_ns + nb->edge.drift * dt_e;
+		/* The neighbour's clock reads now + o; its theta there. st->t0 is
+		 * on its clock, so difference the integers, then add o. */
+		dt_n = (double)ns_diff(now, st->t0) + o;
+		k->j = j;
+		k->theta = st->theta_ns + st->phi * dt_n - o;
+		/* d theta_self / d local_self: the neighbour's phi is per tick of
+		 * its clock, which runs (1 + drift) times ours. The product term
+		 * is 1e-8 at 100 ppm each: 100 ns over 10 s, not negligible. */
+		k->phi = st->phi * (1.0 + nb->edge.drift) - nb->edge.drift;
+		k->s = fmax(nb->edge.sigma_ns, floor_ns);
+		k->w0 = 1.0 / (k->s * k->s);
+		se = hypot(k->s, nb->edge.drift_sigma * dt_e);
+		sn = hypot(st->sigma_ns, st->phi_sigma * dt_n);
+		k->var = se * se + sn * sn;
+		k->phi_var = nb->edge.drift_sigma * nb->edge.drift_sigma +
+			     st->phi_sigma * st->phi_sigma;
+		if (!isfinite(k->theta) || !isfinite(k->phi))
+			continue;
+		nc++;
+	}
+
+	if (nc > 0) {
+		double est, sw = 0, sphi = 0, var = 0, pvar = 0;
+		uint16_t hops = UINT16_MAX;
+		uint32_t seq = 0;
+		bool seq_set = false;
+		unsigned int i;
+
+		est = irls(c, cs, nc, wmedian(cs, nc), true);
+		for (i = 0; i < nc; i++)
+			sw += cs[i].w;
+		if (sw == 0) {
+			/* Everyone disagrees with everyone: no basis to cut
+			 * anyone, fall back to plain Huber. */
+			est = irls(c, cs, nc, wmedian(cs, nc), false);
+			for (i = 0; i < nc; i++)
+				sw += cs[i].w;
+		}
+		for (i = 0; i < nc; i++) {
+			const struct ls_sync_state *st = &nbrs[cs[i].j].st;
+			double w = cs[i].w;
+
+			if (use != NULL) {
+				struct ls_sync_nbr_use *u = &use[cs[i].j];
+
+				u->used = w > 0;
+				u->weight = w;
+				u->residual_ns = cs[i].theta - est;
+				u->rejected = w == 0;
+			}
+			if (w == 0)
+				continue;
+			used++;
+			sphi += w * cs[i].phi;
+			var += w * w * cs[i].var;
+			pvar += w * w * cs[i].phi_var;
+			if (st->hops < hops)
+				hops = st->hops;
+			if (!seq_set || seq_after(st->ref_seq, seq)) {
+				seq = st->ref_seq;
+				seq_set = true;
+			}
+		}
+		if (used > 0 && sw > 0) {
+			const struct ls_sync_ref_seen *e = ref_find(s, ref);
+
+			s->theta_ns = est;
+			s->phi = sphi / sw;
+			s->sigma_ns = fmax(sqrt(var) / sw, floor_ns);
+			s->phi_sigma = sqrt(pvar) / sw;
+			s->hops = hops < UINT16_MAX ? (uint16_t)(hops + 1) : UINT16_MAX;
+			s->ref_id = ref;
+			s->ref_seq = seq;
+			s->ref_seq_at = e != NULL ? e->at : now;
+			s->flags = LS_SYNC_F_SYNCED;
+			s->t0 = now;
+			s->t_good = now;
+			free(cs);
+			return (int)used;
+		}
+		used = 0;
+	}
+	free(cs);
+
+	if (s->flags & LS_SYNC_F_SYNCED) {
+		/* Holdover: carry theta along phi to now so the announcement stays
+		 * anchored near the present; sigma stays, the reading's bound
+		 * grows with now - t_good instead. */
+		s->theta_ns += s->phi * (double)ns_diff(now, s->t0);
+		s->t0 = now;
+		s->flags = LS_SYNC_F_SYNCED | LS_SYNC_F_HOLDOVER;
+	} else {
+		s->t0 = now;
+		s->flags = 0;
+		s->ref_id = 0;
+		s->hops = UINT16_MAX;
+	}
+	return 0;
+}
+
+/* ---- reading fleet time ----------------------------------------------- */
+
+void
+ls_sync_fleet_read(const struct ls_sync_state *s, const struct ls_sync_node_conf *c,
+		   uint64_t local_ns, struct ls_sync_reading *out)
+{
+	double corr, half, el;
+	uint64_t h;
+
+	memset(out, 0, sizeof(*out));
+	out->flags = s->flags;
+	if (!(s->flags & LS_SYNC_F_SYNCED)) {
+		out->fleet_ns = local_ns;
+		out->earliest_ns = 0;
+		out->latest_ns = UINT64_MAX;
+		out->half_ns = (double)(UINT64_MAX / 2);
+		return;
+	}
+	/* The correction is small (ms) even when the clocks are 1.7e18: form it
+	 * in double from an integer difference, round, then subtract as an
+	 * integer so the reading keeps every ns. */
+	corr = s->theta_ns + s->phi * (double)ns_diff(local_ns, s->t0);
+	if (!(fabs(corr) < 9.2e18))
+		corr = corr > 0 ? 9.2e18 : -9.2e18;
+	out->fleet_ns = ns_add(local_ns, -(int64_t)llround(corr));
+
+	el = fabs((double)ns_diff(local_ns, s->t_good));
+	half = 3.0 * s->sigma_ns + c->asym_bound_ns +
+	       (3.0 * s->phi_sigma + c->holdover_ppm * 1e-6) * el;
+	if (!(half >= 0))
+		half = isnan(half) ? INFINITY : 0;
+	out->half_ns = half;
+	h = half >= 1.8e19 ? UINT64_MAX : (uint64_t)ceil(half);
+	out->earliest_ns = out->fleet_ns < h ? 0 : out->fleet_ns - h;
+	out->latest_ns = out->fleet_ns > UINT64_MAX - h ? UINT64_MAX : out->fleet_ns + h;
+}
+
+/* ---- wire form -------------------------------------------------------- */
+
+static void
+put16(uint8_t *b, uint16_t v)
+{
+	b[0] = (uint8_t)(v >> 8);
+	b[1] = (uint8_t)v;
+}
+
+static void
+put32(uint8_t *b, uint32_t v)
+{
+	put16(b, (uint16_t)(v >> 16));
+	put16(b + 2, (uint16_t)v);
+}
+
+static void
+put64(uint8_t *b, uint64_t v)
+{
+	put32(b, (uint32_t)(v >> 32));
+	put32(b + 4, (uint32_t)v);
+}
+
+static uint16_t
+get16(const uint8_t *b)
+{
+	return (uint16_t)((b[0] << 8) | b[1]);
+}
+
+static uint32_t
+get32(const uint8_t *b)
+{
+	return ((uint32_t)get16(b) << 16) | get16(b + 2);
+}
+
+static uint64_t
+get64(const uint8_t *b)
+{
+	return ((uint64_t)get32(b) << 32) | get32(b + 4);
+}
+
+/* v in units, rounded, saturated to int64; NaN -> 0. */
+static int64_t
+sat_i64(double v)
+{
+	if (isnan(v))
+		return 0;
+	if (v >= 9223372036854775808.0)
+		return INT64_MAX;
+	if (v <= -9223372036854775808.0)
+		return INT64_MIN;
+	return llround(v);
+}
+
+/* v in units, rounded, saturated to uint32; NaN -> max (unknown = worst). */
+static uint32_t
+sat_u32(double v)
+{
+	if (isnan(v) || v >= 4294967295.0)
+		return UINT32_MAX;
+	if (v <= 0)
+		return 0;
+	return (uint32_t)llround(v);
+}
+
+#define WIRE_VERSION 1
+
+void
+ls_sync_wire_encode(const struct ls_sync_state *s, uint8_t *buf)
+{
+	buf[0] = WIRE_VERSION;
+	buf[1] = s->flags;
+	put16(buf + 2, s->hops);
+	put32(buf + 4, s->node_id);
+	put32(buf + 8, s->ref_id);
+	put32(buf + 12, s->ref_seq);
+	put64(buf + 16, s->t0);
+	put64(buf + 24, (uint64_t)sat_i64(s->theta_ns * 256.0));
+	put64(buf + 32, (uint64_t)sat_i64(s->phi * 1e15));
+	put32(buf + 40, sat_u32(s->sigma_ns * 256.0));
+	put32(buf + 44, sat_u32(s->phi_sigma * 1e12));
+}
+
+int
+ls_sync_wire_decode(const uint8_t *buf, struct ls_sync_state *s)
+{
+	unsigned int i;
+
+	for (i = 0; i < LS_SYNC_WIRE_LEN && buf[i] == 0; i++)
+		;
+	if (i == LS_SYNC_WIRE_LEN || buf[0] != WIRE_VERSION)
+		return -EBADMSG;
+	memset(s, 0, sizeof(*s));
+	s->flags = buf[1];
+	s->hops = get16(buf + 2);
+	s->node_id = get32(buf + 4);
+	s->ref_id = get32(buf + 8);
+	s->ref_seq = get32(buf + 12);
+	s->t0 = get64(buf + 16);
+	s->theta_ns = (double)(int64_t)get64(buf + 24) / 256.0;
+	s->phi = (double)(int64_t)get64(buf + 32) * 1e-15;
+	s->sigma_ns = (double)get32(buf + 40) / 256.0;
+	s->phi_sigma = (double)get32(buf + 44) * 1e-12;
+	return 0;
+}

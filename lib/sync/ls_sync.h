@@ -1,0 +1,372 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * Software clock synchronisation from probe timestamps, after Huygens
+ * (Geng et al., NSDI 2018): coded probe pairs, a purity filter, an envelope
+ * fit per pair of clocks, and a network-effect correction across the mesh.
+ *
+ * Vocabulary. "We" are node A, the peer is node B. A probe carries four
+ * timestamps, each read on the clock of the node that took it:
+ *   t1 A sends, t2 B receives, t3 B replies, t4 A receives.
+ * The quantity estimated per peer is the edge offset
+ *   o(t) = local_B(t) - local_A(t) = offset + drift * (t - t_ref)
+ * with t on A's clock. Forward delays f = t2 - t1 = d_fwd + q + o(t1) and
+ * reverse delays r = t4 - t3 = d_rev + q - o(t4) carry queueing q >= 0 only
+ * upwards, so the lower envelope of f and the lower envelope of r bound
+ * o(t) from both sides; the midline between them is o(t) when the
+ * propagation floors are equal (d_fwd = d_rev). A constant asymmetry
+ * d_fwd - d_rev shifts the midline by half of it and no two-way method can
+ * see it; it is taken from configuration (asym_ns) and otherwise left in
+ * the error budget.
+ *
+ * Pieces, in the order data flows through them:
+ *  1. ls_sync_purity(): a coded pair (two probes sent a known spacing
+ *     apart) is pure in a direction when its receive spacing equals its send
+ *     spacing within a tolerance: neither packet met a queue the other did
+ *     not. Only the first probe of a pure pair feeds the envelope.
+ *  2. struct ls_sync_est: one per path to a peer, a window (default 2 s) of
+ *     probes and their purity; ls_sync_est_fit() fits the envelope
+ *     (ls_sync_envelope_fit) and gives offset, drift and a confidence
+ *     figure. ls_sync_est_baselines() computes the NTP-style (min-RTT) and
+ *     PTP-style (mean two-way) offsets from the same probes, for comparison.
+ *  3. ls_sync_node_update(): the network effect. Every node states its
+ *     clock relative to fleet time (theta, phi); an edge measured by A to B
+ *     says theta_A = theta_B - o_AB. One update is one robust weighted
+ *     average over neighbours' announced states (a Jacobi step of the
+ *     weighted least-squares problem over the whole graph, with Huber
+ *     weights that fall to zero for edges far from the consensus), so loop
+ *     inconsistencies are spread out or, when an edge disagrees with the
+ *     rest, cut. Repeated on every node it converges to the same solution a
+ *     central solver would find; each node only needs its K neighbours.
+ *  4. ls_sync_fleet_read(): local time to fleet time with an uncertainty
+ *     interval that widens with time since the last good update.
+ *
+ * Pure C (libm), no EAL: unit tests drive it with synthetic clocks.
+ * Estimators allocate their rings at init (control thread); nothing here
+ * runs on the packet path.
+ */
+#ifndef LS_SYNC_H
+#define LS_SYNC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** One probe's timestamps, ns, each on the clock of the node taking it. */
+struct ls_sync_probe {
+	uint64_t t1; /**< A transmit */
+	uint64_t t2; /**< B receive */
+	uint64_t t3; /**< B transmit */
+	uint64_t t4; /**< A receive */
+};
+
+#define LS_SYNC_PURE_FWD 1u /**< receive spacing at B = send spacing at A */
+#define LS_SYNC_PURE_REV 2u /**< receive spacing at A = send spacing at B */
+
+/**
+ * Purity of a coded pair (a sent before b).
+ * Forward pure: |(b.t2 - a.t2) - (b.t1 - a.t1)| <= tol_ns; reverse pure:
+ * |(b.t4 - a.t4) - (b.t3 - a.t3)| <= tol_ns. A pair whose send spacing is
+ * negative (b.t1 < a.t1 or b.t3 < a.t3) is pure in neither direction; zero
+ * is allowed (both replies sent in one burst carry one T3).
+ * @return a mask of LS_SYNC_PURE_FWD / LS_SYNC_PURE_REV.
+ */
+unsigned int ls_sync_purity(const struct ls_sync_probe *a, const struct ls_sync_probe *b,
+			    uint64_t tol_ns);
+
+/** A delay sample for the envelope fit: time (A's clock, ns, relative to
+ * an origin chosen by the caller) and delay (ns). */
+struct ls_sync_pt {
+	double t;
+	double d;
+};
+
+/** Estimator settings. */
+struct ls_sync_est_conf {
+	uint64_t window_ns;      /**< samples older than this are dropped, default 2 s */
+	uint64_t purity_tol_ns;  /**< ls_sync_purity tolerance, default 200 */
+	double max_drift;        /**< |drift| searched, default 500e-6 (500 ppm) */
+	double asym_ns;          /**< calibrated d_fwd - d_rev, default 0 */
+	double sigma_floor_ns;   /**< confidence never better than this, default 1 */
+	double outlier_ns;       /**< an envelope support point lying more than this
+				  *   below the envelope of the other points is an
+				  *   outlier and dropped, default 2000 (<= 0: off) */
+	uint32_t min_points;     /**< pure samples needed per direction, default 4 */
+	uint32_t sigma_m;        /**< confidence from the m-th lowest residual, default 4 */
+};
+
+/** Fill c with the defaults above. */
+void ls_sync_est_conf_default(struct ls_sync_est_conf *c);
+
+/** Result of an envelope fit: the edge offset B - A as a line in A's time. */
+struct ls_sync_fit {
+	bool ok;                /**< false: too few samples (other fields unset) */
+	uint64_t t_ref;         /**< A-clock time offset_ns refers to */
+	double offset_ns;       /**< B - A at t_ref, asymmetry-corrected */
+	double drift;           /**< d(B - A)/dt (1e-6 = 1 ppm) */
+	double sigma_ns;        /**< confidence: spread of samples just above the
+				 *   envelopes (see ls_sync_envelope_fit), >= floor */
+	double drift_sigma;     /**< confidence of drift (sigma_ns / half the window span) */
+	double half_gap_ns;     /**< half the gap between the envelopes at t_ref =
+				 *   worst-case error for any unknown asymmetry */
+	uint32_t n_fwd, n_rev;  /**< samples used */
+	uint32_t n_outliers;    /**< samples dropped as outliers */
+};
+
+/**
+ * Fit the envelopes of forward samples (t = t1, d = t2 - t1) and reverse
+ * samples (t = t4, d = t4 - t3), times relative to one origin.
+ * Method: with a common slope b, the gap between the lower envelope of
+ * f - b t and the upper envelope of -(r + b t) is
+ *   G(b) = min_k (f_k - b t_k) + min_k (r_k + b t_k),
+ * concave in b; b* maximises it (the widest empty band separating the two
+ * clouds, i.e. the hard-margin separator Huygens' SVM finds) and the
+ * offset at t = 0 is (min(f - b* t) - min(r + b* t)) / 2 - asym_ns / 2.
+ * Support points that lie more than conf->outlier_ns below the envelope of
+ * the remaining points are dropped and the fit repeated (leave-one-out;
+ * also the lowest two or three of a side left out together, so that a few
+ * bad points on one line cannot shield each other). To count, a point must
+ * also lie more than twice as far below that envelope as the remaining
+ * points' sigma_m-th lowest residual above it: under heavy queueing a few
+ * good floor samples can sit microseconds below all others.
+ * The slope is only well pinned when both sides have floor samples
+ * spread over overlapping stretches of the window; if one side's floor
+ * samples all lie before the other's, the widest band is tilted.
+ * sigma_ns = max(floor, 0.5 * hypot(s_f, s_r)) where s_x is the residual of
+ * the sigma_m-th lowest sample of that side above its envelope.
+ * At most LS_SYNC_MAX_OUTLIERS points are dropped per fit, and never so
+ * many that a side falls below conf->min_points. Non-finite samples are
+ * ignored. The points need not be in time order.
+ * @param out  offset_ns at t = 0, t_ref set to 0
+ * @return 0, -ENODATA when a side has fewer than conf->min_points samples,
+ *         or -ENOMEM (scratch space is allocated per call).
+ */
+/** Most samples ls_sync_envelope_fit() drops as outliers in one fit. */
+#define LS_SYNC_MAX_OUTLIERS 8
+
+int ls_sync_envelope_fit(const struct ls_sync_pt *fwd, uint32_t n_fwd,
+			 const struct ls_sync_pt *rev, uint32_t n_rev,
+			 const struct ls_sync_est_conf *conf, struct ls_sync_fit *out);
+
+/** Per-path estimator: a ring of recent probes with their purity. */
+struct ls_sync_est {
+	struct ls_sync_est_conf conf;
+	uint32_t cap;                 /**< ring capacity (power of 2) */
+	uint32_t head;                /**< next write */
+	uint32_t n;                   /**< stored probes */
+	struct ls_sync_probe *ring;   /**< cap probes */
+	uint8_t *pure;                /**< cap purity masks (0 for second members) */
+	/* cumulative counters */
+	uint64_t pairs;               /**< pairs offered */
+	uint64_t fwd_kept, fwd_rejected;
+	uint64_t rev_kept, rev_rejected;
+	uint64_t outliers;            /**< dropped by the fit, summed over fits */
+	uint64_t fits, fits_failed;
+};
+
+/**
+ * Set up an estimator holding up to cap probes (rounded up to a power of 2;
+ * at default window 2 s and a pair per path every 10 ms, 512 is enough).
+ * @return 0, -EINVAL, or -ENOMEM.
+ */
+int ls_sync_est_init(struct ls_sync_est *e, const struct ls_sync_est_conf *conf, uint32_t cap);
+
+/** Release the rings. */
+void ls_sync_est_free(struct ls_sync_est *e);
+
+/** Forget all samples (counters kept): after a peer restart or clock step. */
+void ls_sync_est_reset(struct ls_sync_est *e);
+
+/**
+ * Offer a coded pair: both probes are stored (both feed the baselines); the
+ * first carries the pair's purity mask and feeds the envelope.
+ */
+void ls_sync_est_add_pair(struct ls_sync_est *e, const struct ls_sync_probe *a,
+			  const struct ls_sync_probe *b);
+
+/** Offer a probe that is not part of a pair (baselines only). */
+void ls_sync_est_add_probe(struct ls_sync_est *e, const struct ls_sync_probe *p);
+
+/**
+ * Fit over the probes whose t1 lies in (now - window, now] (older ones are
+ * dropped). t_ref = now; times are made relative to now before any
+ * floating-point arithmetic, so absolute clock values of 1e18 ns and more
+ * lose nothing.
+ * @return 0, or -ENODATA / -ENOMEM (out->ok false).
+ */
+int ls_sync_est_fit(struct ls_sync_est *e, uint64_t now, struct ls_sync_fit *out);
+
+/** Baseline estimates of B - A from the same window's probes (pure or not). */
+struct ls_sync_baseline {
+	bool ok;                /**< at least one probe */
+	uint32_t n;             /**< probes used */
+	double ntp_offset_ns;   /**< ((t2-t1) - (t4-t3))/2 of the min-RTT probe */
+	double ptp_offset_ns;   /**< mean of ((t2-t1) - (t4-t3))/2 */
+	double min_rtt_ns;      /**< (t4-t1) - (t3-t2) of that probe */
+};
+
+/** Compute baselines over (now - window, now]; no drift correction (as the
+ * protocols they stand for). */
+void ls_sync_est_baselines(const struct ls_sync_est *e, uint64_t now, struct ls_sync_baseline *out);
+
+/**
+ * Combine fits of several paths to one peer into one edge estimate at
+ * t_ref: each fit is moved to t_ref along its drift (its sigma growing in
+ * quadrature by drift_sigma per ns moved), then offset and drift are
+ * averaged with weights 1 / sigma^2. The result's sigma is
+ * 1 / sqrt(sum of weights), its drift_sigma that of the weighted mean;
+ * half_gap_ns is the smallest, counts are summed.
+ * @return 0, or -ENODATA when no fit is ok.
+ */
+int ls_sync_combine(const struct ls_sync_fit *fits, unsigned int n, uint64_t t_ref,
+		    struct ls_sync_fit *out);
+
+/* ---- network effect ---- */
+
+#define LS_SYNC_F_SYNCED   0x01u /**< theta/phi derive from the reference */
+#define LS_SYNC_F_HOLDOVER 0x02u /**< no usable neighbour now: extrapolating */
+#define LS_SYNC_F_REF      0x04u /**< this node is the reference */
+
+/** Number of references a node remembers (see struct ls_sync_ref_seen). */
+#define LS_SYNC_REFS_SEEN 4
+/** A dead reference's ref_seq falling back this far means it restarted. */
+#define LS_SYNC_SEQ_RESTART 128
+
+/**
+ * What a node remembers of one announced reference: the highest ref_seq
+ * seen for it and when that last rose. A reference whose ref_seq stops
+ * rising is dead even while neighbours keep repeating its last ref_seq;
+ * remembering it keeps a node from re-electing it off a stale announcement.
+ * A dead reference announced with a ref_seq more than LS_SYNC_SEQ_RESTART
+ * below the remembered one has restarted (counting from 1 again) and is
+ * alive. Private to ls_sync_node_update, not on the wire.
+ */
+struct ls_sync_ref_seen {
+	uint32_t id;            /**< reference node id (0 = free slot) */
+	uint32_t seq;           /**< highest ref_seq seen (serial arithmetic) */
+	uint64_t at;            /**< local time it last rose (or was first seen) */
+};
+
+/** A node's clock relative to fleet time, as it announces it. */
+struct ls_sync_state {
+	uint32_t node_id;
+	uint32_t ref_id;        /**< reference node (0 = none known) */
+	uint32_t ref_seq;       /**< reference's update counter, passed on unchanged */
+	uint16_t hops;          /**< distance to the reference in edges (UINT16_MAX unsynced) */
+	uint8_t flags;          /**< LS_SYNC_F_* */
+	uint64_t t0;            /**< this node's local time the values refer to */
+	double theta_ns;        /**< local - fleet at t0 */
+	double phi;             /**< d(local - fleet)/dt */
+	double sigma_ns;        /**< 1-sigma uncertainty of theta at t0 */
+	double phi_sigma;       /**< 1-sigma uncertainty of phi */
+	/* private to ls_sync_node_update (not on the wire) */
+	uint64_t t_good;        /**< local time of the last update from neighbours */
+	uint64_t ref_seq_at;    /**< local time ref_seq last increased */
+	struct ls_sync_ref_seen refs[LS_SYNC_REFS_SEEN]; /**< references seen */
+};
+
+/** One neighbour as seen by the updating node. */
+struct ls_sync_nbr {
+	uint32_t id;
+	bool has_edge;              /**< edge holds our fit of local_nbr - local_self */
+	struct ls_sync_fit edge;    /**< t_ref on our clock */
+	bool has_state;             /**< st holds the neighbour's latest announcement */
+	struct ls_sync_state st;    /**< t0 on the neighbour's clock */
+	uint64_t st_rx;             /**< our local time when st arrived */
+};
+
+/** How ls_sync_node_update used one neighbour (for `sync` reporting). */
+struct ls_sync_nbr_use {
+	bool used;              /**< took part in the average */
+	double weight;          /**< final weight (0 when rejected) */
+	double residual_ns;     /**< candidate theta - chosen theta */
+	bool rejected;          /**< cut as inconsistent with the others */
+};
+
+/** Node settings. */
+struct ls_sync_node_conf {
+	uint32_t self_id;
+	uint32_t reference_id;      /**< configured reference, 0 = elect the lowest id */
+	double huber_k;             /**< full weight within k sigma, default 3 */
+	double reject_k;            /**< zero weight beyond this many sigma, default 10 */
+	uint64_t state_timeout_ns;  /**< neighbour announcements older than this are ignored, default 3 s */
+	uint64_t ref_timeout_ns;    /**< a reference whose ref_seq stops rising for this long is dead, default 5 s */
+	uint16_t max_hops;          /**< announcements this far from the reference are ignored, default 32 */
+	double holdover_ppm;        /**< bound growth while not updated (on top of 3 phi_sigma), default 1 */
+	double asym_bound_ns;       /**< uncalibrated asymmetry allowance added to the bound, default 0 */
+	double sigma_floor_ns;      /**< default 1 */
+};
+
+/** Fill c with the defaults above (self_id and reference_id 0). */
+void ls_sync_node_conf_default(struct ls_sync_node_conf *c);
+
+/** Initial (unsynced) state of a node. */
+void ls_sync_state_init(struct ls_sync_state *s, uint32_t node_id);
+
+/**
+ * One network-effect step for this node at local time now.
+ *  - Reference: configured, else the lowest id among this node and the
+ *    references announced by fresh neighbours (state_timeout_ns, a ref_seq
+ *    that rose within ref_timeout_ns, hops < max_hops).
+ *  - This node is the reference: theta = phi = 0, sigma 0, hops 0,
+ *    ref_seq + 1, flags SYNCED|REF.
+ *  - Otherwise every fresh, SYNCED neighbour with the same reference and an
+ *    edge gives a candidate theta_nbr(now') - o(now) and phi_nbr - drift;
+ *    weights 1/edge sigma^2, robust average (start at the weighted median,
+ *    then iteratively reweighted: weight 1 within huber_k sigma, huber_k
+ *    sigma/|r| up to reject_k sigma, 0 beyond; if that rejects every
+ *    candidate, plain Huber). hops = 1 + least hops used, ref_seq = highest
+ *    used, sigma from the weights and the neighbours' sigmas.
+ *  - No candidate: a node that was SYNCED keeps theta/phi (re-anchored at
+ *    now along phi) with HOLDOVER set; one that never was stays unsynced.
+ * @param s     in: previous state; out: new state (t0 = now)
+ * @param use   optional, n entries: how each neighbour was used
+ * @return number of neighbours used (0 in holdover/unsynced, 0 for the reference).
+ */
+int ls_sync_node_update(const struct ls_sync_node_conf *c, const struct ls_sync_nbr *nbrs,
+			unsigned int n, uint64_t now, struct ls_sync_state *s,
+			struct ls_sync_nbr_use *use);
+
+/** Fleet time of a local reading, with its uncertainty interval. */
+struct ls_sync_reading {
+	uint64_t fleet_ns;      /**< best estimate */
+	uint64_t earliest_ns;   /**< fleet time is not earlier than this */
+	uint64_t latest_ns;     /**< ... nor later than this */
+	double half_ns;         /**< (latest - earliest) / 2 */
+	uint8_t flags;          /**< the state's flags (0: unsynced, the interval is unbounded) */
+};
+
+/**
+ * Map local time to fleet time: fleet = local - (theta + phi (local - t0)).
+ * Half-width = 3 sigma + asym_bound_ns + (3 phi_sigma + holdover_ppm 1e-6)
+ * * |local - t_good|. Unsynced: fleet = local, earliest 0, latest UINT64_MAX.
+ */
+void ls_sync_fleet_read(const struct ls_sync_state *s, const struct ls_sync_node_conf *c,
+			uint64_t local_ns, struct ls_sync_reading *out);
+
+/* ---- wire form of a state (TLV value, network byte order) ---- */
+
+#define LS_SYNC_WIRE_LEN 48 /**< bytes of the encoded state */
+
+/**
+ * Encode s into buf (LS_SYNC_WIRE_LEN bytes): version(1) flags(1) hops(2)
+ * node_id(4) ref_id(4) ref_seq(4) t0(8) theta in 1/256 ns (int64)
+ * phi in 1e-15 (int64) sigma in 1/256 ns (uint32) phi_sigma in 1e-12
+ * (uint32). Values saturate rather than wrap.
+ */
+void ls_sync_wire_encode(const struct ls_sync_state *s, uint8_t *buf);
+
+/**
+ * Decode; t_good and ref_seq_at are zeroed.
+ * @return 0, or -EBADMSG for an unknown version or a zero (never filled) value.
+ */
+int ls_sync_wire_decode(const uint8_t *buf, struct ls_sync_state *s);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LS_SYNC_H */

@@ -1,0 +1,227 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""Integration test: clock sync across the fabric emulator, against ground truth.
+
+Four lockstepd on a 2x2x2 leaf-spine (lockstep-fabric, veth + net_pcap links
+so receive times are the kernel's stamps), each with a simulated clock wrong
+by milliseconds and tens of ppm, with wander. The reference is elected (node
+1, the lowest id), so fleet time is h1's local clock.
+
+Ground truth without timing games: every process on the host reads the same
+TSC. The test takes one TSC value T, asks every node for its fleet-time
+reading at T (`sync {"tsc": T}`) and the reference for its local time at T
+(`clock {"tsc": T}` -> truth_at.local_ns, the simulated clock evaluated at
+that instant). The difference is the node's sync error, exactly.
+
+Checks: every node synced within the convergence bound; error under 2 us on
+every node over repeated readings; the reported bound contains the truth;
+the shared-memory reader (lsfleettime) agrees; synced one-way delays match
+the configured path delays in both directions, with the same host-stack
+constant forward and back (their difference is what sync error would show
+as); a restarted node rejoins and reconverges.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import lslab  # noqa: E402
+
+ERR_BOUND_NS = 2000          # the issue's loose bound, stable on a noisy VM
+CONVERGE_S = 20              # generous: start-up of 5 processes on 2 vCPUs included
+HOST_NS, SPINE_NS, RATE = 20000, 100000, 10_000_000_000
+
+TOPO = {
+    "defaults": {"link": {"delay_ns": SPINE_NS, "rate_bps": RATE, "buffer_bytes": 1048576,
+                          "ecn_bytes": 131072, "loss": 0, "mtu": 9000},
+                 "host_link": {"delay_ns": HOST_NS}},
+    "convergence_ms": 0,
+    "switches": [
+        {"name": "spine1", "role": "spine", "ipv4": "10.255.0.1", "ipv6": "fd00:ff::1"},
+        {"name": "spine2", "role": "spine", "ipv4": "10.255.0.2", "ipv6": "fd00:ff::2"},
+        {"name": "leaf1", "role": "leaf", "ipv4": "10.255.1.1", "ipv6": "fd00:ff::1:1"},
+        {"name": "leaf2", "role": "leaf", "ipv4": "10.255.1.2", "ipv6": "fd00:ff::1:2"}],
+    "links": [{"a": "leaf1", "b": "spine1"}, {"a": "leaf1", "b": "spine2"},
+              {"a": "leaf2", "b": "spine1"}, {"a": "leaf2", "b": "spine2"}],
+    "hosts": [
+        {"name": "h1", "leaf": "leaf1", "ipv4": "10.1.0.1/24", "ipv6": "fd00:1::1/64"},
+        {"name": "h2", "leaf": "leaf1", "ipv4": "10.1.0.2/24", "ipv6": "fd00:1::2/64"},
+        {"name": "h3", "leaf": "leaf2", "ipv4": "10.2.0.1/24", "ipv6": "fd00:2::1/64"},
+        {"name": "h4", "leaf": "leaf2", "ipv4": "10.2.0.2/24", "ipv6": "fd00:2::2/64"}],
+}
+LEAF = {h["name"]: h["leaf"] for h in TOPO["hosts"]}
+
+# Offsets up to +-10 ms, drifts up to +-100 ppm, wander on every clock.
+CLOCKS = {
+    "h1": (3_100_000, 12.0), "h2": (-7_900_000, -85.0),
+    "h3": (9_500_000, 100.0), "h4": (-2_200_000, -40.0),
+}
+# asym_bound_ns: the lab's uncalibrated asymmetry allowance (see docs/sync.md):
+# transmit stamps are TSC reads before a syscall hands the frame to veth,
+# receive stamps the kernel's, and the two ends' host stacks differ by up to
+# a microsecond or two; the bound must say so.
+EXTRA = {"*": {"sync": {"interval_ms": 500, "purity_tol_ns": 1500, "asym_bound_ns": 2000}}}
+for h, (off, drift) in CLOCKS.items():
+    EXTRA[h] = {"clock": {"source": "sim",
+                          "sim": {"offset_ns": off, "drift_ppm": drift, "wander_ns": 20}}}
+
+
+class SyncLab:
+    def __init__(self, topo_file, extra_file):
+        self.dir = "/tmp/lockstep-test-sync-%d" % os.getpid()
+        self.args = ["--topo", topo_file, "--link", "pcap", "--extra", extra_file,
+                     "--fabric-core", "1", "--dir", self.dir, "--build", lslab.BUILD]
+
+    def __enter__(self):
+        try:
+            subprocess.run([lslab.LAB, "up"] + self.args, check=True)
+        except BaseException:
+            self.down()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        self.down()
+
+    def down(self):
+        subprocess.run([lslab.LAB, "down", "--dir", self.dir], check=False)
+
+    def sock(self, i):
+        return os.path.join(self.dir, "n%d.sock" % i)
+
+
+def errors(lab, n):
+    """One instant T: (node -> (error ns, reading)) against the reference."""
+    tsc = lslab.call(lab.sock(1), "clock")["tsc"]
+    truth = lslab.call(lab.sock(1), "clock", {"tsc": tsc})["truth_at"]["local_ns"]
+    out = {}
+    for i in range(1, n + 1):
+        r = lslab.call(lab.sock(i), "sync", {"tsc": tsc})
+        rd = r["reading"]
+        out[i] = (rd["fleet_ns"] - truth, rd, r["state"]["status"], truth)
+    return out
+
+
+def all_synced(lab, n):
+    """Every node synced to one and the same reference (at start-up each node
+    is briefly its own reference, until it hears a lower id)."""
+    try:
+        st = [lslab.call(lab.sock(i), "sync")["state"] for i in range(1, n + 1)]
+    except (OSError, lslab.CtlError):
+        return False
+    return (all(s["status"] in ("synced", "reference") for s in st) and
+            len({s["ref_id"] for s in st}) == 1 and
+            sum(s["status"] == "reference" for s in st) == 1)
+
+
+def pctl(xs, q):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))]
+
+
+def measure(c, lab, n, rounds, what):
+    errs, inside, total = [], 0, 0
+    for _ in range(rounds):
+        for i, (e, rd, status, truth) in errors(lab, n).items():
+            errs.append(abs(e))
+            total += 1
+            if rd["earliest_ns"] <= truth <= rd["latest_ns"]:
+                inside += 1
+        time.sleep(0.25)
+    print("%s: |error| p50 %.0f ns, p99 %.0f ns, max %.0f ns over %d readings; "
+          "truth inside the bound in %d/%d" % (what, pctl(errs, .5), pctl(errs, .99),
+                                                max(errs), len(errs), inside, total))
+    c.check(max(errs) < ERR_BOUND_NS,
+            "%s: every node within %d ns of the reference's clock (max %.0f ns)"
+            % (what, ERR_BOUND_NS, max(errs)))
+    c.check(inside >= 0.9 * total,
+            "%s: the reported bound holds the truth in >= 90%% of readings (%d/%d)"
+            % (what, inside, total))
+
+
+def expected_owd(a, b, frame_bytes):
+    hops = 2 if LEAF[a] == LEAF[b] else 4
+    delay = 2 * HOST_NS + (hops - 2) * SPINE_NS
+    return delay + hops * frame_bytes * 8 * 1e9 / RATE
+
+
+def main():
+    c = lslab.Checks("sync")
+    if os.geteuid() != 0:
+        print("SKIP: needs root")
+        sys.exit(77)
+    n = len(TOPO["hosts"])
+    tmp = tempfile.mkdtemp(prefix="ls-sync-")
+    topo_file, extra_file = os.path.join(tmp, "topo.json"), os.path.join(tmp, "extra.json")
+    json.dump(TOPO, open(topo_file, "w"))
+    json.dump(EXTRA, open(extra_file, "w"))
+    with SyncLab(topo_file, extra_file) as lab:
+        t0 = time.time()
+        ok = lslab.wait_until(lambda: all_synced(lab, n), CONVERGE_S, step=0.25)
+        conv = time.time() - t0
+        c.check(ok, "all %d nodes synced to one reference within %d s (took %.1f s after the "
+                "lab was up)" % (n, CONVERGE_S, conv))
+        st = [lslab.call(lab.sock(i), "sync")["state"] for i in range(1, n + 1)]
+        c.check(all(s["ref_id"] == 1 for s in st), "the elected reference is node 1 (lowest id): "
+                "%s" % [s["ref_id"] for s in st])
+        c.check(st[0]["status"] == "reference", "node 1 says it is the reference")
+        time.sleep(4)  # a full window of pure pairs everywhere
+        measure(c, lab, n, 20, "steady state")
+
+        # The shared-memory reader sees the same fleet time, no syscall per read.
+        shm = "/dev/shm/lockstep-h2.fleettime"
+        lft = os.path.join(lslab.BUILD, "tools", "fleettime", "lsfleettime")
+        r = subprocess.run([lft, shm], capture_output=True, text=True)
+        c.check(r.returncode == 0, "lsfleettime reads %s" % shm)
+        if r.returncode == 0:
+            rd = json.loads(r.stdout.splitlines()[-1])
+            truth = lslab.call(lab.sock(1), "clock", {"tsc": rd["ctr"]})["truth_at"]["local_ns"]
+            e = rd["fleet_ns"] - truth
+            print("shm reading: error %.0f ns, bound +-%.0f ns" % (e, rd["half_ns"]))
+            c.check(abs(e) < ERR_BOUND_NS and rd["flags"] & 1,
+                    "shm fleet time within %d ns of the truth (%.0f ns), flagged synced"
+                    % (ERR_BOUND_NS, e))
+            c.check(rd["earliest_ns"] <= truth <= rd["latest_ns"], "shm bound holds the truth")
+
+        # Synced one-way delays: per direction, the last second's minimum
+        # against the configured delay (longer windows still hold samples
+        # from before the first fit, when delays were raw). Both carry one host-stack constant (T1 read ->
+        # frame on the wire); their difference is twice any sync error.
+        frame = 14 + 20 + 8 + 44 + 4 + 24  # second pair member, IPv4
+        asym = []
+        for i, a in enumerate(("h1", "h2", "h3", "h4"), 1):
+            for b in ("h1", "h2", "h3", "h4"):
+                if a == b:
+                    continue
+                p = lslab.call(lab.sock(i), "path", {"peer": b})
+                sy = p.get("sync") or {}
+                fmin = min(x["windows"]["1s"]["fwd"]["min"] for x in p["paths"])
+                rmin = min(x["windows"]["1s"]["rev"]["min"] for x in p["paths"])
+                exp = expected_owd(a, b, frame)
+                c.check(sy.get("owd_synced") is True and
+                        0 <= fmin - exp < 50000 and 0 <= rmin - exp < 50000,
+                        "%s->%s: synced one-way delay floors fwd %.1f us, rev %.1f us vs "
+                        "configured %.1f us" % (a, b, fmin / 1e3, rmin / 1e3, exp / 1e3))
+                asym.append((fmin - exp) - (rmin - exp))
+        print("floor asymmetry (fwd excess - rev excess) per pair, ns:",
+              " ".join("%.0f" % x for x in asym))
+        c.check(max(abs(x) for x in asym) < 2 * ERR_BOUND_NS,
+                "forward and reverse floors agree within twice the sync bound "
+                "(max %.0f ns)" % max(abs(x) for x in asym))
+
+        # A node that restarts rejoins and reconverges.
+        subprocess.run([lslab.LAB, "restart-node", "--dir", lab.dir, "--node", "4",
+                        "--fabric-core", "1", "--build", lslab.BUILD], check=True)
+        t0 = time.time()
+        ok = lslab.wait_until(lambda: all_synced(lab, n), CONVERGE_S, step=0.25)
+        c.check(ok, "restarted node 4 synced again (%.1f s)" % (time.time() - t0))
+        time.sleep(4)
+        measure(c, lab, n, 12, "after restart")
+    c.finish()
+
+
+if __name__ == "__main__":
+    main()

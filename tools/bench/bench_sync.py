@@ -1,0 +1,231 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""Clock-sync accuracy benchmark on the fabric emulator (a benchmark, not a test).
+
+    sudo LS_BUILD=build BENCH_SECS=30 tools/bench/bench_sync.py [LOAD ...]
+
+Six lockstepd on a 2 spine x 2 leaf x 3 host leaf-spine (lockstep-fabric,
+veth + net_pcap links: receive times are kernel stamps), simulated clocks
+with offsets up to +-10 ms, drifts up to +-100 ppm and 20 ns/sqrt(s) wander.
+For each background load (default 0, 0.5, 0.9: average utilisation of every
+spine link, both directions, as 2x-line-rate bursts with idle gaps so real
+queues build and drain) the script:
+  1. brings the lab up and times convergence (all nodes synced);
+  2. samples every node's fleet-time error against ground truth at 4 Hz for
+     BENCH_SECS: one TSC instant T, every node's `sync {"tsc": T}` reading
+     versus the reference's simulated clock at T (`clock {"tsc": T}`);
+  3. from the same probes, the error of three per-edge estimators of each
+     node's offset to the reference at the sync step's instant: our
+     envelope fit, NTP-style (min-RTT probe of the window) and PTP-style
+     (mean two-way offset), against the truth at that instant;
+  4. flaps a spine link (down 200 ms every 1 s, 5 times) and samples the
+     fleet error through it.
+Errors are split into a constant part per node (the median signed error: what
+a path asymmetry or a host-stack difference would produce) and the rest.
+Prints one table per load and a JSON line per load (for docs/benchmarks.md).
+"""
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+import lslab  # noqa: E402
+
+SECS = float(os.environ.get("BENCH_SECS", "30"))
+LAB_EXTRA = os.environ.get("BENCH_LAB_ARGS", "").split()
+RATE = 10_000_000_000
+HOSTS = ["h%d" % i for i in range(1, 7)]
+CLOCKS = [(3_100_000, 12.0), (-7_900_000, -85.0), (9_500_000, 100.0),
+          (-2_200_000, -40.0), (-9_800_000, 63.0), (5_400_000, -100.0)]
+TOPO = {
+    "defaults": {"link": {"delay_ns": 2000, "rate_bps": RATE, "buffer_bytes": 4 << 20,
+                          "ecn_bytes": 1 << 20, "loss": 0, "mtu": 9000},
+                 "host_link": {"delay_ns": 500}},
+    "convergence_ms": 0,
+    "switches": [
+        {"name": "spine1", "role": "spine", "ipv4": "10.255.0.1"},
+        {"name": "spine2", "role": "spine", "ipv4": "10.255.0.2"},
+        {"name": "leaf1", "role": "leaf", "ipv4": "10.255.1.1"},
+        {"name": "leaf2", "role": "leaf", "ipv4": "10.255.1.2"}],
+    "links": [{"a": "leaf1", "b": "spine1"}, {"a": "leaf1", "b": "spine2"},
+              {"a": "leaf2", "b": "spine1"}, {"a": "leaf2", "b": "spine2"}],
+    "hosts": [{"name": h, "leaf": "leaf1" if i < 3 else "leaf2",
+               "ipv4": "10.%d.0.%d/24" % (1 if i < 3 else 2, i % 3 + 1)}
+              for i, h in enumerate(HOSTS)],
+}
+SPINE_LINKS = ["leaf1-spine1", "leaf1-spine2", "leaf2-spine1", "leaf2-spine2"]
+
+
+def pct(xs, q):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
+
+
+def summary(errs):
+    a = [abs(e) for e in errs]
+    return {"n": len(a), "p50": pct(a, .5), "p99": pct(a, .99), "max": max(a) if a else None}
+
+
+def split_constant(per_node):
+    """Constant part (median signed error per node) and the rest."""
+    const, rest = [], []
+    for errs in per_node.values():
+        if not errs:
+            continue
+        m = statistics.median(errs)
+        const.append(m)
+        rest += [e - m for e in errs]
+    return const, rest
+
+
+class Lab:
+    def __init__(self, d, topo, extra):
+        self.dir = d
+        self.args = ["--topo", topo, "--link", "pcap", "--extra", extra, "--dir", d,
+                     "--fabric-core", "1", "--build", lslab.BUILD] + LAB_EXTRA
+
+    def up(self):
+        subprocess.run([lslab.LAB, "up"] + self.args, check=True, stdout=subprocess.DEVNULL)
+
+    def down(self):
+        subprocess.run([lslab.LAB, "down", "--dir", self.dir], check=False,
+                       stdout=subprocess.DEVNULL)
+
+    def sock(self, i):
+        return os.path.join(self.dir, "n%d.sock" % i)
+
+    @property
+    def fab(self):
+        return os.path.join(self.dir, "fabric", "ctl.sock")
+
+
+def fleet_errors(lab, n):
+    tsc = lslab.call(lab.sock(1), "clock")["tsc"]
+    truth = lslab.call(lab.sock(1), "clock", {"tsc": tsc})["truth_at"]["local_ns"]
+    out = {}
+    for i in range(2, n + 1):
+        r = lslab.call(lab.sock(i), "sync", {"tsc": tsc})
+        if r["state"]["status"] in ("synced", "holdover"):
+            out[i] = r["reading"]["fleet_ns"] - truth
+    return out
+
+
+def edge_errors(lab, n):
+    """Per node: (envelope, ntp, ptp) error of its edge to the reference."""
+    out = {}
+    for i in range(2, n + 1):
+        r = lslab.call(lab.sock(i), "sync")
+        ref = [x for x in r["neighbors"] if x["node_id"] == 1]
+        if not ref or not ref[0]["edge"] or "baselines" not in ref[0]:
+            continue
+        t = r["step_tsc"]
+        mine = lslab.call(lab.sock(i), "clock", {"tsc": t})["truth_at"]["local_ns"]
+        theirs = lslab.call(lab.sock(1), "clock", {"tsc": t})["truth_at"]["local_ns"]
+        true_off = theirs - mine
+        b = ref[0]["baselines"]
+        out[i] = (ref[0]["edge"]["offset_ns"] - true_off, b["ntp_offset_ns"] - true_off,
+                  b["ptp_offset_ns"] - true_off)
+    return out
+
+
+def all_synced(lab, n):
+    try:
+        st = [lslab.call(lab.sock(i), "sync")["state"] for i in range(1, n + 1)]
+    except (OSError, lslab.CtlError, KeyError):
+        return False
+    return (all(s["status"] in ("synced", "reference") for s in st) and
+            len({s["ref_id"] for s in st}) == 1 and
+            sum(s["status"] == "reference" for s in st) == 1)
+
+
+def run(load, tmp):
+    n = len(HOSTS)
+    topo, extra = os.path.join(tmp, "topo.json"), os.path.join(tmp, "extra.json")
+    json.dump(TOPO, open(topo, "w"))
+    ex = {"*": {"sync": {"interval_ms": 500, "purity_tol_ns": 1500}}}
+    for h, (off, drift) in zip(HOSTS, CLOCKS):
+        ex[h] = {"clock": {"source": "sim",
+                           "sim": {"offset_ns": off, "drift_ppm": drift, "wander_ns": 20}}}
+    json.dump(ex, open(extra, "w"))
+    lab = Lab(os.path.join(tmp, "lab"), topo, extra)
+    lab.down()
+    res = {"load": load}
+    try:
+        t0 = time.time()
+        lab.up()
+        t_up = time.time()
+        if load > 0:
+            # bursts at twice the line rate: on = load/2 of each 1 ms period
+            on = int(load * 500)
+            for k, l in enumerate(SPINE_LINKS):
+                for d in ("ab", "ba"):
+                    lslab.call(lab.fab, "gen.start", {
+                        "name": "bg%d%s" % (k, d), "link": l, "dir": d, "rate_bps": 2 * RATE,
+                        "pkt_bytes": 1500, "on_us": on, "off_us": 1000 - on})
+        ok = lslab.wait_until(lambda: all_synced(lab, n), 60, step=0.2)
+        res["converge_s_from_up"] = round(time.time() - t_up, 2) if ok else None
+        res["converge_s_from_start"] = round(time.time() - t0, 2) if ok else None
+        time.sleep(3)
+        fleet, env, ntp, ptp = {}, {}, {}, {}
+        end = time.time() + SECS
+        while time.time() < end:
+            for i, e in fleet_errors(lab, n).items():
+                fleet.setdefault(i, []).append(e)
+            for i, (a, b, c) in edge_errors(lab, n).items():
+                env.setdefault(i, []).append(a)
+                ntp.setdefault(i, []).append(b)
+                ptp.setdefault(i, []).append(c)
+            time.sleep(0.25)
+        for name, d in (("fleet", fleet), ("edge_envelope", env), ("edge_ntp", ntp),
+                        ("edge_ptp", ptp)):
+            allv = [e for v in d.values() for e in v]
+            const, rest = split_constant(d)
+            res[name] = summary(allv)
+            res[name]["constant_max"] = max(abs(c) for c in const) if const else None
+            res[name]["varying_p99"] = pct([abs(x) for x in rest], .99)
+        # flap a spine link and watch the fleet error through it
+        lslab.call(lab.fab, "link.flap", {"link": "leaf1-spine1", "down_ms": 200,
+                                          "every_ms": 1000, "count": 5})
+        flap, end = [], time.time() + 6
+        while time.time() < end:
+            flap += list(fleet_errors(lab, n).values())
+            time.sleep(0.1)
+        res["flap"] = summary(flap)
+        res["status_after_flap"] = [lslab.call(lab.sock(i), "sync")["state"]["status"]
+                                    for i in range(1, n + 1)]
+    finally:
+        lab.down()
+    return res
+
+
+def main():
+    if os.geteuid() != 0:
+        sys.exit("bench_sync: must run as root")
+    loads = [float(x) for x in sys.argv[1:]] or [0.0, 0.5, 0.9]
+    tmp = tempfile.mkdtemp(prefix="ls-bench-sync-")
+    print("bench_sync: %d nodes, %.0f s per load, loads %s" % (len(HOSTS), SECS, loads))
+    for load in loads:
+        r = run(load, tmp)
+        print("\nload %.0f%%: converged %.1f s after lab up" % (100 * load,
+              r["converge_s_from_up"] or -1))
+        print("  %-14s %8s %9s %9s %9s %13s %12s" % ("estimator", "samples", "p50_ns",
+              "p99_ns", "max_ns", "const_max_ns", "vary_p99_ns"))
+        for k in ("fleet", "edge_envelope", "edge_ntp", "edge_ptp"):
+            s = r[k]
+            print("  %-14s %8d %9.0f %9.0f %9.0f %13.0f %12.0f" % (
+                k, s["n"], s["p50"], s["p99"], s["max"] or -1, s["constant_max"] or -1,
+                s["varying_p99"]))
+        f = r["flap"]
+        print("  flap (leaf1-spine1 down 200 ms every 1 s x5): fleet |err| p50 %.0f p99 %.0f "
+              "max %.0f ns; status after: %s" % (f["p50"], f["p99"], f["max"] or -1,
+                                                 ",".join(r["status_after_flap"])))
+        print("JSON " + json.dumps(r))
+
+
+if __name__ == "__main__":
+    main()
