@@ -109,12 +109,12 @@ def main():
             "peer.add": {"name": "z", "addr": "10.7.0.9", "paths": 1},
             "peer.del": {"name": "z"},
             "probe.set": {"interval_us": 50000},
-            "stats.reset": None, "clock": None, "log.level": {"level": "debug"},
+            "stats.reset": None, "clock": None, "sync": None, "log.level": {"level": "debug"},
             "capture.start": {"file": os.path.join(tmp, "c.pcap")}, "capture.stop": None,
         }
         c.check(sorted(valid) == names, "test covers every command: %s" % names)
         for name in ["help", "status", "peers", "paths", "path", "peer.add", "peer.del",
-                     "probe.set", "stats.reset", "clock", "log.level", "capture.start",
+                     "probe.set", "stats.reset", "clock", "sync", "log.level", "capture.start",
                      "capture.stop"]:
             r = k.call(name, valid[name])
             c.check(r.get("ok") is True and "result" in r, "%s answers ok" % name)
