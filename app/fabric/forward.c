@@ -536,7 +536,8 @@ ingress_tag(const struct rte_mbuf *m, const uint8_t *f)
 	uint16_t tlen;
 	int host;
 
-	if (m->data_len < 14 + 20 || f[12] != 0x08 || f[13] != 0x00 || ip[0] != 0x45)
+	if (unlikely(G.no_fastpath) || m->data_len < 14 + 20 || f[12] != 0x08 || f[13] != 0x00 ||
+	    ip[0] != 0x45)
 		return 0;
 	tlen = (uint16_t)(ip[2] << 8 | ip[3]);
 	/* ls_pkt_cksum_raw(ip, 20), inline */
