@@ -173,6 +173,7 @@ struct lsf_global {
 	struct lsf_flap flaps[LSF_MAX_FLAPS];
 	uint64_t sample_ns;        /* truth depth sampling interval (0 = off) */
 	bool hop_records;          /* per-hop records for probes */
+	bool no_fastpath;          /* every packet through the generic path (differential tests) */
 	uint32_t idle_sleep_us;    /* 0 = busy poll */
 	char socket[108];
 	char truth_file[256];

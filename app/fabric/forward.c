@@ -118,18 +118,27 @@ sift_down(uint16_t i)
 }
 
 static void
-heap_push(uint16_t c)
+heap_insert(uint16_t c)
 {
-	if (heap.in[c])
-		return;
 	heap.in[c] = true;
 	heap.e[heap.n].ch = c;
 	heap.e[heap.n].key = ls_fab_chan_head_ns(&G.fab->chans[c]);
 	sift_up(heap.n++);
 }
 
-/* The top channel's head has left: re-key or remove it. */
-static void
+/* A channel was given a packet: in the heap already (a burst), or now. */
+static __rte_always_inline void
+heap_push(uint16_t c)
+{
+	if (likely(heap.in[c]))
+		return;
+	heap_insert(c);
+}
+
+/* The top channel's head has left: re-key or remove it. Per event, so the
+ * common case (its next packet is still the earliest of all: a burst on one
+ * link) is a comparison with the two children, inline. */
+static inline void
 heap_fix_top(void)
 {
 	uint16_t c = heap.e[0].ch;
@@ -137,7 +146,8 @@ heap_fix_top(void)
 
 	if (k != UINT64_MAX) {
 		heap.e[0].key = k;
-		sift_down(0);
+		if ((heap.n > 1 && heap.e[1].key < k) || (heap.n > 2 && heap.e[2].key < k))
+			sift_down(0);
 		return;
 	}
 	heap.in[c] = false;
@@ -198,9 +208,11 @@ lsf_truth_push(const struct lsf_truth *t)
 static void route_ip(uint16_t sw, struct rte_mbuf *m, const struct ls_pkt_info *pi,
 		     uint64_t t, bool originated);
 
-/* Offer a real packet to a channel at time t. */
+/* Offer a real packet to a channel at time t, with its item tag (see the IPv4
+ * fast path below; 0: none). */
 static void
-enqueue_pkt(uint16_t ch, struct rte_mbuf *m, uint64_t t, const struct ls_pkt_info *pi)
+enqueue_pkt(uint16_t ch, struct rte_mbuf *m, uint64_t t, const struct ls_pkt_info *pi,
+	    uint32_t tag)
 {
 	struct ls_fab_chan *c = &G.fab->chans[ch];
 	uint8_t fam = pi->src.family;
@@ -211,7 +223,7 @@ enqueue_pkt(uint16_t ch, struct rte_mbuf *m, uint64_t t, const struct ls_pkt_inf
 	enum ls_fab_verdict v;
 	bool ce = false;
 
-	v = ls_fab_chan_enqueue(c, t, m->data_len + LSF_WIRE_OVERHEAD, ect, m, 0, &ce);
+	v = ls_fab_chan_enqueue(c, t, m->data_len + LSF_WIRE_OVERHEAD, ect, m, tag, &ce);
 	if (v != LS_FAB_OK) {
 		if (probe) {
 			struct lsf_truth r = {.type = LSF_T_DROP, .verdict = (uint8_t)v,
@@ -282,7 +294,7 @@ leaf_arp(uint16_t leaf, uint16_t host, struct rte_mbuf *m, const struct ls_pkt_i
 		return;
 	}
 	G.st.arp_answered++;
-	enqueue_pkt(h->down_chan, m, t, &rpi);
+	enqueue_pkt(h->down_chan, m, t, &rpi, 0);
 }
 
 static void
@@ -310,7 +322,7 @@ leaf_nd(uint16_t leaf, uint16_t host, struct rte_mbuf *m, const struct ls_pkt_in
 		return;
 	}
 	G.st.nd_answered++;
-	enqueue_pkt(h->down_chan, m, t, &rpi);
+	enqueue_pkt(h->down_chan, m, t, &rpi, 0);
 }
 
 static void
@@ -381,7 +393,7 @@ route_ip(uint16_t sw, struct rte_mbuf *m, const struct ls_pkt_info *pi, uint64_t
 		rte_pktmbuf_free(m);
 		return;
 	}
-	enqueue_pkt((uint16_t)ch, m, t, pi);
+	enqueue_pkt((uint16_t)ch, m, t, pi, 0);
 }
 
 /* What a switch needs of a plain IPv4 packet (no options, not a fragment,
@@ -465,6 +477,122 @@ at_switch(uint16_t sw, uint16_t in, struct rte_mbuf *m, uint64_t t)
 	rte_pktmbuf_free(m);
 }
 
+/* ---- the IPv4 fast path ---------------------------------------------- */
+
+/*
+ * Nearly every packet is plain IPv4 between two hosts. Its ingress checks it
+ * once, exactly as switch_ipv4 would, looks up its destination host once, and
+ * writes both into the tag of its FIFO items, which the loop hands to every
+ * hop. A switch then needs no parse, no host lookup and, with one next hop
+ * (a leaf towards its own host, a spine towards a leaf), no flow hash: it
+ * decrements the TTL, picks the channel and enqueues.
+ *
+ * The claim stays true on the way: nothing a link or a switch does to the
+ * packet changes what switch_ipv4 checked (TTL and CE updates keep the
+ * header checksum right, RFC 1624), and the host table is fixed at load.
+ * Whatever the fast path does not do itself (an expiring TTL: ICMP; no
+ * route: counted) it hands to the generic at_switch on the unmodified
+ * packet, which then decides exactly as before. Background packets keep
+ * their own tags (pkt NULL); real packets had 0 before, which still means
+ * "generic at every switch" (ARP/ND answers, ICMP errors, IPv6, anything
+ * odd). With per-hop truth records (--hops) a switch still fills a probe's
+ * record from switch_ipv4, exactly as the generic path does.
+ */
+#define LSF_TAG_V4 0x80000000u      /* plain IPv4, validated at ingress */
+#define LSF_TAG_HOST 0x0000ffffu    /* with it: the destination host's node index */
+
+static inline bool
+is_ect(uint8_t tos)
+{
+	return (tos & LS_ECN_MASK) == LS_ECN_ECT0 || (tos & LS_ECN_MASK) == LS_ECN_ECT1;
+}
+
+/* Offer a real packet whose IP header (if any, family fam) is at offset 14
+ * to channel ch at time t, with its tag. What enqueue_pkt does without a
+ * truth record to write. */
+static __rte_always_inline void
+enqueue_tagged(uint16_t ch, struct rte_mbuf *m, uint64_t t, uint8_t fam, bool ect, uint32_t tag)
+{
+	bool ce;
+
+	if (unlikely(ls_fab_chan_enqueue_inline(&G.fab->chans[ch], t,
+						m->data_len + LSF_WIRE_OVERHEAD, ect, m, tag,
+						&ce) != LS_FAB_OK)) {
+		rte_pktmbuf_free(m);
+		return;
+	}
+	if (ce)
+		ls_pkt_set_ce(rte_pktmbuf_mtod(m, uint8_t *) + 14, fam);
+	heap_push(ch);
+}
+
+/* The tag for a frame arriving from a host: LSF_TAG_V4 | host when it is
+ * what switch_ipv4 accepts (same checks, in the same order of cost) and goes
+ * to a host; 0 otherwise. */
+static __rte_always_inline uint32_t
+ingress_tag(const struct rte_mbuf *m, const uint8_t *f)
+{
+	const uint8_t *ip = f + 14;
+	uint16_t tlen;
+	int host;
+
+	if (unlikely(G.no_fastpath) || m->data_len < 14 + 20 || f[12] != 0x08 || f[13] != 0x00 ||
+	    ip[0] != 0x45)
+		return 0;
+	tlen = (uint16_t)(ip[2] << 8 | ip[3]);
+	/* ls_pkt_cksum_raw(ip, 20), inline */
+	if (tlen < 20 || 14u + tlen > m->data_len || ((ip[6] & 0x3f) | ip[7]) != 0 ||
+	    ls_csum_fold(ls_csum_bytes(ip, 20, 0)) != 0xffff)
+		return 0;
+	host = ls_fab_host_by_v4(G.fab, ip + 16);
+	return host < 0 ? 0 : LSF_TAG_V4 | (uint32_t)host;
+}
+
+/* A tagged packet reached switch sw at time t over channel in: route_ip's
+ * decision without its parse. */
+static __rte_always_inline void
+switch_v4_fast(uint16_t sw, uint16_t in, struct rte_mbuf *m, uint64_t t, uint32_t tag)
+{
+	const struct ls_fabric *f = G.fab;
+	const struct ls_fab_route *r = ls_fab_route_get(f, sw, (uint16_t)(tag & LSF_TAG_HOST));
+	uint8_t *l3 = rte_pktmbuf_mtod(m, uint8_t *) + 14;
+	uint16_t ch;
+
+	/* TTL 0 or 1 (Time Exceeded) and no route (a counter) are the generic
+	 * path's business: nothing has been changed yet. */
+	if (unlikely(l3[8] <= 1 || r->n == 0)) {
+		at_switch(sw, in, m, t);
+		return;
+	}
+	ls_pkt_ttl_dec4(l3);
+	if (r->n == 1) {
+		ch = r->chan[0];
+	} else {
+		/* route_ip's hash: ports only for UDP with a whole header
+		 * (switch_ipv4 leaves them 0 otherwise). */
+		uint8_t proto = l3[9];
+		uint16_t sport = 0, dport = 0;
+
+		if (proto == 17 && (l3[2] << 8 | l3[3]) >= 28) {
+			sport = (uint16_t)(l3[20] << 8 | l3[21]);
+			dport = (uint16_t)(l3[22] << 8 | l3[23]);
+		}
+		ch = r->chan[ls_fab_mod(ls_fab_flow_hash_v4(f->nodes[sw].seed, l3 + 12, l3 + 16,
+							    proto, sport, dport), r->n)];
+	}
+	if (unlikely(G.hop_records)) {
+		/* A probe's record needs what the generic path hands
+		 * enqueue_pkt: switch_ipv4's result (it accepts the packet, as
+		 * at ingress; only its ttl differs, which records do not use). */
+		struct ls_pkt_info pi;
+
+		switch_ipv4(m, &pi);
+		enqueue_pkt(ch, m, t, &pi, tag);
+		return;
+	}
+	enqueue_tagged(ch, m, t, LS_AF_INET, is_ect(l3[1]), tag);
+}
+
 static uint64_t sent_due[256]; /* this loop's host deliveries: when the model had them leave */
 static unsigned int n_sent;
 
@@ -490,6 +618,12 @@ to_host(uint16_t host, struct rte_mbuf *m, uint64_t deliver_ns)
 }
 
 /* ---- background traffic ---------------------------------------------- */
+
+/* Slots [0, gens_hi) and [0, flaps_hi) are all that were ever used (set by
+ * apply_msg, on this lcore): the loop scans those instead of all 64 of each
+ * on every iteration, which was a few percent of a busy loop's time with
+ * none in use. */
+static int gens_hi, flaps_hi;
 
 static uint32_t
 gen_hash(const struct lsf_gen *gn, uint16_t sw, uint32_t flow)
@@ -534,7 +668,7 @@ run_gens(uint64_t now, uint64_t *next)
 {
 	unsigned int work = 0;
 
-	for (int i = 0; i < LSF_MAX_GENS; i++) {
+	for (int i = 0; i < gens_hi; i++) {
 		struct lsf_gen *gn = &G.gens[i];
 
 		if (!gn->active)
@@ -584,7 +718,7 @@ chan_state(uint16_t ch, bool up, uint64_t now)
 static void
 run_flaps(uint64_t now, uint64_t *next)
 {
-	for (int i = 0; i < LSF_MAX_FLAPS; i++) {
+	for (int i = 0; i < flaps_hi; i++) {
 		struct lsf_flap *fl = &G.flaps[i];
 
 		if (!fl->active)
@@ -664,6 +798,7 @@ apply_msg(struct lsf_msg *msg, uint64_t now)
 				G.flaps[i].active = true;
 				G.flaps[i].is_down = false;
 				G.flaps[i].next_ns = now;
+				flaps_hi = RTE_MAX(flaps_hi, i + 1);
 				rc = i;
 				break;
 			}
@@ -677,6 +812,7 @@ apply_msg(struct lsf_msg *msg, uint64_t now)
 				G.gens[i].active = true;
 				G.gens[i].start_ns = now;
 				G.gens[i].next_ns = now;
+				gens_hi = RTE_MAX(gens_hi, i + 1);
 				rc = i;
 				break;
 			}
@@ -758,6 +894,8 @@ rx_hosts(uint64_t now)
 			struct rte_mbuf *m = rx[k];
 			struct ls_pkt_info pi;
 			uint64_t t_in = now;
+			const uint8_t *f;
+			uint32_t tag;
 
 			if (p->kstamp && (m->ol_flags & G.kts_dynflag)) {
 				uint64_t us = *RTE_MBUF_DYNFIELD(m, G.kts_dynfield,
@@ -772,17 +910,25 @@ rx_hosts(uint64_t now)
 			if (k + 4 < n)
 				rte_prefetch0(rte_pktmbuf_mtod(rx[k + 4], void *));
 
-			/* The leaf parses (and judges) it on arrival; the host link
-			 * needs only what ECN and truth records use. */
+			/* A plain IPv4 packet is judged here once for every switch
+			 * on its way (the fast path); anything else the leaf
+			 * parses (and judges) on arrival. The host link needs
+			 * only what ECN and truth records use. */
+			f = rte_pktmbuf_mtod(m, const uint8_t *);
+			tag = ingress_tag(m, f);
 			if (G.hop_records) {
-				if (m->nb_segs != 1 ||
-				    ls_pkt_parse(rte_pktmbuf_mtod(m, const uint8_t *), m->data_len,
-						 false, &pi) < 0)
+				if (m->nb_segs != 1 || ls_pkt_parse(f, m->data_len, false, &pi) < 0)
 					memset(&pi, 0, sizeof(pi));
-			} else {
-				light_info(m, &pi);
+				enqueue_pkt(up, m, t_in, &pi, tag);
+				continue;
 			}
-			enqueue_pkt(up, m, t_in, &pi);
+			if (likely(tag != 0)) {
+				enqueue_tagged(up, m, t_in, LS_AF_INET, is_ect(f[15]), tag);
+				continue;
+			}
+			light_info(m, &pi);
+			enqueue_tagged(up, m, t_in, pi.src.family,
+				       pi.src.family != 0 && is_ect(pi.tos), 0);
 		}
 		G.st.rx_pkts += n;
 		n_all += n;
@@ -811,34 +957,45 @@ lsf_loop(void *arg __rte_unused)
 		ls_fab_tick(G.fab, now);
 		while (heap_min() <= now) {
 			uint16_t c = heap.e[0].ch;
-			const struct ls_fab_chan *ch = &G.fab->chans[c];
-			struct ls_fab_item it;
+			struct ls_fab_chan *ch = &G.fab->chans[c];
+			const struct ls_fab_item *it = &ch->fifo[ch->head & (LS_FAB_FIFO - 1)];
+			/* What the event needs, read before its slot is released
+			 * (ls_fab_chan_pop without copying the whole item). */
+			struct rte_mbuf *m = it->pkt;
+			uint64_t t = it->deliver_ns;
+			uint32_t tag = it->tag;
+			bool lost = it->lost;
+			uint16_t to = ch->to;
 
-			ls_fab_chan_pop(&G.fab->chans[c], &it);
+			ch->head++;
 			heap_fix_top();
 			G.st.events++;
 			work++;
-			if (it.pkt == NULL) {
-				if (!it.lost)
-					virtual_at(ch->to, it.tag, it.deliver_ns);
+			if (m == NULL) {
+				if (!lost)
+					virtual_at(to, tag, t);
 				continue;
 			}
-			if (it.lost) {
-				rte_pktmbuf_free(it.pkt);
+			if (lost) {
+				rte_pktmbuf_free(m);
 				continue;
 			}
-			if (G.fab->nodes[ch->to].kind == LS_FAB_HOST)
-				to_host(ch->to, it.pkt, it.deliver_ns);
+			if (G.fab->nodes[to].kind == LS_FAB_HOST)
+				to_host(to, m, t);
+			else if (likely(tag & LSF_TAG_V4))
+				switch_v4_fast(to, c, m, t, tag);
 			else
-				at_switch(ch->to, c, it.pkt, it.deliver_ns);
+				at_switch(to, c, m, t);
 		}
 		for (uint16_t i = 0; i < G.n_ports; i++)
 			rte_eth_tx_buffer_flush(G.ports[i].port_id, 0, G.ports[i].txb);
 		if (n_sent) {
 			uint64_t t = lsf_now();
+			int64_t late[RTE_DIM(sent_due)];
 
 			for (unsigned int i = 0; i < n_sent; i++)
-				ls_hist_add(&G.late, (int64_t)(t - sent_due[i]));
+				late[i] = (int64_t)(t - sent_due[i]);
+			ls_hist_add_n(&G.late, late, n_sent);
 			n_sent = 0;
 		}
 		while (rte_ring_sc_dequeue(G.msgs, (void **)&msg) == 0)

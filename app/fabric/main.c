@@ -4,6 +4,7 @@
  *
  *   lockstep-fabric [EAL options] -- --topo FILE [--dir DIR] [--socket PATH]
  *                   [--truth FILE] [--sample-us N] [--hops] [--idle-sleep-us N]
+ *                   [--no-fastpath]
  *   lockstep-fabric --help | -- --topo FILE --check
  *
  * Each host of the topology is one DPDK port of the emulator (by default a
@@ -51,6 +52,8 @@ static const char usage_text[] =
 "      --hops             record every probe's crossing of every link in the truth\n"
 "      --idle-sleep-us N  sleep up to N us when idle, never past the next event\n"
 "                         (default 0: busy poll; labs sharing cores use ~50)\n"
+"      --no-fastpath      route every packet the generic way (same results,\n"
+"                         slower: for differential tests)\n"
 "      --check            validate the topology and exit\n"
 "  -h, --help             this text\n"
 "\n"
@@ -74,6 +77,7 @@ parse_args(int argc, char **argv, const char **topo, bool *check)
 		{"sample-us", required_argument, NULL, 'S'},
 		{"hops", no_argument, NULL, 'H'},
 		{"idle-sleep-us", required_argument, NULL, 'I'},
+		{"no-fastpath", no_argument, NULL, 'F'},
 		{"check", no_argument, NULL, 'C'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -115,6 +119,9 @@ parse_args(int argc, char **argv, const char **topo, bool *check)
 			break;
 		case 'H':
 			G.hop_records = true;
+			break;
+		case 'F':
+			G.no_fastpath = true;
 			break;
 		case 'C':
 			*check = true;

@@ -33,6 +33,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <jansson.h>
 
@@ -174,6 +175,42 @@ int ls_fab_link_find(const struct ls_fabric *f, const char *name);
 /** Host index whose address equals a (v4 or v6), or -1. */
 int ls_fab_host_by_addr(const struct ls_fabric *f, const struct ls_addr *a);
 
+/** Slot hash of an IPv4 host address in addr_tab (a multiply-mix: per packet). */
+static inline uint32_t
+ls_fab_addr_hash_v4(const void *a4)
+{
+	uint32_t v;
+
+	memcpy(&v, a4, 4);
+	return (uint32_t)(((uint64_t)LS_AF_INET ^ v) * 0x9e3779b97f4a7c15ULL >> 32);
+}
+
+/**
+ * ls_fab_host_by_addr() of an IPv4 address as it sits in a packet (4 bytes,
+ * network order), inline for the emulator's per-packet path; the library's
+ * IPv4 lookups are this one.
+ */
+static inline int
+ls_fab_host_by_v4(const struct ls_fabric *f, const void *a4)
+{
+	uint32_t h = ls_fab_addr_hash_v4(a4), want;
+
+	memcpy(&want, a4, 4);
+	for (uint32_t k = 0; k < LS_FAB_ADDR_TAB; k++, h++) {
+		uint16_t e = f->addr_tab[h & (LS_FAB_ADDR_TAB - 1)];
+		const struct ls_fab_node *n;
+		uint32_t have;
+
+		if (e == 0)
+			return -1;
+		n = &f->nodes[e - 1];
+		memcpy(&have, n->addr4.a, 4);
+		if (n->addr4.family == LS_AF_INET && have == want)
+			return e - 1;
+	}
+	return -1;
+}
+
 /** Recompute every route from the channels' route_up view. */
 void ls_fab_routes_compute(struct ls_fabric *f);
 
@@ -183,6 +220,83 @@ void ls_fab_routes_compute(struct ls_fabric *f);
  */
 uint32_t ls_fab_flow_hash(uint32_t seed, const struct ls_addr *src, const struct ls_addr *dst,
 			  uint8_t proto, uint16_t sport, uint16_t dport, uint32_t flow_label);
+
+/**
+ * The flow hash over its words (an even number n of them): what
+ * ls_fab_flow_hash computes once it has laid out addresses, protocol and flow
+ * label, and ports. Inline so that the emulator's IPv4 fast path
+ * (ls_fab_flow_hash_v4) hashes a packet straight from its header with the
+ * very same function, not a copy that could drift.
+ */
+static inline uint32_t
+ls_fab_hash_words(uint32_t seed, const uint32_t *w, unsigned int n)
+{
+	/* 64 bits at a time, one multiply each, then the murmur3 finaliser so
+	 * every input bit reaches the low bits that the modulo by the number of
+	 * next hops keeps (cheaper than jhash, same spread and seed
+	 * independence in the unit tests). */
+	uint64_t h = ((uint64_t)seed << 32 | seed) ^ (0x9e3779b97f4a7c15ULL * n);
+
+	for (unsigned int i = 0; i < n; i += 2) {
+		h ^= (uint64_t)w[i] << 32 | w[i + 1];
+		h *= 0x9e3779b97f4a7c15ULL;
+		h ^= h >> 29;
+	}
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ULL;
+	h ^= h >> 33;
+	return (uint32_t)h ^ (uint32_t)(h >> 32);
+}
+
+/**
+ * ls_fab_flow_hash() of an IPv4 flow (no flow label), from the addresses as
+ * they sit in the packet (network order, 4 bytes each): the same value,
+ * without building ls_addr structures first.
+ */
+static inline uint32_t
+ls_fab_flow_hash_v4(uint32_t seed, const void *src4, const void *dst4, uint8_t proto,
+		    uint16_t sport, uint16_t dport)
+{
+	uint32_t w[4];
+
+	memcpy(&w[0], src4, 4);
+	memcpy(&w[1], dst4, 4);
+	w[2] = (uint32_t)proto << 24;
+	w[3] = (uint32_t)sport << 16 | dport;
+	return ls_fab_hash_words(seed, w, 4);
+}
+
+/**
+ * hash % n for 1 <= n <= LS_FAB_MAX_ECMP without a division (a 32-bit div
+ * is the slowest instruction of a routing decision): Lemire, Kaser and
+ * Kurz, "Faster remainder by direct computation" (2019), exact for every
+ * 32-bit hash and divisor; with M = ceil(2^64 / n), hash % n is the high
+ * 64 bits of (M * hash mod 2^64) * n. (For n = 1, M wraps to 0: still right.)
+ */
+static inline uint32_t
+ls_fab_mod(uint32_t hash, uint8_t n)
+{
+#define LS_FAB_MOD_M(d) (UINT64_MAX / (d) + 1)
+	static const uint64_t m[LS_FAB_MAX_ECMP + 1] = {
+		0, LS_FAB_MOD_M(1), LS_FAB_MOD_M(2), LS_FAB_MOD_M(3), LS_FAB_MOD_M(4),
+		LS_FAB_MOD_M(5), LS_FAB_MOD_M(6), LS_FAB_MOD_M(7), LS_FAB_MOD_M(8),
+		LS_FAB_MOD_M(9), LS_FAB_MOD_M(10), LS_FAB_MOD_M(11), LS_FAB_MOD_M(12),
+		LS_FAB_MOD_M(13), LS_FAB_MOD_M(14), LS_FAB_MOD_M(15), LS_FAB_MOD_M(16),
+	};
+#undef LS_FAB_MOD_M
+	uint64_t low = m[n] * hash;
+
+	return (uint32_t)(((unsigned __int128)low * n) >> 64);
+}
+
+/** The route from switch sw to host (no range checks: the caller's indices are valid). */
+static inline const struct ls_fab_route *
+ls_fab_route_get(const struct ls_fabric *f, uint16_t sw, uint16_t host)
+{
+	return &f->routes[(size_t)sw * f->n_nodes + host];
+}
 
 /**
  * Next hop at switch sw towards host: one of the route's channels chosen by
@@ -227,6 +341,124 @@ enum ls_fab_verdict ls_fab_chan_enqueue(struct ls_fab_chan *c, uint64_t arrival_
 
 /** Bytes queued (not yet transmitted) at time t, including the one in service. */
 uint64_t ls_fab_chan_depth(const struct ls_fab_chan *c, uint64_t t);
+
+/*
+ * The link model's per-packet arithmetic, inline: the emulator runs it two
+ * or more times per packet, and a call with seven arguments and a verdict
+ * through memory cost as much as the work. ls_fab_chan_enqueue() and
+ * ls_fab_chan_depth() are these; why the model is built this way is in
+ * ls_fabric_link.c.
+ */
+
+#define LS_FAB_NS_BITS 8000000000ULL /**< ns per second * bits per byte */
+
+/** ls_fab_chan_depth(), inline. */
+static inline uint64_t
+ls_fab_chan_depth_inline(const struct ls_fab_chan *c, uint64_t t)
+{
+	uint64_t dt, prod;
+
+	if (c->busy_until_ns <= t)
+		return 0;
+	dt = c->busy_until_ns - t;
+	/* Per packet: stay in 64 bits (the division by a constant becomes a
+	 * multiply); only a long backlog at a high rate needs 128. */
+	if (!__builtin_mul_overflow(dt, c->p.rate_bps, &prod))
+		return prod / LS_FAB_NS_BITS;
+	return (uint64_t)((unsigned __int128)dt * c->p.rate_bps / LS_FAB_NS_BITS);
+}
+
+/** ceil(bytes * 8e9 / rate): bytes <= 65535 and rate <= 1e13 fit in 64 bits. */
+static inline uint64_t
+ls_fab_ser_ns(uint32_t bytes, uint64_t rate_bps)
+{
+	if (rate_bps == 0)
+		return 0;
+	return ((uint64_t)bytes * LS_FAB_NS_BITS + rate_bps - 1) / rate_bps;
+}
+
+/** splitmix64: any state (even 0) gives a full-period, well mixed stream. */
+static inline uint64_t
+ls_fab_rand(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+/** ls_fab_chan_enqueue(), inline (always: left to itself, GCC keeps one
+ * out-of-line copy, which is the call this exists to avoid). */
+static inline __attribute__((always_inline)) enum ls_fab_verdict
+ls_fab_chan_enqueue_inline(struct ls_fab_chan *c, uint64_t arrival_ns, uint32_t bytes,
+			   bool ect, void *pkt, uint32_t tag, bool *ce)
+{
+	struct ls_fab_item *it;
+	uint64_t d, start, deliver;
+	bool lost = false, mark;
+
+	if (ce != NULL)
+		*ce = false;
+	if (!c->up) {
+		c->st.drop_down++;
+		return LS_FAB_DROP_DOWN;
+	}
+	if (bytes > c->p.mtu) {
+		c->st.drop_mtu++;
+		return LS_FAB_DROP_MTU;
+	}
+	d = ls_fab_chan_depth_inline(c, arrival_ns);
+	/* what this arrival saw, whether or not it fits */
+	if (d > c->st.max_depth)
+		c->st.max_depth = d;
+	if (d + bytes > c->p.buffer_bytes || c->tail - c->head >= LS_FAB_FIFO) {
+		c->st.drop_tail++;
+		return LS_FAB_DROP_TAIL;
+	}
+
+	start = arrival_ns > c->busy_until_ns ? arrival_ns : c->busy_until_ns;
+	/* Packets repeat sizes: skip the division by the rate when we can. */
+	if (bytes != c->ser_bytes || c->p.rate_bps != c->ser_rate) {
+		c->ser_bytes = bytes;
+		c->ser_rate = c->p.rate_bps;
+		c->ser_cached = ls_fab_ser_ns(bytes, c->p.rate_bps);
+	}
+	c->busy_until_ns = start + c->ser_cached;
+	deliver = c->busy_until_ns + c->p.delay_ns;
+	if (c->tail != c->head) {
+		uint64_t prev = c->fifo[(c->tail - 1) & (LS_FAB_FIFO - 1)].deliver_ns;
+
+		if (deliver < prev)
+			deliver = prev;
+	}
+
+	/* 53 random bits as a uniform double in [0, 1) */
+	if (c->p.loss > 0)
+		lost = (double)(ls_fab_rand(&c->rng) >> 11) * 0x1.0p-53 < c->p.loss;
+	mark = !lost && ect && c->p.ecn_bytes != 0 && d > c->p.ecn_bytes;
+
+	c->st.pkts++;
+	c->st.bytes += bytes;
+	if (lost)
+		c->st.drop_loss++;
+	if (mark) {
+		c->st.ecn_marked++;
+		if (ce != NULL)
+			*ce = true;
+	}
+
+	it = &c->fifo[c->tail & (LS_FAB_FIFO - 1)];
+	it->arrive_ns = arrival_ns;
+	it->depart_ns = c->busy_until_ns;
+	it->deliver_ns = deliver;
+	it->bytes = bytes;
+	it->lost = lost;
+	it->pkt = pkt;
+	it->tag = tag;
+	c->tail++;
+	return LS_FAB_OK;
+}
 
 /** Delivery time of the oldest item, or UINT64_MAX when empty. */
 static inline uint64_t

@@ -150,25 +150,7 @@ ls_fab_flow_hash(uint32_t seed, const struct ls_addr *src, const struct ls_addr 
 	w[n++] = (uint32_t)sport << 16 | dport;
 	if (n & 1)
 		w[n++] = 0;
-	/* Per packet in the emulator: 64 bits at a time, one multiply each,
-	 * then the murmur3 finaliser so every input bit reaches the low bits
-	 * that the modulo by the number of next hops keeps (cheaper than
-	 * jhash, same spread and seed independence in the unit tests). */
-	{
-		uint64_t h = ((uint64_t)seed << 32 | seed) ^ (0x9e3779b97f4a7c15ULL * n);
-
-		for (unsigned int i = 0; i < n; i += 2) {
-			h ^= (uint64_t)w[i] << 32 | w[i + 1];
-			h *= 0x9e3779b97f4a7c15ULL;
-			h ^= h >> 29;
-		}
-		h ^= h >> 33;
-		h *= 0xff51afd7ed558ccdULL;
-		h ^= h >> 33;
-		h *= 0xc4ceb9fe1a85ec53ULL;
-		h ^= h >> 33;
-		return (uint32_t)h ^ (uint32_t)(h >> 32);
-	}
+	return ls_fab_hash_words(seed, w, n);
 }
 
 int
@@ -181,7 +163,7 @@ ls_fab_next_hop(const struct ls_fabric *f, uint16_t sw, uint16_t host, uint32_t 
 	r = &f->routes[(size_t)sw * f->n_nodes + host];
 	if (r->n == 0)
 		return -ENETUNREACH;
-	return r->chan[hash % r->n];
+	return r->chan[ls_fab_mod(hash, r->n)];
 }
 
 void

@@ -625,19 +625,13 @@ static inline uint32_t
 addr_slot_hash(const struct ls_addr *a)
 {
 	uint64_t h = a->family;
+	uint64_t v0, v1;
 
-	if (a->family == LS_AF_INET) {
-		uint32_t v;
-
-		memcpy(&v, a->a, 4);
-		h ^= v;
-	} else {
-		uint64_t v0, v1;
-
-		memcpy(&v0, a->a, 8);
-		memcpy(&v1, a->a + 8, 8);
-		h ^= v0 ^ (v1 * 0xc2b2ae3d27d4eb4fULL);
-	}
+	if (a->family == LS_AF_INET)
+		return ls_fab_addr_hash_v4(a->a); /* shared with the inline lookup */
+	memcpy(&v0, a->a, 8);
+	memcpy(&v1, a->a + 8, 8);
+	h ^= v0 ^ (v1 * 0xc2b2ae3d27d4eb4fULL);
 	h *= 0x9e3779b97f4a7c15ULL;
 	return (uint32_t)(h >> 32);
 }
@@ -1115,6 +1109,8 @@ ls_fab_host_by_addr(const struct ls_fabric *f, const struct ls_addr *a)
 	if (f == NULL || a == NULL ||
 	    (a->family != LS_AF_INET && a->family != LS_AF_INET6))
 		return -1;
+	if (a->family == LS_AF_INET)
+		return ls_fab_host_by_v4(f, a->a);
 	h = addr_slot_hash(a);
 	for (uint32_t k = 0; k < LS_FAB_ADDR_TAB; k++, h++) {
 		uint16_t e = f->addr_tab[h & (LS_FAB_ADDR_TAB - 1)];

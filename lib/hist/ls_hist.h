@@ -79,6 +79,47 @@ ls_hist_add(struct ls_hist *h, int64_t v)
 		h->pos[b]++;
 }
 
+/**
+ * Add n samples: the same histogram as n ls_hist_add() calls, cheaper for a
+ * batch. Count, min, max, sum and overflow are kept in registers and stored
+ * once (per sample, each is a load-add-store chain through memory, the
+ * sum's through a floating-point add as well). The sum is accumulated as an
+ * integer and added once: the same double as n sequential additions
+ * whenever the sums involved are integers below 2^53 in magnitude (where
+ * doubles are exact: about 104 days of nanoseconds), more accurate beyond.
+ */
+static inline void
+ls_hist_add_n(struct ls_hist *h, const int64_t *v, unsigned int n)
+{
+	int64_t lo, hi;
+	__int128 sum = 0;
+	uint64_t over = 0;
+
+	if (n == 0)
+		return;
+	lo = hi = v[0];
+	for (unsigned int i = 0; i < n; i++) {
+		uint64_t mag = v[i] < 0 ? (uint64_t)0 - (uint64_t)v[i] : (uint64_t)v[i];
+		uint32_t b = ls_hist_bucket(mag);
+
+		lo = v[i] < lo ? v[i] : lo;
+		hi = v[i] > hi ? v[i] : hi;
+		sum += v[i];
+		over += mag >= (1ULL << LS_HIST_MAX_EXP);
+		if (v[i] < 0)
+			h->neg[b]++;
+		else
+			h->pos[b]++;
+	}
+	if (h->count == 0 || lo < h->min)
+		h->min = lo;
+	if (h->count == 0 || hi > h->max)
+		h->max = hi;
+	h->count += n;
+	h->sum += (double)sum;
+	h->overflow += over;
+}
+
 /** Empty a histogram. */
 void ls_hist_reset(struct ls_hist *h);
 

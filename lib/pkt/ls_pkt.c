@@ -689,8 +689,6 @@ csum_replace16(uint8_t *ck, uint16_t old, uint16_t new)
 uint8_t
 ls_pkt_ttl_dec(uint8_t *l3, uint8_t family)
 {
-	uint16_t old;
-
 	if (family == LS_AF_INET6) {
 		if (l3[7] != 0)
 			l3[7]--;
@@ -701,11 +699,7 @@ ls_pkt_ttl_dec(uint8_t *l3, uint8_t family)
 	/* A TTL of 0 must never wrap to 255 and live on. */
 	if (l3[8] == 0)
 		return 0;
-	/* TTL shares its checksummed 16-bit word with the protocol byte. */
-	old = rd16(l3 + 8);
-	l3[8]--;
-	csum_replace16(l3 + 10, old, rd16(l3 + 8));
-	return l3[8];
+	return ls_pkt_ttl_dec4(l3);
 }
 
 bool

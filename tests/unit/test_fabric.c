@@ -621,6 +621,107 @@ START_TEST(test_next_hop)
 }
 END_TEST
 
+/* The flow hash is part of the model: which path a flow takes must not move
+ * between versions (labs compare runs). Values from the first version of
+ * this hash. */
+START_TEST(test_hash_pinned)
+{
+	struct ls_addr a, b, c, d;
+
+	ck_assert_int_eq(ls_addr_parse("10.1.0.1", &a), 0);
+	ck_assert_int_eq(ls_addr_parse("10.2.0.1", &b), 0);
+	ck_assert_int_eq(ls_addr_parse("fd00:1::1", &c), 0);
+	ck_assert_int_eq(ls_addr_parse("fd00:2::1", &d), 0);
+	ck_assert_uint_eq(ls_fab_flow_hash(0x1234567u, &a, &b, 17, 49152, 862, 0), 0x5f75a094u);
+	ck_assert_uint_eq(ls_fab_flow_hash(0xdeadbeefu, &b, &a, 6, 0, 0, 0), 0xbe30def8u);
+	ck_assert_uint_eq(ls_fab_flow_hash(7, &a, &b, 1, 0, 0, 0), 0x9b1c4de4u);
+	ck_assert_uint_eq(ls_fab_flow_hash(0x1234567u, &c, &d, 17, 49152, 862, 0xabcde),
+			  0x651e78a9u);
+	ck_assert_uint_eq(ls_fab_flow_hash(0, &c, &a, 17, 1, 2, 3), 0xd1189855u);
+}
+END_TEST
+
+/* The emulator's IPv4 fast path hashes straight from the packet: it must give
+ * exactly ls_fab_flow_hash, or ECMP would send a flow two ways. */
+START_TEST(test_hash_v4_same)
+{
+	uint64_t s = 11;
+
+	for (int i = 0; i < 100000; i++) {
+		struct flow fl;
+		uint32_t seed = (uint32_t)(s * 0x9e3779b97f4a7c15ULL >> 32);
+
+		rand_flow(&s, 2 * i, &fl); /* even: IPv4 */
+		ck_assert_int_eq(fl.src.family, LS_AF_INET);
+		ck_assert_uint_eq(ls_fab_flow_hash_v4(seed, fl.src.a, fl.dst.a, fl.proto, fl.sport,
+						      fl.dport),
+				  ls_fab_flow_hash(seed, &fl.src, &fl.dst, fl.proto, fl.sport,
+						   fl.dport, 0));
+	}
+}
+END_TEST
+
+/* ls_fab_mod is hash % n without a division, for every n a route can have. */
+START_TEST(test_mod_exact)
+{
+	static const uint32_t edge[] = { 0, 1, 2, 3, 15, 16, 17, 0x7fffffffu, 0x80000000u,
+					 0xfffffff0u, 0xfffffffeu, 0xffffffffu };
+	uint64_t s = 5;
+
+	for (uint8_t n = 1; n <= LS_FAB_MAX_ECMP; n++) {
+		for (size_t i = 0; i < sizeof(edge) / sizeof(edge[0]); i++)
+			ck_assert_uint_eq(ls_fab_mod(edge[i], n), edge[i] % n);
+		for (int i = 0; i < 200000; i++) {
+			uint32_t h;
+
+			s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+			h = (uint32_t)(s >> 32);
+			ck_assert_uint_eq(ls_fab_mod(h, n), h % n);
+			ck_assert_uint_eq(ls_fab_mod(n * (h / n) - 1, n), (n * (h / n) - 1) % n);
+		}
+	}
+}
+END_TEST
+
+/* The inline IPv4 host lookup (the emulator's, per packet) finds every host
+ * of a large fabric and nothing else, like the generic one. */
+START_TEST(test_host_by_v4)
+{
+	struct ls_fabric *f = clos(2, 16, 16, 0); /* 256 hosts: 10.<leaf>.0.<host> */
+	uint64_t s = 9;
+	int found = 0;
+
+	for (uint16_t i = 0; i < f->n_nodes; i++) {
+		const struct ls_fab_node *n = &f->nodes[i];
+
+		if (n->kind != LS_FAB_HOST || n->addr4.family != LS_AF_INET)
+			continue;
+		ck_assert_int_eq(ls_fab_host_by_v4(f, n->addr4.a), i);
+		ck_assert_int_eq(ls_fab_host_by_addr(f, &n->addr4), i);
+		found++;
+	}
+	ck_assert_int_eq(found, 256);
+	for (int i = 0; i < 100000; i++) {
+		struct ls_addr a = { .family = LS_AF_INET };
+		uint32_t v = (uint32_t)rnd(&s);
+		int want = -1;
+
+		memcpy(a.a, &v, 4);
+		if (i & 1) { /* near the hosts' addresses */
+			a.a[0] = 10;
+			a.a[1] %= 20;
+			a.a[2] = (uint8_t)(a.a[2] < 200 ? 0 : 1);
+			a.a[3] %= 20;
+		}
+		for (uint16_t k = f->n_switches; k < f->n_nodes; k++)
+			if (ls_addr_eq(&f->nodes[k].addr4, &a))
+				want = k;
+		ck_assert_int_eq(ls_fab_host_by_v4(f, a.a), want);
+	}
+	ls_fab_free(f);
+}
+END_TEST
+
 /* -------------------------------------------------------------------------
  * Topology and routing
  */
@@ -1238,6 +1339,10 @@ fabric_suite(void)
 	tcase_add_test(tc, test_hash_spread_ports);
 	tcase_add_test(tc, test_hash_stable_independent);
 	tcase_add_test(tc, test_next_hop);
+	tcase_add_test(tc, test_hash_pinned);
+	tcase_add_test(tc, test_hash_v4_same);
+	tcase_add_test(tc, test_mod_exact);
+	tcase_add_test(tc, test_host_by_v4);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("topology");

@@ -377,6 +377,39 @@ START_TEST(test_merge_equals_add_all)
 }
 END_TEST
 
+/* A batch adds exactly what one sample at a time adds. */
+START_TEST(test_add_n_equals_add)
+{
+	struct ls_hist *one = new_hist(), *batch = new_hist();
+	static int64_t v[300];
+
+	rng_state = 33;
+	for (int round = 0; round < 2000; round++) {
+		unsigned int n = (unsigned int)(rng_next() % 300);
+
+		for (unsigned int i = 0; i < n; i++) {
+			v[i] = (int64_t)(rng_next() % 2000000) - 100000;
+			if (rng_next() % 500 == 0) /* some saturate, both signs */
+				v[i] = (int64_t)(rng_next() >> 24) * (rng_next() & 1 ? 1 : -1);
+			ls_hist_add(one, v[i]);
+		}
+		ls_hist_add_n(batch, v, n);
+		ck_assert_uint_eq(batch->count, one->count);
+		if (one->count) {
+			ck_assert_int_eq(batch->min, one->min);
+			ck_assert_int_eq(batch->max, one->max);
+		}
+		ck_assert_uint_eq(batch->overflow, one->overflow);
+		ck_assert(batch->sum == one->sum);
+	}
+	ck_assert_uint_gt(one->overflow, 0);
+	ck_assert(memcmp(batch->pos, one->pos, sizeof(one->pos)) == 0);
+	ck_assert(memcmp(batch->neg, one->neg, sizeof(one->neg)) == 0);
+	free(one);
+	free(batch);
+}
+END_TEST
+
 START_TEST(test_merge_minmax)
 {
 	struct ls_hist *a = new_hist(), *b = new_hist(), *c = new_hist();
@@ -466,6 +499,7 @@ hist_suite(void)
 	tc = tcase_create("merge");
 	tcase_add_test(tc, test_merge_equals_add_all);
 	tcase_add_test(tc, test_merge_minmax);
+	tcase_add_test(tc, test_add_n_equals_add);
 	tcase_add_test(tc, test_overflow_saturates);
 	suite_add_tcase(s, tc);
 	return s;

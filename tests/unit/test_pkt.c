@@ -836,6 +836,34 @@ START_TEST(test_ttl_dec4)
 }
 END_TEST
 
+/* The inline IPv4 TTL decrement against RFC 1624 eqn. 3 computed the long
+ * way, for every checksum value (the 0x0000/0xffff corner included) and
+ * every TTL it may see. */
+START_TEST(test_ttl_dec4_every_cksum)
+{
+	for (uint32_t hc = 0; hc <= 0xffff; hc++) {
+		for (uint32_t ttl = 1; ttl <= 255; ttl += (hc & 0xff) == 0 ? 1 : 127) {
+			uint8_t ip[20] = { 0x45 };
+			uint32_t old = ttl << 8 | 17, new = (ttl - 1) << 8 | 17, sum;
+
+			ip[8] = (uint8_t)ttl;
+			ip[9] = 17;
+			ip[10] = (uint8_t)(hc >> 8);
+			ip[11] = (uint8_t)hc;
+			sum = (~hc & 0xffff) + (~old & 0xffff) + new;
+			sum = (sum & 0xffff) + (sum >> 16);
+			sum = (sum & 0xffff) + (sum >> 16);
+			sum = ~sum & 0xffff;
+			ck_assert_uint_eq(ls_pkt_ttl_dec4(ip), ttl - 1);
+			ck_assert_uint_eq(ip[8], ttl - 1);
+			ck_assert_msg((uint32_t)(ip[10] << 8 | ip[11]) == sum,
+				      "hc %04x ttl %u: %02x%02x, want %04x", hc, ttl, ip[10],
+				      ip[11], sum);
+		}
+	}
+}
+END_TEST
+
 START_TEST(test_ttl_dec6)
 {
 	static const uint8_t hops[] = { 0, 1, 2, 64, 255 };
@@ -1181,6 +1209,7 @@ pkt_suite(void)
 	tcase_add_test(tc, test_class_names);
 	tcase_add_test(tc, test_cksum_vs_dpdk);
 	tcase_add_test(tc, test_ttl_dec4);
+	tcase_add_test(tc, test_ttl_dec4_every_cksum);
 	tcase_add_test(tc, test_ttl_dec6);
 	tcase_add_test(tc, test_set_ce4);
 	tcase_add_test(tc, test_set_ce6);
