@@ -141,6 +141,9 @@ struct ls_peer_owd {
 	uint64_t t0;               /* our local time off_ns refers to */
 	double off_ns;             /* fleet-consistent local_peer - local_self at t0 */
 	double drift;              /* its rate of change */
+	bool edge_valid;           /* our own edge estimate to the peer's node, at the */
+	double edge_ns;            /*   sync step's instant (= our announced t0): the */
+	double edge_drift;         /*   reflector hands it back to that node */
 };
 
 struct ls_peer_sync;               /* sync.c, control thread only */

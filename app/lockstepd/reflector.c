@@ -27,6 +27,7 @@
 #include <rte_malloc.h>
 
 #include "lockstepd.h"
+#include "ls_sync.h"
 #include "ls_stamp.h"
 
 #define LS_RL_IDLE_NS (10ULL * LS_NS_PER_S)
@@ -139,8 +140,11 @@ ls_reflector_sweep(struct ls_lcore *lc, uint64_t now_ns)
  * such packets to this one (lib/reflect copies only TLVs it echoes as is).
  */
 static inline void
-sync_fill(struct ls_lcore *lc, uint8_t *value)
+sync_fill(struct ls_lcore *lc, uint8_t *value, const struct ls_addr *src)
 {
+	struct ls_peer *peer = NULL;
+	struct ls_addr_key key;
+	struct ls_peer_owd w;
 	uint32_t sn;
 	bool valid;
 
@@ -150,8 +154,23 @@ sync_fill(struct ls_lcore *lc, uint8_t *value)
 		if (valid)
 			memcpy(value, g.sync_pub.wire, LS_STAMP_SYNC_LEN);
 	} while (rte_seqlock_read_retry(&g.sync_pub.lock, sn));
-	if (valid)
-		lc->st.sync_filled++;
+	if (!valid)
+		return;
+	lc->st.sync_filled++;
+	/*
+	 * When the asker is a peer of ours (on this lcore), add our own
+	 * estimate of the edge between us: it averages it with its own, and
+	 * a bias both directions share cancels (lib/sync, LS_SYNC_F_EDGE).
+	 */
+	ls_addr_key(src, &key);
+	if (rte_hash_lookup_data(lc->peer_hash, &key, (void **)&peer) < 0 || peer == NULL)
+		return;
+	do {
+		sn = rte_seqlock_read_begin(&peer->owd.lock);
+		w = peer->owd;
+	} while (rte_seqlock_read_retry(&peer->owd.lock, sn));
+	if (w.edge_valid)
+		ls_sync_wire_put_edge(value, w.edge_ns, w.edge_drift);
 }
 
 bool
@@ -185,7 +204,7 @@ ls_reflector_handle(struct ls_lcore *lc, struct ls_port *p, struct rte_mbuf *m,
 	if (unlikely(tr.n_malformed != 0))
 		lc->st.tlv_malformed += tr.n_malformed;
 	if (tr.sync_off >= 0)
-		sync_fill(lc, payload + LS_STAMP_BASE_LEN + tr.sync_off);
+		sync_fill(lc, payload + LS_STAMP_BASE_LEN + tr.sync_off, &pi->src);
 	ls_pkt_udp_turnaround(f, pi, &p->mac, g.cfg.probe.ttl);
 	/* Trailing Ethernet padding is not ours to echo. */
 	rte_pktmbuf_trim(m, (uint16_t)(m->data_len - (pi->payload_off + pi->payload_len)));

@@ -160,6 +160,16 @@ path_timer_cb(struct rte_timer *t, void *arg)
 	m[n] = build_probe(lc, peer, pp, 0, pair_id);
 	if (m[n] != NULL)
 		n++;
+	/*
+	 * A driver that sends frame by frame (net_pcap: a syscall each) gets
+	 * each probe as soon as its T1 is read, as the reflector does with T3:
+	 * otherwise the first member waits for the second to be built, its T1
+	 * is early by that much, and every edge is biased the same way.
+	 */
+	if (p->tx_per_packet && n > 0) {
+		ls_tx_frames(lc, p, m, n, &lc->st.tx_probes);
+		n = 0;
+	}
 	if (g.cfg.probe.pair_spacing_ns == 0) {
 		m[n] = build_probe(lc, peer, pp, 1, pair_id);
 		if (m[n] != NULL)

@@ -53,6 +53,7 @@
 #define LS_SYNC_STEP_SLACK_NS 20000 /* a probe off its edge by more than
 				     * its RTT/2 plus this is a clock step */
 #define LS_SYNC_MAX_NBRS LS_MAX_PEERS
+#define LS_SYNC_EDGE_SIGMA_MIN 10.0   /* ns: no edge is better than this */
 
 _Static_assert(LS_STAMP_SYNC_LEN == LS_SYNC_WIRE_LEN, "sync TLV carries one wire state");
 
@@ -198,6 +199,13 @@ ls_sync_init(void)
 	S.nconf.reference_id = c->reference;
 	S.nconf.holdover_ppm = c->holdover_ppm;
 	S.nconf.asym_bound_ns = c->asym_bound_ns;
+	/*
+	 * An edge's fitted sigma measures how tightly samples hug the
+	 * envelopes, not the asymmetry no two-way method sees; never trust an
+	 * edge more than the configured allowance says it can be off.
+	 */
+	S.nconf.sigma_floor_ns = fmax(LS_SYNC_EDGE_SIGMA_MIN, c->asym_bound_ns / 2);
+	S.econf.sigma_floor_ns = S.nconf.sigma_floor_ns;
 	/* neighbours announce every step: allow a few missed ones */
 	if (S.nconf.state_timeout_ns < 6ULL * c->interval_ms * 1000000ULL)
 		S.nconf.state_timeout_ns = 6ULL * c->interval_ms * 1000000ULL;
@@ -437,6 +445,19 @@ publish_owd(struct ls_peer *peer, uint64_t now)
 	const struct ls_peer_sync *ps = peer->sync;
 	struct ls_peer_owd o = {.valid = false};
 
+	/* the node-level edge (all peers that are this node), for the reflector */
+	if (ps != NULL && ps->node_id != 0) {
+		for (unsigned int j = 0; j < S.n_nodes; j++)
+			if (S.nodes[j].nbr.id == ps->node_id && S.nodes[j].nbr.has_edge) {
+				const struct ls_sync_fit *e = &S.nodes[j].nbr.edge;
+
+				o.edge_valid = true;
+				o.edge_ns = e->offset_ns +
+					    e->drift * (double)(int64_t)(now - e->t_ref);
+				o.edge_drift = e->drift;
+			}
+	}
+
 	if (ps != NULL && ps->edge.ok) {
 		double e = ps->edge.offset_ns + ps->edge.drift * (double)(int64_t)(now - ps->edge.t_ref);
 
@@ -459,6 +480,9 @@ publish_owd(struct ls_peer *peer, uint64_t now)
 	peer->owd.t0 = o.t0;
 	peer->owd.off_ns = o.off_ns;
 	peer->owd.drift = o.drift;
+	peer->owd.edge_valid = o.edge_valid;
+	peer->owd.edge_ns = o.edge_ns;
+	peer->owd.edge_drift = o.edge_drift;
 	rte_seqlock_write_unlock(&peer->owd.lock);
 }
 

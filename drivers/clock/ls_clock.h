@@ -52,7 +52,9 @@ struct ls_tsc_map {
 	uint64_t ns0;       /**< MONOTONIC_RAW ns at tsc0 */
 	uint64_t mult;      /**< ns per tick, 32.32 fixed point */
 	int64_t tai_off;    /**< CLOCK_TAI - CLOCK_MONOTONIC_RAW, ns */
-	int64_t real_off;   /**< CLOCK_REALTIME - CLOCK_MONOTONIC_RAW, ns (kernel stamps) */
+	int64_t real_off;   /**< CLOCK_REALTIME - CLOCK_MONOTONIC_RAW at ns0, ns (kernel stamps) */
+	double real_rate;   /**< d(real_off)/d(MONOTONIC_RAW): NTP or the hypervisor steer
+			     *   REALTIME by ppm, which is microseconds per refit */
 };
 
 /**
@@ -65,7 +67,10 @@ struct ls_tsc_map {
 static inline uint64_t
 ls_kstamp_raw_ns(const struct ls_tsc_map *m, uint64_t realtime_us)
 {
-	return realtime_us * 1000 + 500 - (uint64_t)m->real_off;
+	uint64_t raw = realtime_us * 1000 + 500 - (uint64_t)m->real_off;
+
+	/* real_off moves at real_rate: correct for the time since ns0 */
+	return raw - (uint64_t)(int64_t)(m->real_rate * (double)(int64_t)(raw - m->ns0));
 }
 
 /** Convert a TSC reading to MONOTONIC_RAW ns with a map (handles tsc < tsc0). */

@@ -216,6 +216,9 @@ ls_tsc_cal_update(struct ls_tsc_cal *cal)
 	int64_t tai_off = m.tai_off, real_off = m.real_off;
 	uint64_t mult;
 
+	uint64_t m0_ns = m.ns0;
+	int64_t m0_real = m.real_off;
+
 	if (tight_sample(CLOCK_MONOTONIC_RAW, &s) != 0)
 		return;
 	(void)sample_off(CLOCK_TAI, &tai_off);
@@ -238,6 +241,18 @@ ls_tsc_cal_update(struct ls_tsc_cal *cal)
 	m.ns0 = s.ns;
 	m.mult = mult;
 	m.tai_off = tai_off;
+	/*
+	 * REALTIME is steered (2 ppm here, more under NTP slewing): learn
+	 * the rate between refits so kernel stamps between them stay on the
+	 * line, not on a sawtooth of up to a refit's worth of drift.
+	 */
+	if (s.ns > m0_ns && m0_ns != 0) {
+		double r = (double)(real_off - m0_real) / (double)(s.ns - m0_ns);
+
+		/* a step (settimeofday) is not a rate: keep the old one */
+		if (r > -1e-3 && r < 1e-3)
+			m.real_rate = r;
+	}
 	m.real_off = real_off;
 
 	rte_seqlock_write_lock(&cal->lock);

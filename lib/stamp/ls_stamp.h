@@ -63,7 +63,7 @@ extern "C" {
 #define LS_STAMP_TLV_LOCKSTEP 252      /**< private use: lockstep extras */
 #define LS_STAMP_TLV_SYNC 253          /**< private use: reflector's clock-sync state,
 					*   filled by the reflector (sent as zeros) */
-#define LS_STAMP_SYNC_LEN 48           /**< value bytes of the sync TLV (= LS_SYNC_WIRE_LEN) */
+#define LS_STAMP_SYNC_LEN 64           /**< value bytes of the sync TLV (= LS_SYNC_WIRE_LEN) */
 #define LS_STAMP_LOCKSTEP_MAGIC 0x4c535450u /**< "LSTP" */
 #define LS_STAMP_LOCKSTEP_LEN 24       /**< value bytes of the lockstep TLV */
 

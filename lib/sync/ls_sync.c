@@ -1048,7 +1048,7 @@ ls_sync_node_update(const struct ls_sync_node_conf *c, const struct ls_sync_nbr 
 		const struct ls_sync_nbr *nb = &nbrs[j];
 		const struct ls_sync_state *st = &nb->st;
 		struct cand *k = &cs[nc];
-		double dt_e, o, dt_n, se, sn;
+		double dt_e, o, dt_n, se, sn, dd;
 
 		if (!nbr_announces_ref(c, nb, now) || st->ref_id != ref ||
 		    (st->flags & LS_SYNC_F_HOLDOVER) || !nb->has_edge || !nb->edge.ok)
@@ -1059,12 +1059,23 @@ ls_sync_node_update(const struct ls_sync_node_conf *c, const struct ls_sync_nbr 
 		/* The neighbour's clock reads now + o; its theta there. st->t0 is
 		 * on its clock, so difference the integers, then add o. */
 		dt_n = (double)ns_diff(now, st->t0) + o;
+		if (st->flags & LS_SYNC_F_EDGE) {
+			/* Its own estimate of the edge, from its probes to us: the
+			 * same edge negated. Averaging the two directions cancels
+			 * any bias both ends' measurements share. */
+			double back = st->edge_back_ns + st->edge_back_drift * dt_n;
+
+			o = 0.5 * (o - back);
+			dd = 0.5 * (nb->edge.drift - st->edge_back_drift);
+		} else {
+			dd = nb->edge.drift;
+		}
 		k->j = j;
 		k->theta = st->theta_ns + st->phi * dt_n - o;
 		/* d theta_self / d local_self: the neighbour's phi is per tick of
 		 * its clock, which runs (1 + drift) times ours. The product term
 		 * is 1e-8 at 100 ppm each: 100 ns over 10 s, not negligible. */
-		k->phi = st->phi * (1.0 + nb->edge.drift) - nb->edge.drift;
+		k->phi = st->phi * (1.0 + dd) - dd;
 		k->s = fmax(nb->edge.sigma_ns, floor_ns);
 		k->w0 = 1.0 / (k->s * k->s);
 		se = hypot(k->s, nb->edge.drift_sigma * dt_e);
@@ -1072,6 +1083,15 @@ ls_sync_node_update(const struct ls_sync_node_conf *c, const struct ls_sync_nbr 
 		k->var = se * se + sn * sn;
 		k->phi_var = nb->edge.drift_sigma * nb->edge.drift_sigma +
 			     st->phi_sigma * st->phi_sigma;
+		/*
+		 * Residuals are judged against the candidate's whole
+		 * uncertainty, the neighbour's own included: a candidate that
+		 * came through a non-reference neighbour carries that node's
+		 * error too. Judging by the edge alone let a consensus of the
+		 * reference's descendants cut the reference's own edge, after
+		 * which they drifted together with nothing to hold them.
+		 */
+		k->s = fmax(sqrt(k->var), floor_ns);
 		if (!isfinite(k->theta) || !isfinite(k->phi))
 			continue;
 		nc++;
@@ -1274,6 +1294,16 @@ ls_sync_wire_encode(const struct ls_sync_state *s, uint8_t *buf)
 	put64(buf + 32, (uint64_t)sat_i64(s->phi * 1e15));
 	put32(buf + 40, sat_u32(s->sigma_ns * 256.0));
 	put32(buf + 44, sat_u32(s->phi_sigma * 1e12));
+	put64(buf + 48, (uint64_t)sat_i64(s->edge_back_ns * 256.0));
+	put64(buf + 56, (uint64_t)sat_i64(s->edge_back_drift * 1e15));
+}
+
+void
+ls_sync_wire_put_edge(uint8_t *buf, double edge_ns, double drift)
+{
+	buf[1] |= LS_SYNC_F_EDGE;
+	put64(buf + 48, (uint64_t)sat_i64(edge_ns * 256.0));
+	put64(buf + 56, (uint64_t)sat_i64(drift * 1e15));
 }
 
 int
@@ -1296,5 +1326,7 @@ ls_sync_wire_decode(const uint8_t *buf, struct ls_sync_state *s)
 	s->phi = (double)(int64_t)get64(buf + 32) * 1e-15;
 	s->sigma_ns = (double)get32(buf + 40) / 256.0;
 	s->phi_sigma = (double)get32(buf + 44) * 1e-12;
+	s->edge_back_ns = (double)(int64_t)get64(buf + 48) / 256.0;
+	s->edge_back_drift = (double)(int64_t)get64(buf + 56) * 1e-15;
 	return 0;
 }

@@ -229,6 +229,7 @@ int ls_sync_combine(const struct ls_sync_fit *fits, unsigned int n, uint64_t t_r
 #define LS_SYNC_F_SYNCED   0x01u /**< theta/phi derive from the reference */
 #define LS_SYNC_F_HOLDOVER 0x02u /**< no usable neighbour now: extrapolating */
 #define LS_SYNC_F_REF      0x04u /**< this node is the reference */
+#define LS_SYNC_F_EDGE     0x08u /**< edge_back_* hold the sender's own edge estimate */
 
 /** Number of references a node remembers (see struct ls_sync_ref_seen). */
 #define LS_SYNC_REFS_SEEN 4
@@ -262,6 +263,17 @@ struct ls_sync_state {
 	double phi;             /**< d(local - fleet)/dt */
 	double sigma_ns;        /**< 1-sigma uncertainty of theta at t0 */
 	double phi_sigma;       /**< 1-sigma uncertainty of phi */
+	/**
+	 * Only in a reflector's reply (LS_SYNC_F_EDGE): the reflector's own
+	 * estimate of its edge toward the node that asked, local_asker -
+	 * local_reflector at t0, and its drift. The asker averages it with
+	 * its own estimate of the same edge (negated): a delay bias that
+	 * makes every node see its peers' clocks a little ahead (an early
+	 * transmit stamp) cancels between the two directions instead of
+	 * adding up around loops.
+	 */
+	double edge_back_ns;
+	double edge_back_drift;
 	/* private to ls_sync_node_update (not on the wire) */
 	uint64_t t_good;        /**< local time of the last update from neighbours */
 	uint64_t ref_seq_at;    /**< local time ref_seq last increased */
@@ -349,15 +361,20 @@ void ls_sync_fleet_read(const struct ls_sync_state *s, const struct ls_sync_node
 
 /* ---- wire form of a state (TLV value, network byte order) ---- */
 
-#define LS_SYNC_WIRE_LEN 48 /**< bytes of the encoded state */
+#define LS_SYNC_WIRE_LEN 64 /**< bytes of the encoded state */
 
 /**
  * Encode s into buf (LS_SYNC_WIRE_LEN bytes): version(1) flags(1) hops(2)
  * node_id(4) ref_id(4) ref_seq(4) t0(8) theta in 1/256 ns (int64)
  * phi in 1e-15 (int64) sigma in 1/256 ns (uint32) phi_sigma in 1e-12
- * (uint32). Values saturate rather than wrap.
+ * (uint32) edge_back in 1/256 ns (int64) edge_back_drift in 1e-15 (int64).
+ * Values saturate rather than wrap.
  */
 void ls_sync_wire_encode(const struct ls_sync_state *s, uint8_t *buf);
+
+/** Write the edge_back fields into an encoded state and set LS_SYNC_F_EDGE
+ * (a reflector personalising its reply to one asker). */
+void ls_sync_wire_put_edge(uint8_t *buf, double edge_ns, double drift);
 
 /**
  * Decode; t_good and ref_seq_at are zeroed.
