@@ -1065,8 +1065,11 @@ ls_sync_node_update(const struct ls_sync_node_conf *c, const struct ls_sync_nbr 
 			 * any bias both ends' measurements share. */
 			double back = st->edge_back_ns + st->edge_back_drift * dt_n;
 
+			double b = st->edge_back_drift;
+
 			o = 0.5 * (o - back);
-			dd = 0.5 * (nb->edge.drift - st->edge_back_drift);
+			/* its drift is per tick of its clock: -b / (1 + b) per ours */
+			dd = 0.5 * (nb->edge.drift - b / (1.0 + b));
 		} else {
 			dd = nb->edge.drift;
 		}

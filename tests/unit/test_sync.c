@@ -618,6 +618,9 @@ struct net {
 	unsigned int nnb[MAXN], nb[MAXN][MAXN]; /* i's neighbour list */
 	struct ls_sync_nbr_use use[MAXN][MAXN];
 	int used[MAXN];
+	bool back;                 /* reflectors hand back their own edge (LS_SYNC_F_EDGE) */
+	double bedge[MAXN][MAXN];  /* j's fit of i at j's announcement, for i */
+	double bdrift[MAXN][MAXN];
 	double T;
 };
 
@@ -684,7 +687,12 @@ net_round(struct net *w, double dt)
 			memset(nb, 0, sizeof(*nb));
 			nb->id = w->id[j];
 			if (w->heard[i][j]) {
-				ck_assert_int_eq(ls_sync_wire_decode(w->wire[j], &nb->st), 0);
+				uint8_t wb[LS_SYNC_WIRE_LEN];
+
+				memcpy(wb, w->wire[j], sizeof(wb));
+				if (w->back && w->edge[j][i])
+					ls_sync_wire_put_edge(wb, w->bedge[j][i], w->bdrift[j][i]);
+				ck_assert_int_eq(ls_sync_wire_decode(wb, &nb->st), 0);
 				nb->has_state = true;
 				nb->st_rx = w->rx[i][j];
 			}
@@ -710,6 +718,11 @@ net_round(struct net *w, double dt)
 		if (w->dead[j])
 			continue;
 		ls_sync_wire_encode(&w->st[j], w->wire[j]);
+		for (i = 0; i < w->n; i++) {
+			/* j's own fit of i at its announcement (t0 = now[j]) */
+			w->bedge[j][i] = (double)(int64_t)(now[i] - now[j]) + w->enoise[j][i];
+			w->bdrift[j][i] = (w->k[i].r - w->k[j].r) / (1 + w->k[j].r);
+		}
 		for (i = 0; i < w->n; i++)
 			if (w->link[i][j]) {
 				w->heard[i][j] = true;
@@ -803,6 +816,43 @@ START_TEST(test_net_mesh)
 		/* everyone has the reference's sequence, at most a round old */
 		ck_assert_uint_le(w.st[net_index(&w, 3)].ref_seq - s->ref_seq, 1);
 	}
+}
+END_TEST
+
+/*
+ * Every node sees its peers 200 ns ahead (an early transmit stamp biases all
+ * of a node's edges one way). One-sided edges add the bias up around the
+ * mesh; with the reflector's own estimate handed back, the two directions
+ * cancel it.
+ */
+START_TEST(test_net_directional_bias)
+{
+	struct net w;
+	double e_one, e_two;
+	unsigned int i, j;
+
+	net_init(&w, 6, ids6, 202);
+	net_mesh(&w);
+	for (i = 0; i < w.n; i++)
+		for (j = 0; j < w.n; j++)
+			w.enoise[i][j] = 200;
+	net_run(&w, 60);
+	e_one = 0;
+	for (i = 0; i < w.n; i++)
+		e_one = fmax(e_one, fabs(w.st[i].theta_ns - net_truth(&w, i, net_index(&w, 3))));
+
+	net_init(&w, 6, ids6, 202);
+	net_mesh(&w);
+	w.back = true;
+	for (i = 0; i < w.n; i++)
+		for (j = 0; j < w.n; j++)
+			w.enoise[i][j] = 200;
+	net_run(&w, 60);
+	e_two = net_err(&w, 3);
+	printf("directional bias 200 ns: one-sided edges %.1f ns, two-sided %.3f ns\n",
+	       e_one, e_two);
+	ck_assert_msg(e_one > 150, "one-sided %.1f", e_one);
+	ck_assert_msg(e_two < 5, "two-sided %.3f", e_two);
 }
 END_TEST
 
@@ -1266,6 +1316,7 @@ sync_suite(void)
 
 	tc = tcase_create("network");
 	tcase_add_test(tc, test_net_mesh);
+	tcase_add_test(tc, test_net_directional_bias);
 	tcase_add_test(tc, test_net_sparse);
 	tcase_add_test(tc, test_net_ring);
 	tcase_add_test(tc, test_net_inconsistent_edge);
