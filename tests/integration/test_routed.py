@@ -94,7 +94,12 @@ def main():
                 "every IPv4 and IPv6 path answers through the router")
         for side, sock in (("a", sa), ("b", sb)):
             lslab.call(sock, "stats.reset")
-        time.sleep(1.0)
+        # Windows hold complete seconds, collected every 100 ms: wait for
+        # the first whole second after the reset rather than sleep a fixed
+        # second (which raced the collection and failed now and then).
+        lslab.wait_until(lambda: all(q["received"] > 0 for sock in (sa, sb)
+                                     for p in lslab.call(sock, "paths", {"window": "10s"})["peers"]
+                                     for q in p["paths"]), 5)
         for side, sock in (("a", sa), ("b", sb)):
             for p in lslab.call(sock, "paths", {"window": "10s"})["peers"]:
                 for q in p["paths"]:
