@@ -222,8 +222,14 @@ cmd_status(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_un
 				"role", n->role, "seed", (int)n->seed));
 	}
 #define C(f) #f, (json_int_t)LOAD(G.st.f)
+	json_t *cal = json_pack("{s:I, s:I, s:I, s:I}", "refits", (json_int_t)G.cal.n_updates,
+				"anchor_step_ns", (json_int_t)G.cal.anchor_step_ns,
+				"anchor_step_max_ns", (json_int_t)G.cal.anchor_step_max,
+				"width_ns", (json_int_t)G.cal.width_ns);
+
 	ls_ctl_reply_ok(req, json_pack(
-		"{s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:I, s:I, s:o, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
+		"{s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:I, s:I, s:o, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
+		"calibration", cal,
 		"delivery_lateness_ns", "count", (json_int_t)G.late.count,
 		"min", (json_int_t)ls_hist_quantile(&G.late, 0),
 		"p50", (json_int_t)ls_hist_quantile(&G.late, 0.5),

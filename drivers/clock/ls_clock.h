@@ -92,6 +92,8 @@ struct ls_tsc_cal {
 	uint32_t n_updates;     /**< refits done */
 	double ppm_step;        /**< last change of the slope, ppm (for status) */
 	int64_t anchor_step_ns; /**< last re-anchor jump, new - old map at the sample, ns */
+	int64_t anchor_step_max; /**< largest |jump| after the first few refits, ns */
+	uint64_t width_ns;      /**< bracket width of the last sample, ns */
 };
 
 /**

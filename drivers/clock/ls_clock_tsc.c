@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -230,6 +231,9 @@ ls_tsc_cal_update(struct ls_tsc_cal *cal)
 
 	cal->ppm_step = ((double)mult - (double)m.mult) / (double)m.mult * 1e6;
 	cal->anchor_step_ns = (int64_t)(s.ns - ls_tsc_map_ns(&m, s.tsc));
+	cal->width_ns = (uint64_t)(((unsigned __int128)s.width * m.mult) >> 32);
+	if (cal->n_updates >= 5 && llabs(cal->anchor_step_ns) > cal->anchor_step_max)
+		cal->anchor_step_max = llabs(cal->anchor_step_ns);
 
 	/*
 	 * Re-anchor at the fresh sample. With the slope through the first

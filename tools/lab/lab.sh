@@ -270,6 +270,11 @@ do_up() {
 	esac
 	start_nodes
 	echo "lab: $nodes lockstepd up over $transport in $dir (sockets $dir/n*.sock)"
+	if [ "$transport" = fabric ] && [ "$link" = pcap ] && [ -z "$fabric_core" ] &&
+	   [ "$(nproc)" -gt 1 ]; then
+		echo "lab: note: the emulator shares the CPUs and sleeps when idle; for faithful" \
+			"one-way delays give it a core: --fabric-core $(($(nproc) - 1))" >&2
+	fi
 }
 
 do_down() {
