@@ -878,7 +878,7 @@ light_info(const struct rte_mbuf *m, struct ls_pkt_info *pi)
 }
 
 static unsigned int
-rx_hosts(uint64_t now)
+rx_hosts(void)
 {
 	unsigned int n_all = 0;
 
@@ -887,13 +887,25 @@ rx_hosts(uint64_t now)
 		struct rte_mbuf *rx[LSF_BURST];
 		uint16_t n = rte_eth_rx_burst(p->port_id, 0, rx, LSF_BURST);
 		const uint16_t up = G.fab->nodes[p->host].up_chan;
+		uint64_t t_rx;
 
+		if (n == 0)
+			continue;
+		/*
+		 * Ingress time is read after the burst, not taken from the
+		 * loop's "now": a frame that arrived after "now" was read (the
+		 * loop lost its CPU, or earlier ports took a while) would
+		 * otherwise enter the model before its sender sent it, and
+		 * arrive early by as much. Measured: probes 15-30 us ahead of
+		 * their T1 before this.
+		 */
+		t_rx = lsf_now();
 		for (uint16_t k = 0; k < n && k < 4; k++)
 			rte_prefetch0(rte_pktmbuf_mtod(rx[k], void *));
 		for (uint16_t k = 0; k < n; k++) {
 			struct rte_mbuf *m = rx[k];
 			struct ls_pkt_info pi;
-			uint64_t t_in = now;
+			uint64_t t_in = t_rx;
 			const uint8_t *f;
 			uint32_t tag;
 
@@ -903,7 +915,7 @@ rx_hosts(uint64_t now)
 				uint64_t ts = ls_kstamp_raw_ns(&G.map, us) + LS_SIM_EPOCH_NS;
 
 				/* earlier than now, and not absurdly so (a clock step) */
-				if (ts <= now && now - ts < 1000000000ULL)
+				if (ts <= t_rx && t_rx - ts < 1000000000ULL)
 					t_in = ts;
 			}
 
@@ -949,7 +961,7 @@ lsf_loop(void *arg __rte_unused)
 		G.fab->n_chans);
 	while (!G.quit) {
 		uint64_t now = lsf_now(), next = UINT64_MAX;
-		unsigned int work = rx_hosts(now);
+		unsigned int work = rx_hosts();
 		struct lsf_msg *msg;
 
 		work += run_gens(now, &next);
@@ -1001,7 +1013,10 @@ lsf_loop(void *arg __rte_unused)
 		while (rte_ring_sc_dequeue(G.msgs, (void **)&msg) == 0)
 			apply_msg(msg, now);
 		if (G.sample_ns && now >= next_sample) {
-			sample_depths(now);
+			/* at a fresh time: packets taken in this pass entered at
+			 * their own (later) ingress times, and depth at the pass's
+			 * start time would count the gap as queued bytes */
+			sample_depths(lsf_now());
 			next_sample = now + G.sample_ns;
 		}
 		if (heap_min() < next)
