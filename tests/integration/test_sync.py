@@ -199,9 +199,9 @@ def main():
                     continue
                 p = lslab.call(lab.sock(i), "path", {"peer": b})
                 sy = p.get("sync") or {}
-                # median over the paths of each path's minimum: one sample
-                # in a thousand lands microseconds early (not understood
-                # yet, see docs/sync.md) and a plain minimum would show it
+                # median over the paths of each path's minimum: robust to a
+                # single odd sample (the emulator used to let one in a
+                # thousand in early; fixed, see docs/fabric.md)
                 fmin = statistics.median(x["windows"]["1s"]["fwd"]["min"] for x in p["paths"])
                 rmin = statistics.median(x["windows"]["1s"]["rev"]["min"] for x in p["paths"])
                 exp = expected_owd(a, b, frame)
