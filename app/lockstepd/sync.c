@@ -58,12 +58,25 @@
 _Static_assert(LS_STAMP_SYNC_LEN == LS_SYNC_WIRE_LEN, "sync TLV carries one wire state");
 
 
+#define LS_SYNC_HIST 40             /* offsets kept per path for the drift, 20 s at 500 ms */
+#define LS_SYNC_HIST_MIN_NS 4000000000LL /* drift from history once it spans 4 s */
+
 struct sync_path {
 	struct ls_sync_est est;
 	bool have_a;                /* first member of a pair waiting for the second */
 	uint32_t a_pair;
 	struct ls_sync_probe a;
 	struct ls_sync_fit fit;     /* last fit */
+	/*
+	 * Drift from a longer history than one window: the offsets of past
+	 * fits (our local time, offset). One 2 s window fits its own slope
+	 * badly when its forward and reverse floor samples fall in different
+	 * parts of it (sparse floors under load tilt the band); a line through
+	 * 20 s of offsets does not care.
+	 */
+	uint64_t hist_t[LS_SYNC_HIST];
+	double hist_o[LS_SYNC_HIST];
+	uint32_t hist_n, hist_head;
 };
 
 struct ls_peer_sync {
@@ -194,6 +207,7 @@ ls_sync_init(void)
 	ls_sync_est_conf_default(&S.econf);
 	S.econf.window_ns = (uint64_t)c->window_ms * 1000000ULL;
 	S.econf.purity_tol_ns = c->purity_tol_ns;
+	S.econf.outlier_ns = c->outlier_ns;
 	ls_sync_node_conf_default(&S.nconf);
 	S.nconf.self_id = g.cfg.node_id;
 	S.nconf.reference_id = c->reference;
@@ -297,6 +311,7 @@ peer_reset(struct ls_peer_sync *ps)
 		ls_sync_est_reset(&ps->path[i].est);
 		ps->path[i].have_a = false;
 		ps->path[i].fit.ok = false;
+		ps->path[i].hist_n = 0;
 	}
 	ps->edge.ok = false;
 	ps->has_state = false;
@@ -386,6 +401,70 @@ ls_sync_drain(void)
 }
 
 /* ---- one step ----------------------------------------------------------- */
+
+/* Least-squares slope of a path's offset history; NaN until it spans enough. */
+static double
+hist_drift(const struct sync_path *sp, double *sigma)
+{
+	uint32_t n = sp->hist_n;
+	uint64_t t_last;
+	double st = 0, so = 0, stt = 0, sto = 0, den, b, a, ss = 0;
+
+	*sigma = NAN;
+	if (n < 6)
+		return NAN;
+	t_last = sp->hist_t[(sp->hist_head + LS_SYNC_HIST - 1) % LS_SYNC_HIST];
+	if ((int64_t)(t_last - sp->hist_t[(sp->hist_head + LS_SYNC_HIST - n) % LS_SYNC_HIST]) <
+	    LS_SYNC_HIST_MIN_NS)
+		return NAN;
+	for (uint32_t k = 0; k < n; k++) {
+		uint32_t i = (sp->hist_head + LS_SYNC_HIST - n + k) % LS_SYNC_HIST;
+		double t = (double)(int64_t)(sp->hist_t[i] - t_last);
+		double o = sp->hist_o[i] - sp->hist_o[(sp->hist_head + LS_SYNC_HIST - 1) % LS_SYNC_HIST];
+
+		st += t;
+		so += o;
+		stt += t * t;
+		sto += t * o;
+	}
+	den = n * stt - st * st;
+	if (!(den > 0))
+		return NAN;
+	b = (n * sto - st * so) / den;
+	a = (so - b * st) / n;
+	for (uint32_t k = 0; k < n; k++) {
+		uint32_t i = (sp->hist_head + LS_SYNC_HIST - n + k) % LS_SYNC_HIST;
+		double t = (double)(int64_t)(sp->hist_t[i] - t_last);
+		double o = sp->hist_o[i] - sp->hist_o[(sp->hist_head + LS_SYNC_HIST - 1) % LS_SYNC_HIST];
+		double r = o - (a + b * t);
+
+		ss += r * r;
+	}
+	*sigma = sqrt(ss / (n - 2) * n / den);
+	return b;
+}
+
+/* One path's fit at now: the offset at the history's drift once there is
+ * one, the window's own slope before that. */
+static int
+path_fit(struct sync_path *sp, uint64_t now)
+{
+	double sig, b = hist_drift(sp, &sig);
+	int rc;
+
+	sp->est.conf.fixed_drift = b;
+	rc = ls_sync_est_fit(&sp->est, now, &sp->fit);
+	if (rc != 0)
+		return rc;
+	if (!isnan(b))
+		sp->fit.drift_sigma = sig;
+	sp->hist_t[sp->hist_head] = now;
+	sp->hist_o[sp->hist_head] = sp->fit.offset_ns;
+	sp->hist_head = (sp->hist_head + 1) % LS_SYNC_HIST;
+	if (sp->hist_n < LS_SYNC_HIST)
+		sp->hist_n++;
+	return 0;
+}
 
 /* Baselines from the same probes, each moved to now along drift, so they
  * differ from the envelope only in how they pick the offset. */
@@ -507,7 +586,7 @@ step(void)
 		for (uint16_t k = 0; k < ps->n_paths; k++) {
 			struct sync_path *sp = &ps->path[k];
 
-			if (ls_sync_est_fit(&sp->est, now, &sp->fit) == 0)
+			if (path_fit(sp, now) == 0)
 				fits[nf++] = sp->fit;
 		}
 		if (ls_sync_combine(fits, nf, now, &ps->edge) != 0)

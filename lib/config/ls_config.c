@@ -782,6 +782,7 @@ static const struct field sync_fields[] = {
 	F_INT("window_ms", SYNC, window_ms, 100, 600000, 0),
 	F_INT("interval_ms", SYNC, interval_ms, 10, 60000, 0),
 	F_INT("purity_tol_ns", SYNC, purity_tol_ns, 0, 1000000000, 0),
+	F_INT("outlier_ns", SYNC, outlier_ns, 0, 1000000000, 0),
 	F_INT("reference", SYNC, reference, 0, UINT32_MAX, 0),
 	F_NUMBER("holdover_ppm", SYNC, holdover_ppm, 0.0, 1000.0),
 	F_NUMBER("asym_bound_ns", SYNC, asym_bound_ns, 0.0, 1e9),

@@ -90,6 +90,9 @@ struct ls_conf_sync {
 	uint32_t window_ms;       /**< envelope-fit window, default 2000 */
 	uint32_t interval_ms;     /**< fit + network-effect step period, default 500 */
 	uint32_t purity_tol_ns;   /**< coded-pair purity tolerance, default 200 */
+	uint32_t outlier_ns;      /**< drop an envelope support point lying more than this
+				   *   below the rest (a timestamp fault), 0 = off (default:
+				   *   under load a genuine floor sample is often alone) */
 	uint32_t reference;       /**< reference node id, default 0 = elect the lowest id */
 	double holdover_ppm;      /**< bound growth while not updated, default 1 */
 	double asym_bound_ns;     /**< uncalibrated asymmetry allowance in the bound, default 0 */

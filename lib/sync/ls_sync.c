@@ -118,6 +118,7 @@ ls_sync_est_conf_default(struct ls_sync_est_conf *c)
 	c->outlier_ns = 2000;
 	c->min_points = 4;
 	c->sigma_m = 4;
+	c->fixed_drift = NAN;
 }
 
 /*
@@ -485,7 +486,9 @@ ls_sync_envelope_fit(const struct ls_sync_pt *fwd, uint32_t n_fwd,
 
 		f.nh = build_hull(&f, f.hull);
 		r.nh = build_hull(&r, r.hull);
-		b = best_slope(&f, f.hull, f.nh, &r, r.hull, r.nh, conf->max_drift, cand);
+		b = isnan(conf->fixed_drift) ?
+		    best_slope(&f, f.hull, f.nh, &r, r.hull, r.nh, conf->max_drift, cand) :
+		    conf->fixed_drift;
 		if (!(conf->outlier_ns > 0) || drops >= LS_SYNC_MAX_OUTLIERS)
 			break;
 		/* Smallest group first, either side; a side never goes below

@@ -96,6 +96,11 @@ struct ls_sync_est_conf {
 				  *   outlier and dropped, default 2000 (<= 0: off) */
 	uint32_t min_points;     /**< pure samples needed per direction, default 4 */
 	uint32_t sigma_m;        /**< confidence from the m-th lowest residual, default 4 */
+	double fixed_drift;      /**< NaN (default): fit the slope; else use this slope
+				  *   and fit only the offset (a caller that knows the
+				  *   drift better from a longer history: a window whose
+				  *   forward and reverse floor samples do not overlap
+				  *   in time tilts a free slope) */
 };
 
 /** Fill c with the defaults above. */
