@@ -194,19 +194,9 @@ port_open(uint16_t host)
 	 * our polling delay. Ingress is then taken from that stamp, so a sleep
 	 * in this loop does not add to the modelled delay.
 	 */
-	{
-		struct rte_eth_dev_info info;
-		int field = rte_mbuf_dynfield_lookup(RTE_MBUF_DYNFIELD_TIMESTAMP_NAME, NULL);
-		int flag = rte_mbuf_dynflag_lookup(RTE_MBUF_DYNFLAG_RX_TIMESTAMP_NAME, NULL);
-
-		if (field >= 0 && flag >= 0 && rte_eth_dev_info_get(p->port_id, &info) == 0 &&
-		    info.driver_name != NULL && strcmp(info.driver_name, "net_pcap") == 0) {
-			p->kstamp = true;
-			G.kts_dynfield = field;
-			G.kts_dynflag = 1ULL << flag;
-			LSF_LOG(INFO, "host %s: ingress time from kernel stamps (net_pcap)",
-				h->name);
-		}
+	if (ls_clock_kstamp_port(p->port_id, &G.kts_dynfield, &G.kts_dynflag)) {
+		p->kstamp = true;
+		LSF_LOG(INFO, "host %s: ingress time from kernel stamps (net_pcap)", h->name);
 	}
 	G.port_of_host[host] = (int16_t)G.n_ports++;
 	return 0;

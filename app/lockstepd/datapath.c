@@ -205,7 +205,7 @@ poll_port(struct ls_lcore *lc, struct ls_port *p, unsigned int *work)
 	for (i = 0; i < n; i++) {
 		struct rte_mbuf *m = rx[i];
 		/* Software clocks stamp the whole burst once; the NIC stamps each. */
-		uint64_t rx_ns = hw_ts ? ls_clock_rx_ts(&lc->clock, m, tsc) : burst_ns;
+		uint64_t rx_ns = hw_ts ? ls_clock_rx_ts(&lc->clock, m, burst_ns) : burst_ns;
 
 		if (i + 4 < n)
 			rte_prefetch0(rte_pktmbuf_mtod(rx[i + 4], void *));

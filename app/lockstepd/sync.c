@@ -466,39 +466,24 @@ path_fit(struct sync_path *sp, uint64_t now)
 	return 0;
 }
 
-/* Baselines from the same probes, each moved to now along drift, so they
- * differ from the envelope only in how they pick the offset. */
+/* Fold one path's baselines (moved to now along the edge's drift, so they
+ * differ from the envelope only in how they pick the offset) into a
+ * neighbour's: NTP-style keeps the least-RTT probe of all its paths,
+ * PTP-style the mean of all its probes. */
 static void
-baselines(const struct ls_sync_est *e, uint64_t now, double drift, double *ntp,
-	  double *ptp, double *min_rtt, uint32_t *n)
+baselines(struct sync_node *nd, const struct ls_sync_est *e, uint64_t now, double drift)
 {
-	double sum = 0, best = INFINITY, best_x = 0;
-	uint32_t cnt = 0;
+	struct ls_sync_baseline b;
 
-	for (uint32_t k = 0; k < e->n; k++) {
-		const struct ls_sync_probe *p = &e->ring[(e->head - e->n + k) & (e->cap - 1)];
-		double x, rtt;
-
-		if ((int64_t)(now - p->t1) >= (int64_t)e->conf.window_ns)
-			continue;
-		x = ((double)(int64_t)(p->t2 - p->t1) - (double)(int64_t)(p->t4 - p->t3)) / 2 +
-		    drift * (double)(int64_t)(now - p->t1);
-		rtt = (double)(int64_t)(p->t4 - p->t1) - (double)(int64_t)(p->t3 - p->t2);
-		sum += x;
-		cnt++;
-		if (rtt < best) {
-			best = rtt;
-			best_x = x;
-		}
-	}
-	if (cnt == 0)
+	ls_sync_est_baselines(e, now, drift, &b);
+	if (!b.ok)
 		return;
-	if (best < *min_rtt) {
-		*min_rtt = best;
-		*ntp = best_x;
+	if (b.min_rtt_ns < nd->min_rtt_ns) {
+		nd->min_rtt_ns = b.min_rtt_ns;
+		nd->ntp_ns = b.ntp_offset_ns;
 	}
-	*ptp = (*ptp * *n + sum) / (*n + cnt);
-	*n += cnt;
+	nd->ptp_ns = (nd->ptp_ns * nd->n_base + b.ptp_offset_ns * b.n) / (nd->n_base + b.n);
+	nd->n_base += b.n;
 }
 
 static struct sync_node *
@@ -615,8 +600,7 @@ step(void)
 			nd->rev_kept += e->rev_kept;
 			nd->rev_rej += e->rev_rejected;
 			if (ps->edge.ok)
-				baselines(e, now, ps->edge.drift, &nd->ntp_ns, &nd->ptp_ns,
-					  &nd->min_rtt_ns, &nd->n_base);
+				baselines(nd, e, now, ps->edge.drift);
 		}
 	}
 	for (unsigned int j = 0; j < S.n_nodes; j++) {

@@ -257,9 +257,13 @@ int ls_clock_setup(struct ls_clock *c, const struct ls_conf_clock *conf, uint32_
  * kernel's stamp when the port is one of kstamp_ports (TSC and SIM
  * sources: the stamp is put on MONOTONIC_RAW through the calibration's
  * real_off, then through the clock like any TSC reading); else the burst's
- * software stamp (burst_tsc, read right after rx_burst).
+ * software stamp.
+ * @param sw  the burst's software stamp, ls_clock_from_tsc(c, rdtsc right
+ *            after rx_burst): converted once per burst by the caller (that
+ *            call also refreshes c's cached map, which the conversions here
+ *            rely on), and the plausibility reference for hardware stamps
  */
-uint64_t ls_clock_rx_ts(struct ls_clock *c, const struct rte_mbuf *m, uint64_t burst_tsc);
+uint64_t ls_clock_rx_ts(struct ls_clock *c, const struct rte_mbuf *m, uint64_t sw);
 
 /**
  * Note the ports whose RX stamps come from the kernel (driver net_pcap,
@@ -269,6 +273,14 @@ uint64_t ls_clock_rx_ts(struct ls_clock *c, const struct rte_mbuf *m, uint64_t b
  * @return number of such ports.
  */
 unsigned int ls_clock_kstamp_setup(struct ls_clock *c, const uint16_t *ports, unsigned int n_ports);
+
+/**
+ * Whether frames received on port carry the kernel's receive stamp (driver
+ * net_pcap on an interface); if so, where: the RX timestamp dynfield offset
+ * and dynflag mask. Also for other users of such ports (lockstep-fabric's
+ * ingress times).
+ */
+bool ls_clock_kstamp_port(uint16_t port, int *field, uint64_t *flag);
 
 /** Name of the source in use ("tsc", "nic", "sim"). */
 const char *ls_clock_name(const struct ls_clock *c);

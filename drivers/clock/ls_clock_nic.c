@@ -312,7 +312,7 @@ static uint64_t
 kernel_rx_ts(struct ls_clock *c, const struct rte_mbuf *m, uint64_t sw)
 {
 	uint64_t us = *RTE_MBUF_DYNFIELD(m, c->kts_dynfield, const rte_mbuf_timestamp_t *);
-	/* ls_clock_from_tsc refreshed c->map, so its real_off is current */
+	/* the caller's ls_clock_from_tsc for sw refreshed c->map: real_off is current */
 	uint64_t raw = ls_kstamp_raw_ns(&c->map, us);
 	uint64_t ts;
 
@@ -329,38 +329,43 @@ kernel_rx_ts(struct ls_clock *c, const struct rte_mbuf *m, uint64_t sw)
 	return ts;
 }
 
+bool
+ls_clock_kstamp_port(uint16_t port, int *field, uint64_t *flag)
+{
+	struct rte_eth_dev_info info;
+	int fd = rte_mbuf_dynfield_lookup(RTE_MBUF_DYNFIELD_TIMESTAMP_NAME, NULL);
+	int fl = rte_mbuf_dynflag_lookup(RTE_MBUF_DYNFLAG_RX_TIMESTAMP_NAME, NULL);
+
+	if (fd < 0 || fl < 0 || rte_eth_dev_info_get(port, &info) != 0 ||
+	    info.driver_name == NULL || strcmp(info.driver_name, "net_pcap") != 0)
+		return false;
+	*field = fd;
+	*flag = 1ULL << fl;
+	return true;
+}
+
 unsigned int
 ls_clock_kstamp_setup(struct ls_clock *c, const uint16_t *ports, unsigned int n_ports)
 {
 	unsigned int i, n = 0;
-	int field, flag;
 
 	if (c->kind == LS_CLOCK_NIC)
 		return 0;
-	field = rte_mbuf_dynfield_lookup(RTE_MBUF_DYNFIELD_TIMESTAMP_NAME, NULL);
-	flag = rte_mbuf_dynflag_lookup(RTE_MBUF_DYNFLAG_RX_TIMESTAMP_NAME, NULL);
-	if (field < 0 || flag < 0)
-		return 0;
 	for (i = 0; i < n_ports; i++) {
-		struct rte_eth_dev_info info;
-
-		if (ports[i] >= 64 || rte_eth_dev_info_get(ports[i], &info) != 0 ||
-		    info.driver_name == NULL || strcmp(info.driver_name, "net_pcap") != 0)
+		if (ports[i] >= 64 || !ls_clock_kstamp_port(ports[i], &c->kts_dynfield,
+							    &c->kts_dynflag))
 			continue;
 		c->kstamp_ports |= 1ULL << ports[i];
 		n++;
 		RTE_LOG(INFO, LS_CLOCK, "clock: port %u (net_pcap): RX stamps from the kernel "
 			"(CLOCK_REALTIME, 1 us resolution)\n", ports[i]);
 	}
-	c->kts_dynfield = field;
-	c->kts_dynflag = 1ULL << flag;
 	return n;
 }
 
 uint64_t
-ls_clock_rx_ts(struct ls_clock *c, const struct rte_mbuf *m, uint64_t burst_tsc)
+ls_clock_rx_ts(struct ls_clock *c, const struct rte_mbuf *m, uint64_t sw)
 {
-	uint64_t sw = ls_clock_from_tsc(c, burst_tsc);
 	const struct nic_fit *f;
 	struct ls_tsc_map fm;
 	uint64_t ticks, hw;
@@ -382,7 +387,7 @@ ls_clock_rx_ts(struct ls_clock *c, const struct rte_mbuf *m, uint64_t burst_tsc)
 	if (fm.mult == 0)
 		goto fallback;
 
-	/* ls_clock_from_tsc refreshed c->map, so its tai_off is current */
+	/* the caller's ls_clock_from_tsc for sw refreshed c->map: tai_off is current */
 	hw = ls_tsc_map_ns(&fm, ticks) + (uint64_t)c->map.tai_off;
 	if ((int64_t)(hw - sw) > (int64_t)LS_NIC_AHEAD_NS ||
 	    (int64_t)(sw - hw) > (int64_t)LS_NIC_MAX_AGE_NS)

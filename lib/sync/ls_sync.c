@@ -692,7 +692,8 @@ ls_sync_est_fit(struct ls_sync_est *e, uint64_t now, struct ls_sync_fit *out)
 }
 
 void
-ls_sync_est_baselines(const struct ls_sync_est *e, uint64_t now, struct ls_sync_baseline *out)
+ls_sync_est_baselines(const struct ls_sync_est *e, uint64_t now, double drift,
+		      struct ls_sync_baseline *out)
 {
 	int64_t win = est_window(e), best_rtt = INT64_MAX;
 	double sum = 0;
@@ -709,7 +710,7 @@ ls_sync_est_baselines(const struct ls_sync_est *e, uint64_t now, struct ls_sync_
 		f = ns_diff(p->t2, p->t1);
 		r = ns_diff(p->t4, p->t3);
 		rtt = f + r;
-		off = 0.5 * ((double)f - (double)r);
+		off = 0.5 * ((double)f - (double)r) + drift * (double)ns_diff(now, p->t1);
 		sum += off;
 		out->n++;
 		if (rtt < best_rtt) {

@@ -213,9 +213,16 @@ struct ls_sync_baseline {
 	double min_rtt_ns;      /**< (t4-t1) - (t3-t2) of that probe */
 };
 
-/** Compute baselines over (now - window, now]; no drift correction (as the
- * protocols they stand for). */
-void ls_sync_est_baselines(const struct ls_sync_est *e, uint64_t now, struct ls_sync_baseline *out);
+/**
+ * Compute baselines over (now - window, now].
+ * @param drift  each probe's offset is moved to now along this drift
+ *               (d(B - A)/dt): 0 gives the protocols as they stand; a
+ *               caller comparing estimators at one instant passes the
+ *               envelope's drift, so the baselines differ from it only in
+ *               how they pick the offset.
+ */
+void ls_sync_est_baselines(const struct ls_sync_est *e, uint64_t now, double drift,
+			   struct ls_sync_baseline *out);
 
 /**
  * Combine fits of several paths to one peer into one edge estimate at

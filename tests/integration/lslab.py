@@ -119,6 +119,58 @@ class Lab:
             return f.read()
 
 
+class FabricLab:
+    """lockstep-fabric plus one lockstepd per host (tools/lab/lab.sh up --topo
+    ...), always torn down on exit; extra lab.sh options in args."""
+
+    def __init__(self, topo_file, name, args=(), quiet=False):
+        self.dir = "/tmp/lockstep-test-%s-%d" % (name, os.getpid())
+        self.args = ["--topo", topo_file, "--dir", self.dir, "--build", BUILD] + list(args)
+        self.out = subprocess.DEVNULL if quiet else None
+
+    def __enter__(self):
+        try:
+            subprocess.run([LAB, "up"] + self.args, check=True, stdout=self.out)
+        except BaseException:
+            self.down()  # a half-started lab must not outlive the test
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        self.down()
+
+    def down(self):
+        subprocess.run([LAB, "down", "--dir", self.dir], check=False, stdout=self.out)
+
+    def sock(self, i):
+        return os.path.join(self.dir, "n%d.sock" % i)
+
+    @property
+    def fab(self):
+        return os.path.join(self.dir, "fabric", "ctl.sock")
+
+
+def all_synced(socks):
+    """Every daemon synced to one and the same reference (at start-up each is
+    briefly its own reference, until it hears a lower id)."""
+    try:
+        st = [call(s, "sync")["state"] for s in socks]
+    except (OSError, CtlError, KeyError):
+        return False
+    return (all(s["status"] in ("synced", "reference") for s in st) and
+            len({s["ref_id"] for s in st}) == 1 and
+            sum(s["status"] == "reference" for s in st) == 1)
+
+
+def fleet_readings(ref_sock, socks):
+    """At one TSC instant T: the reference's clock at T (= true fleet time, from
+    its simulated clock's ground truth) and each daemon's `sync` reply for T.
+    Every process on the host reads the same TSC, so the comparison is exact."""
+    tsc = call(ref_sock, "clock")["tsc"]
+    truth = call(ref_sock, "clock", {"tsc": tsc})["truth_at"]["local_ns"]
+    return truth, [call(s, "sync", {"tsc": tsc}) for s in socks]
+
+
 def wait_until(pred, timeout, step=0.1):
     end = time.time() + timeout
     while time.time() < end:

@@ -20,7 +20,6 @@ four lockstepd probing every other host on 4 paths over IPv4 and IPv6.
 """
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -54,34 +53,6 @@ TOPO = {
 }
 HOSTS = [h["name"] for h in TOPO["hosts"]]
 LEAF = {h["name"]: h["leaf"] for h in TOPO["hosts"]}
-
-
-class FabricLab:
-    def __init__(self, topo_file):
-        self.dir = "/tmp/lockstep-test-fabric-%d" % os.getpid()
-        self.args = ["--topo", topo_file, "--truth", "--dir", self.dir,
-                     "--interval-us", str(INTERVAL_US), "--paths", str(PATHS), "--build", lslab.BUILD]
-
-    def __enter__(self):
-        try:
-            subprocess.run([lslab.LAB, "up"] + self.args, check=True)
-        except BaseException:
-            self.down()
-            raise
-        return self
-
-    def __exit__(self, *exc):
-        self.down()
-
-    def down(self):
-        subprocess.run([lslab.LAB, "down", "--dir", self.dir], check=False)
-
-    def sock(self, i):
-        return os.path.join(self.dir, "n%d.sock" % i)
-
-    @property
-    def fab(self):
-        return os.path.join(self.dir, "fabric", "ctl.sock")
 
 
 def peers_of(name):
@@ -137,7 +108,8 @@ def main():
     topo_file = os.path.join(tmp, "topo.json")
     with open(topo_file, "w") as f:
         json.dump(TOPO, f)
-    with FabricLab(topo_file) as lab:
+    with lslab.FabricLab(topo_file, "fabric", ["--truth", "--interval-us", str(INTERVAL_US),
+                                               "--paths", str(PATHS)]) as lab:
         def answered():
             try:
                 return all(q["received"] >= 3 for i in range(1, 5)

@@ -70,52 +70,15 @@ for h, (off, drift) in CLOCKS.items():
                           "sim": {"offset_ns": off, "drift_ppm": drift, "wander_ns": 20}}}
 
 
-class SyncLab:
-    def __init__(self, topo_file, extra_file):
-        self.dir = "/tmp/lockstep-test-sync-%d" % os.getpid()
-        self.args = ["--topo", topo_file, "--link", "pcap", "--extra", extra_file,
-                     "--fabric-core", "1", "--dir", self.dir, "--build", lslab.BUILD]
-
-    def __enter__(self):
-        try:
-            subprocess.run([lslab.LAB, "up"] + self.args, check=True)
-        except BaseException:
-            self.down()
-            raise
-        return self
-
-    def __exit__(self, *exc):
-        self.down()
-
-    def down(self):
-        subprocess.run([lslab.LAB, "down", "--dir", self.dir], check=False)
-
-    def sock(self, i):
-        return os.path.join(self.dir, "n%d.sock" % i)
-
-
 def errors(lab, n):
-    """One instant T: (node -> (error ns, reading)) against the reference."""
-    tsc = lslab.call(lab.sock(1), "clock")["tsc"]
-    truth = lslab.call(lab.sock(1), "clock", {"tsc": tsc})["truth_at"]["local_ns"]
-    out = {}
-    for i in range(1, n + 1):
-        r = lslab.call(lab.sock(i), "sync", {"tsc": tsc})
-        rd = r["reading"]
-        out[i] = (rd["fleet_ns"] - truth, rd, r["state"]["status"], truth)
-    return out
+    """One instant T: node -> (error ns, reading, status, truth)."""
+    truth, reps = lslab.fleet_readings(lab.sock(1), [lab.sock(i) for i in range(1, n + 1)])
+    return {i: (r["reading"]["fleet_ns"] - truth, r["reading"], r["state"]["status"], truth)
+            for i, r in enumerate(reps, 1)}
 
 
 def all_synced(lab, n):
-    """Every node synced to one and the same reference (at start-up each node
-    is briefly its own reference, until it hears a lower id)."""
-    try:
-        st = [lslab.call(lab.sock(i), "sync")["state"] for i in range(1, n + 1)]
-    except (OSError, lslab.CtlError):
-        return False
-    return (all(s["status"] in ("synced", "reference") for s in st) and
-            len({s["ref_id"] for s in st}) == 1 and
-            sum(s["status"] == "reference" for s in st) == 1)
+    return lslab.all_synced([lab.sock(i) for i in range(1, n + 1)])
 
 
 def pctl(xs, q):
@@ -159,7 +122,8 @@ def main():
     topo_file, extra_file = os.path.join(tmp, "topo.json"), os.path.join(tmp, "extra.json")
     json.dump(TOPO, open(topo_file, "w"))
     json.dump(EXTRA, open(extra_file, "w"))
-    with SyncLab(topo_file, extra_file) as lab:
+    with lslab.FabricLab(topo_file, "sync", ["--link", "pcap", "--extra", extra_file,
+                                             "--fabric-core", "1"]) as lab:
         t0 = time.time()
         ok = lslab.wait_until(lambda: all_synced(lab, n), CONVERGE_S, step=0.25)
         conv = time.time() - t0

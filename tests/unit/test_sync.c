@@ -533,7 +533,7 @@ START_TEST(test_baselines)
 	ls_sync_est_add_probe(&e, &pr);
 	probe_at(&p, T - 3 * SEC, 0, 0, &pr); /* outside the window */
 	ls_sync_est_add_probe(&e, &pr);
-	ls_sync_est_baselines(&e, clk_at(&p.a, T), &bl);
+	ls_sync_est_baselines(&e, clk_at(&p.a, T), 0, &bl);
 	ck_assert(bl.ok);
 	ck_assert_uint_eq(bl.n, 3);
 	ck_assert_msg(fabs(bl.ntp_offset_ns - (5000 - 200)) < 1, "ntp %.1f", bl.ntp_offset_ns);
@@ -548,7 +548,7 @@ START_TEST(test_baselines)
 	rng_state = 21;
 	ck_assert_int_eq(fit_path(&p, &c, T, NOISE_FWD_HEAVY, &e, &f), 0);
 	truth = path_offset(&p, T);
-	ls_sync_est_baselines(&e, clk_at(&p.a, T), &bl);
+	ls_sync_est_baselines(&e, clk_at(&p.a, T), 0, &bl);
 	ck_assert(bl.ok);
 	ck_assert_uint_eq(bl.n, 400);
 	ck_assert_msg(fabs(bl.ptp_offset_ns - truth - 22.5 * US) < 5 * US, "ptp bias %.1f",
@@ -558,7 +558,7 @@ START_TEST(test_baselines)
 	ls_sync_est_free(&e);
 
 	ck_assert_int_eq(ls_sync_est_init(&e, &c, 16), 0);
-	ls_sync_est_baselines(&e, BASE, &bl);
+	ls_sync_est_baselines(&e, BASE, 0, &bl);
 	ck_assert(!bl.ok);
 	ls_sync_est_free(&e);
 }

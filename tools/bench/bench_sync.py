@@ -27,7 +27,6 @@ Prints one table per load and a JSON line per load (for docs/benchmarks.md).
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -90,36 +89,10 @@ def split_constant(per_node):
     return const, rest
 
 
-class Lab:
-    def __init__(self, d, topo, extra):
-        self.dir = d
-        self.args = ["--topo", topo, "--link", "pcap", "--extra", extra, "--dir", d,
-                     "--fabric-core", "1", "--build", lslab.BUILD] + LAB_EXTRA
-
-    def up(self):
-        subprocess.run([lslab.LAB, "up"] + self.args, check=True, stdout=subprocess.DEVNULL)
-
-    def down(self):
-        subprocess.run([lslab.LAB, "down", "--dir", self.dir], check=False,
-                       stdout=subprocess.DEVNULL)
-
-    def sock(self, i):
-        return os.path.join(self.dir, "n%d.sock" % i)
-
-    @property
-    def fab(self):
-        return os.path.join(self.dir, "fabric", "ctl.sock")
-
-
 def fleet_errors(lab, n):
-    tsc = lslab.call(lab.sock(1), "clock")["tsc"]
-    truth = lslab.call(lab.sock(1), "clock", {"tsc": tsc})["truth_at"]["local_ns"]
-    out = {}
-    for i in range(2, n + 1):
-        r = lslab.call(lab.sock(i), "sync", {"tsc": tsc})
-        if r["state"]["status"] in ("synced", "holdover"):
-            out[i] = r["reading"]["fleet_ns"] - truth
-    return out
+    truth, reps = lslab.fleet_readings(lab.sock(1), [lab.sock(i) for i in range(2, n + 1)])
+    return {i: r["reading"]["fleet_ns"] - truth for i, r in enumerate(reps, 2)
+            if r["state"]["status"] in ("synced", "holdover")}
 
 
 def edge_errors(lab, n):
@@ -140,16 +113,6 @@ def edge_errors(lab, n):
     return out
 
 
-def all_synced(lab, n):
-    try:
-        st = [lslab.call(lab.sock(i), "sync")["state"] for i in range(1, n + 1)]
-    except (OSError, lslab.CtlError, KeyError):
-        return False
-    return (all(s["status"] in ("synced", "reference") for s in st) and
-            len({s["ref_id"] for s in st}) == 1 and
-            sum(s["status"] == "reference" for s in st) == 1)
-
-
 def run(load, tmp):
     n = len(HOSTS)
     topo, extra = os.path.join(tmp, "topo.json"), os.path.join(tmp, "extra.json")
@@ -159,12 +122,11 @@ def run(load, tmp):
         ex[h] = {"clock": {"source": "sim",
                            "sim": {"offset_ns": off, "drift_ppm": drift, "wander_ns": 20}}}
     json.dump(ex, open(extra, "w"))
-    lab = Lab(os.path.join(tmp, "lab"), topo, extra)
-    lab.down()
+    lab = lslab.FabricLab(topo, "bench-sync", ["--link", "pcap", "--extra", extra,
+                                               "--fabric-core", "1"] + LAB_EXTRA, quiet=True)
     res = {"load": load}
-    try:
-        t0 = time.time()
-        lab.up()
+    t0 = time.time()
+    with lab:
         t_up = time.time()
         if load > 0:
             # bursts at twice the line rate: on = load/2 of each 1 ms period
@@ -174,7 +136,8 @@ def run(load, tmp):
                     lslab.call(lab.fab, "gen.start", {
                         "name": "bg%d%s" % (k, d), "link": l, "dir": d, "rate_bps": 2 * SPINE_RATE,
                         "pkt_bytes": 1500, "on_us": on, "off_us": 1000 - on})
-        ok = lslab.wait_until(lambda: all_synced(lab, n), 60, step=0.2)
+        socks = [lab.sock(i) for i in range(1, n + 1)]
+        ok = lslab.wait_until(lambda: lslab.all_synced(socks), 60, step=0.2)
         res["converge_s_from_up"] = round(time.time() - t_up, 2) if ok else None
         res["converge_s_from_start"] = round(time.time() - t0, 2) if ok else None
         time.sleep(3)
@@ -208,8 +171,6 @@ def run(load, tmp):
         res["flap"] = summary(flap)
         res["status_after_flap"] = [lslab.call(lab.sock(i), "sync")["state"]["status"]
                                     for i in range(1, n + 1)]
-    finally:
-        lab.down()
     return res
 
 
