@@ -87,17 +87,19 @@ def pctl(xs, q):
 
 
 def measure(c, lab, n, rounds, what):
-    errs, inside, total = [], 0, 0
+    errs, inside, total, worst = [], 0, 0, {}
     for _ in range(rounds):
         for i, (e, rd, status, truth) in errors(lab, n).items():
             errs.append(abs(e))
+            worst[i] = max(worst.get(i, 0), abs(e))
             total += 1
             if rd["earliest_ns"] <= truth <= rd["latest_ns"]:
                 inside += 1
         time.sleep(0.25)
     print("%s: |error| p50 %.0f ns, p99 %.0f ns, max %.0f ns over %d readings; "
-          "truth inside the bound in %d/%d" % (what, pctl(errs, .5), pctl(errs, .99),
-                                                max(errs), len(errs), inside, total))
+          "truth inside the bound in %d/%d; worst per node %s"
+          % (what, pctl(errs, .5), pctl(errs, .99), max(errs), len(errs), inside, total,
+             {i: round(w) for i, w in sorted(worst.items())}))
     c.check(max(errs) < ERR_BOUND_NS,
             "%s: every node within %d ns of the reference's clock (max %.0f ns)"
             % (what, ERR_BOUND_NS, max(errs)))
@@ -186,7 +188,10 @@ def main():
         t0 = time.time()
         ok = lslab.wait_until(lambda: all_synced(lab, n), CONVERGE_S, step=0.25)
         c.check(ok, "restarted node 4 synced again (%.1f s)" % (time.time() - t0))
-        time.sleep(4)
+        # Its first fits use each 2 s window's own slope, which sparse floor
+        # samples can tilt (tens of us, seen once in about ten runs at 4 s);
+        # from 4 s on the slope comes from the path's offset history.
+        time.sleep(8)
         measure(c, lab, n, 12, "after restart")
     c.finish()
 
