@@ -889,6 +889,18 @@ struct cand {
 	double w;               /* final weight */
 };
 
+static double wmedian(struct cand *cs, unsigned int n);
+
+/* The reference's candidate, if it is among them, else the weighted median. */
+static double
+ref_start(struct cand *cs, unsigned int n, const struct ls_sync_nbr *nbrs, uint32_t ref)
+{
+	for (unsigned int i = 0; i < n; i++)
+		if (nbrs[cs[i].j].id == ref)
+			return cs[i].theta;
+	return wmedian(cs, n);
+}
+
 static int
 cand_cmp(const void *x, const void *y)
 {
@@ -1111,7 +1123,18 @@ ls_sync_node_update(const struct ls_sync_node_conf *c, const struct ls_sync_nbr 
 		bool seq_set = false;
 		unsigned int i;
 
-		est = irls(c, cs, nc, wmedian(cs, nc), true);
+		/*
+		 * Start from the reference's own candidate when it is a
+		 * neighbour, else from the weighted median. The other
+		 * candidates all derive from the reference through their
+		 * nodes: when several of those are wrong together (a neighbour
+		 * that just restarted, its errors passed on), their median
+		 * would win and cut the reference's edge, and the non-reference
+		 * nodes would then drift off as one with nothing to hold them.
+		 * The price: an edge to the reference that is itself bad is not
+		 * voted down by the nodes that derive from it.
+		 */
+		est = irls(c, cs, nc, ref_start(cs, nc, nbrs, ref), true);
 		for (i = 0; i < nc; i++)
 			sw += cs[i].w;
 		if (sw == 0) {
