@@ -467,7 +467,7 @@ static void
 cmd_gen_start(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 {
 	static const char *const keys[] = {"name", "link", "dir", "src", "dst", "util", "rate_bps",
-					   "pkt_bytes", "on_us", "off_us", "flows", NULL};
+					   "pkt_bytes", "on_us", "off_us", "random", "flows", NULL};
 	const char *name = json_string_value(json_object_get(args, "name"));
 	double util = -1, rate = -1, bytes = 1500, on = 0, off = 0, flows = 16;
 	struct lsf_gen *gn;
@@ -537,6 +537,14 @@ cmd_gen_start(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.on_us: required with off_us");
 		return;
 	}
+	if (json_object_get(args, "random") != NULL &&
+	    (!json_is_boolean(json_object_get(args, "random")) || gn->off_ns == 0)) {
+		free(m);
+		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS,
+				   "args.random: true or false, with on_us and off_us");
+		return;
+	}
+	gn->random = json_is_true(json_object_get(args, "random"));
 	rc = msg_call(m);
 	if (rc < 0) {
 		ls_ctl_reply_error(req, rc == -ENOSPC ? LS_CTL_E_BUSY : LS_CTL_E_INTERNAL, "%s",
@@ -586,9 +594,11 @@ cmd_gens(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_unus
 
 		if (!LOAD(gn->active))
 			continue;
-		json_array_append_new(a, json_pack("{s:s, s:s, s:I, s:i, s:I, s:I}",
+		json_array_append_new(a, json_pack("{s:s, s:s, s:I, s:i, s:I, s:I, s:b, s:I}",
 			"name", gn->name, "kind", gn->pair ? "pair" : "link",
 			"rate_bps", (json_int_t)gn->rate_bps, "pkt_bytes", (int)gn->pkt_bytes,
+			"on_us", (json_int_t)(gn->on_ns / 1000), "off_us", (json_int_t)(gn->off_ns / 1000),
+			"random", gn->random,
 			"sent", (json_int_t)LOAD(gn->sent), "dropped", (json_int_t)LOAD(gn->dropped)));
 	}
 	ls_ctl_reply_ok(req, a);
@@ -665,7 +675,7 @@ static const struct {
 	{"routing.set", "{convergence_ms}", "how long ECMP keeps using a failed link", cmd_routing_set},
 	{"route", "{src, dst, [sport], [dport], [proto], [family], [flow_label]}",
 	 "the links a flow crosses, as forwarding hashes it", cmd_route},
-	{"gen.start", "{name, (link, [dir]) | (src, dst, [flows]), util | rate_bps, [pkt_bytes], [on_us, off_us]}",
+	{"gen.start", "{name, (link, [dir]) | (src, dst, [flows]), util | rate_bps, [pkt_bytes], [on_us, off_us, [random]]}",
 	 "start background traffic on a link or between hosts", cmd_gen_start},
 	{"gen.stop", "{name}", "stop a generator", cmd_gen_stop},
 	{"gens", "", "running generators", cmd_gens},
@@ -674,13 +684,23 @@ static const struct {
 
 /* ---- the thread -------------------------------------------------------- */
 
+/*
+ * At most a few batches per call: under a heavy load the forwarding lcore
+ * pushes records (queue depths on every busy link, every probe's hops) faster
+ * than they can be written as JSON, and an unbounded loop here never got back
+ * to the socket: commands timed out. What the writer cannot keep up with
+ * overflows the ring and is counted in truth_dropped.
+ */
+#define TRUTH_BATCHES_PER_POLL 16
+
 static void
 drain_truth(void)
 {
 	void *obj[256];
-	unsigned int n;
+	unsigned int n, batches = 0;
 
-	while ((n = rte_ring_sc_dequeue_burst(G.truth, obj, RTE_DIM(obj), NULL)) > 0) {
+	while (batches++ < TRUTH_BATCHES_PER_POLL &&
+	       (n = rte_ring_sc_dequeue_burst(G.truth, obj, RTE_DIM(obj), NULL)) > 0) {
 		for (unsigned int i = 0; i < n; i++) {
 			const struct lsf_truth *t = obj[i];
 
@@ -709,14 +729,17 @@ ctl_thread(void *arg __rte_unused)
 	uint64_t hz = rte_get_tsc_hz(), next_cal = rte_rdtsc() + hz;
 
 	while (!G.quit) {
-		ls_ctl_poll(C.ctl, 5);
+		/* no wait while records are backed up */
+		ls_ctl_poll(C.ctl, rte_ring_count(G.truth) > 0 ? 0 : 5);
 		drain_truth();
 		if (rte_rdtsc() >= next_cal) {
 			ls_tsc_cal_update(&G.cal);
 			next_cal = rte_rdtsc() + hz;
 		}
 	}
-	drain_truth();
+	/* what is left: a whole ring is 16 calls */
+	for (int i = 0; i < 32 && rte_ring_count(G.truth) > 0; i++)
+		drain_truth();
 	return NULL;
 }
 

@@ -67,6 +67,8 @@ struct lsf_gen {
 	uint64_t rate_bps;         /* offered load while on */
 	uint32_t pkt_bytes;        /* wire bytes per packet */
 	uint64_t on_ns, off_ns;    /* on/off bursts (off 0 = constant) */
+	bool random;               /* on/off lengths exponential with those means */
+	uint64_t burst_end_ns;     /* random: end of the current burst */
 	uint64_t start_ns;
 	uint64_t next_ns;          /* next packet */
 	uint64_t gap_ns;           /* between packets while on */

@@ -222,6 +222,24 @@ def main():
         c.check(any(x["counters"]["drop_tail"] > 0 for x in lslab.call(lab.fab, "links")
                     if x["link"] == "h4-leaf2" and x["dir"] == "ba"),
                 "100 Mb/s into h4's 10 Mb/s last hop: tail drops there (a slow receiver)")
+        # random on/off bursts: exponential lengths, the same mean duty cycle
+        try:
+            lslab.call(lab.fab, "gen.start", {"name": "bad", "link": "leaf1-spine1", "rate_bps": 1e8,
+                                              "random": True})
+            c.check(False, "random without on_us/off_us is refused")
+        except lslab.CtlError:
+            c.check(True, "random without on_us/off_us is refused")
+        lslab.call(lab.fab, "gen.start", {"name": "rnd", "link": "leaf1-spine1", "dir": "ab",
+                                          "rate_bps": 1e8, "pkt_bytes": 1000, "on_us": 200,
+                                          "off_us": 800, "random": True})
+        time.sleep(2.0)
+        g = [x for x in lslab.call(lab.fab, "gens") if x["name"] == "rnd"]
+        lslab.call(lab.fab, "gen.stop", {"name": "rnd"})
+        # 12.5k pkt/s while on, on 20% of the time: ~2.5k/s (the lab takes
+        # a moment to answer, so 2 s of sleep is a little more)
+        c.check(g and g[0]["random"] and 3000 <= g[0]["sent"] <= 8000,
+                "random on/off generator: %s packets in ~2 s at a 20%% mean duty cycle"
+                % (g[0]["sent"] if g else None))
         lslab.call(lab.fab, "host.slow", {"host": "h4", "rate_bps": 1e10})
         back = [x for x in lslab.call(lab.fab, "links") if x["link"] == "h4-leaf2" and x["dir"] == "ba"][0]
         c.check(back["depth_bytes"] <= back["params"]["buffer_bytes"],
