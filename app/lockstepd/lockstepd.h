@@ -144,6 +144,7 @@ struct ls_peer_owd {
 	bool edge_valid;           /* our own edge estimate to the peer's node, at the */
 	double edge_ns;            /*   sync step's instant (= our announced t0): the */
 	double edge_drift;         /*   reflector hands it back to that node */
+	double edge_sigma;
 };
 
 struct ls_peer_sync;               /* sync.c, control thread only */

@@ -170,7 +170,7 @@ sync_fill(struct ls_lcore *lc, uint8_t *value, const struct ls_addr *src)
 		w = peer->owd;
 	} while (rte_seqlock_read_retry(&peer->owd.lock, sn));
 	if (w.edge_valid)
-		ls_sync_wire_put_edge(value, w.edge_ns, w.edge_drift);
+		ls_sync_wire_put_edge(value, w.edge_ns, w.edge_drift, w.edge_sigma);
 }
 
 bool

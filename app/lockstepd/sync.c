@@ -58,25 +58,23 @@
 _Static_assert(LS_STAMP_SYNC_LEN == LS_SYNC_WIRE_LEN, "sync TLV carries one wire state");
 
 
-#define LS_SYNC_HIST 40             /* offsets kept per path for the drift, 20 s at 500 ms */
-#define LS_SYNC_HIST_MIN_NS 4000000000LL /* drift from history once it spans 4 s */
+#define LS_SYNC_DRIFT_SPAN_NS 4000000000ULL /* drift from the track once it spans 4 s */
+/*
+ * Oscillator wander the track allows for when it carries an older window's
+ * offset forward, ns per sqrt(s) of age: a server crystal's frequency
+ * stability over seconds is ~1e-8 (10 ns in 1 s). Only weights windows of
+ * different ages against each other; the fleet bound has its own holdover.
+ */
+#define LS_SYNC_WANDER_NS 10.0
 
 struct sync_path {
 	struct ls_sync_est est;
 	bool have_a;                /* first member of a pair waiting for the second */
 	uint32_t a_pair;
 	struct ls_sync_probe a;
-	struct ls_sync_fit fit;     /* last fit */
-	/*
-	 * Drift from a longer history than one window: the offsets of past
-	 * fits (our local time, offset). One 2 s window fits its own slope
-	 * badly when its forward and reverse floor samples fall in different
-	 * parts of it (sparse floors under load tilt the band); a line through
-	 * 20 s of offsets does not care.
-	 */
-	uint64_t hist_t[LS_SYNC_HIST];
-	double hist_o[LS_SYNC_HIST];
-	uint32_t hist_n, hist_head;
+	struct ls_sync_fit fit;     /* last estimate: from the track */
+	struct ls_sync_fit win;     /* last window's own fit */
+	struct ls_sync_track track; /* recent window fits (lib/sync) */
 };
 
 struct ls_peer_sync {
@@ -311,7 +309,8 @@ peer_reset(struct ls_peer_sync *ps)
 		ls_sync_est_reset(&ps->path[i].est);
 		ps->path[i].have_a = false;
 		ps->path[i].fit.ok = false;
-		ps->path[i].hist_n = 0;
+		ps->path[i].win.ok = false;
+		ls_sync_track_reset(&ps->path[i].track);
 	}
 	ps->edge.ok = false;
 	ps->has_state = false;
@@ -402,68 +401,30 @@ ls_sync_drain(void)
 
 /* ---- one step ----------------------------------------------------------- */
 
-/* Least-squares slope of a path's offset history; NaN until it spans enough. */
-static double
-hist_drift(const struct sync_path *sp, double *sigma)
-{
-	uint32_t n = sp->hist_n;
-	uint64_t t_last;
-	double st = 0, so = 0, stt = 0, sto = 0, den, b, a, ss = 0;
-
-	*sigma = NAN;
-	if (n < 6)
-		return NAN;
-	t_last = sp->hist_t[(sp->hist_head + LS_SYNC_HIST - 1) % LS_SYNC_HIST];
-	if ((int64_t)(t_last - sp->hist_t[(sp->hist_head + LS_SYNC_HIST - n) % LS_SYNC_HIST]) <
-	    LS_SYNC_HIST_MIN_NS)
-		return NAN;
-	for (uint32_t k = 0; k < n; k++) {
-		uint32_t i = (sp->hist_head + LS_SYNC_HIST - n + k) % LS_SYNC_HIST;
-		double t = (double)(int64_t)(sp->hist_t[i] - t_last);
-		double o = sp->hist_o[i] - sp->hist_o[(sp->hist_head + LS_SYNC_HIST - 1) % LS_SYNC_HIST];
-
-		st += t;
-		so += o;
-		stt += t * t;
-		sto += t * o;
-	}
-	den = n * stt - st * st;
-	if (!(den > 0))
-		return NAN;
-	b = (n * sto - st * so) / den;
-	a = (so - b * st) / n;
-	for (uint32_t k = 0; k < n; k++) {
-		uint32_t i = (sp->hist_head + LS_SYNC_HIST - n + k) % LS_SYNC_HIST;
-		double t = (double)(int64_t)(sp->hist_t[i] - t_last);
-		double o = sp->hist_o[i] - sp->hist_o[(sp->hist_head + LS_SYNC_HIST - 1) % LS_SYNC_HIST];
-		double r = o - (a + b * t);
-
-		ss += r * r;
-	}
-	*sigma = sqrt(ss / (n - 2) * n / den);
-	return b;
-}
-
-/* One path's fit at now: the offset at the history's drift once there is
- * one, the window's own slope before that. */
+/*
+ * One path's estimate at now. The window is fitted at the track's drift once
+ * the track spans enough (its own slope before that), goes into the track,
+ * and the estimate is the track's: the cleanest recent windows carried to
+ * now, not whatever the newest window met.
+ */
 static int
 path_fit(struct sync_path *sp, uint64_t now)
 {
-	double sig, b = hist_drift(sp, &sig);
+	double sig, b = ls_sync_track_drift(&sp->track, LS_SYNC_DRIFT_SPAN_NS, &sig);
 	int rc;
 
 	sp->est.conf.fixed_drift = b;
-	rc = ls_sync_est_fit(&sp->est, now, &sp->fit);
-	if (rc != 0)
+	rc = ls_sync_est_fit(&sp->est, now, &sp->win);
+	if (rc != 0) {
+		sp->fit.ok = false;
 		return rc;
-	if (!isnan(b))
-		sp->fit.drift_sigma = sig;
-	sp->hist_t[sp->hist_head] = now;
-	sp->hist_o[sp->hist_head] = sp->fit.offset_ns;
-	sp->hist_head = (sp->hist_head + 1) % LS_SYNC_HIST;
-	if (sp->hist_n < LS_SYNC_HIST)
-		sp->hist_n++;
-	return 0;
+	}
+	ls_sync_track_add(&sp->track, &sp->win);
+	if (isnan(b)) {
+		sp->fit = sp->win;
+		return 0;
+	}
+	return ls_sync_track_fit(&sp->track, now, b, sig, LS_SYNC_WANDER_NS, &sp->fit);
 }
 
 /* Fold one path's baselines (moved to now along the edge's drift, so they
@@ -519,6 +480,7 @@ publish_owd(struct ls_peer *peer, uint64_t now)
 				o.edge_ns = e->offset_ns +
 					    e->drift * (double)(int64_t)(now - e->t_ref);
 				o.edge_drift = e->drift;
+				o.edge_sigma = e->sigma_ns;
 			}
 	}
 
@@ -547,6 +509,7 @@ publish_owd(struct ls_peer *peer, uint64_t now)
 	peer->owd.edge_valid = o.edge_valid;
 	peer->owd.edge_ns = o.edge_ns;
 	peer->owd.edge_drift = o.edge_drift;
+	peer->owd.edge_sigma = o.edge_sigma;
 	rte_seqlock_write_unlock(&peer->owd.lock);
 }
 
@@ -734,7 +697,7 @@ ls_sync_json(uint64_t tsc)
 			if (peer->sync != NULL && peer->sync->node_id == nd->nbr.id)
 				json_array_append_new(names, json_string(peer->name));
 		}
-		n = json_pack("{s:i, s:o, s:o, s:o, s:f, s:b, s:f, s:f, s:b, "
+		n = json_pack("{s:i, s:o, s:o, s:o, s:f, s:b, s:f, s:f, s:f, s:f, s:b, "
 			      "s:{s:I, s:I, s:I, s:I}}",
 			      "node_id", (int)nd->nbr.id, "peers", names,
 			      "edge", nd->nbr.has_edge ? fit_json(&nd->nbr.edge) : json_null(),
@@ -742,7 +705,8 @@ ls_sync_json(uint64_t tsc)
 			      "state_age_ms", nd->nbr.has_state && now > nd->nbr.st_rx ?
 				      (double)(now - nd->nbr.st_rx) / 1e6 : -1.0,
 			      "used", nd->use.used, "weight", nd->use.weight,
-			      "residual_ns", nd->use.residual_ns, "rejected", nd->use.rejected,
+			      "residual_ns", nd->use.residual_ns, "scale_ns", nd->use.scale_ns,
+			      "back_ns", nd->use.back_ns, "rejected", nd->use.rejected,
 			      "purity", "fwd_kept", (json_int_t)nd->fwd_kept,
 			      "fwd_rejected", (json_int_t)nd->fwd_rej,
 			      "rev_kept", (json_int_t)nd->rev_kept,
@@ -778,8 +742,8 @@ ls_sync_peer_json(const struct ls_peer *peer)
 	for (uint16_t k = 0; k < ps->n_paths; k++) {
 		const struct ls_sync_est *e = &ps->path[k].est;
 
-		json_array_append_new(paths, json_pack("{s:o, s:I, s:I, s:I, s:I}",
-			"fit", fit_json(&ps->path[k].fit),
+		json_array_append_new(paths, json_pack("{s:o, s:o, s:I, s:I, s:I, s:I}",
+			"fit", fit_json(&ps->path[k].fit), "window", fit_json(&ps->path[k].win),
 			"fwd_kept", (json_int_t)e->fwd_kept, "fwd_rejected", (json_int_t)e->fwd_rejected,
 			"rev_kept", (json_int_t)e->rev_kept, "rev_rejected", (json_int_t)e->rev_rejected));
 	}

@@ -887,9 +887,32 @@ struct cand {
 	double var;             /* edge + neighbour variance of theta */
 	double phi_var;         /* same for phi */
 	double w;               /* final weight */
+	double back;            /* two-sided minus one-sided edge, for the record */
 };
 
 static double wmedian(struct cand *cs, unsigned int n);
+
+/*
+ * Weight of the neighbour's own (back) estimate in a two-sided edge. Even
+ * while the two sigmas are within 2x of each other: that is when a bias
+ * both directions share cancels. Beyond, the worse side's weight falls as
+ * the square of the ratio (continuous at 2x): a side that has not seen its
+ * floor for a while must not drag a clean one by half its error.
+ */
+static double
+two_sided_weight(double s_own, double s_back)
+{
+	double q;
+
+	if (!(s_own > 0) || !(s_back > 0) || !isfinite(s_own) || !isfinite(s_back))
+		return isfinite(s_back) && s_back > 0 ? 0.5 : 0.0;
+	q = s_back / s_own;
+	if (q > 2)
+		return 0.5 * (2 / q) * (2 / q);
+	if (q < 0.5)
+		return 1.0 - 0.5 * (2 * q) * (2 * q);
+	return 0.5;
+}
 
 /* The reference's candidate, if it is among them, else the weighted median. */
 static double
@@ -1064,7 +1087,7 @@ ls_sync_node_update(const struct ls_sync_node_conf *c, const struct ls_sync_nbr 
 		const struct ls_sync_nbr *nb = &nbrs[j];
 		const struct ls_sync_state *st = &nb->st;
 		struct cand *k = &cs[nc];
-		double dt_e, o, dt_n, se, sn, dd;
+		double dt_e, o, dt_n, se, sn, dd, se_two = nb->edge.sigma_ns;
 
 		if (!nbr_announces_ref(c, nb, now) || st->ref_id != ref ||
 		    (st->flags & LS_SYNC_F_HOLDOVER) || !nb->has_edge || !nb->edge.ok)
@@ -1078,16 +1101,23 @@ ls_sync_node_update(const struct ls_sync_node_conf *c, const struct ls_sync_nbr 
 		if (st->flags & LS_SYNC_F_EDGE) {
 			/* Its own estimate of the edge, from its probes to us: the
 			 * same edge negated. Averaging the two directions cancels
-			 * any bias both ends' measurements share. */
+			 * any bias both ends' measurements share, so they are
+			 * averaged evenly while their sigmas are alike; when one
+			 * side is much worse (it has not seen its floor in a
+			 * while: ls_sync_track), by inverse variance. */
 			double back = st->edge_back_ns + st->edge_back_drift * dt_n;
-
 			double b = st->edge_back_drift;
+			double w = two_sided_weight(nb->edge.sigma_ns, st->edge_back_sigma);
 
-			o = 0.5 * (o - back);
+			k->back = w * (o + back) * -1.0;
+			o = (1.0 - w) * o - w * back;
 			/* its drift is per tick of its clock: -b / (1 + b) per ours */
-			dd = 0.5 * (nb->edge.drift - b / (1.0 + b));
+			dd = (1.0 - w) * nb->edge.drift - w * b / (1.0 + b);
+			se_two = sqrt((1.0 - w) * (1.0 - w) * nb->edge.sigma_ns * nb->edge.sigma_ns +
+				      w * w * st->edge_back_sigma * st->edge_back_sigma);
 		} else {
 			dd = nb->edge.drift;
+			k->back = 0;
 		}
 		k->j = j;
 		k->theta = st->theta_ns + st->phi * dt_n - o;
@@ -1095,7 +1125,7 @@ ls_sync_node_update(const struct ls_sync_node_conf *c, const struct ls_sync_nbr 
 		 * its clock, which runs (1 + drift) times ours. The product term
 		 * is 1e-8 at 100 ppm each: 100 ns over 10 s, not negligible. */
 		k->phi = st->phi * (1.0 + dd) - dd;
-		k->s = fmax(nb->edge.sigma_ns, floor_ns);
+		k->s = fmax(se_two, floor_ns);
 		k->w0 = 1.0 / (k->s * k->s);
 		se = hypot(k->s, nb->edge.drift_sigma * dt_e);
 		sn = hypot(st->sigma_ns, st->phi_sigma * dt_n);
@@ -1155,6 +1185,8 @@ ls_sync_node_update(const struct ls_sync_node_conf *c, const struct ls_sync_nbr 
 				u->weight = w;
 				u->residual_ns = cs[i].theta - est;
 				u->rejected = w == 0;
+				u->scale_ns = cs[i].s;
+				u->back_ns = cs[i].back;
 			}
 			if (w == 0)
 				continue;
@@ -1297,6 +1329,19 @@ sat_i64(double v)
 	return llround(v);
 }
 
+/* v in units, rounded, saturated to int32; NaN -> 0. */
+static int32_t
+sat_i32(double v)
+{
+	if (isnan(v))
+		return 0;
+	if (v >= 2147483647.0)
+		return INT32_MAX;
+	if (v <= -2147483648.0)
+		return INT32_MIN;
+	return (int32_t)llround(v);
+}
+
 /* v in units, rounded, saturated to uint32; NaN -> max (unknown = worst). */
 static uint32_t
 sat_u32(double v)
@@ -1308,7 +1353,7 @@ sat_u32(double v)
 	return (uint32_t)llround(v);
 }
 
-#define WIRE_VERSION 1
+#define WIRE_VERSION 2 /* 2: edge_back_drift int32, edge_back_sigma */
 
 void
 ls_sync_wire_encode(const struct ls_sync_state *s, uint8_t *buf)
@@ -1325,15 +1370,17 @@ ls_sync_wire_encode(const struct ls_sync_state *s, uint8_t *buf)
 	put32(buf + 40, sat_u32(s->sigma_ns * 256.0));
 	put32(buf + 44, sat_u32(s->phi_sigma * 1e12));
 	put64(buf + 48, (uint64_t)sat_i64(s->edge_back_ns * 256.0));
-	put64(buf + 56, (uint64_t)sat_i64(s->edge_back_drift * 1e15));
+	put32(buf + 56, (uint32_t)sat_i32(s->edge_back_drift * 1e12));
+	put32(buf + 60, sat_u32(s->edge_back_sigma * 256.0));
 }
 
 void
-ls_sync_wire_put_edge(uint8_t *buf, double edge_ns, double drift)
+ls_sync_wire_put_edge(uint8_t *buf, double edge_ns, double drift, double sigma_ns)
 {
 	buf[1] |= LS_SYNC_F_EDGE;
 	put64(buf + 48, (uint64_t)sat_i64(edge_ns * 256.0));
-	put64(buf + 56, (uint64_t)sat_i64(drift * 1e15));
+	put32(buf + 56, (uint32_t)sat_i32(drift * 1e12));
+	put32(buf + 60, sat_u32(sigma_ns * 256.0));
 }
 
 int
@@ -1357,6 +1404,7 @@ ls_sync_wire_decode(const uint8_t *buf, struct ls_sync_state *s)
 	s->sigma_ns = (double)get32(buf + 40) / 256.0;
 	s->phi_sigma = (double)get32(buf + 44) * 1e-12;
 	s->edge_back_ns = (double)(int64_t)get64(buf + 48) / 256.0;
-	s->edge_back_drift = (double)(int64_t)get64(buf + 56) * 1e-15;
+	s->edge_back_drift = (double)(int32_t)get32(buf + 56) * 1e-12;
+	s->edge_back_sigma = (double)get32(buf + 60) / 256.0;
 	return 0;
 }

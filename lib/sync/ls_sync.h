@@ -236,6 +236,68 @@ void ls_sync_est_baselines(const struct ls_sync_est *e, uint64_t now, double dri
 int ls_sync_combine(const struct ls_sync_fit *fits, unsigned int n, uint64_t t_ref,
 		    struct ls_sync_fit *out);
 
+/* ---- per-path history of window fits ---- */
+
+/**
+ * Windows kept per path: 20 s at the default 500 ms sync step. Used for the
+ * drift (a slope through many windows' offsets is steadier than one 2 s
+ * window's) and to carry a clean window's offset forward (below).
+ */
+#define LS_SYNC_TRACK_LEN 40
+
+/**
+ * The RTT floor tells each window how biased it can be. With the slope
+ * right, a window's envelopes sit at F + o + qf and R - o + qr, where F, R
+ * are the propagation floors and qf, qr >= 0 the least queueing its pure
+ * samples met on each side; its half gap is (F + R + qf + qr) / 2 and its
+ * offset is off by (qf - qr) / 2. So its half gap's excess over the least
+ * half gap the path has shown, e = (qf + qr) / 2, bounds that error: a
+ * window where one direction never reached its floor (a busy link, one
+ * direction only) says so itself. The track weights windows by it and
+ * carries the offset of a clean window forward along the drift, trusting
+ * it less with age (drift uncertainty, oscillator wander), rather than
+ * taking the newest window whatever it met.
+ */
+struct ls_sync_track {
+	uint64_t t[LS_SYNC_TRACK_LEN];   /**< window's t_ref (our clock) */
+	double off[LS_SYNC_TRACK_LEN];   /**< its offset at t_ref */
+	double gap[LS_SYNC_TRACK_LEN];   /**< its half gap */
+	double sig[LS_SYNC_TRACK_LEN];   /**< its sigma */
+	uint32_t n;                      /**< entries held */
+	uint32_t head;                   /**< next write */
+};
+
+/** Forget every window (after a clock step or a peer restart). */
+void ls_sync_track_reset(struct ls_sync_track *k);
+
+/** Append a window fit (ignored unless ok); the oldest falls out when full. */
+void ls_sync_track_add(struct ls_sync_track *k, const struct ls_sync_fit *f);
+
+/**
+ * Drift: the weighted least-squares slope of the held offsets, each window
+ * weighted by 1 / (sigma^2 + e^2) (e its half-gap excess, above).
+ * @param min_span_ns  the windows must span at least this
+ * @param sigma        out: the slope's standard error (NaN with the result)
+ * @return the slope, or NaN with fewer than 6 windows or too short a span.
+ */
+double ls_sync_track_drift(const struct ls_sync_track *k, uint64_t min_span_ns,
+			   double *sigma);
+
+/**
+ * Offset at now from the held windows, each moved to now along drift:
+ * window j counts with uncertainty
+ *   u_j^2 = sigma_j^2 + e_j^2 + (drift_sigma dt_j)^2 + wander_ns^2 dt_j / 1 s
+ * (dt_j its age). The windows within twice the least u are averaged with
+ * weights 1 / u^2; the rest would only add their bias. sigma_ns of the
+ * result is the least u (overlapping windows share samples, so their
+ * errors are not independent), half_gap_ns that window's half gap; the
+ * counts are the newest window's.
+ * @param wander_ns  frequency wander, ns per sqrt(s) of age
+ * @return 0, or -ENODATA when nothing is held.
+ */
+int ls_sync_track_fit(const struct ls_sync_track *k, uint64_t now, double drift,
+		      double drift_sigma, double wander_ns, struct ls_sync_fit *out);
+
 /* ---- network effect ---- */
 
 #define LS_SYNC_F_SYNCED   0x01u /**< theta/phi derive from the reference */
@@ -286,6 +348,7 @@ struct ls_sync_state {
 	 */
 	double edge_back_ns;
 	double edge_back_drift;
+	double edge_back_sigma;
 	/* private to ls_sync_node_update (not on the wire) */
 	uint64_t t_good;        /**< local time of the last update from neighbours */
 	uint64_t ref_seq_at;    /**< local time ref_seq last increased */
@@ -308,6 +371,9 @@ struct ls_sync_nbr_use {
 	double weight;          /**< final weight (0 when rejected) */
 	double residual_ns;     /**< candidate theta - chosen theta */
 	bool rejected;          /**< cut as inconsistent with the others */
+	double scale_ns;        /**< the residual's scale: edge and neighbour sigma */
+	double back_ns;         /**< two-sided edge minus our one-sided edge (0
+				 *   when the neighbour did not hand its own back) */
 };
 
 /** Node settings. */
@@ -379,14 +445,15 @@ void ls_sync_fleet_read(const struct ls_sync_state *s, const struct ls_sync_node
  * Encode s into buf (LS_SYNC_WIRE_LEN bytes): version(1) flags(1) hops(2)
  * node_id(4) ref_id(4) ref_seq(4) t0(8) theta in 1/256 ns (int64)
  * phi in 1e-15 (int64) sigma in 1/256 ns (uint32) phi_sigma in 1e-12
- * (uint32) edge_back in 1/256 ns (int64) edge_back_drift in 1e-15 (int64).
+ * (uint32) edge_back in 1/256 ns (int64) edge_back_drift in 1e-12 (int32)
+ * edge_back_sigma in 1/256 ns (uint32).
  * Values saturate rather than wrap.
  */
 void ls_sync_wire_encode(const struct ls_sync_state *s, uint8_t *buf);
 
 /** Write the edge_back fields into an encoded state and set LS_SYNC_F_EDGE
  * (a reflector personalising its reply to one asker). */
-void ls_sync_wire_put_edge(uint8_t *buf, double edge_ns, double drift);
+void ls_sync_wire_put_edge(uint8_t *buf, double edge_ns, double drift, double sigma_ns);
 
 /**
  * Decode; t_good and ref_seq_at are zeroed.

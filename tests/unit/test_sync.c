@@ -597,9 +597,117 @@ START_TEST(test_combine)
 }
 END_TEST
 
+/* ---- 4b. per-path track of windows ------------------------------------ */
+
+/*
+ * A busy link in one direction only: the reverse floor is reachable only in
+ * the first 1.5 s of every 6 s (20% of pure samples then meet no queue);
+ * otherwise every reverse sample meets 20..120 us. Forward is light. The
+ * newest window is then off by >= 10 us for much of the time, and says so
+ * by its half gap; the track must carry the clean windows' offset forward.
+ */
+START_TEST(test_track_one_sided)
+{
+	struct path p = mk_path(3.2 * MS, 40e-6);
+	struct ls_sync_est_conf conf;
+	struct ls_sync_est e;
+	struct ls_sync_track k;
+	double T, Tf = 0, worst_win = 0, worst_track = 0, worst_drift = 0;
+	unsigned int steps = 0;
+
+	rng_state = 1603;
+	ls_sync_est_conf_default(&conf);
+	conf.purity_tol_ns = 200;
+	ck_assert_int_eq(ls_sync_est_init(&e, &conf, 1024), 0);
+	ls_sync_track_reset(&k);
+	for (T = 500 * MS; T <= 40 * SEC; T += 500 * MS) {
+		struct ls_sync_fit win, fit;
+		double sig, b, truth;
+		uint64_t now = clk_at(&p.a, T);
+
+		for (; Tf < T; Tf += 10 * MS) {
+			struct ls_sync_probe a, bb;
+			bool clean = fmod(Tf, 6 * SEC) < 1.5 * SEC;
+			double qf = rng_unit() < 0.2 ? 0 : 50 * US * rng_unit();
+			double qr = clean ? (rng_unit() < 0.2 ? 0 : 100 * US * rng_unit())
+					  : 20 * US + 100 * US * rng_unit();
+
+			probe_at(&p, Tf, qf, qr, &a);
+			probe_at(&p, Tf + 10 * US, qf, qr, &bb);
+			ls_sync_est_add_pair(&e, &a, &bb);
+		}
+		b = ls_sync_track_drift(&k, 4000000000ULL, &sig);
+		e.conf.fixed_drift = b;
+		if (ls_sync_est_fit(&e, now, &win) != 0)
+			continue;
+		ls_sync_track_add(&k, &win);
+		if (T < 10 * SEC || isnan(b))
+			continue;
+		ck_assert_int_eq(ls_sync_track_fit(&k, now, b, sig, 10.0, &fit), 0);
+		truth = path_offset(&p, T);
+		worst_win = fmax(worst_win, fabs(win.offset_ns - truth));
+		worst_track = fmax(worst_track, fabs(fit.offset_ns - truth));
+		worst_drift = fmax(worst_drift, fabs(b - path_drift(&p)));
+		/* its sigma covers its error */
+		ck_assert_msg(fabs(fit.offset_ns - truth) <= 3 * fit.sigma_ns + 5,
+			      "T %.1f s: error %.1f ns, sigma %.1f", T / SEC,
+			      fit.offset_ns - truth, fit.sigma_ns);
+		ck_assert(fit.ok && fit.t_ref == now && fit.drift == b);
+		steps++;
+	}
+	printf("track_one_sided: %u steps, worst |error| newest window %.0f ns, track %.1f ns, "
+	       "drift %.4f ppm\n", steps, worst_win, worst_track, worst_drift * 1e6);
+	ck_assert_uint_ge(steps, 55);
+	ck_assert_msg(worst_win > 5000, "the load must bias windows: %.0f", worst_win);
+	ck_assert_msg(worst_track < 100, "track %.1f ns", worst_track);
+	ck_assert_msg(worst_drift < 0.02e-6, "drift %.4f ppm", worst_drift * 1e6);
+	ls_sync_est_free(&e);
+}
+END_TEST
+
+/* Bookkeeping: empty, not-ok fits ignored, ring wraps, ageing picks. */
+START_TEST(test_track_basics)
+{
+	struct ls_sync_track k;
+	struct ls_sync_fit f = {.ok = true, .sigma_ns = 20, .half_gap_ns = 10000}, out;
+	double sig;
+
+	ls_sync_track_reset(&k);
+	ck_assert_int_eq(ls_sync_track_fit(&k, BASE, 0, 0, 10, &out), -ENODATA);
+	ck_assert(!out.ok);
+	f.ok = false;
+	ls_sync_track_add(&k, &f);
+	ck_assert_uint_eq(k.n, 0);
+	f.ok = true;
+	/* 100 windows 0.5 s apart on a line of 2 ppm; only LS_SYNC_TRACK_LEN stay */
+	for (int i = 0; i < 100; i++) {
+		f.t_ref = BASE + (uint64_t)i * 500000000ULL;
+		f.offset_ns = 777 + 2e-6 * (double)(f.t_ref - BASE);
+		ls_sync_track_add(&k, &f);
+	}
+	ck_assert_uint_eq(k.n, LS_SYNC_TRACK_LEN);
+	ck_assert(fabs(ls_sync_track_drift(&k, 4000000000ULL, &sig) - 2e-6) < 1e-12);
+	ck_assert(isnan(ls_sync_track_drift(&k, 30000000000ULL, &sig)) && isnan(sig));
+	ck_assert_int_eq(ls_sync_track_fit(&k, f.t_ref + 100000000ULL, 2e-6, 0, 10, &out), 0);
+	ck_assert_msg(fabs(out.offset_ns - (f.offset_ns + 200)) < 1e-6, "%.6f", out.offset_ns);
+	/* the newest window is the least aged: sigma = hypot(20, 10 sqrt(0.1)) */
+	ck_assert_msg(fabs(out.sigma_ns - sqrt(400 + 10)) < 1e-9, "%.9f", out.sigma_ns);
+	/* a newer window 5 us off whose half gap is 5 us wider than the rest
+	 * counts for nothing next to the clean ones */
+	f.t_ref += 500000000ULL;
+	f.offset_ns = 777 + 2e-6 * (double)(f.t_ref - BASE) - 5000;
+	f.half_gap_ns = 15000;
+	ls_sync_track_add(&k, &f);
+	ck_assert_int_eq(ls_sync_track_fit(&k, f.t_ref, 2e-6, 0, 10, &out), 0);
+	ck_assert_msg(fabs(out.offset_ns - (f.offset_ns + 5000)) < 1e-6, "%.6f", out.offset_ns);
+	ck_assert(out.half_gap_ns == 10000);
+}
+END_TEST
+
 /* ---- 5. network effect ------------------------------------------------ */
 
 #define MAXN 8
+#define RTE_DIM_T(a) (sizeof(a) / sizeof((a)[0]))
 
 struct net {
 	unsigned int n;
@@ -691,7 +799,8 @@ net_round(struct net *w, double dt)
 
 				memcpy(wb, w->wire[j], sizeof(wb));
 				if (w->back && w->edge[j][i])
-					ls_sync_wire_put_edge(wb, w->bedge[j][i], w->bdrift[j][i]);
+					ls_sync_wire_put_edge(wb, w->bedge[j][i], w->bdrift[j][i],
+							      w->esig[j][i]);
 				ck_assert_int_eq(ls_sync_wire_decode(wb, &nb->st), 0);
 				nb->has_state = true;
 				nb->st_rx = w->rx[i][j];
@@ -856,6 +965,32 @@ START_TEST(test_net_directional_bias)
 }
 END_TEST
 
+/*
+ * One side of an edge is bad and knows it (a node whose probes to the
+ * reference have not met an empty queue for a while: 40 us off, sigma
+ * 4 us), the other side is clean. An even two-sided average would keep
+ * half the error; the clean side must win.
+ */
+START_TEST(test_net_uneven_sides)
+{
+	struct net w;
+	unsigned int a, r;
+	double e;
+
+	net_init(&w, 6, ids6, 303);
+	net_mesh(&w);
+	w.back = true;
+	a = net_index(&w, 12);
+	r = net_index(&w, 3);
+	w.enoise[a][r] = -40000;
+	w.esig[a][r] = 4000;
+	net_run(&w, 60);
+	e = net_err(&w, 3);
+	printf("one bad side (40 us, sigma 4 us) of a two-sided edge: worst error %.1f ns\n", e);
+	ck_assert_msg(e < 200, "worst error %.1f", e);
+}
+END_TEST
+
 START_TEST(test_net_sparse)
 {
 	static const uint32_t ids[] = {21, 14, 30, 8, 11, 25, 17, 40};
@@ -935,6 +1070,49 @@ START_TEST(test_net_inconsistent_edge)
 				ck_assert(fabs(u->residual_ns) < 30);
 			}
 		}
+}
+END_TEST
+
+/*
+ * A group of the reference's descendants that is wrong together must come
+ * back to the reference. Every non-reference node's theta is moved at once
+ * by 6 to 20 edge sigmas: each then sees the reference's candidate that far
+ * away and four neighbours agreeing with each other. A robust average
+ * started from their median would cut the reference and keep the group
+ * where it is; the step starts from the reference's candidate instead
+ * (docs/sync.md), and this guards that.
+ */
+START_TEST(test_net_wrong_group)
+{
+	static const double shift[] = {900, 1100, 1350, 1600, 2000, 3000};
+	double worst = 0;
+
+	for (unsigned int k = 0; k < RTE_DIM_T(shift); k++) {
+		struct net w;
+		unsigned int i, j;
+		double e;
+
+		net_init(&w, 6, ids6, 505 + k);
+		net_mesh(&w);
+		for (i = 0; i < w.n; i++)
+			for (j = 0; j < w.n; j++) {
+				w.esig[i][j] = 150;
+				w.enoise[i][j] = rng_sym(20);
+			}
+		net_run(&w, 40);
+		ck_assert_msg(net_err(&w, 3) < 50, "converged first: %.1f", net_err(&w, 3));
+		for (i = 0; i < w.n; i++)
+			if (w.id[i] != 3) {
+				w.st[i].theta_ns += shift[k] * (1 + 0.1 * rng_sym(1));
+				ls_sync_wire_encode(&w.st[i], w.wire[i]);
+			}
+		net_run(&w, 40);
+		e = net_err(&w, 3);
+		printf("wrong group moved by %.0f ns: worst error after 40 rounds %.1f ns\n",
+		       shift[k], e);
+		worst = fmax(worst, e);
+	}
+	ck_assert_msg(worst < 50, "worst error %.1f", worst);
 }
 END_TEST
 
@@ -1179,7 +1357,7 @@ START_TEST(test_wire)
 	s.t_good = 42;
 	s.ref_seq_at = 43;
 	ls_sync_wire_encode(&s, buf);
-	ck_assert_uint_eq(buf[0], 1);
+	ck_assert_uint_eq(buf[0], 2);
 	ck_assert_uint_eq(buf[1], s.flags);
 	ck_assert_uint_eq(buf[2], 0x12);
 	ck_assert_uint_eq(buf[3], 0x34);
@@ -1201,6 +1379,18 @@ START_TEST(test_wire)
 	ck_assert(fabs(d.phi_sigma - s.phi_sigma) <= 0.5e-12);
 	ck_assert_uint_eq(d.t_good, 0);
 	ck_assert_uint_eq(d.ref_seq_at, 0);
+	ck_assert(!(d.flags & LS_SYNC_F_EDGE));
+	/* A reflector's own edge back to the asker. */
+	ls_sync_wire_put_edge(buf, -6336937.5, -52.25e-6, 275.5);
+	ck_assert_int_eq(ls_sync_wire_decode(buf, &d), 0);
+	ck_assert(d.flags & LS_SYNC_F_EDGE);
+	ck_assert(d.edge_back_ns == -6336937.5);
+	ck_assert(fabs(d.edge_back_drift + 52.25e-6) <= 0.5e-12);
+	ck_assert(d.edge_back_sigma == 275.5);
+	ls_sync_wire_put_edge(buf, 0, 1.0, -1);
+	ck_assert_int_eq(ls_sync_wire_decode(buf, &d), 0);
+	ck_assert(d.edge_back_drift == (double)INT32_MAX * 1e-12);
+	ck_assert(d.edge_back_sigma == 0);
 	/* Rounding to the wire's units. */
 	s.theta_ns = 1.0 / 1024;
 	ls_sync_wire_encode(&s, buf);
@@ -1235,7 +1425,9 @@ START_TEST(test_wire)
 	memset(buf, 0, sizeof(buf));
 	ck_assert_int_eq(ls_sync_wire_decode(buf, &d), -EBADMSG);
 	ls_sync_wire_encode(&s, buf);
-	buf[0] = 2;
+	buf[0] = 3;
+	ck_assert_int_eq(ls_sync_wire_decode(buf, &d), -EBADMSG);
+	buf[0] = 1; /* the version before edge_back_sigma */
 	ck_assert_int_eq(ls_sync_wire_decode(buf, &d), -EBADMSG);
 	buf[0] = 0;
 	ck_assert_int_eq(ls_sync_wire_decode(buf, &d), -EBADMSG);
@@ -1312,14 +1504,18 @@ sync_suite(void)
 	tcase_add_test(tc, test_envelope_direct);
 	tcase_add_test(tc, test_baselines);
 	tcase_add_test(tc, test_combine);
+	tcase_add_test(tc, test_track_one_sided);
+	tcase_add_test(tc, test_track_basics);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("network");
 	tcase_add_test(tc, test_net_mesh);
 	tcase_add_test(tc, test_net_directional_bias);
+	tcase_add_test(tc, test_net_uneven_sides);
 	tcase_add_test(tc, test_net_sparse);
 	tcase_add_test(tc, test_net_ring);
 	tcase_add_test(tc, test_net_inconsistent_edge);
+	tcase_add_test(tc, test_net_wrong_group);
 	tcase_add_test(tc, test_net_reference_dies);
 	tcase_add_test(tc, test_net_configured_reference);
 	tcase_add_test(tc, test_net_holdover);
