@@ -9,7 +9,10 @@ veth + net_pcap links: receive times are kernel stamps), simulated clocks
 with offsets up to +-10 ms, drifts up to +-100 ppm and 20 ns/sqrt(s) wander.
 For each background load (default 0, 0.5, 0.9: average utilisation of every
 spine link (1 Gb/s), both directions, as 2x-line-rate bursts with idle
-gaps so real queues build and drain) the script:
+gaps so real queues build and drain; burst and gap lengths are exponential
+with means load/2 ms and 1 - load/2 ms, independently per link direction;
+BENCH_BURSTS=periodic gives the fixed 1 ms period of the first runs, which
+keeps a fixed phase between links) the script:
   1. brings the lab up and times convergence (all nodes synced);
   2. samples every node's fleet-time error against ground truth at 4 Hz for
      BENCH_SECS: one TSC instant T, every node's `sync {"tsc": T}` reading
@@ -36,6 +39,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 import lslab  # noqa: E402
 
 SECS = float(os.environ.get("BENCH_SECS", "30"))
+RANDOM_BURSTS = os.environ.get("BENCH_BURSTS", "random") != "periodic"
 # a pair per path every 20 ms: 6 x 5 peers x 4 paths is 24k probe frames/s
 # through the emulator's af_packet ports (a syscall per TX burst) already
 LAB_EXTRA = os.environ.get("BENCH_LAB_ARGS", "--interval-us 20000").split()
@@ -135,7 +139,8 @@ def run(load, tmp):
                 for d in ("ab", "ba"):
                     lslab.call(lab.fab, "gen.start", {
                         "name": "bg%d%s" % (k, d), "link": l, "dir": d, "rate_bps": 2 * SPINE_RATE,
-                        "pkt_bytes": 1500, "on_us": on, "off_us": 1000 - on})
+                        "pkt_bytes": 1500, "on_us": on, "off_us": 1000 - on,
+                        "random": RANDOM_BURSTS})
         socks = [lab.sock(i) for i in range(1, n + 1)]
         ok = lslab.wait_until(lambda: lslab.all_synced(socks), 60, step=0.2)
         res["converge_s_from_up"] = round(time.time() - t_up, 2) if ok else None
@@ -179,7 +184,8 @@ def main():
         sys.exit("bench_sync: must run as root")
     loads = [float(x) for x in sys.argv[1:]] or [0.0, 0.5, 0.9]
     tmp = tempfile.mkdtemp(prefix="ls-bench-sync-")
-    print("bench_sync: %d nodes, %.0f s per load, loads %s" % (len(HOSTS), SECS, loads))
+    print("bench_sync: %d nodes, %.0f s per load, loads %s, %s bursts"
+          % (len(HOSTS), SECS, loads, "random" if RANDOM_BURSTS else "periodic"))
     for load in loads:
         r = run(load, tmp)
         print("\nload %.0f%%: converged %.1f s after lab up" % (100 * load,

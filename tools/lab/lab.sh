@@ -5,7 +5,7 @@
 #
 #   tools/lab/lab.sh up   [--nodes N] [--transport memif|veth] [--dir DIR]
 #                         [--interval-us US] [--paths P] [--lcores L] [--build DIR]
-#   tools/lab/lab.sh up   --topo FILE [--truth] [--link memif|pcap] [--extra JSON]
+#   tools/lab/lab.sh up   --topo FILE [--truth [--sample-us N]] [--link memif|pcap] [--extra JSON]
 #                         [--fabric-core CPU] [--dir DIR] [--interval-us US] [--paths P]
 #   tools/lab/lab.sh restart-node --node I [--dir DIR] [--fabric-core CPU]
 #   tools/lab/lab.sh down [--dir DIR]
@@ -22,7 +22,9 @@
 # fabric (--topo): lockstep-fabric emulates the topology's leaf-spine network
 #   (config/fabric/*.json); every host of it is one lockstepd, connected by a
 #   memif link to the emulator, probing every other host. --truth records the
-#   ground truth (queues, link events, every probe's hops) in DIR/truth.jsonl.
+#   ground truth (queues, link events, every probe's hops) in DIR/truth.jsonl;
+#   --sample-us sets its queue-depth sampling (0: none, which keeps a busy
+#   fabric's probe records from being crowded out).
 #   --link pcap puts a veth pair between each host and the emulator instead
 #   of memif: lockstepd drives its end with net_pcap, so every frame it
 #   receives carries the kernel's receive stamp, which it uses as receive
@@ -53,6 +55,7 @@ paths=4
 lcores=1   # polling lcores per daemon; memif ports are spread over them
 topo=""
 truth=0
+sample_us=""
 link=memif
 extra=""
 only=""
@@ -74,6 +77,7 @@ while [ $# -gt 0 ]; do
 	--lcores) lcores=$2; shift 2 ;;
 	--topo) topo=$2; transport=fabric; shift 2 ;;
 	--truth) truth=1; shift ;;
+	--sample-us) sample_us=$2; shift 2 ;;
 	--link) link=$2; shift 2 ;;
 	--extra) extra=$2; shift 2 ;;
 	--node) only=$2; shift 2 ;;
@@ -231,6 +235,7 @@ start_fabric() {
 		done
 	fi
 	[ "$truth" = 1 ] && args=(--truth "$dir/truth.jsonl" --hops)
+	[ -n "$sample_us" ] && args+=(--sample-us "$sample_us")
 	# Shared CPUs: sleep when idle (never past the next event). Own CPU:
 	# busy poll there; its control threads go to the other CPUs (EAL).
 	local fl="0@($(node_cpus))" sleep=50
