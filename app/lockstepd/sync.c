@@ -51,7 +51,10 @@
 #define LS_SYNC_DRAIN_MAX 256       /* records per ring per drain call */
 #define LS_SYNC_SHM_NS 100000000ULL /* shared-memory refresh, 100 ms */
 #define LS_SYNC_STEP_SLACK_NS 20000 /* a probe off its edge by more than
-				     * its RTT/2 plus this is a clock step */
+				     * its RTT/2 plus this is a clock step... */
+#define LS_SYNC_STEP_RUN 8          /* ...when this many in a row are: a bad edge
+				     * (heavy load, floors unseen) fails only the
+				     * probes that met no queue, a step fails all */
 #define LS_SYNC_MAX_NBRS LS_MAX_PEERS
 #define LS_SYNC_EDGE_SIGMA_MIN 10.0   /* ns: no edge is better than this */
 
@@ -84,6 +87,7 @@ struct ls_peer_sync {
 	uint64_t st_rx;             /* our local time it arrived */
 	struct ls_sync_fit edge;    /* this peer's paths combined */
 	uint64_t resets;            /* estimators reset after a clock step */
+	uint32_t step_run;          /* probes in a row that did not fit the edge */
 	uint16_t n_paths;
 	struct sync_path path[];
 };
@@ -358,8 +362,12 @@ take(const struct ls_sync_rec *r)
 			ps->has_state = true;
 		}
 	}
-	if (clock_stepped(ps, &p))
+	if (!clock_stepped(ps, &p))
+		ps->step_run = 0;
+	else if (++ps->step_run >= LS_SYNC_STEP_RUN) {
 		peer_reset(ps);
+		ps->step_run = 0;
+	}
 	sp = &ps->path[r->path];
 	if (r->member == 0) {
 		if (sp->have_a)

@@ -515,6 +515,15 @@ ls_sync_envelope_fit(const struct ls_sync_pt *fwd, uint32_t n_fwd,
 	out->drift = b;
 	out->offset_ns = 0.5 * (fe - re) - 0.5 * conf->asym_ns;
 	out->half_gap_ns = 0.5 * (fe + re);
+	/* At a fixed slope the band is narrower than the widest one (a wrong
+	 * slope narrows it): judge the window's floors by the widest. */
+	out->band_ns = out->half_gap_ns;
+	if (!isnan(conf->fixed_drift)) {
+		double bf = best_slope(&f, f.hull, f.nh, &r, r.hull, r.nh, conf->max_drift, cand);
+
+		out->band_ns = fmax(out->half_gap_ns, 0.5 * (env_min(&f, f.hull, f.nh, bf, NULL) +
+							     env_min(&r, r.hull, r.nh, bf, NULL)));
+	}
 	out->n_fwd = f.live;
 	out->n_rev = r.live;
 	out->n_outliers = drops;
@@ -734,7 +743,7 @@ int
 ls_sync_combine(const struct ls_sync_fit *fits, unsigned int n, uint64_t t_ref,
 		struct ls_sync_fit *out)
 {
-	double sw = 0, so = 0, sd = 0, sdv = 0, half = INFINITY;
+	double sw = 0, so = 0, sd = 0, sdv = 0, half = INFINITY, band = INFINITY;
 	unsigned int i;
 
 	memset(out, 0, sizeof(*out));
@@ -753,6 +762,7 @@ ls_sync_combine(const struct ls_sync_fit *fits, unsigned int n, uint64_t t_ref,
 		sd += w * f->drift;
 		sdv += w * w * f->drift_sigma * f->drift_sigma;
 		half = fmin(half, f->half_gap_ns);
+		band = fmin(band, f->band_ns);
 		out->n_fwd += f->n_fwd;
 		out->n_rev += f->n_rev;
 		out->n_outliers += f->n_outliers;
@@ -766,6 +776,7 @@ ls_sync_combine(const struct ls_sync_fit *fits, unsigned int n, uint64_t t_ref,
 	out->sigma_ns = 1.0 / sqrt(sw);
 	out->drift_sigma = sqrt(sdv) / sw;
 	out->half_gap_ns = half;
+	out->band_ns = band;
 	return 0;
 }
 

@@ -117,6 +117,10 @@ struct ls_sync_fit {
 	double drift_sigma;     /**< confidence of drift (sigma_ns / half the window span) */
 	double half_gap_ns;     /**< half the gap between the envelopes at t_ref =
 				 *   worst-case error for any unknown asymmetry */
+	double band_ns;         /**< half the widest band any slope leaves between the
+				 *   two clouds (= half_gap_ns unless the slope was
+				 *   fixed): queueing both floors missed widens it,
+				 *   a wrong slope does not narrow it */
 	uint32_t n_fwd, n_rev;  /**< samples used */
 	uint32_t n_outliers;    /**< samples dropped as outliers */
 };
@@ -261,7 +265,7 @@ int ls_sync_combine(const struct ls_sync_fit *fits, unsigned int n, uint64_t t_r
 struct ls_sync_track {
 	uint64_t t[LS_SYNC_TRACK_LEN];   /**< window's t_ref (our clock) */
 	double off[LS_SYNC_TRACK_LEN];   /**< its offset at t_ref */
-	double gap[LS_SYNC_TRACK_LEN];   /**< its half gap */
+	double gap[LS_SYNC_TRACK_LEN];   /**< its band_ns (the widest half gap) */
 	double sig[LS_SYNC_TRACK_LEN];   /**< its sigma */
 	uint32_t n;                      /**< entries held */
 	uint32_t head;                   /**< next write */

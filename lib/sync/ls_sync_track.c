@@ -44,11 +44,13 @@ ls_sync_track_reset(struct ls_sync_track *k)
 void
 ls_sync_track_add(struct ls_sync_track *k, const struct ls_sync_fit *f)
 {
-	if (!f->ok || !isfinite(f->offset_ns) || !isfinite(f->half_gap_ns))
+	if (!f->ok || !isfinite(f->offset_ns) || !isfinite(f->band_ns))
 		return;
 	k->t[k->head] = f->t_ref;
 	k->off[k->head] = f->offset_ns;
-	k->gap[k->head] = f->half_gap_ns;
+	/* The widest band, not the gap at the fixed slope: a window fitted at
+	 * a wrong slope has a narrower gap and would look cleaner than it is. */
+	k->gap[k->head] = f->band_ns;
 	k->sig[k->head] = f->sigma_ns;
 	k->head = (k->head + 1) % LS_SYNC_TRACK_LEN;
 	if (k->n < LS_SYNC_TRACK_LEN)
@@ -167,5 +169,6 @@ ls_sync_track_fit(const struct ls_sync_track *k, uint64_t now, double drift,
 	out->drift_sigma = drift_sigma;
 	out->sigma_ns = sqrt(best);
 	out->half_gap_ns = k->gap[best_s];
+	out->band_ns = k->gap[best_s];
 	return 0;
 }

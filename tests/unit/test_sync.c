@@ -665,11 +665,36 @@ START_TEST(test_track_one_sided)
 }
 END_TEST
 
+/* A wrong fixed slope narrows the gap; band_ns stays the widest band. */
+START_TEST(test_fit_band)
+{
+	struct path p = mk_path(-4.1 * MS, -37e-6);
+	struct ls_sync_est_conf conf;
+	struct ls_sync_est e1, e2;
+	struct ls_sync_fit free_fit, fixed;
+
+	ls_sync_est_conf_default(&conf);
+	rng_state = 77;
+	ck_assert_int_eq(fit_path(&p, &conf, 30 * SEC, NOISE_LIGHT, &e1, &free_fit), 0);
+	ck_assert(free_fit.band_ns == free_fit.half_gap_ns);
+	conf.fixed_drift = path_drift(&p) + 5e-6;
+	rng_state = 77;
+	ck_assert_int_eq(fit_path(&p, &conf, 30 * SEC, NOISE_LIGHT, &e2, &fixed), 0);
+	printf("fit_band: free half gap %.1f, 5 ppm off: half gap %.1f, band %.1f ns\n",
+	       free_fit.half_gap_ns, fixed.half_gap_ns, fixed.band_ns);
+	ck_assert_msg(fixed.half_gap_ns < free_fit.half_gap_ns - 1000, "%.1f", fixed.half_gap_ns);
+	ck_assert_msg(fabs(fixed.band_ns - free_fit.half_gap_ns) < 1e-6, "%.3f", fixed.band_ns);
+	ls_sync_est_free(&e1);
+	ls_sync_est_free(&e2);
+}
+END_TEST
+
 /* Bookkeeping: empty, not-ok fits ignored, ring wraps, ageing picks. */
 START_TEST(test_track_basics)
 {
 	struct ls_sync_track k;
-	struct ls_sync_fit f = {.ok = true, .sigma_ns = 20, .half_gap_ns = 10000}, out;
+	struct ls_sync_fit f = {.ok = true, .sigma_ns = 20, .half_gap_ns = 10000, .band_ns = 10000},
+			   out;
 	double sig;
 
 	ls_sync_track_reset(&k);
@@ -696,7 +721,7 @@ START_TEST(test_track_basics)
 	 * counts for nothing next to the clean ones */
 	f.t_ref += 500000000ULL;
 	f.offset_ns = 777 + 2e-6 * (double)(f.t_ref - BASE) - 5000;
-	f.half_gap_ns = 15000;
+	f.band_ns = 15000;
 	ls_sync_track_add(&k, &f);
 	ck_assert_int_eq(ls_sync_track_fit(&k, f.t_ref, 2e-6, 0, 10, &out), 0);
 	ck_assert_msg(fabs(out.offset_ns - (f.offset_ns + 5000)) < 1e-6, "%.6f", out.offset_ns);
@@ -1504,6 +1529,7 @@ sync_suite(void)
 	tcase_add_test(tc, test_envelope_direct);
 	tcase_add_test(tc, test_baselines);
 	tcase_add_test(tc, test_combine);
+	tcase_add_test(tc, test_fit_band);
 	tcase_add_test(tc, test_track_one_sided);
 	tcase_add_test(tc, test_track_basics);
 	suite_add_tcase(s, tc);
