@@ -1158,7 +1158,7 @@ ls_sync_node_update(const struct ls_sync_node_conf *c, const struct ls_sync_nbr 
 	}
 
 	if (nc > 0) {
-		double est, sw = 0, sphi = 0, var = 0, pvar = 0;
+		double est, sw = 0, sphi = 0, var = 0, spw = 0;
 		uint16_t hops = UINT16_MAX;
 		uint32_t seq = 0;
 		bool seq_set = false;
@@ -1202,9 +1202,22 @@ ls_sync_node_update(const struct ls_sync_node_conf *c, const struct ls_sync_nbr 
 			if (w == 0)
 				continue;
 			used++;
-			sphi += w * cs[i].phi;
+			/*
+			 * The drift by its own uncertainty, not theta's weight:
+			 * a neighbour close in offset (an unloaded edge) can
+			 * still be unsure of its drift (it derives from edges
+			 * that are not), and its theta moves along its phi
+			 * between steps. Weighted by theta, a group joined to
+			 * the rest by weak edges shares one wrong drift and
+			 * walks off along it.
+			 */
+			{
+				double wp = 1.0 / fmax(cs[i].phi_var, 1e-24);
+
+				spw += wp;
+				sphi += wp * cs[i].phi;
+			}
 			var += w * w * cs[i].var;
-			pvar += w * w * cs[i].phi_var;
 			if (st->hops < hops)
 				hops = st->hops;
 			if (!seq_set || seq_after(st->ref_seq, seq)) {
@@ -1216,9 +1229,9 @@ ls_sync_node_update(const struct ls_sync_node_conf *c, const struct ls_sync_nbr 
 			const struct ls_sync_ref_seen *e = ref_find(s, ref);
 
 			s->theta_ns = est;
-			s->phi = sphi / sw;
+			s->phi = sphi / spw;
 			s->sigma_ns = fmax(sqrt(var) / sw, floor_ns);
-			s->phi_sigma = sqrt(pvar) / sw;
+			s->phi_sigma = 1.0 / sqrt(spw);
 			s->hops = hops < UINT16_MAX ? (uint16_t)(hops + 1) : UINT16_MAX;
 			s->ref_id = ref;
 			s->ref_seq = seq;
