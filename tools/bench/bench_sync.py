@@ -93,10 +93,19 @@ def split_constant(per_node):
     return const, rest
 
 
-def fleet_errors(lab, n):
+def fleet_errors(lab, n, inside=None):
+    """Per node: fleet-time error; inside (a list) gets, per reading, whether
+    the truth lay within the node's [earliest, latest]."""
     truth, reps = lslab.fleet_readings(lab.sock(1), [lab.sock(i) for i in range(2, n + 1)])
-    return {i: r["reading"]["fleet_ns"] - truth for i, r in enumerate(reps, 2)
-            if r["state"]["status"] in ("synced", "holdover")}
+    out = {}
+    for i, r in enumerate(reps, 2):
+        if r["state"]["status"] not in ("synced", "holdover"):
+            continue
+        rd = r["reading"]
+        out[i] = rd["fleet_ns"] - truth
+        if inside is not None:
+            inside.append(rd["earliest_ns"] <= truth <= rd["latest_ns"])
+    return out
 
 
 def edge_errors(lab, n):
@@ -146,10 +155,10 @@ def run(load, tmp):
         res["converge_s_from_up"] = round(time.time() - t_up, 2) if ok else None
         res["converge_s_from_start"] = round(time.time() - t0, 2) if ok else None
         time.sleep(3)
-        fleet, env, ntp, ptp = {}, {}, {}, {}
+        fleet, env, ntp, ptp, inside = {}, {}, {}, {}, []
         end = time.time() + SECS
         while time.time() < end:
-            for i, e in fleet_errors(lab, n).items():
+            for i, e in fleet_errors(lab, n, inside).items():
                 fleet.setdefault(i, []).append(e)
             for i, (a, b, c) in edge_errors(lab, n).items():
                 env.setdefault(i, []).append(a)
@@ -163,6 +172,7 @@ def run(load, tmp):
             res[name] = summary(allv)
             res[name]["constant_max"] = max(abs(c) for c in const) if const else None
             res[name]["varying_p99"] = pct([abs(x) for x in rest], .99)
+        res["bound_holds"] = round(sum(inside) / len(inside), 3) if inside else None
         # how well the emulator kept to its model meanwhile: the lab's own error
         lat = lslab.call(lab.fab, "status")["delivery_lateness_ns"]
         res["emulator_lateness_ns"] = {k: lat.get(k) for k in ("p50", "p99", "max")}
@@ -197,6 +207,8 @@ def main():
             print("  %-14s %8d %9.0f %9.0f %9.0f %13.0f %12.0f" % (
                 k, s["n"], s["p50"], s["p99"], s["max"] or -1, s["constant_max"] or -1,
                 s["varying_p99"]))
+        print("  fleet bound [earliest, latest] holds the truth in %.1f%% of readings"
+              % (100 * (r["bound_holds"] or 0)))
         el = r["emulator_lateness_ns"]
         print("  emulator delivery lateness (its error vs its model): p50 %s p99 %s max %s ns"
               % (el["p50"], el["p99"], el["max"]))
