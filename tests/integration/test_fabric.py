@@ -249,8 +249,12 @@ def main():
         configured = {}
         for ln in lslab.call(lab.fab, "links"):
             configured[(ln["link"], ln["dir"])] = ln["params"]["delay_ns"]
-        # The emulator is still writing: skip an unterminated last line.
-        recs = [json.loads(x) for x in open(os.path.join(lab.dir, "truth.jsonl")) if x.endswith("\n")]
+        # The emulator is still writing: read what is there in one go and
+        # drop the unterminated tail. (Iterating the open file lines instead
+        # can hand out the tail of a line that was partial at the first EOF
+        # as a line of its own once the writer has finished it.)
+        with open(os.path.join(lab.dir, "truth.jsonl")) as f:
+            recs = [json.loads(x) for x in f.read().split("\n")[:-1]]
         hops = [x for x in recs if x["type"] == "hop"]
         # Before any rate change the link delay is exactly the configured one;
         # after a slowed link is sped up, packets behind the backlog cannot
