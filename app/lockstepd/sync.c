@@ -650,14 +650,19 @@ fit_json(const struct ls_sync_fit *f)
 static json_t *
 state_json(const struct ls_sync_state *s, uint64_t now)
 {
-	return json_pack("{s:i, s:s, s:i, s:i, s:i, s:f, s:f, s:f, s:f, s:f}",
-			 "node_id", (int)s->node_id, "status", status_name(s->flags),
-			 "ref_id", (int)s->ref_id, "ref_seq", (int)s->ref_seq,
-			 "hops", (int)s->hops, "theta_ns", s->theta_ns,
-			 "phi_ppm", s->phi * 1e6, "sigma_ns", s->sigma_ns,
-			 "phi_sigma_ppm", s->phi_sigma * 1e6,
-			 "age_ms", s->t_good && now > s->t_good ?
-				   (double)(now - s->t_good) / 1e6 : -1.0);
+	json_t *o = json_pack("{s:i, s:s, s:i, s:i, s:i, s:f, s:f, s:f, s:f, s:f}",
+			      "node_id", (int)s->node_id, "status", status_name(s->flags),
+			      "ref_id", (int)s->ref_id, "ref_seq", (int)s->ref_seq,
+			      "hops", (int)s->hops, "theta_ns", s->theta_ns,
+			      "phi_ppm", s->phi * 1e6, "sigma_ns", s->sigma_ns,
+			      "phi_sigma_ppm", s->phi_sigma * 1e6,
+			      "age_ms", s->t_good && now > s->t_good ?
+					(double)(now - s->t_good) / 1e6 : -1.0);
+
+	/* our own state only: a neighbour's comes off the wire without it */
+	if (s == &S.self)
+		json_object_set_new(o, "bound_sigma_ns", json_real(s->bound_sigma_ns));
+	return o;
 }
 
 json_t *

@@ -1007,6 +1007,37 @@ irls(const struct ls_sync_node_conf *c, struct cand *cs, unsigned int n, double 
 }
 
 /*
+ * The sigma a node's own readings promise. The averaged sigma comes from
+ * the neighbours' own sigmas, and neighbours joined to each other by good
+ * edges but to the reference only by bad ones vouch for each other: at 90%
+ * load in the lab the bound held the truth in 70% of readings. So the
+ * promise must also cover the anchor, the candidate closest to the
+ * reference (fewest hops, then least scale; the reference itself when it
+ * is a neighbour): the truth is within 3 scale of it if its bound holds,
+ * and the estimate is |est - anchor| from it. Only the reading uses it:
+ * announced, it weakened the ties that hold a group together and made
+ * loaded runs worse.
+ */
+static double
+anchored_sigma(const struct cand *cs, unsigned int n, const struct ls_sync_nbr *nbrs,
+	       double est)
+{
+	const struct cand *a = NULL;
+
+	for (unsigned int i = 0; i < n; i++) {
+		const struct cand *k = &cs[i];
+		uint16_t h = nbrs[k->j].st.hops;
+
+		if (a == NULL || h < nbrs[a->j].st.hops ||
+		    (h == nbrs[a->j].st.hops && k->s < a->s))
+			a = k;
+	}
+	if (a == NULL)
+		return 0;
+	return (fabs(est - a->theta) + 3.0 * a->s) / 3.0;
+}
+
+/*
  * Pick the reference. Returns 0 when this node should wait: it would elect
  * itself, but a fresh neighbour has a lower id and will (or will defer to
  * someone lower still) announce itself within a round. Without that pause,
@@ -1063,6 +1094,7 @@ become_reference(const struct ls_sync_node_conf *c, uint64_t now, struct ls_sync
 	s->phi = 0;
 	s->sigma_ns = 0;
 	s->phi_sigma = 0;
+	s->bound_sigma_ns = 0;
 }
 
 int
@@ -1231,6 +1263,7 @@ ls_sync_node_update(const struct ls_sync_node_conf *c, const struct ls_sync_nbr 
 			s->theta_ns = est;
 			s->phi = sphi / spw;
 			s->sigma_ns = fmax(sqrt(var) / sw, floor_ns);
+			s->bound_sigma_ns = fmax(s->sigma_ns, anchored_sigma(cs, nc, nbrs, est));
 			s->phi_sigma = 1.0 / sqrt(spw);
 			s->hops = hops < UINT16_MAX ? (uint16_t)(hops + 1) : UINT16_MAX;
 			s->ref_id = ref;
@@ -1289,7 +1322,7 @@ ls_sync_fleet_read(const struct ls_sync_state *s, const struct ls_sync_node_conf
 	out->fleet_ns = ns_add(local_ns, -(int64_t)llround(corr));
 
 	el = fabs((double)ns_diff(local_ns, s->t_good));
-	half = 3.0 * s->sigma_ns + c->asym_bound_ns +
+	half = 3.0 * fmax(s->sigma_ns, s->bound_sigma_ns) + c->asym_bound_ns +
 	       (3.0 * s->phi_sigma + c->holdover_ppm * 1e-6) * el;
 	if (!(half >= 0))
 		half = isnan(half) ? INFINITY : 0;

@@ -339,8 +339,12 @@ struct ls_sync_state {
 	uint64_t t0;            /**< this node's local time the values refer to */
 	double theta_ns;        /**< local - fleet at t0 */
 	double phi;             /**< d(local - fleet)/dt */
-	double sigma_ns;        /**< 1-sigma uncertainty of theta at t0 */
+	double sigma_ns;        /**< 1-sigma uncertainty of theta at t0 (announced:
+				 *   neighbours weight this node's offer by it) */
 	double phi_sigma;       /**< 1-sigma uncertainty of phi */
+	double bound_sigma_ns;  /**< what this node's own readings promise: sigma_ns,
+				 *   or more when the estimate strayed from its
+				 *   anchor (never on the wire) */
 	/**
 	 * Only in a reflector's reply (LS_SYNC_F_EDGE): the reflector's own
 	 * estimate of its edge toward the node that asked, local_asker -

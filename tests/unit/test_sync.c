@@ -945,6 +945,11 @@ START_TEST(test_net_mesh)
 			ck_assert_uint_eq(s->hops, 1);
 			ck_assert_int_eq(w.used[i], 5);
 			ck_assert(s->sigma_ns >= 1 && s->sigma_ns < 5);
+			/* what its readings promise: at least the direct edge's own
+			 * 5 ns (the neighbours may not vouch for each other), plus
+			 * how far the average moved from it */
+			ck_assert_msg(s->bound_sigma_ns >= 5 && s->bound_sigma_ns < 8, "bound sigma %.3f",
+				      s->bound_sigma_ns);
 			ck_assert_uint_eq(s->t_good, s->t0);
 		}
 		/* everyone has the reference's sequence, at most a round old */
