@@ -12,7 +12,8 @@ spine link (1 Gb/s), both directions, as 2x-line-rate bursts with idle
 gaps so real queues build and drain; burst and gap lengths are exponential
 with means load/2 ms and 1 - load/2 ms, independently per link direction;
 BENCH_BURSTS=periodic gives the fixed 1 ms period of the first runs, which
-keeps a fixed phase between links) the script:
+keeps a fixed phase between links; BENCH_BG_BYTES sets the background frame
+size, default 1500) the script:
   1. brings the lab up and times convergence (all nodes synced);
   2. samples every node's fleet-time error against ground truth at 4 Hz for
      BENCH_SECS: one TSC instant T, every node's `sync {"tsc": T}` reading
@@ -39,6 +40,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 import lslab  # noqa: E402
 
 SECS = float(os.environ.get("BENCH_SECS", "30"))
+BG_BYTES = int(os.environ.get("BENCH_BG_BYTES", "1500"))  # background frame size
 RANDOM_BURSTS = os.environ.get("BENCH_BURSTS", "random") != "periodic"
 # a pair per path every 20 ms: 6 x 5 peers x 4 paths is 24k probe frames/s
 # through the emulator's af_packet ports (a syscall per TX burst) already
@@ -148,7 +150,7 @@ def run(load, tmp):
                 for d in ("ab", "ba"):
                     lslab.call(lab.fab, "gen.start", {
                         "name": "bg%d%s" % (k, d), "link": l, "dir": d, "rate_bps": 2 * SPINE_RATE,
-                        "pkt_bytes": 1500, "on_us": on, "off_us": 1000 - on,
+                        "pkt_bytes": BG_BYTES, "on_us": on, "off_us": 1000 - on,
                         "random": RANDOM_BURSTS})
         socks = [lab.sock(i) for i in range(1, n + 1)]
         ok = lslab.wait_until(lambda: lslab.all_synced(socks), 60, step=0.2)
