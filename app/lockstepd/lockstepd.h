@@ -141,6 +141,8 @@ struct ls_peer_owd {
 	uint64_t t0;               /* our local time off_ns refers to */
 	double off_ns;             /* fleet-consistent local_peer - local_self at t0 */
 	double drift;              /* its rate of change */
+	bool synced_peer;          /* the peer speaks our sync TLV: its one-way delays
+				    * wait for an offset rather than go in raw */
 	bool edge_valid;           /* our own edge estimate to the peer's node, at the */
 	double edge_ns;            /*   sync step's instant (= our announced t0): the */
 	double edge_drift;         /*   reflector hands it back to that node */
@@ -164,6 +166,7 @@ struct ls_peer {
 	bool resolved;
 	bool static_mac;           /* configured MAC: never ARP/ND for it */
 	uint64_t next_resolve_ns;
+	bool sync_speaker;         /* (lcore) its reflector fills our sync TLV */
 	struct ls_peer_owd owd;    /* control writes, lcore reads */
 	/* control-thread side */
 	struct ls_path_window *win; /* n_paths windows, owned by the control thread */

@@ -135,9 +135,9 @@ ls_reflector_sweep(struct ls_lcore *lc, uint64_t now_ns)
 
 /*
  * Fill a sync TLV with our clock-sync state (RFC 8972 style: the reflector
- * fills a TLV the sender sent zeroed). Before the first sync step the value
- * stays zero, which the sender reads as "no state". The fast path leaves
- * such packets to this one (lib/reflect copies only TLVs it echoes as is).
+ * fills a TLV the sender sent zeroed): from start-up on, first as "not
+ * synced yet". The fast path leaves such packets to this one (lib/reflect
+ * copies only TLVs it echoes as is).
  */
 static inline void
 sync_fill(struct ls_lcore *lc, uint8_t *value, const struct ls_addr *src)

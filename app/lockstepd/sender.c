@@ -243,7 +243,7 @@ ls_sender_tick(struct ls_lcore *lc, uint64_t now_ns)
  * our sync TLV) to the control thread's sync estimator. Ring full: counted
  * and dropped; the estimator copes with gaps.
  */
-static void
+static bool
 sync_record(struct ls_lcore *lc, struct ls_peer *peer, uint32_t path,
 	    const struct ls_stamp_lockstep_tlv *t, const struct ls_stamp_reflector *r,
 	    uint64_t rx_ns, const uint8_t *payload, uint16_t len)
@@ -269,12 +269,20 @@ sync_record(struct ls_lcore *lc, struct ls_peer *peer, uint32_t path,
 		lc->st.sync_recs++;
 	else
 		lc->st.sync_dropped++;
+	/* a reflector that speaks sync filled it (version byte set); one that
+	 * merely echoes TLVs hands it back zeroed */
+	return rec.has_state && rec.state[0] != 0;
 }
 
 /*
  * One-way delays on the fleet timeline: remove the peer's clock offset
  * (published by the sync step) from the raw differences of two clocks.
- * Until a first fit exists the raw values stay (path output says which).
+ * For a peer that takes part in sync, while there is no offset (before the
+ * first fit, or when its edge is lost) there are no one-way delays: raw
+ * differences are off by the clocks' offset (milliseconds) and would spoil
+ * every window they fell in. A peer that never sends our sync TLV (another
+ * STAMP implementation) keeps its raw values: its host may be synced by
+ * other means.
  */
 static inline void
 owd_correct(struct ls_peer *peer, uint64_t t1, int64_t samples[LS_PM_MAX])
@@ -287,8 +295,13 @@ owd_correct(struct ls_peer *peer, uint64_t t1, int64_t samples[LS_PM_MAX])
 		sn = rte_seqlock_read_begin(&peer->owd.lock);
 		w = peer->owd;
 	} while (rte_seqlock_read_retry(&peer->owd.lock, sn));
-	if (!w.valid)
+	if (!w.valid) {
+		if (w.synced_peer || peer->sync_speaker) {
+			samples[LS_PM_FWD] = LS_PM_NONE;
+			samples[LS_PM_REV] = LS_PM_NONE;
+		}
 		return;
+	}
 	off = w.off_ns + w.drift * (double)(int64_t)(t1 - w.t0);
 	samples[LS_PM_FWD] -= (int64_t)llround(off);
 	samples[LS_PM_REV] += (int64_t)llround(off);
@@ -338,8 +351,8 @@ ls_sender_on_reply(struct ls_lcore *lc, struct ls_port *p __rte_unused,
 	samples[LS_PM_FWD] = (int64_t)r.rx_ns - (int64_t)r.sender_ts_ns;
 	samples[LS_PM_REV] = (int64_t)rx_ns - (int64_t)r.tx_ns;
 	if (g.cfg.sync.enabled) {
-		if (t_ok)
-			sync_record(lc, peer, path, &t, &r, rx_ns, payload, pi->payload_len);
+		if (t_ok && sync_record(lc, peer, path, &t, &r, rx_ns, payload, pi->payload_len))
+			peer->sync_speaker = true;
 		owd_correct(peer, r.sender_ts_ns, samples);
 	}
 	ls_path_on_reply(&pp->live, r.sender_seq, rx_ns, samples);

@@ -229,6 +229,11 @@ ls_sync_init(void)
 		S.nconf.ref_timeout_ns = 10ULL * c->interval_ms * 1000000ULL;
 	ls_sync_state_init(&S.self, g.cfg.node_id);
 	rte_seqlock_init(&g.sync_pub.lock);
+	/* "Node N, not synced yet" from the first reply on: askers then know at
+	 * once that we speak sync (their one-way delays wait for an offset
+	 * instead of going in raw) and who we are. */
+	ls_sync_wire_encode(&S.self, g.sync_pub.wire);
+	g.sync_pub.valid = true;
 	S.step_tsc = rte_get_tsc_hz() / 1000 * c->interval_ms;
 	S.next_step_tsc = rte_rdtsc() + S.step_tsc;
 	if (c->shm[0] != '\0') {
@@ -509,8 +514,10 @@ publish_owd(struct ls_peer *peer, uint64_t now)
 			o.drift = ps->st.phi - S.self.phi;
 		}
 	}
+	o.synced_peer = ps != NULL && ps->node_id != 0;
 	rte_seqlock_write_lock(&peer->owd.lock);
 	peer->owd.valid = o.valid;
+	peer->owd.synced_peer = o.synced_peer;
 	peer->owd.t0 = o.t0;
 	peer->owd.off_ns = o.off_ns;
 	peer->owd.drift = o.drift;

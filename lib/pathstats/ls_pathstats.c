@@ -143,7 +143,8 @@ record(struct ls_path_live *p, const int64_t samples[LS_PM_MAX])
 		return;
 	}
 	for (m = 0; m < LS_PM_MAX; m++)
-		ls_hist_add(&s->h[m], samples[m]);
+		if (samples[m] != LS_PM_NONE)
+			ls_hist_add(&s->h[m], samples[m]);
 }
 
 enum ls_path_rx
@@ -187,7 +188,8 @@ ls_path_on_reply(struct ls_path_live *p, uint32_t seq, uint64_t now_ns,
 	/* Any answer to a tracked probe proves the path passes traffic. */
 	__atomic_store_n(&p->consecutive_lost, 0, __ATOMIC_RELAXED);
 	for (m = 0; m < LS_PM_MAX; m++)
-		__atomic_store_n(&p->last[m], samples[m], __ATOMIC_RELAXED);
+		if (samples[m] != LS_PM_NONE)
+			__atomic_store_n(&p->last[m], samples[m], __ATOMIC_RELAXED);
 	__atomic_store_n(&p->last_rx_ns, now_ns, __ATOMIC_RELAXED);
 	record(p, samples);
 	return rx;

@@ -46,6 +46,15 @@ enum ls_path_metric {
 	LS_PM_MAX
 };
 
+/**
+ * A sample value meaning "none for this metric": ls_path_on_reply() counts
+ * the reply but adds nothing to that metric's histograms. lockstepd gives it
+ * for the one-way delays while clock sync has no offset for the peer, so
+ * the windows never mix raw clock differences (off by milliseconds) with
+ * synced delays.
+ */
+#define LS_PM_NONE INT64_MIN
+
 /** Windows reported. */
 enum ls_path_win {
 	LS_WIN_1S = 0,  /**< last complete second */

@@ -154,9 +154,10 @@ def main():
             c.check(rd["earliest_ns"] <= truth <= rd["latest_ns"], "shm bound holds the truth")
 
         # Synced one-way delays: per direction, the last second's minimum
-        # against the configured delay (longer windows still hold samples
-        # from before the first fit, when delays were raw). Both carry one host-stack constant (T1 read ->
-        # frame on the wire); their difference is twice any sync error.
+        # against the configured delay. Both carry one host-stack constant
+        # (T1 read -> frame on the wire); their difference is twice any sync
+        # error. The 60 s window must hold no raw clock difference (those
+        # are milliseconds off): delays start with the first fit.
         frame = 14 + 20 + 8 + 44 + 4 + 24  # second pair member, IPv4
         asym = []
         for i, a in enumerate(("h1", "h2", "h3", "h4"), 1):
@@ -176,6 +177,12 @@ def main():
                         "%s->%s: synced one-way delay floors fwd %.1f us, rev %.1f us vs "
                         "configured %.1f us" % (a, b, fmin / 1e3, rmin / 1e3, exp / 1e3))
                 asym.append((fmin - exp) - (rmin - exp))
+                lo = [min(x["windows"]["60s"][d]["min"] for x in p["paths"]) for d in ("fwd", "rev")]
+                hi = [max(x["windows"]["60s"][d]["max"] for x in p["paths"]) for d in ("fwd", "rev")]
+                c.check(all(-20000 <= v - exp for v in lo) and all(v - exp < 5000000 for v in hi),
+                        "%s->%s: the 60 s window holds synced delays only (min %s, max %s us)"
+                        % (a, b, "/".join("%.1f" % (v / 1e3) for v in lo),
+                           "/".join("%.1f" % (v / 1e3) for v in hi)))
         print("floor asymmetry (fwd excess - rev excess) per pair, ns:",
               " ".join("%.0f" % x for x in asym))
         c.check(max(abs(x) for x in asym) < 2 * ERR_BOUND_NS,

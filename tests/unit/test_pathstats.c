@@ -415,6 +415,39 @@ START_TEST(test_handoff_1s)
 }
 END_TEST
 
+/* LS_PM_NONE: the reply counts, the metric gets nothing (no OWD before sync). */
+START_TEST(test_metric_none)
+{
+	struct ls_path_summary s;
+	uint64_t t0 = 1000 * SEC;
+
+	next_seq = 0;
+	for (uint32_t i = 0; i < 20; i++) {
+		uint64_t t = t0 + (uint64_t)i * (SEC / 21);
+		int64_t smp[LS_PM_MAX] = { 1000 + i, 500 + i, 400 + i };
+
+		if (i < 15)
+			smp[LS_PM_FWD] = smp[LS_PM_REV] = LS_PM_NONE;
+		ls_path_tick(P, t, TMO);
+		ls_path_on_send(P, next_seq, t);
+		ck_assert_int_eq(ls_path_on_reply(P, next_seq, t + 10 * US, smp), LS_PATH_RX_OK);
+		if (i == 0)
+			ck_assert_int_ne(P->last[LS_PM_FWD], LS_PM_NONE);
+		next_seq++;
+		ls_path_window_collect(W, P);
+	}
+	enter_second(1001);
+	ls_path_window_query(W, P, LS_WIN_1S, &s);
+	ck_assert_uint_eq(s.received, 20);
+	ck_assert_uint_eq(s.d[LS_PM_RTT].count, 20);
+	ck_assert_uint_eq(s.d[LS_PM_FWD].count, 5);
+	ck_assert_int_eq(s.d[LS_PM_FWD].min, 515);
+	ck_assert_uint_eq(s.d[LS_PM_REV].count, 5);
+	ck_assert_int_eq(s.d[LS_PM_REV].max, 419);
+	ck_assert_int_eq(P->last[LS_PM_FWD], 519);
+}
+END_TEST
+
 START_TEST(test_windows_aggregate)
 {
 	struct ls_path_summary s;
@@ -715,6 +748,7 @@ pathstats_suite(void)
 	tc = tcase_create("windows");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_handoff_1s);
+	tcase_add_test(tc, test_metric_none);
 	tcase_add_test(tc, test_windows_aggregate);
 	tcase_add_test(tc, test_loss_in_window);
 	tcase_add_test(tc, test_busy_slot_drops);
