@@ -1024,7 +1024,7 @@ ls_control_start(void)
 		rc = ls_clock_setup(&ctl.q_clock, &g.cfg.clock, g.cfg.node_id, ports, g.n_ports,
 				    &g.cal);
 	if (rc == 0)
-		rc = ls_sync_init();
+		rc = ls_sync_init(&ctl.clock, &ctl.q_clock);
 	if (rc < 0)
 		return rc;
 	ctl.start_tsc = rte_rdtsc();

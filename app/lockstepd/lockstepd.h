@@ -141,8 +141,6 @@ struct ls_peer_owd {
 	uint64_t t0;               /* our local time off_ns refers to */
 	double off_ns;             /* fleet-consistent local_peer - local_self at t0 */
 	double drift;              /* its rate of change */
-	bool synced_peer;          /* the peer speaks our sync TLV: its one-way delays
-				    * wait for an offset rather than go in raw */
 	bool edge_valid;           /* our own edge estimate to the peer's node, at the */
 	double edge_ns;            /*   sync step's instant (= our announced t0): the */
 	double edge_drift;         /*   reflector hands it back to that node */
@@ -166,7 +164,8 @@ struct ls_peer {
 	bool resolved;
 	bool static_mac;           /* configured MAC: never ARP/ND for it */
 	uint64_t next_resolve_ns;
-	bool sync_speaker;         /* (lcore) its reflector fills our sync TLV */
+	bool sync_speaker;         /* (lcore) its reflector fills our sync TLV: its
+				    * one-way delays wait for an offset, not raw */
 	struct ls_peer_owd owd;    /* control writes, lcore reads */
 	/* control-thread side */
 	struct ls_path_window *win; /* n_paths windows, owned by the control thread */
@@ -367,7 +366,7 @@ unsigned int ls_control_peer_count(void);
 struct json_t *ls_control_truth_at(uint64_t tsc);
 
 /* sync.c (control thread) */
-int ls_sync_init(void);
+int ls_sync_init(struct ls_clock *clock, struct ls_clock *q_clock);
 void ls_sync_fini(void);
 int ls_sync_peer_attach(struct ls_peer *peer);
 void ls_sync_peer_detach(struct ls_peer *peer);

@@ -296,7 +296,7 @@ owd_correct(struct ls_peer *peer, uint64_t t1, int64_t samples[LS_PM_MAX])
 		w = peer->owd;
 	} while (rte_seqlock_read_retry(&peer->owd.lock, sn));
 	if (!w.valid) {
-		if (w.synced_peer || peer->sync_speaker) {
+		if (peer->sync_speaker) {
 			samples[LS_PM_FWD] = LS_PM_NONE;
 			samples[LS_PM_REV] = LS_PM_NONE;
 		}

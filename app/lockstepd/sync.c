@@ -106,8 +106,8 @@ static struct {
 	struct ls_sync_node_conf nconf;
 	struct ls_sync_est_conf econf;
 	struct ls_sync_state self;
-	struct ls_clock clock;      /* this thread's reader (moves forward only) */
-	struct ls_clock q_clock;    /* for queries at a given TSC (may go back) */
+	struct ls_clock *clock;     /* the control thread's readers (control.c): sync */
+	struct ls_clock *q_clock;   /*   runs there too; q_clock for queries at a TSC */
 	uint64_t next_step_tsc, next_shm_tsc;
 	uint64_t step_tsc;          /* sync interval in TSC ticks */
 	uint64_t steps;
@@ -162,7 +162,7 @@ shm_publish(uint64_t tsc)
 {
 	struct ls_fleettime_shm v;
 	struct ls_sync_reading r, r1;
-	uint64_t local = ls_clock_from_tsc(&S.clock, tsc);
+	uint64_t local = ls_clock_from_tsc(S.clock, tsc);
 
 	ls_sync_fleet_read(&S.self, &S.nconf, local, &r);
 	ls_sync_fleet_read(&S.self, &S.nconf, local + 1000000000ULL, &r1);
@@ -189,23 +189,16 @@ shm_publish(uint64_t tsc)
 /* ---- set-up --------------------------------------------------------------- */
 
 int
-ls_sync_init(void)
+ls_sync_init(struct ls_clock *clock, struct ls_clock *q_clock)
 {
 	const struct ls_conf_sync *c = &g.cfg.sync;
-	uint16_t ports[LS_MAX_PORTS];
 	int rc;
 
 	S.on = c->enabled;
 	if (!S.on)
 		return 0;
-	for (unsigned int i = 0; i < g.n_ports; i++)
-		ports[i] = g.ports[i].port_id;
-	rc = ls_clock_setup(&S.clock, &g.cfg.clock, g.cfg.node_id, ports, g.n_ports, &g.cal);
-	if (rc == 0)
-		rc = ls_clock_setup(&S.q_clock, &g.cfg.clock, g.cfg.node_id, ports, g.n_ports,
-				    &g.cal);
-	if (rc < 0)
-		return rc;
+	S.clock = clock;
+	S.q_clock = q_clock;
 	ls_sync_est_conf_default(&S.econf);
 	S.econf.window_ns = (uint64_t)c->window_ms * 1000000ULL;
 	S.econf.purity_tol_ns = c->purity_tol_ns;
@@ -514,10 +507,8 @@ publish_owd(struct ls_peer *peer, uint64_t now)
 			o.drift = ps->st.phi - S.self.phi;
 		}
 	}
-	o.synced_peer = ps != NULL && ps->node_id != 0;
 	rte_seqlock_write_lock(&peer->owd.lock);
 	peer->owd.valid = o.valid;
-	peer->owd.synced_peer = o.synced_peer;
 	peer->owd.t0 = o.t0;
 	peer->owd.off_ns = o.off_ns;
 	peer->owd.drift = o.drift;
@@ -532,7 +523,7 @@ static void
 step(void)
 {
 	uint64_t tsc = rte_rdtsc();
-	uint64_t now = ls_clock_from_tsc(&S.clock, tsc);
+	uint64_t now = ls_clock_from_tsc(S.clock, tsc);
 	struct ls_sync_nbr nbrs[LS_SYNC_MAX_NBRS];
 	struct ls_sync_nbr_use use[LS_SYNC_MAX_NBRS];
 	struct ls_sync_fit fits[LS_MAX_PATHS * 4];
@@ -682,13 +673,10 @@ ls_sync_json(uint64_t tsc)
 
 	if (!S.on)
 		return json_pack("{s:b}", "enabled", 0);
-	now = ls_clock_now(&S.clock);
-	if (tsc == 0) {
+	now = ls_clock_now(S.clock);
+	if (tsc == 0)
 		tsc = rte_rdtsc();
-		local = ls_clock_from_tsc(&S.q_clock, tsc);
-	} else {
-		local = ls_clock_from_tsc(&S.q_clock, tsc);
-	}
+	local = ls_clock_from_tsc(S.q_clock, tsc);
 	ls_sync_fleet_read(&S.self, &S.nconf, local, &r);
 	o = json_pack("{s:b, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:f}, s:{s:I, s:I, s:I, s:I}}",
 		      "enabled", 1, "state", state_json(&S.self, now),

@@ -1152,7 +1152,7 @@ ls_sync_node_update(const struct ls_sync_node_conf *c, const struct ls_sync_nbr 
 			double b = st->edge_back_drift;
 			double w = two_sided_weight(nb->edge.sigma_ns, st->edge_back_sigma);
 
-			k->back = w * (o + back) * -1.0;
+			k->back = -w * (o + back);
 			o = (1.0 - w) * o - w * back;
 			/* its drift is per tick of its clock: -b / (1 + b) per ours */
 			dd = (1.0 - w) * nb->edge.drift - w * b / (1.0 + b);

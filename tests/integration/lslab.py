@@ -71,17 +71,14 @@ class Checks:
         sys.exit(0 if self.failed == 0 and self.passed > 0 else 1)
 
 
-class Lab:
-    """A lab brought up by tools/lab/lab.sh; always torn down on exit."""
+class _Lab:
+    """tools/lab/lab.sh up with args on __enter__, always torn down (on exit,
+    SIGINT or SIGTERM, e.g. a meson time-out); skip (77) when not root."""
 
-    def __init__(self, nodes, transport, interval_us=100000, paths=4, tag=None, lcores=1):
-        self.nodes = nodes
-        self.transport = transport
-        self.dir = "/tmp/lockstep-test-%s-%d" % (tag or transport, os.getpid())
-        self.args = ["--nodes", str(nodes), "--transport", transport,
-                     "--dir", self.dir, "--interval-us", str(interval_us),
-                     "--paths", str(paths), "--lcores", str(lcores), "--build", BUILD]
-        self.interval_s = interval_us / 1e6
+    def __init__(self, name, args, quiet=False):
+        self.dir = "/tmp/lockstep-test-%s-%d" % (name, os.getpid())
+        self.args = ["--dir", self.dir, "--build", BUILD] + list(args)
+        self.out = subprocess.DEVNULL if quiet else None
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, self._on_signal)
 
@@ -94,7 +91,7 @@ class Lab:
             print("SKIP: needs root (DPDK runtime files, network namespaces)")
             sys.exit(77)
         try:
-            subprocess.run([LAB, "up"] + self.args, check=True)
+            subprocess.run([LAB, "up"] + self.args, check=True, stdout=self.out)
         except BaseException:
             self.down()  # a half-started lab must not outlive the test
             raise
@@ -105,7 +102,7 @@ class Lab:
         return False
 
     def down(self):
-        subprocess.run([LAB, "down"] + self.args, check=False)
+        subprocess.run([LAB, "down", "--dir", self.dir], check=False, stdout=self.out)
 
     def sock(self, i):
         return os.path.join(self.dir, "n%d.sock" % i)
@@ -119,35 +116,59 @@ class Lab:
             return f.read()
 
 
-class FabricLab:
-    """lockstep-fabric plus one lockstepd per host (tools/lab/lab.sh up --topo
-    ...), always torn down on exit; extra lab.sh options in args."""
+class Lab(_Lab):
+    """A mesh of N lockstepd over memif or veth (lab.sh up --nodes N)."""
+
+    def __init__(self, nodes, transport, interval_us=100000, paths=4, tag=None, lcores=1):
+        super().__init__(tag or transport,
+                         ["--nodes", str(nodes), "--transport", transport,
+                          "--interval-us", str(interval_us), "--paths", str(paths),
+                          "--lcores", str(lcores)])
+        self.nodes = nodes
+        self.transport = transport
+        self.interval_s = interval_us / 1e6
+
+
+class FabricLab(_Lab):
+    """lockstep-fabric plus one lockstepd per host (lab.sh up --topo FILE);
+    extra lab.sh options in args."""
 
     def __init__(self, topo_file, name, args=(), quiet=False):
-        self.dir = "/tmp/lockstep-test-%s-%d" % (name, os.getpid())
-        self.args = ["--topo", topo_file, "--dir", self.dir, "--build", BUILD] + list(args)
-        self.out = subprocess.DEVNULL if quiet else None
-
-    def __enter__(self):
-        try:
-            subprocess.run([LAB, "up"] + self.args, check=True, stdout=self.out)
-        except BaseException:
-            self.down()  # a half-started lab must not outlive the test
-            raise
-        return self
-
-    def __exit__(self, *exc):
-        self.down()
-
-    def down(self):
-        subprocess.run([LAB, "down", "--dir", self.dir], check=False, stdout=self.out)
-
-    def sock(self, i):
-        return os.path.join(self.dir, "n%d.sock" % i)
+        super().__init__(name, ["--topo", topo_file] + list(args), quiet)
 
     @property
     def fab(self):
         return os.path.join(self.dir, "fabric", "ctl.sock")
+
+
+def leaf_spine(leaves, spines, hosts_per_leaf, link, host_link, ipv6=True, links=None):
+    """A topology for lockstep-fabric: spineS and leafL switches, hosts h1..
+    numbered leaf by leaf (host k of leaf L at 10.L.0.k/24, fd00:L::k/64),
+    every leaf joined to every spine. link/host_link are the layered
+    defaults; links optionally gives per-link overrides by "leafL-spineS"."""
+    sw = [{"name": "spine%d" % s, "role": "spine", "ipv4": "10.255.0.%d" % s,
+           "ipv6": "fd00:ff::%d" % s} for s in range(1, spines + 1)]
+    sw += [{"name": "leaf%d" % l, "role": "leaf", "ipv4": "10.255.1.%d" % l,
+            "ipv6": "fd00:ff::1:%d" % l} for l in range(1, leaves + 1)]
+    lk = []
+    for l in range(1, leaves + 1):
+        for s in range(1, spines + 1):
+            e = {"a": "leaf%d" % l, "b": "spine%d" % s}
+            e.update((links or {}).get("leaf%d-spine%d" % (l, s), {}))
+            lk.append(e)
+    hosts = []
+    for l in range(1, leaves + 1):
+        for k in range(1, hosts_per_leaf + 1):
+            h = {"name": "h%d" % (len(hosts) + 1), "leaf": "leaf%d" % l,
+                 "ipv4": "10.%d.0.%d/24" % (l, k)}
+            if ipv6:
+                h["ipv6"] = "fd00:%d::%d/64" % (l, k)
+            hosts.append(h)
+    if not ipv6:
+        for x in sw:
+            del x["ipv6"]
+    return {"defaults": {"link": dict(link), "host_link": dict(host_link)},
+            "convergence_ms": 0, "switches": sw, "links": lk, "hosts": hosts}
 
 
 def all_synced(socks):

@@ -35,24 +35,10 @@ ERR_BOUND_NS = 2000          # the issue's loose bound, stable on a noisy VM
 CONVERGE_S = 20              # generous: start-up of 5 processes on 2 vCPUs included
 HOST_NS, SPINE_NS, RATE = 20000, 100000, 10_000_000_000
 
-TOPO = {
-    "defaults": {"link": {"delay_ns": SPINE_NS, "rate_bps": RATE, "buffer_bytes": 1048576,
-                          "ecn_bytes": 131072, "loss": 0, "mtu": 9000},
-                 "host_link": {"delay_ns": HOST_NS}},
-    "convergence_ms": 0,
-    "switches": [
-        {"name": "spine1", "role": "spine", "ipv4": "10.255.0.1", "ipv6": "fd00:ff::1"},
-        {"name": "spine2", "role": "spine", "ipv4": "10.255.0.2", "ipv6": "fd00:ff::2"},
-        {"name": "leaf1", "role": "leaf", "ipv4": "10.255.1.1", "ipv6": "fd00:ff::1:1"},
-        {"name": "leaf2", "role": "leaf", "ipv4": "10.255.1.2", "ipv6": "fd00:ff::1:2"}],
-    "links": [{"a": "leaf1", "b": "spine1"}, {"a": "leaf1", "b": "spine2"},
-              {"a": "leaf2", "b": "spine1"}, {"a": "leaf2", "b": "spine2"}],
-    "hosts": [
-        {"name": "h1", "leaf": "leaf1", "ipv4": "10.1.0.1/24", "ipv6": "fd00:1::1/64"},
-        {"name": "h2", "leaf": "leaf1", "ipv4": "10.1.0.2/24", "ipv6": "fd00:1::2/64"},
-        {"name": "h3", "leaf": "leaf2", "ipv4": "10.2.0.1/24", "ipv6": "fd00:2::1/64"},
-        {"name": "h4", "leaf": "leaf2", "ipv4": "10.2.0.2/24", "ipv6": "fd00:2::2/64"}],
-}
+TOPO = lslab.leaf_spine(2, 2, 2,
+                        link={"delay_ns": SPINE_NS, "rate_bps": RATE, "buffer_bytes": 1048576,
+                              "ecn_bytes": 131072, "loss": 0, "mtu": 9000},
+                        host_link={"delay_ns": HOST_NS})
 LEAF = {h["name"]: h["leaf"] for h in TOPO["hosts"]}
 
 # Offsets up to +-10 ms, drifts up to +-100 ppm, wander on every clock.

@@ -53,24 +53,12 @@ SPINE_RATE = 1_000_000_000  # shared links: the emulator (one core) must
 HOSTS = ["h%d" % i for i in range(1, 7)]
 CLOCKS = [(3_100_000, 12.0), (-7_900_000, -85.0), (9_500_000, 100.0),
           (-2_200_000, -40.0), (-9_800_000, 63.0), (5_400_000, -100.0)]
-TOPO = {
-    "defaults": {"link": {"delay_ns": 2000, "rate_bps": RATE, "buffer_bytes": 4 << 20,
-                          "ecn_bytes": 1 << 20, "loss": 0, "mtu": 9000},
-                 "host_link": {"delay_ns": 500}},
-    "convergence_ms": 0,
-    "switches": [
-        {"name": "spine1", "role": "spine", "ipv4": "10.255.0.1"},
-        {"name": "spine2", "role": "spine", "ipv4": "10.255.0.2"},
-        {"name": "leaf1", "role": "leaf", "ipv4": "10.255.1.1"},
-        {"name": "leaf2", "role": "leaf", "ipv4": "10.255.1.2"}],
-    "links": [{"a": a, "b": b, "rate_bps": SPINE_RATE}
-              for a, b in (("leaf1", "spine1"), ("leaf1", "spine2"),
-                           ("leaf2", "spine1"), ("leaf2", "spine2"))],
-    "hosts": [{"name": h, "leaf": "leaf1" if i < 3 else "leaf2",
-               "ipv4": "10.%d.0.%d/24" % (1 if i < 3 else 2, i % 3 + 1)}
-              for i, h in enumerate(HOSTS)],
-}
 SPINE_LINKS = ["leaf1-spine1", "leaf1-spine2", "leaf2-spine1", "leaf2-spine2"]
+TOPO = lslab.leaf_spine(2, 2, 3,
+                        link={"delay_ns": 2000, "rate_bps": RATE, "buffer_bytes": 4 << 20,
+                              "ecn_bytes": 1 << 20, "loss": 0, "mtu": 9000},
+                        host_link={"delay_ns": 500}, ipv6=False,
+                        links={name: {"rate_bps": SPINE_RATE} for name in SPINE_LINKS})
 
 
 def pct(xs, q):
