@@ -416,7 +416,7 @@ ls_sync_drain(void)
 static int
 path_fit(struct sync_path *sp, uint64_t now)
 {
-	double sig, b = ls_sync_track_drift(&sp->track, LS_SYNC_DRIFT_SPAN_NS, &sig);
+	double sig, b = ls_sync_track_drift(&sp->track, LS_SYNC_DRIFT_SPAN_NS, &sp->est.conf, &sig);
 	int rc;
 
 	sp->est.conf.fixed_drift = b;

@@ -508,8 +508,11 @@ ls_sync_envelope_fit(const struct ls_sync_pt *fwd, uint32_t n_fwd,
 		drops += got;
 	}
 
-	fe = env_min(&f, f.hull, f.nh, b, NULL);
-	re = env_min(&r, r.hull, r.nh, b, NULL);
+	fe = env_min(&f, f.hull, f.nh, b, &i);
+	out->sup_fwd = f.p[i];
+	re = env_min(&r, r.hull, r.nh, b, &i);
+	out->sup_rev = r.p[i];
+	out->has_sup = true;
 	out->ok = true;
 	out->t_ref = 0;
 	out->drift = b;
@@ -743,13 +746,14 @@ int
 ls_sync_combine(const struct ls_sync_fit *fits, unsigned int n, uint64_t t_ref,
 		struct ls_sync_fit *out)
 {
-	double sw = 0, so = 0, sd = 0, sdv = 0, half = INFINITY, band = INFINITY;
+	double sw = 0, so = 0, sd = 0, ssig = 0, sds = 0, half = INFINITY, band = INFINITY;
+	double o0 = NAN, so2 = 0;
 	unsigned int i;
 
 	memset(out, 0, sizeof(*out));
 	for (i = 0; i < n; i++) {
 		const struct ls_sync_fit *f = &fits[i];
-		double dt, sig, w;
+		double dt, sig, w, o;
 
 		if (!f->ok)
 			continue;
@@ -757,10 +761,15 @@ ls_sync_combine(const struct ls_sync_fit *fits, unsigned int n, uint64_t t_ref,
 		/* Moving a fit along its drift costs drift_sigma per ns moved. */
 		sig = fmax(hypot(f->sigma_ns, f->drift_sigma * dt), SIGMA_MIN);
 		w = 1.0 / (sig * sig);
+		o = f->offset_ns + f->drift * dt;
+		if (isnan(o0))
+			o0 = o; /* differences keep the digits (offsets ~1e7 ns) */
 		sw += w;
-		so += w * (f->offset_ns + f->drift * dt);
+		so += w * (o - o0);
+		so2 += w * (o - o0) * (o - o0);
 		sd += w * f->drift;
-		sdv += w * w * f->drift_sigma * f->drift_sigma;
+		ssig += w * sig;
+		sds += w * f->drift_sigma;
 		half = fmin(half, f->half_gap_ns);
 		band = fmin(band, f->band_ns);
 		out->n_fwd += f->n_fwd;
@@ -771,10 +780,17 @@ ls_sync_combine(const struct ls_sync_fit *fits, unsigned int n, uint64_t t_ref,
 		return -ENODATA;
 	out->ok = true;
 	out->t_ref = t_ref;
-	out->offset_ns = so / sw;
+	out->offset_ns = o0 + so / sw;
 	out->drift = sd / sw;
-	out->sigma_ns = 1.0 / sqrt(sw);
-	out->drift_sigma = sqrt(sdv) / sw;
+	/*
+	 * Not 1 / sqrt(sum w): paths to one peer share links and queues (two
+	 * of four cross the same spine), so their errors are not independent.
+	 * The weighted mean of their sigmas holds whatever the correlation;
+	 * and where the paths disagree with each other by more than that,
+	 * their spread is the better figure.
+	 */
+	out->sigma_ns = fmax(ssig / sw, sqrt(fmax(so2 / sw - (so / sw) * (so / sw), 0)));
+	out->drift_sigma = sds / sw;
 	out->half_gap_ns = half;
 	out->band_ns = band;
 	return 0;
@@ -1151,6 +1167,7 @@ ls_sync_node_update(const struct ls_sync_node_conf *c, const struct ls_sync_nbr 
 			double back = st->edge_back_ns + st->edge_back_drift * dt_n;
 			double b = st->edge_back_drift;
 			double w = two_sided_weight(nb->edge.sigma_ns, st->edge_back_sigma);
+			double apart = fabs(o + back); /* the two sides' disagreement */
 
 			k->back = -w * (o + back);
 			o = (1.0 - w) * o - w * back;
@@ -1158,6 +1175,18 @@ ls_sync_node_update(const struct ls_sync_node_conf *c, const struct ls_sync_nbr 
 			dd = (1.0 - w) * nb->edge.drift - w * b / (1.0 + b);
 			se_two = sqrt((1.0 - w) * (1.0 - w) * nb->edge.sigma_ns * nb->edge.sigma_ns +
 				      w * w * st->edge_back_sigma * st->edge_back_sigma);
+			/*
+			 * The two sides measure one quantity with different
+			 * probes: when they disagree, one of them is that far
+			 * off and nothing says which, so the mix is off by up
+			 * to the larger share of the disagreement, and its
+			 * sigma is at least half that (the 3 sigma bound then
+			 * covers it with room to spare). At 90% load
+			 * a side that had never seen one of its floors claimed
+			 * 0.4 us while 14 us off, and its neighbour's side said
+			 * so.
+			 */
+			se_two = fmax(se_two, fmax(w, 1.0 - w) * apart / 2.0);
 		} else {
 			dd = nb->edge.drift;
 			k->back = 0;
@@ -1168,9 +1197,7 @@ ls_sync_node_update(const struct ls_sync_node_conf *c, const struct ls_sync_nbr 
 		 * its clock, which runs (1 + drift) times ours. The product term
 		 * is 1e-8 at 100 ppm each: 100 ns over 10 s, not negligible. */
 		k->phi = st->phi * (1.0 + dd) - dd;
-		k->s = fmax(se_two, floor_ns);
-		k->w0 = 1.0 / (k->s * k->s);
-		se = hypot(k->s, nb->edge.drift_sigma * dt_e);
+		se = hypot(fmax(se_two, floor_ns), nb->edge.drift_sigma * dt_e);
 		sn = hypot(st->sigma_ns, st->phi_sigma * dt_n);
 		k->var = se * se + sn * sn;
 		k->phi_var = nb->edge.drift_sigma * nb->edge.drift_sigma +
@@ -1184,13 +1211,22 @@ ls_sync_node_update(const struct ls_sync_node_conf *c, const struct ls_sync_nbr 
 		 * which they drifted together with nothing to hold them.
 		 */
 		k->s = fmax(sqrt(k->var), floor_ns);
+		/*
+		 * And weighted by the same figure. Weighted by the edge alone,
+		 * a neighbour far off but unsure of itself (a wide scale) still
+		 * pulled like a clean edge: at 90% load two nodes on one leaf,
+		 * each a few sigma inside the other's wide scale, moved the
+		 * estimate off the reference's candidate, whose narrow scale
+		 * then cut it, and the two followed each other 300 us away.
+		 */
+		k->w0 = 1.0 / (k->s * k->s);
 		if (!isfinite(k->theta) || !isfinite(k->phi))
 			continue;
 		nc++;
 	}
 
 	if (nc > 0) {
-		double est, sw = 0, sphi = 0, var = 0, spw = 0;
+		double est, sw = 0, sphi = 0, ssig = 0, spw = 0;
 		uint16_t hops = UINT16_MAX;
 		uint32_t seq = 0;
 		bool seq_set = false;
@@ -1249,7 +1285,7 @@ ls_sync_node_update(const struct ls_sync_node_conf *c, const struct ls_sync_nbr 
 				spw += wp;
 				sphi += wp * cs[i].phi;
 			}
-			var += w * w * cs[i].var;
+			ssig += w * cs[i].s;
 			if (st->hops < hops)
 				hops = st->hops;
 			if (!seq_set || seq_after(st->ref_seq, seq)) {
@@ -1262,7 +1298,17 @@ ls_sync_node_update(const struct ls_sync_node_conf *c, const struct ls_sync_nbr 
 
 			s->theta_ns = est;
 			s->phi = sphi / spw;
-			s->sigma_ns = fmax(sqrt(var) / sw, floor_ns);
+			/*
+			 * The weighted mean of the candidates' sigmas, not the
+			 * inverse-variance sigma 1/sqrt(sum w): the candidates are
+			 * not independent (all derive from the reference, often
+			 * through each other), and the latter let two neighbours
+			 * vouch for each other, each round shrinking both sigmas
+			 * until any loaded edge looked clean. |sum w e| <= sum w |e|
+			 * holds whatever the correlation, so a node's sigma never
+			 * claims more than its candidates do.
+			 */
+			s->sigma_ns = fmax(ssig / sw, floor_ns);
 			s->bound_sigma_ns = fmax(s->sigma_ns, anchored_sigma(cs, nc, nbrs, est));
 			s->phi_sigma = 1.0 / sqrt(spw);
 			s->hops = hops < UINT16_MAX ? (uint16_t)(hops + 1) : UINT16_MAX;

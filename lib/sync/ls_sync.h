@@ -123,6 +123,10 @@ struct ls_sync_fit {
 				 *   a wrong slope does not narrow it */
 	uint32_t n_fwd, n_rev;  /**< samples used */
 	uint32_t n_outliers;    /**< samples dropped as outliers */
+	bool has_sup;           /**< sup_fwd and sup_rev are set */
+	struct ls_sync_pt sup_fwd; /**< the forward sample the lower envelope rests on
+				    *   at the fitted slope (t relative to t_ref) */
+	struct ls_sync_pt sup_rev; /**< the same for the reverse samples */
 };
 
 /**
@@ -232,9 +236,11 @@ void ls_sync_est_baselines(const struct ls_sync_est *e, uint64_t now, double dri
  * Combine fits of several paths to one peer into one edge estimate at
  * t_ref: each fit is moved to t_ref along its drift (its sigma growing in
  * quadrature by drift_sigma per ns moved), then offset and drift are
- * averaged with weights 1 / sigma^2. The result's sigma is
- * 1 / sqrt(sum of weights), its drift_sigma that of the weighted mean;
- * half_gap_ns is the smallest, counts are summed.
+ * averaged with weights 1 / sigma^2. The result's sigma is the larger of
+ * the weighted mean of the fits' sigmas (the paths share links, so their
+ * errors are not independent and 1 / sqrt(sum of weights) would claim too
+ * much) and the weighted spread of their offsets; its drift_sigma the
+ * weighted mean of theirs; half_gap_ns is the smallest, counts are summed.
  * @return 0, or -ENODATA when no fit is ok.
  */
 int ls_sync_combine(const struct ls_sync_fit *fits, unsigned int n, uint64_t t_ref,
@@ -243,11 +249,11 @@ int ls_sync_combine(const struct ls_sync_fit *fits, unsigned int n, uint64_t t_r
 /* ---- per-path history of window fits ---- */
 
 /**
- * Windows kept per path: 20 s at the default 500 ms sync step. Used for the
+ * Windows kept per path: 60 s at the default 500 ms sync step. Used for the
  * drift (a slope through many windows' offsets is steadier than one 2 s
  * window's) and to carry a clean window's offset forward (below).
  */
-#define LS_SYNC_TRACK_LEN 40
+#define LS_SYNC_TRACK_LEN 120
 
 /**
  * The RTT floor tells each window how biased it can be. With the slope
@@ -261,12 +267,22 @@ int ls_sync_combine(const struct ls_sync_fit *fits, unsigned int n, uint64_t t_r
  * carries the offset of a clean window forward along the drift, trusting
  * it less with age (drift uncertainty, oscillator wander), rather than
  * taking the newest window whatever it met.
+ *
+ * "The least half gap the path has shown" is the least since the track was
+ * reset, not only among the windows held: under heavy load a path can go
+ * longer than the track holds without a window that met both floors, and
+ * measured against the best of the held ones, every held window would then
+ * look clean while all of them were off by that much.
  */
 struct ls_sync_track {
 	uint64_t t[LS_SYNC_TRACK_LEN];   /**< window's t_ref (our clock) */
 	double off[LS_SYNC_TRACK_LEN];   /**< its offset at t_ref */
 	double gap[LS_SYNC_TRACK_LEN];   /**< its band_ns (the widest half gap) */
 	double sig[LS_SYNC_TRACK_LEN];   /**< its sigma */
+	struct ls_sync_pt sf[LS_SYNC_TRACK_LEN]; /**< its forward support sample (t from t_ref) */
+	struct ls_sync_pt sr[LS_SYNC_TRACK_LEN]; /**< its reverse one */
+	bool sup[LS_SYNC_TRACK_LEN];     /**< sf and sr are set */
+	double floor;                    /**< least band since reset, held or not */
 	uint32_t n;                      /**< entries held */
 	uint32_t head;                   /**< next write */
 };
@@ -278,14 +294,27 @@ void ls_sync_track_reset(struct ls_sync_track *k);
 void ls_sync_track_add(struct ls_sync_track *k, const struct ls_sync_fit *f);
 
 /**
- * Drift: the weighted least-squares slope of the held offsets, each window
- * weighted by 1 / (sigma^2 + e^2) (e its half-gap excess, above).
+ * Drift, two ways, and whichever is surer:
+ *  - the weighted least-squares slope of the held offsets, each window
+ *    weighted by 1 / (sigma^2 + e^2) (e its half-gap excess, above); its
+ *    uncertainty the larger of its standard error and sum |c_j| u_j, c_j
+ *    window j's coefficient in the slope and u_j = sqrt(sigma_j^2 + e_j^2),
+ *    which holds however the windows' errors are correlated;
+ *  - the envelope fit (ls_sync_envelope_fit, free slope, conf's outlier
+ *    and sigma settings) of the windows' support samples: one forward and
+ *    one reverse sample per window, the ones its envelopes rest on, over
+ *    the whole span the track holds. This is the long-baseline slope:
+ *    under heavy load each window's offset is tens of microseconds off in
+ *    its own way and the least-squares slope through a few of them is
+ *    ppm off, while any floor sample at either end of the span pins the
+ *    envelope's slope to (its queueing) / (the span).
  * @param min_span_ns  the windows must span at least this
- * @param sigma        out: the slope's standard error (NaN with the result)
+ * @param conf         envelope settings (fixed_drift and asym_ns are ignored)
+ * @param sigma        out: the chosen slope's uncertainty (NaN with the result)
  * @return the slope, or NaN with fewer than 6 windows or too short a span.
  */
 double ls_sync_track_drift(const struct ls_sync_track *k, uint64_t min_span_ns,
-			   double *sigma);
+			   const struct ls_sync_est_conf *conf, double *sigma);
 
 /**
  * Offset at now from the held windows, each moved to now along drift:
