@@ -441,12 +441,14 @@ void ls_sync_state_init(struct ls_sync_state *s, uint32_t node_id);
  *  - This node is the reference: theta = phi = 0, sigma 0, hops 0,
  *    ref_seq + 1, flags SYNCED|REF.
  *  - Otherwise every fresh, SYNCED neighbour with the same reference and an
- *    edge gives a candidate theta_nbr(now') - o(now) and phi_nbr - drift;
- *    weights 1/edge sigma^2, robust average (start at the weighted median,
- *    then iteratively reweighted: weight 1 within huber_k sigma, huber_k
- *    sigma/|r| up to reject_k sigma, 0 beyond; if that rejects every
- *    candidate, plain Huber). hops = 1 + least hops used, ref_seq = highest
- *    used, sigma from the weights and the neighbours' sigmas.
+ *    edge gives a candidate theta_nbr(now') - o(now) and phi_nbr - drift,
+ *    with sigma s = the edge's and the neighbour's together; weights 1/s^2,
+ *    robust average (start at the reference's candidate if it is one, else
+ *    the weighted median, then iteratively reweighted: weight 1 within
+ *    huber_k s, huber_k s/|r| up to reject_k s, 0 beyond; if that rejects
+ *    every candidate, plain Huber). hops = 1 + least hops used, ref_seq =
+ *    highest used, sigma = the weighted mean of the used candidates' s
+ *    (they all derive from the reference, so they are not independent).
  *  - No candidate: a node that was SYNCED keeps theta/phi (re-anchored at
  *    now along phi) with HOLDOVER set; one that never was stays unsynced.
  * @param s     in: previous state; out: new state (t0 = now)

@@ -601,41 +601,46 @@ END_TEST
 
 /* ---- 4b. per-path track of windows ------------------------------------ */
 
+/* Worst errors of a track run (track_run). */
+struct track_worst {
+	unsigned int steps;
+	double win, track, drift, z; /* |error| of newest window, track, drift; track / sigma */
+};
+
 /*
- * A busy link in one direction only: the reverse floor is reachable only in
- * the first 1.5 s of every 6 s (20% of pure samples then meet no queue);
- * otherwise every reverse sample meets 20..120 us. Forward is light. The
- * newest window is then off by >= 10 us for much of the time, and says so
- * by its half gap; the track must carry the clean windows' offset forward.
+ * Feed a path pairs every gap_ns (queueing from queues(), the pair's two
+ * members alike), step every 500 ms for secs as lockstepd does (drift from
+ * the track, window fitted at it, into the track, offset from the track),
+ * and from 10 s on check that the drift's and the offset's sigmas cover
+ * their errors.
  */
-START_TEST(test_track_one_sided)
+static void
+track_run(struct path *p, uint64_t seed, double gap_ns, double secs,
+	  void (*queues)(double T, double *qf, double *qr), struct track_worst *w)
 {
-	struct path p = mk_path(3.2 * MS, 40e-6);
 	struct ls_sync_est_conf conf;
 	struct ls_sync_est e;
 	struct ls_sync_track k;
-	double T, Tf = 0, worst_win = 0, worst_track = 0, worst_drift = 0;
-	unsigned int steps = 0;
+	double T, Tf = 0;
 
-	rng_state = 1603;
+	memset(w, 0, sizeof(*w));
+	rng_state = seed;
 	ls_sync_est_conf_default(&conf);
 	conf.purity_tol_ns = 200;
 	ck_assert_int_eq(ls_sync_est_init(&e, &conf, 1024), 0);
 	ls_sync_track_reset(&k);
-	for (T = 500 * MS; T <= 40 * SEC; T += 500 * MS) {
+	for (T = 500 * MS; T <= secs * SEC; T += 500 * MS) {
 		struct ls_sync_fit win, fit;
-		double sig, b, truth;
-		uint64_t now = clk_at(&p.a, T);
+		double sig, b, truth, de;
+		uint64_t now = clk_at(&p->a, T);
 
-		for (; Tf < T; Tf += 10 * MS) {
+		for (; Tf < T; Tf += gap_ns) {
 			struct ls_sync_probe a, bb;
-			bool clean = fmod(Tf, 6 * SEC) < 1.5 * SEC;
-			double qf = rng_unit() < 0.2 ? 0 : 50 * US * rng_unit();
-			double qr = clean ? (rng_unit() < 0.2 ? 0 : 100 * US * rng_unit())
-					  : 20 * US + 100 * US * rng_unit();
+			double qf, qr;
 
-			probe_at(&p, Tf, qf, qr, &a);
-			probe_at(&p, Tf + 10 * US, qf, qr, &bb);
+			queues(Tf, &qf, &qr);
+			probe_at(p, Tf, qf, qr, &a);
+			probe_at(p, Tf + 10 * US, qf, qr, &bb);
 			ls_sync_est_add_pair(&e, &a, &bb);
 		}
 		b = ls_sync_track_drift(&k, 4000000000ULL, &conf, &sig);
@@ -646,24 +651,52 @@ START_TEST(test_track_one_sided)
 		if (T < 10 * SEC || isnan(b))
 			continue;
 		ck_assert_int_eq(ls_sync_track_fit(&k, now, b, sig, 10.0, &fit), 0);
-		truth = path_offset(&p, T);
-		worst_win = fmax(worst_win, fabs(win.offset_ns - truth));
-		worst_track = fmax(worst_track, fabs(fit.offset_ns - truth));
-		worst_drift = fmax(worst_drift, fabs(b - path_drift(&p)));
-		/* its sigma covers its error */
+		ck_assert(fit.ok && fit.t_ref == now && fit.drift == b);
+		truth = path_offset(p, T);
+		de = b - path_drift(p);
+		w->win = fmax(w->win, fabs(win.offset_ns - truth));
+		w->track = fmax(w->track, fabs(fit.offset_ns - truth));
+		w->drift = fmax(w->drift, fabs(de));
+		w->z = fmax(w->z, fabs(fit.offset_ns - truth) / fit.sigma_ns);
+		ck_assert_msg(fabs(de) <= 3 * sig, "T %.1f s: drift off %.4f ppm, sigma %.4f",
+			      T / SEC, de * 1e6, sig * 1e6);
 		ck_assert_msg(fabs(fit.offset_ns - truth) <= 3 * fit.sigma_ns + 5,
 			      "T %.1f s: error %.1f ns, sigma %.1f", T / SEC,
 			      fit.offset_ns - truth, fit.sigma_ns);
-		ck_assert(fit.ok && fit.t_ref == now && fit.drift == b);
-		steps++;
+		w->steps++;
 	}
-	printf("track_one_sided: %u steps, worst |error| newest window %.0f ns, track %.1f ns, "
-	       "drift %.4f ppm\n", steps, worst_win, worst_track, worst_drift * 1e6);
-	ck_assert_uint_ge(steps, 55);
-	ck_assert_msg(worst_win > 5000, "the load must bias windows: %.0f", worst_win);
-	ck_assert_msg(worst_track < 100, "track %.1f ns", worst_track);
-	ck_assert_msg(worst_drift < 0.02e-6, "drift %.4f ppm", worst_drift * 1e6);
 	ls_sync_est_free(&e);
+}
+
+/*
+ * A busy link in one direction only: the reverse floor is reachable only in
+ * the first 1.5 s of every 6 s (20% of pure samples then meet no queue);
+ * otherwise every reverse sample meets 20..120 us. Forward is light. The
+ * newest window is then off by >= 10 us for much of the time, and says so
+ * by its half gap; the track must carry the clean windows' offset forward.
+ */
+static void
+one_sided_queues(double T, double *qf, double *qr)
+{
+	bool clean = fmod(T, 6 * SEC) < 1.5 * SEC;
+
+	*qf = rng_unit() < 0.2 ? 0 : 50 * US * rng_unit();
+	*qr = clean ? (rng_unit() < 0.2 ? 0 : 100 * US * rng_unit())
+		    : 20 * US + 100 * US * rng_unit();
+}
+
+START_TEST(test_track_one_sided)
+{
+	struct path p = mk_path(3.2 * MS, 40e-6);
+	struct track_worst w;
+
+	track_run(&p, 1603, 10 * MS, 40, one_sided_queues, &w);
+	printf("track_one_sided: %u steps, worst |error| newest window %.0f ns, track %.1f ns, "
+	       "drift %.4f ppm\n", w.steps, w.win, w.track, w.drift * 1e6);
+	ck_assert_uint_ge(w.steps, 55);
+	ck_assert_msg(w.win > 5000, "the load must bias windows: %.0f", w.win);
+	ck_assert_msg(w.track < 100, "track %.1f ns", w.track);
+	ck_assert_msg(w.drift < 0.02e-6, "drift %.4f ppm", w.drift * 1e6);
 }
 END_TEST
 
@@ -672,67 +705,29 @@ END_TEST
  * an empty queue with probability 2%, otherwise 0..500 us. Each window is
  * off in its own way, so a least-squares slope through a few of them can
  * be ppm off while agreeing with itself; the track's drift comes from the
- * envelope of the windows' support samples over the whole span instead,
- * and both its drift and its offset must carry sigmas that cover their
- * errors.
+ * envelope of the windows' support samples over the whole span instead.
  */
+static void
+heavy_queues(double T, double *qf, double *qr)
+{
+	(void)T;
+	*qf = rng_unit() < 0.02 ? 0 : 500 * US * rng_unit();
+	*qr = rng_unit() < 0.02 ? 0 : 500 * US * rng_unit();
+}
+
 START_TEST(test_track_heavy_load)
 {
 	struct path p = mk_path(-6.3 * MS, 83e-6);
-	struct ls_sync_est_conf conf;
-	struct ls_sync_est e;
-	struct ls_sync_track k;
-	double T, Tf = 0, worst_drift = 0, worst_track = 0, worst_win = 0, worst_z = 0;
-	unsigned int steps = 0;
+	struct track_worst w;
 
-	rng_state = 4242;
-	ls_sync_est_conf_default(&conf);
-	conf.purity_tol_ns = 200;
-	ck_assert_int_eq(ls_sync_est_init(&e, &conf, 1024), 0);
-	ls_sync_track_reset(&k);
-	for (T = 500 * MS; T <= 60 * SEC; T += 500 * MS) {
-		struct ls_sync_fit win, fit;
-		double sig, b, truth;
-		uint64_t now = clk_at(&p.a, T);
-
-		for (; Tf < T; Tf += 20 * MS) {
-			struct ls_sync_probe a, bb;
-			double qf = rng_unit() < 0.02 ? 0 : 500 * US * rng_unit();
-			double qr = rng_unit() < 0.02 ? 0 : 500 * US * rng_unit();
-
-			probe_at(&p, Tf, qf, qr, &a);
-			probe_at(&p, Tf + 10 * US, qf, qr, &bb);
-			ls_sync_est_add_pair(&e, &a, &bb);
-		}
-		b = ls_sync_track_drift(&k, 4000000000ULL, &conf, &sig);
-		e.conf.fixed_drift = b;
-		if (ls_sync_est_fit(&e, now, &win) != 0)
-			continue;
-		ls_sync_track_add(&k, &win);
-		if (T < 10 * SEC || isnan(b))
-			continue;
-		ck_assert_int_eq(ls_sync_track_fit(&k, now, b, sig, 10.0, &fit), 0);
-		truth = path_offset(&p, T);
-		worst_win = fmax(worst_win, fabs(win.offset_ns - truth));
-		worst_track = fmax(worst_track, fabs(fit.offset_ns - truth));
-		worst_drift = fmax(worst_drift, fabs(b - path_drift(&p)));
-		worst_z = fmax(worst_z, fabs(fit.offset_ns - truth) / fit.sigma_ns);
-		ck_assert_msg(fabs(b - path_drift(&p)) <= 3 * sig, "T %.1f s: drift off %.4f ppm, "
-			      "sigma %.4f", T / SEC, (b - path_drift(&p)) * 1e6, sig * 1e6);
-		ck_assert_msg(fabs(fit.offset_ns - truth) <= 3 * fit.sigma_ns + 5,
-			      "T %.1f s: error %.1f ns, sigma %.1f", T / SEC,
-			      fit.offset_ns - truth, fit.sigma_ns);
-		steps++;
-	}
+	track_run(&p, 4242, 20 * MS, 60, heavy_queues, &w);
 	printf("track_heavy_load: %u steps, worst |error| newest window %.0f ns, track %.0f ns "
-	       "(%.2f sigma), drift %.4f ppm\n", steps, worst_win, worst_track, worst_z,
-	       worst_drift * 1e6);
-	ck_assert_uint_ge(steps, 95);
-	ck_assert_msg(worst_win > 10000, "the load must bias windows: %.0f", worst_win);
-	ck_assert_msg(worst_track < 0.1 * worst_win, "track %.0f ns", worst_track);
+	       "(%.2f sigma), drift %.4f ppm\n", w.steps, w.win, w.track, w.z, w.drift * 1e6);
+	ck_assert_uint_ge(w.steps, 95);
+	ck_assert_msg(w.win > 10000, "the load must bias windows: %.0f", w.win);
+	ck_assert_msg(w.track < 0.1 * w.win, "track %.0f ns", w.track);
 	/* the least-squares slope alone is 0.26 ppm off here */
-	ck_assert_msg(worst_drift < 0.05e-6, "drift %.4f ppm", worst_drift * 1e6);
-	ls_sync_est_free(&e);
+	ck_assert_msg(w.drift < 0.05e-6, "drift %.4f ppm", w.drift * 1e6);
 }
 END_TEST
 

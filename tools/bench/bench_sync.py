@@ -26,6 +26,9 @@ size, default 1500) the script:
      fleet error through it.
 Errors are split into a constant part per node (the median signed error: what
 a path asymmetry or a host-stack difference would produce) and the rest.
+The fleet readings are also split in time: the second half of the sampling
+(steady state) and the last reading more than 1 us off (when accuracy, not
+just status, converged).
 Prints one table per load and a JSON line per load (for docs/benchmarks.md).
 """
 import json
@@ -145,11 +148,12 @@ def run(load, tmp):
         res["converge_s_from_up"] = round(time.time() - t_up, 2) if ok else None
         res["converge_s_from_start"] = round(time.time() - t0, 2) if ok else None
         time.sleep(3)
-        fleet, env, ntp, ptp, inside = {}, {}, {}, {}, []
+        fleet, env, ntp, ptp, inside, timed = {}, {}, {}, {}, [], []
         end = time.time() + SECS
         while time.time() < end:
             for i, e in fleet_errors(lab, n, inside).items():
                 fleet.setdefault(i, []).append(e)
+                timed.append((time.time() - t_up, abs(e)))
             for i, (a, b, c) in edge_errors(lab, n).items():
                 env.setdefault(i, []).append(a)
                 ntp.setdefault(i, []).append(b)
@@ -163,6 +167,13 @@ def run(load, tmp):
             res[name]["constant_max"] = max(abs(c) for c in const) if const else None
             res[name]["varying_p99"] = pct([abs(x) for x in rest], .99)
         res["bound_holds"] = round(sum(inside) / len(inside), 3) if inside else None
+        # the same readings split in time: the second half of the sampling
+        # (steady state), and the last reading above 1 us (accuracy, as
+        # opposed to status, converged)
+        mid = (timed[0][0] + timed[-1][0]) / 2 if timed else 0
+        res["fleet_second_half"] = summary([e for t, e in timed if t >= mid])
+        late = [t for t, e in timed if e > 1000]
+        res["last_over_1us_s_from_up"] = round(max(late), 1) if late else None
         # how well the emulator kept to its model meanwhile: the lab's own error
         lat = lslab.call(lab.fab, "status")["delivery_lateness_ns"]
         res["emulator_lateness_ns"] = {k: lat.get(k) for k in ("p50", "p99", "max")}
@@ -199,6 +210,12 @@ def main():
                 s["varying_p99"]))
         print("  fleet bound [earliest, latest] holds the truth in %.1f%% of readings"
               % (100 * (r["bound_holds"] or 0)))
+        h = r["fleet_second_half"]
+        last = r["last_over_1us_s_from_up"]
+        print("  fleet, second half of the sampling: p50 %.0f p99 %.0f max %.0f ns; "
+              "last reading over 1 us: %s" % (
+                  h["p50"], h["p99"], h["max"] or -1,
+                  "none" if last is None else "%.1f s after lab up" % last))
         el = r["emulator_lateness_ns"]
         print("  emulator delivery lateness (its error vs its model): p50 %s p99 %s max %s ns"
               % (el["p50"], el["p99"], el["max"]))
