@@ -15,6 +15,13 @@
  * the least bound, moved along the drift and trusted less as they age.
  * This is NTP's clock filter (least delay of the last eight) carried over
  * to envelopes and given a proper error budget.
+ *
+ * The drift is the surer of two slopes: a weighted line through the
+ * windows' offsets, and the envelope fit of the samples each window's
+ * envelopes rest on, over the whole minute held. Under heavy load the
+ * second is the one that holds: one floor sample near each end of the
+ * minute pins it, where the line follows whatever the cleanest few windows
+ * happened to share.
  */
 #include <errno.h>
 #include <math.h>
