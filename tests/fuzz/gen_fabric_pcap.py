@@ -19,20 +19,13 @@ import random
 import struct
 import sys
 
+from gen_fuzz_pcap import csum, write_pcap
+
 H1_MAC = bytes.fromhex("020000000101")
 LEAF_MAC = bytes.fromhex("02fa00000003")
 BCAST = b"\xff" * 6
 DSTS = ["10.1.0.2"] * 3 + ["10.2.0.1"] * 5 + ["10.2.0.2"] * 2 + \
        ["10.255.1.1", "10.255.0.1", "10.3.0.1", "10.1.0.1"]
-
-
-def csum(b):
-    if len(b) & 1:
-        b += b"\0"
-    s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    return ~s & 0xFFFF
 
 
 def ip4(a):
@@ -100,11 +93,7 @@ def main():
         r = rnd.random()
         frames.append(v4(rnd) if r < 0.80 else v6(rnd) if r < 0.90 else arp(rnd) if r < 0.92
                       else rnd.randbytes(rnd.randrange(14, 200)))
-    with open(args.out, "wb") as f:
-        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
-        for i, fr in enumerate(frames):
-            fr = fr + bytes(max(0, 60 - len(fr)))
-            f.write(struct.pack("<IIII", i // 1000000, i % 1000000, len(fr), len(fr)) + fr)
+    write_pcap(args.out, (fr + bytes(max(0, 60 - len(fr))) for fr in frames), first_us=0)
     print(len(frames))
     return 0
 

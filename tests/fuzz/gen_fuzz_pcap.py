@@ -46,6 +46,19 @@ def csum(data):
     return ~s & 0xFFFF
 
 
+def write_pcap(path, frames, first_us=1):
+    """Classic microsecond pcap, snaplen 65535, LINKTYPE_ETHERNET; the
+    frames 1 us apart from first_us on. Returns how many were written."""
+    n = 0
+    with open(path, "wb") as f:
+        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+        for n, frame in enumerate(frames, 1):
+            t_us = first_us + n - 1
+            f.write(struct.pack("<IIII", t_us // 1_000_000, t_us % 1_000_000, len(frame), len(frame)))
+            f.write(frame)
+    return n
+
+
 def eth(dst, src, etype, payload):
     return dst + src + struct.pack("!H", etype) + payload
 
@@ -302,15 +315,7 @@ def main():
 
     rnd = random.Random(args.seed)
     gens = [g for g, w in GENERATORS for _ in range(w)]
-    t_us = 0
-    with open(args.out, "wb") as f:
-        # Classic microsecond pcap, snaplen 65535, LINKTYPE_ETHERNET.
-        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
-        for _ in range(args.count):
-            frame = rnd.choice(gens)(rnd)[:1600]
-            t_us += 1
-            f.write(struct.pack("<IIII", t_us // 1_000_000, t_us % 1_000_000, len(frame), len(frame)))
-            f.write(frame)
+    write_pcap(args.out, (rnd.choice(gens)(rnd)[:1600] for _ in range(args.count)))
     print(args.count)
     return 0
 

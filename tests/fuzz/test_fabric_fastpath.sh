@@ -16,21 +16,9 @@
 # and drop follows from the pcap alone.
 #   LS_BUILD=build tests/fuzz/test_fabric_fastpath.sh      (as root)
 set -euo pipefail
-LS_BUILD=${LS_BUILD:-./build}
 HERE=$(cd "$(dirname "$0")" && pwd)
-TMP=$(mktemp -d /tmp/ls-fabfast.XXXXXX)
-PRE=lsfp$$
-PID=""
-cleanup() {
-	local rc=$?
-	[ -n "$PID" ] && kill -KILL "$PID" 2>/dev/null || true
-	rm -rf "$TMP" /var/run/dpdk/"$PRE"*
-	exit $rc
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-fail() { echo "test_fabric_fastpath: FAIL: $*" >&2; exit 1; }
-[ "$(id -u)" = 0 ] || { echo "SKIP: must run as root (DPDK)"; exit 77; }
+NAME=test_fabric_fastpath TAG=fabfast
+. "$HERE/fabric_lib.sh"
 
 frames=$(/usr/bin/python3 "$HERE/gen_fabric_pcap.py" "$TMP/in.pcap" --count 60000)
 
@@ -61,8 +49,7 @@ JSON
 		--socket "$out/ctl.sock" --sample-us 0 "$@" > "$out/fab.log" 2>&1 &
 	PID=$!
 	local ctl=("$LS_BUILD/tools/lockstepctl/lockstepctl" -s "$out/ctl.sock")
-	for _ in $(seq 1 100); do [ -S "$out/ctl.sock" ] && break; sleep 0.1; done
-	[ -S "$out/ctl.sock" ] || fail "$name: the emulator did not start"
+	fab_wait_socket "$out/ctl.sock" "$name"
 	for _ in $(seq 1 600); do
 		kill -0 "$PID" 2>/dev/null || fail "$name: lockstep-fabric died"
 		rx=$("${ctl[@]}" call status |

@@ -9,21 +9,9 @@
 # for every frame it received, and shut down cleanly.
 #   LS_BUILD=build tests/fuzz/test_fabric_fuzz.sh      (as root)
 set -euo pipefail
-LS_BUILD=${LS_BUILD:-./build}
 HERE=$(cd "$(dirname "$0")" && pwd)
-TMP=$(mktemp -d /tmp/ls-fabfuzz.XXXXXX)
-PRE=lsff$$
-PID=""
-cleanup() {
-	local rc=$?
-	[ -n "$PID" ] && kill -KILL "$PID" 2>/dev/null || true
-	rm -rf "$TMP" "/var/run/dpdk/$PRE"
-	exit $rc
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-fail() { echo "test_fabric_fuzz: FAIL: $*" >&2; [ -f "$TMP/fab.log" ] && tail -n 20 "$TMP/fab.log" >&2; exit 1; }
-[ "$(id -u)" = 0 ] || { echo "SKIP: must run as root (DPDK)"; exit 77; }
+NAME=test_fabric_fuzz TAG=fabfuzz
+. "$HERE/fabric_lib.sh"
 
 /usr/bin/python3 "$HERE/gen_fuzz_pcap.py" "$TMP/fuzz.pcap" --count 120000 > "$TMP/gen.out"
 cat > "$TMP/topo.json" <<JSON
@@ -40,8 +28,7 @@ JSON
 	--sample-us 10 > "$TMP/fab.log" 2>&1 &
 PID=$!
 CTL=("$LS_BUILD/tools/lockstepctl/lockstepctl" -s "$TMP/ctl.sock")
-for _ in $(seq 1 100); do [ -S "$TMP/ctl.sock" ] && break; sleep 0.1; done
-[ -S "$TMP/ctl.sock" ] || fail "the emulator did not start"
+fab_wait_socket "$TMP/ctl.sock" "lockstep-fabric"
 # Wait until every frame of the pcap has been received.
 frames=$(tail -n 1 "$TMP/gen.out" | grep -o '[0-9]\+' | head -n 1)
 for _ in $(seq 1 600); do
