@@ -62,13 +62,6 @@ _Static_assert(LS_STAMP_SYNC_LEN == LS_SYNC_WIRE_LEN, "sync TLV carries one wire
 
 
 #define LS_SYNC_DRIFT_SPAN_NS 4000000000ULL /* drift from the track once it spans 4 s */
-/*
- * Oscillator wander the track allows for when it carries an older window's
- * offset forward, ns per sqrt(s) of age: a server crystal's frequency
- * stability over seconds is ~1e-8 (10 ns in 1 s). Only weights windows of
- * different ages against each other; the fleet bound has its own holdover.
- */
-#define LS_SYNC_WANDER_NS 10.0
 
 struct sync_path {
 	struct ls_sync_est est;
@@ -105,6 +98,7 @@ static struct {
 	bool on;
 	struct ls_sync_node_conf nconf;
 	struct ls_sync_est_conf econf;
+	double wander_ns;           /* sync.wander_ns: the tracks' allowance */
 	struct ls_sync_state self;
 	struct ls_clock *clock;     /* the control thread's readers (control.c): sync */
 	struct ls_clock *q_clock;   /*   runs there too; q_clock for queries at a TSC */
@@ -203,6 +197,7 @@ ls_sync_init(struct ls_clock *clock, struct ls_clock *q_clock)
 	S.econf.window_ns = (uint64_t)c->window_ms * 1000000ULL;
 	S.econf.purity_tol_ns = c->purity_tol_ns;
 	S.econf.outlier_ns = c->outlier_ns;
+	S.wander_ns = c->wander_ns;
 	ls_sync_node_conf_default(&S.nconf);
 	S.nconf.self_id = g.cfg.node_id;
 	S.nconf.reference_id = c->reference;
@@ -416,7 +411,8 @@ ls_sync_drain(void)
 static int
 path_fit(struct sync_path *sp, uint64_t now)
 {
-	double sig, b = ls_sync_track_drift(&sp->track, LS_SYNC_DRIFT_SPAN_NS, &sp->est.conf, &sig);
+	double sig, b = ls_sync_track_drift(&sp->track, LS_SYNC_DRIFT_SPAN_NS, &sp->est.conf,
+					    S.wander_ns, &sig);
 	int rc;
 
 	sp->est.conf.fixed_drift = b;
@@ -430,7 +426,7 @@ path_fit(struct sync_path *sp, uint64_t now)
 		sp->fit = sp->win;
 		return 0;
 	}
-	return ls_sync_track_fit(&sp->track, now, b, sig, LS_SYNC_WANDER_NS, &sp->fit);
+	return ls_sync_track_fit(&sp->track, now, b, sig, S.wander_ns, &sp->est.conf, &sp->fit);
 }
 
 /* Fold one path's baselines (moved to now along the edge's drift, so they

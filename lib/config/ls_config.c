@@ -785,6 +785,7 @@ static const struct field sync_fields[] = {
 	F_INT("outlier_ns", SYNC, outlier_ns, 0, 1000000000, 0),
 	F_INT("reference", SYNC, reference, 0, UINT32_MAX, 0),
 	F_NUMBER("holdover_ppm", SYNC, holdover_ppm, 0.0, 1000.0),
+	F_NUMBER("wander_ns", SYNC, wander_ns, 0.0, 1e6),
 	F_NUMBER("asym_bound_ns", SYNC, asym_bound_ns, 0.0, 1e9),
 	F_STR("shm", SYNC, shm, 0, 0),
 };
@@ -849,6 +850,7 @@ set_defaults(struct ls_config *cfg)
 	cfg->sync.interval_ms = 500;
 	cfg->sync.purity_tol_ns = 200;
 	cfg->sync.holdover_ppm = 1.0;
+	cfg->sync.wander_ns = 10.0;
 	/* sync.shm follows the node: see node_post */
 	snprintf(cfg->log_level, sizeof(cfg->log_level), "info");
 	/* control.socket and clock.sim.seed follow the node: see node_post */

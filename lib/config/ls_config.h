@@ -95,6 +95,8 @@ struct ls_conf_sync {
 				   *   under load a genuine floor sample is often alone) */
 	uint32_t reference;       /**< reference node id, default 0 = elect the lowest id */
 	double holdover_ppm;      /**< bound growth while not updated, default 1 */
+	double wander_ns;         /**< oscillator wander between two nodes' clocks, ns per
+				   *   sqrt(s), default 10 */
 	double asym_bound_ns;     /**< uncalibrated asymmetry allowance in the bound, default 0 */
 	char shm[108];            /**< fleet-time shared memory file, default
 				   *   /dev/shm/lockstep-<node>.fleettime, "" = none */

@@ -307,29 +307,43 @@ void ls_sync_track_add(struct ls_sync_track *k, const struct ls_sync_fit *f);
  *    under heavy load each window's offset is tens of microseconds off in
  *    its own way and the least-squares slope through a few of them is
  *    ppm off, while any floor sample at either end of the span pins the
- *    envelope's slope to (its queueing) / (the span).
+ *    envelope's slope to (its queueing) / (the span). Its uncertainty
+ *    is at least the most it moves when any quarter of the span is left
+ *    out: with each side's floors met in one stretch only, the widest band
+ *    tilts, and only the stretches' interleaving pins it.
+ * The least-squares windows are judged against the joined band of all
+ * support samples at its slope when that is narrower than any window's by
+ * more than wander can explain (ls_sync_track_fit).
  * @param min_span_ns  the windows must span at least this
  * @param conf         envelope settings (fixed_drift and asym_ns are ignored)
+ * @param wander_ns    oscillator wander, ns per sqrt(s)
  * @param sigma        out: the chosen slope's uncertainty (NaN with the result)
  * @return the slope, or NaN with fewer than 6 windows or too short a span.
  */
 double ls_sync_track_drift(const struct ls_sync_track *k, uint64_t min_span_ns,
-			   const struct ls_sync_est_conf *conf, double *sigma);
+			   const struct ls_sync_est_conf *conf, double wander_ns, double *sigma);
 
 /**
  * Offset at now from the held windows, each moved to now along drift:
  * window j counts with uncertainty
  *   u_j^2 = sigma_j^2 + e_j^2 + (drift_sigma dt_j)^2 + wander_ns^2 dt_j / 1 s
- * (dt_j its age). The windows within twice the least u are averaged with
- * weights 1 / u^2; the rest would only add their bias. sigma_ns of the
- * result is the least u (overlapping windows share samples, so their
- * errors are not independent), half_gap_ns that window's half gap; the
- * counts are the newest window's.
+ * (dt_j its age). With conf, one more entry: the envelope fit of all held
+ * windows' support samples at drift (the joint entry), its lever the
+ * distance of its support samples from now. When its half gap is narrower
+ * than any window's by more than twice the wander over the held span, no
+ * window met both floors, and that half gap, lowered to the least at
+ * drift +- 3 drift_sigma, is the floor e_j is taken from.
+ * The entries within twice the least u are averaged with weights 1 / u^2;
+ * the rest would only add their bias. sigma_ns of the result is the least
+ * u (overlapping windows share samples, so their errors are not
+ * independent), half_gap_ns that entry's half gap.
  * @param wander_ns  frequency wander, ns per sqrt(s) of age
+ * @param conf       envelope settings for the joint entry (NULL: none)
  * @return 0, or -ENODATA when nothing is held.
  */
 int ls_sync_track_fit(const struct ls_sync_track *k, uint64_t now, double drift,
-		      double drift_sigma, double wander_ns, struct ls_sync_fit *out);
+		      double drift_sigma, double wander_ns, const struct ls_sync_est_conf *conf,
+		      struct ls_sync_fit *out);
 
 /* ---- network effect ---- */
 

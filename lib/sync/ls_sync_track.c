@@ -14,7 +14,11 @@
  * is kept with its half gap, and the offset now is that of the windows with
  * the least bound, moved along the drift and trusted less as they age.
  * This is NTP's clock filter (least delay of the last eight) carried over
- * to envelopes and given a proper error budget.
+ * to envelopes and given a proper error budget. Next to the windows stands
+ * the joint entry, the envelope of every window's support samples at the
+ * drift: under heavy load each direction meets its floor now and then, but
+ * seldom both in one window, and the joint entry joins floors met seconds
+ * apart.
  *
  * The drift is the surer of two slopes: a weighted line through the
  * windows' offsets, and the envelope fit of the samples each window's
@@ -90,19 +94,12 @@ own_var(const struct ls_sync_track *k, uint32_t s, double g0)
 	return k->sig[s] * k->sig[s] + e * e;
 }
 
-/*
- * The envelope slope through the held windows' support samples (see
- * ls_sync_track_drift). Times relative to the newest window's t_ref.
- */
-static double
-env_drift(const struct ls_sync_track *k, const struct ls_sync_est_conf *conf, double *sigma)
+/* The held windows' support samples, times relative to the newest t_ref. */
+static uint32_t
+support_points(const struct ls_sync_track *k, struct ls_sync_pt *f, struct ls_sync_pt *r)
 {
-	struct ls_sync_pt f[LS_SYNC_TRACK_LEN], r[LS_SYNC_TRACK_LEN];
-	struct ls_sync_est_conf c = *conf;
-	struct ls_sync_fit fit;
 	uint32_t n = 0, last = slot(k, k->n - 1);
 
-	*sigma = NAN;
 	for (uint32_t i = 0; i < k->n; i++) {
 		uint32_t s = slot(k, i);
 		double dt = (double)ns_diff(k->t[s], k->t[last]);
@@ -113,29 +110,90 @@ env_drift(const struct ls_sync_track *k, const struct ls_sync_est_conf *conf, do
 		r[n] = (struct ls_sync_pt){.t = dt + k->sr[s].t, .d = k->sr[s].d};
 		n++;
 	}
-	c.fixed_drift = NAN;
+	return n;
+}
+
+/*
+ * The envelope fit of the held windows' support samples at slope drift
+ * (NaN: the fit's own), offset at the newest window's t_ref.
+ */
+static int
+support_fit(const struct ls_sync_track *k, const struct ls_sync_est_conf *conf, double drift,
+	    struct ls_sync_fit *fit)
+{
+	struct ls_sync_pt f[LS_SYNC_TRACK_LEN], r[LS_SYNC_TRACK_LEN];
+	struct ls_sync_est_conf c = *conf;
+	uint32_t n = support_points(k, f, r);
+
+	c.fixed_drift = drift;
+	return ls_sync_envelope_fit(f, n, r, n, &c, fit);
+}
+
+/* Quarters of the span the support samples are refitted without. */
+#define JACKKNIFE_PARTS 4
+
+/*
+ * The envelope slope through the support samples (see ls_sync_track_drift),
+ * and how far it moves when any one quarter of the span is left out.
+ *
+ * Why the second: the slope is pinned only where each side met its floor at
+ * two times well apart. When the forward floor was met only early in the
+ * span and the reverse only late, a free slope tilts until some queued
+ * sample stops it, because tilting widens the band between the two sides;
+ * the fit's own figure (spread over span) cannot see this, since the few
+ * floor samples sit tightly on the tilted lines. Left without the quarter
+ * that holds one side's floors, such a fit moves by as much as it is off;
+ * a slope pinned by floors spread over the span barely moves.
+ */
+static double
+env_drift(const struct ls_sync_track *k, const struct ls_sync_est_conf *conf, double *sigma)
+{
+	struct ls_sync_pt f[LS_SYNC_TRACK_LEN], r[LS_SYNC_TRACK_LEN];
+	struct ls_sync_pt fq[LS_SYNC_TRACK_LEN], rq[LS_SYNC_TRACK_LEN];
+	struct ls_sync_est_conf c = *conf;
+	struct ls_sync_fit fit, q;
+	uint32_t n = support_points(k, f, r);
+	double t0, span, moved = 0;
+
+	*sigma = NAN;
 	c.asym_ns = 0;
-	if (ls_sync_envelope_fit(f, n, r, n, &c, &fit) != 0)
+	c.fixed_drift = NAN;
+	if (n < 2 || ls_sync_envelope_fit(f, n, r, n, &c, &fit) != 0)
 		return NAN;
-	*sigma = fit.drift_sigma;
+	t0 = f[0].t;
+	span = f[n - 1].t - t0;
+	for (uint32_t part = 0; part < JACKKNIFE_PARTS; part++) {
+		double lo = t0 + span * part / JACKKNIFE_PARTS, hi = t0 + span * (part + 1) / JACKKNIFE_PARTS;
+		uint32_t m = 0;
+
+		for (uint32_t i = 0; i < n; i++) {
+			if (f[i].t >= lo && (f[i].t < hi || (part == JACKKNIFE_PARTS - 1 && f[i].t <= hi)))
+				continue;
+			fq[m] = f[i];
+			rq[m] = r[i];
+			m++;
+		}
+		if (ls_sync_envelope_fit(fq, m, rq, m, &c, &q) != 0) {
+			moved = INFINITY;
+			break;
+		}
+		moved = fmax(moved, fabs(q.drift - fit.drift));
+	}
+	*sigma = fmax(fit.drift_sigma, moved);
 	return fit.drift;
 }
 
-double
-ls_sync_track_drift(const struct ls_sync_track *k, uint64_t min_span_ns,
-		    const struct ls_sync_est_conf *conf, double *sigma)
+/*
+ * The weighted least-squares slope of the held offsets, windows judged
+ * against floor g0, and its uncertainty (see ls_sync_track_drift).
+ */
+static double
+ls_slope(const struct ls_sync_track *k, double g0, double *sigma)
 {
-	double eb = NAN, es = NAN;
-	double g0, sw = 0, st = 0, so = 0, stt = 0, sto = 0, den, b, a, chi = 0, bnd = 0;
-	uint32_t last;
+	double sw = 0, st = 0, so = 0, stt = 0, sto = 0, den, b, a, chi = 0, bnd = 0;
+	uint32_t last = slot(k, k->n - 1);
 
 	*sigma = NAN;
-	if (k->n < 6)
-		return NAN;
-	last = slot(k, k->n - 1);
-	if (ns_diff(k->t[last], k->t[slot(k, 0)]) < (int64_t)min_span_ns)
-		return NAN;
-	g0 = least_gap(k);
 	/* Times and offsets relative to the newest entry: offsets are ~1e7 ns
 	 * and agree to ~1 ns, the differences keep the digits. */
 	for (uint32_t i = 0; i < k->n; i++) {
@@ -174,21 +232,74 @@ ls_sync_track_drift(const struct ls_sync_track *k, uint64_t min_span_ns,
 	 * set a slope 3 to 6 ppm off with a standard error of 0.6).
 	 */
 	*sigma = fmax(sqrt(sw / den * fmax(chi / (k->n - 2), 1.0)), bnd);
-	if (conf != NULL)
+	return b;
+}
+
+/*
+ * How much narrower than the floor the joined band of the held windows'
+ * support samples can be from wander alone: a straight line is laid
+ * through a random walk over the held span, and it leaves the walk's
+ * range, about twice its deviation, between the two sides.
+ */
+static double
+wander_margin(const struct ls_sync_track *k, double wander_ns)
+{
+	double span = (double)ns_diff(k->t[slot(k, k->n - 1)], k->t[slot(k, 0)]);
+
+	return 2.0 * wander_ns * sqrt(fmax(span, 0.0) * 1e-9);
+}
+
+double
+ls_sync_track_drift(const struct ls_sync_track *k, uint64_t min_span_ns,
+		    const struct ls_sync_est_conf *conf, double wander_ns, double *sigma)
+{
+	double eb = NAN, es = NAN, g0, b;
+	struct ls_sync_fit joint;
+	uint32_t last;
+
+	*sigma = NAN;
+	if (k->n < 6)
+		return NAN;
+	last = slot(k, k->n - 1);
+	if (ns_diff(k->t[last], k->t[slot(k, 0)]) < (int64_t)min_span_ns)
+		return NAN;
+	g0 = least_gap(k);
+	b = ls_slope(k, g0, sigma);
+	if (conf != NULL && !isnan(b)) {
+		/*
+		 * The windows' bounds hold only if some window met both
+		 * floors. When the support samples of all of them, joined at
+		 * this slope, leave a narrower band than any one window did
+		 * (by more than wander would), none did: judge them again
+		 * against the joined band.
+		 */
+		if (support_fit(k, conf, b, &joint) == 0 &&
+		    joint.half_gap_ns < g0 - wander_margin(k, wander_ns))
+			b = ls_slope(k, joint.half_gap_ns, sigma);
 		eb = env_drift(k, conf, &es);
-	if (isfinite(eb) && isfinite(es) && es < *sigma) {
-		*sigma = es;
-		return eb;
+		if (isfinite(eb) && isfinite(es) && es < *sigma) {
+			*sigma = es;
+			b = eb;
+		}
 	}
+	/* A wandering clock has no one slope: over the span the held windows
+	 * cover, a random walk's own slope is about wander / sqrt(span). */
+	if (!isnan(b))
+		*sigma = hypot(*sigma, wander_ns * 1e-9 /
+				       sqrt((double)ns_diff(k->t[last], k->t[slot(k, 0)]) * 1e-9));
 	return b;
 }
 
 int
 ls_sync_track_fit(const struct ls_sync_track *k, uint64_t now, double drift,
-		  double drift_sigma, double wander_ns, struct ls_sync_fit *out)
+		  double drift_sigma, double wander_ns, const struct ls_sync_est_conf *conf,
+		  struct ls_sync_fit *out)
 {
-	double g0, u2[LS_SYNC_TRACK_LEN], best = INFINITY, sw = 0, so = 0, ref;
-	uint32_t i, best_s = 0, last;
+	double g0, u2[LS_SYNC_TRACK_LEN + 1], p[LS_SYNC_TRACK_LEN + 1], gap[LS_SYNC_TRACK_LEN + 1];
+	double best = INFINITY, sw = 0, so = 0;
+	uint32_t i, m, best_i = 0, last;
+	struct ls_sync_fit joint;
+	bool has_joint;
 
 	memset(out, 0, sizeof(*out));
 	if (k->n == 0)
@@ -197,39 +308,87 @@ ls_sync_track_fit(const struct ls_sync_track *k, uint64_t now, double drift,
 		drift = 0;
 	if (!isfinite(drift_sigma))
 		drift_sigma = 0;
+	last = slot(k, k->n - 1);
 	g0 = least_gap(k);
+	/*
+	 * The joint entry: the envelope of every held window's support samples
+	 * at this drift, so a forward floor met in one window and a reverse
+	 * floor met in another, seconds apart, make one clean estimate where
+	 * each window alone missed one of them. Its half gap at this slope (not
+	 * the widest: over a minute a free slope tilts to wherever the two
+	 * sides' floors sit) also bounds the floor the windows are judged by;
+	 * a wrong drift narrows it, which only judges them more harshly. What
+	 * the drift's error does to its offset is its lever: how far its
+	 * support samples lie from now.
+	 */
+	has_joint = conf != NULL && k->n >= 2 && support_fit(k, conf, drift, &joint) == 0 &&
+		    isfinite(joint.offset_ns) && isfinite(joint.half_gap_ns);
+	if (has_joint && joint.half_gap_ns < g0 - wander_margin(k, wander_ns)) {
+		/*
+		 * Joined, the windows leave a narrower band than any one of
+		 * them, by more than wander would: none met both floors, and
+		 * the joined band is the floor they are judged by. It is that only at the true slope, which
+		 * lies within 3 drift sigmas of this one; the band is concave
+		 * in the slope, so the least of that range is at one of its ends.
+		 */
+		g0 = joint.half_gap_ns;
+		for (int sgn = -1; sgn <= 1; sgn += 2) {
+			struct ls_sync_fit q;
+
+			if (drift_sigma > 0 &&
+			    support_fit(k, conf, drift + sgn * 3 * drift_sigma, &q) == 0)
+				g0 = fmin(g0, q.half_gap_ns);
+		}
+	}
+	/* Offsets as differences from the newest entry moved to now: offsets
+	 * are ~1e7 ns and agree to ~1 ns, the differences keep the digits. */
 	for (i = 0; i < k->n; i++) {
 		uint32_t s = slot(k, i);
 		double age = fmax((double)ns_diff(now, k->t[s]), 0.0);
-		double da = drift_sigma * age;
+		/* a window's offset is where its support samples put it, carried
+		 * along the drift to its end: they, not t_ref, are its age */
+		double tf = k->sup[s] ? fabs(k->sf[s].t) : 0, tr = k->sup[s] ? fabs(k->sr[s].t) : 0;
+		double da = drift_sigma * (age + 0.5 * (tf + tr));
 
-		u2[i] = own_var(k, s, g0) + da * da + wander_ns * wander_ns * age * 1e-9;
+		u2[i] = own_var(k, s, g0) + da * da +
+			wander_ns * wander_ns * (age + fmax(tf, tr)) * 1e-9;
+		p[i] = k->off[s] - k->off[last] + drift * (double)ns_diff(k->t[last], k->t[s]);
+		gap[i] = k->gap[s];
+	}
+	m = k->n;
+	if (has_joint) {
+		double age = fmax((double)ns_diff(now, k->t[last]), 0.0);
+		double tf = -joint.sup_fwd.t, tr = -joint.sup_rev.t;
+		double da = drift_sigma * (age + 0.5 * (fabs(tf) + fabs(tr)));
+		double e = fmax(joint.half_gap_ns - g0, 0.0);
+
+		u2[m] = joint.sigma_ns * joint.sigma_ns + e * e + da * da +
+			wander_ns * wander_ns * (age + fmax(fabs(tf), fabs(tr))) * 1e-9;
+		p[m] = joint.offset_ns - k->off[last];
+		gap[m] = joint.half_gap_ns;
+		m++;
+	}
+	for (i = 0; i < m; i++)
 		if (u2[i] < best) {
 			best = u2[i];
-			best_s = s;
+			best_i = i;
 		}
-	}
-	/* Average as differences from the newest entry (digits, as above). */
-	last = slot(k, k->n - 1);
-	ref = k->off[last] + drift * (double)ns_diff(now, k->t[last]);
-	for (i = 0; i < k->n; i++) {
-		uint32_t s = slot(k, i);
-		double p, w;
+	for (i = 0; i < m; i++) {
+		double w;
 
 		if (u2[i] > 4.0 * best)
 			continue;
-		p = k->off[s] + drift * (double)ns_diff(now, k->t[s]);
 		w = 1.0 / fmax(u2[i], 1e-6);
 		sw += w;
-		so += w * (p - ref);
+		so += w * p[i];
 	}
 	out->ok = true;
 	out->t_ref = now;
-	out->offset_ns = ref + so / sw;
+	out->offset_ns = k->off[last] + drift * (double)ns_diff(now, k->t[last]) + so / sw;
 	out->drift = drift;
 	out->drift_sigma = drift_sigma;
 	out->sigma_ns = sqrt(best);
-	out->half_gap_ns = k->gap[best_s];
-	out->band_ns = k->gap[best_s];
+	out->half_gap_ns = gap[best_i];
+	out->band_ns = gap[best_i];
 	return 0;
 }

@@ -54,6 +54,7 @@ SPINE_RATE = 1_000_000_000  # shared links: the emulator (one core) must
                             # on 8 link directions is 6M pkt/s and it falls
                             # behind real time, which measures the lab
 HOSTS = ["h%d" % i for i in range(1, 7)]
+WANDER = 20  # each simulated clock's wander, ns per sqrt(s)
 CLOCKS = [(3_100_000, 12.0), (-7_900_000, -85.0), (9_500_000, 100.0),
           (-2_200_000, -40.0), (-9_800_000, 63.0), (5_400_000, -100.0)]
 SPINE_LINKS = ["leaf1-spine1", "leaf1-spine2", "leaf2-spine1", "leaf2-spine2"]
@@ -123,10 +124,12 @@ def run(load, tmp):
     n = len(HOSTS)
     topo, extra = os.path.join(tmp, "topo.json"), os.path.join(tmp, "extra.json")
     json.dump(TOPO, open(topo, "w"))
-    ex = {"*": {"sync": {"interval_ms": 500, "purity_tol_ns": 1500}}}
+    # wander_ns: two clocks of WANDER ns/sqrt(s) each wander apart by sqrt(2) x
+    ex = {"*": {"sync": {"interval_ms": 500, "purity_tol_ns": 1500,
+                         "wander_ns": round(WANDER * 2 ** 0.5)}}}
     for h, (off, drift) in zip(HOSTS, CLOCKS):
         ex[h] = {"clock": {"source": "sim",
-                           "sim": {"offset_ns": off, "drift_ppm": drift, "wander_ns": 20}}}
+                           "sim": {"offset_ns": off, "drift_ppm": drift, "wander_ns": WANDER}}}
     json.dump(ex, open(extra, "w"))
     lab = lslab.FabricLab(topo, "bench-sync", ["--link", "pcap", "--extra", extra,
                                                "--fabric-core", "1"] + LAB_EXTRA, quiet=True)
