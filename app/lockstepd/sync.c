@@ -61,7 +61,7 @@
 _Static_assert(LS_STAMP_SYNC_LEN == LS_SYNC_WIRE_LEN, "sync TLV carries one wire state");
 
 
-#define LS_SYNC_DRIFT_SPAN_NS 4000000000ULL /* drift from the track once it spans 4 s */
+#define LS_SYNC_DRIFT_SPAN_NS 2500000000ULL /* drift from the track once it spans 2.5 s */
 
 struct sync_path {
 	struct ls_sync_est est;
