@@ -1436,13 +1436,9 @@ sat_i64(double v)
 static int32_t
 sat_i32(double v)
 {
-	if (isnan(v))
-		return 0;
-	if (v >= 2147483647.0)
-		return INT32_MAX;
-	if (v <= -2147483648.0)
-		return INT32_MIN;
-	return (int32_t)llround(v);
+	int64_t x = sat_i64(v);
+
+	return x > INT32_MAX ? INT32_MAX : x < INT32_MIN ? INT32_MIN : (int32_t)x;
 }
 
 /* v in units, rounded, saturated to uint32; NaN -> max (unknown = worst). */

@@ -85,6 +85,27 @@ least_gap(const struct ls_sync_track *k)
 	return g;
 }
 
+/* Time from the oldest held entry to the newest. */
+static inline double
+span_ns(const struct ls_sync_track *k)
+{
+	return (double)ns_diff(k->t[slot(k, k->n - 1)], k->t[slot(k, 0)]);
+}
+
+/*
+ * An entry's variance carried to now: its own, plus the drift's error and
+ * wander over its age. An entry's offset is where its forward and reverse
+ * support samples put it (tf, tr before its t_ref, >= 0), carried along
+ * the drift: they, not its t_ref alone, set its age.
+ */
+static double
+carried_var(double own, double age, double tf, double tr, double drift_sigma, double wander_ns)
+{
+	double da = drift_sigma * (age + 0.5 * (tf + tr));
+
+	return own + da * da + wander_ns * wander_ns * (age + fmax(tf, tr)) * 1e-9;
+}
+
 /* sigma^2 + e^2 of entry s: its own error budget, before any ageing. */
 static double
 own_var(const struct ls_sync_track *k, uint32_t s, double g0)
@@ -163,11 +184,13 @@ env_drift(const struct ls_sync_track *k, const struct ls_sync_est_conf *conf, do
 	t0 = f[0].t;
 	span = f[n - 1].t - t0;
 	for (uint32_t part = 0; part < JACKKNIFE_PARTS; part++) {
-		double lo = t0 + span * part / JACKKNIFE_PARTS, hi = t0 + span * (part + 1) / JACKKNIFE_PARTS;
 		uint32_t m = 0;
 
 		for (uint32_t i = 0; i < n; i++) {
-			if (f[i].t >= lo && (f[i].t < hi || (part == JACKKNIFE_PARTS - 1 && f[i].t <= hi)))
+			double x = span > 0 ? (f[i].t - t0) / span * JACKKNIFE_PARTS : 0;
+
+			if (x >= 0 && x <= JACKKNIFE_PARTS &&
+			    fmin(floor(x), JACKKNIFE_PARTS - 1) == part)
 				continue;
 			fq[m] = f[i];
 			rq[m] = r[i];
@@ -244,9 +267,7 @@ ls_slope(const struct ls_sync_track *k, double g0, double *sigma)
 static double
 wander_margin(const struct ls_sync_track *k, double wander_ns)
 {
-	double span = (double)ns_diff(k->t[slot(k, k->n - 1)], k->t[slot(k, 0)]);
-
-	return 2.0 * wander_ns * sqrt(fmax(span, 0.0) * 1e-9);
+	return 2.0 * wander_ns * sqrt(fmax(span_ns(k), 0.0) * 1e-9);
 }
 
 double
@@ -255,13 +276,11 @@ ls_sync_track_drift(const struct ls_sync_track *k, uint64_t min_span_ns,
 {
 	double eb = NAN, es = NAN, g0, b;
 	struct ls_sync_fit joint;
-	uint32_t last;
 
 	*sigma = NAN;
 	if (k->n < 6)
 		return NAN;
-	last = slot(k, k->n - 1);
-	if (ns_diff(k->t[last], k->t[slot(k, 0)]) < (int64_t)min_span_ns)
+	if (span_ns(k) < (double)min_span_ns)
 		return NAN;
 	g0 = least_gap(k);
 	b = ls_slope(k, g0, sigma);
@@ -285,8 +304,7 @@ ls_sync_track_drift(const struct ls_sync_track *k, uint64_t min_span_ns,
 	/* A wandering clock has no one slope: over the span the held windows
 	 * cover, a random walk's own slope is about wander / sqrt(span). */
 	if (!isnan(b))
-		*sigma = hypot(*sigma, wander_ns * 1e-9 /
-				       sqrt((double)ns_diff(k->t[last], k->t[slot(k, 0)]) * 1e-9));
+		*sigma = hypot(*sigma, wander_ns * 1e-9 / sqrt(span_ns(k) * 1e-9));
 	return b;
 }
 
@@ -321,15 +339,16 @@ ls_sync_track_fit(const struct ls_sync_track *k, uint64_t now, double drift,
 	 * the drift's error does to its offset is its lever: how far its
 	 * support samples lie from now.
 	 */
-	has_joint = conf != NULL && k->n >= 2 && support_fit(k, conf, drift, &joint) == 0 &&
+	has_joint = conf != NULL && support_fit(k, conf, drift, &joint) == 0 &&
 		    isfinite(joint.offset_ns) && isfinite(joint.half_gap_ns);
 	if (has_joint && joint.half_gap_ns < g0 - wander_margin(k, wander_ns)) {
 		/*
 		 * Joined, the windows leave a narrower band than any one of
 		 * them, by more than wander would: none met both floors, and
-		 * the joined band is the floor they are judged by. It is that only at the true slope, which
-		 * lies within 3 drift sigmas of this one; the band is concave
-		 * in the slope, so the least of that range is at one of its ends.
+		 * the joined band is the floor they are judged by. It is that
+		 * only at the true slope, which lies within 3 drift sigmas of
+		 * this one; the band is concave in the slope, so the least of
+		 * that range is at one of its ends.
 		 */
 		g0 = joint.half_gap_ns;
 		for (int sgn = -1; sgn <= 1; sgn += 2) {
@@ -345,25 +364,19 @@ ls_sync_track_fit(const struct ls_sync_track *k, uint64_t now, double drift,
 	for (i = 0; i < k->n; i++) {
 		uint32_t s = slot(k, i);
 		double age = fmax((double)ns_diff(now, k->t[s]), 0.0);
-		/* a window's offset is where its support samples put it, carried
-		 * along the drift to its end: they, not t_ref, are its age */
 		double tf = k->sup[s] ? fabs(k->sf[s].t) : 0, tr = k->sup[s] ? fabs(k->sr[s].t) : 0;
-		double da = drift_sigma * (age + 0.5 * (tf + tr));
 
-		u2[i] = own_var(k, s, g0) + da * da +
-			wander_ns * wander_ns * (age + fmax(tf, tr)) * 1e-9;
+		u2[i] = carried_var(own_var(k, s, g0), age, tf, tr, drift_sigma, wander_ns);
 		p[i] = k->off[s] - k->off[last] + drift * (double)ns_diff(k->t[last], k->t[s]);
 		gap[i] = k->gap[s];
 	}
 	m = k->n;
 	if (has_joint) {
 		double age = fmax((double)ns_diff(now, k->t[last]), 0.0);
-		double tf = -joint.sup_fwd.t, tr = -joint.sup_rev.t;
-		double da = drift_sigma * (age + 0.5 * (fabs(tf) + fabs(tr)));
 		double e = fmax(joint.half_gap_ns - g0, 0.0);
 
-		u2[m] = joint.sigma_ns * joint.sigma_ns + e * e + da * da +
-			wander_ns * wander_ns * (age + fmax(fabs(tf), fabs(tr))) * 1e-9;
+		u2[m] = carried_var(joint.sigma_ns * joint.sigma_ns + e * e, age,
+				    fabs(joint.sup_fwd.t), fabs(joint.sup_rev.t), drift_sigma, wander_ns);
 		p[m] = joint.offset_ns - k->off[last];
 		gap[m] = joint.half_gap_ns;
 		m++;

@@ -694,6 +694,13 @@ track_run(struct path *p, uint64_t seed, double gap_ns, double secs, double t_st
 	ls_sync_est_free(&e);
 }
 
+static void
+track_print(const char *name, const struct track_worst *w)
+{
+	printf("%s: %u steps, worst |error| newest window %.0f ns, track %.1f ns (%.2f sigma), "
+	       "drift %.4f ppm\n", name, w->steps, w->win, w->track, w->z, w->drift * 1e6);
+}
+
 /*
  * A busy link in one direction only: the reverse floor is reachable only in
  * the first 1.5 s of every 6 s (20% of pure samples then meet no queue);
@@ -717,8 +724,7 @@ START_TEST(test_track_one_sided)
 	struct track_worst w;
 
 	track_run(&p, 1603, 10 * MS, 40, 10, 10, one_sided_queues, &w);
-	printf("track_one_sided: %u steps, worst |error| newest window %.0f ns, track %.1f ns, "
-	       "drift %.4f ppm\n", w.steps, w.win, w.track, w.drift * 1e6);
+	track_print("track_one_sided", &w);
 	ck_assert_uint_ge(w.steps, 55);
 	ck_assert_msg(w.win > 5000, "the load must bias windows: %.0f", w.win);
 	ck_assert_msg(w.track < 100, "track %.1f ns", w.track);
@@ -747,8 +753,7 @@ START_TEST(test_track_heavy_load)
 	struct track_worst w;
 
 	track_run(&p, 4242, 20 * MS, 60, 10, 10, heavy_queues, &w);
-	printf("track_heavy_load: %u steps, worst |error| newest window %.0f ns, track %.0f ns "
-	       "(%.2f sigma), drift %.4f ppm\n", w.steps, w.win, w.track, w.z, w.drift * 1e6);
+	track_print("track_heavy_load", &w);
 	ck_assert_uint_ge(w.steps, 95);
 	ck_assert_msg(w.win > 10000, "the load must bias windows: %.0f", w.win);
 	/* the floors the windows met one at a time, joined across the track */
@@ -784,9 +789,7 @@ START_TEST(test_track_split_floors)
 	/* until each direction has met its floor in three stretches (26 s) the
 	 * slope rests on one stretch of one side: honest, not yet accurate */
 	track_run(&p, 909, 10 * MS, 60, 26, 10, split_floor_queues, &w);
-	printf("track_split_floors: %u steps from 26 s, worst |error| newest window %.0f ns, "
-	       "track %.1f ns, drift %.4f ppm; from 10 s track / sigma <= %.2f\n",
-	       w.steps, w.win, w.track, w.drift * 1e6, w.z);
+	track_print("track_split_floors (from 26 s; sigma from 10 s)", &w);
 	ck_assert_uint_ge(w.steps, 65);
 	ck_assert_msg(w.win > 5000, "the load must bias windows: %.0f", w.win);
 	ck_assert_msg(w.track < 100, "track %.1f ns", w.track);
@@ -821,8 +824,7 @@ START_TEST(test_track_wander)
 	p.a.w = wa;
 	p.b.w = wb;
 	track_run(&p, 5150, 10 * MS, 60, 10, 30, light_queues, &w);
-	printf("track_wander: %u steps, worst |error| newest window %.0f ns, track %.1f ns "
-	       "(%.2f sigma), drift %.4f ppm\n", w.steps, w.win, w.track, w.z, w.drift * 1e6);
+	track_print("track_wander", &w);
 	ck_assert_uint_ge(w.steps, 95);
 	ck_assert_msg(w.track < 100, "track %.1f ns", w.track);
 }
