@@ -181,16 +181,21 @@ env_drift(const struct ls_sync_track *k, const struct ls_sync_est_conf *conf, do
 	c.fixed_drift = NAN;
 	if (n < 2 || ls_sync_envelope_fit(f, n, r, n, &c, &fit) != 0)
 		return NAN;
-	t0 = f[0].t;
-	span = f[n - 1].t - t0;
+	/* overlapping windows: support times are only roughly in order */
+	t0 = INFINITY;
+	span = -INFINITY;
+	for (uint32_t i = 0; i < n; i++) {
+		t0 = fmin(t0, f[i].t);
+		span = fmax(span, f[i].t);
+	}
+	span -= t0;
 	for (uint32_t part = 0; part < JACKKNIFE_PARTS; part++) {
 		uint32_t m = 0;
 
 		for (uint32_t i = 0; i < n; i++) {
 			double x = span > 0 ? (f[i].t - t0) / span * JACKKNIFE_PARTS : 0;
 
-			if (x >= 0 && x <= JACKKNIFE_PARTS &&
-			    fmin(floor(x), JACKKNIFE_PARTS - 1) == part)
+			if (fmin(floor(x), JACKKNIFE_PARTS - 1) == part)
 				continue;
 			fq[m] = f[i];
 			rq[m] = r[i];
