@@ -18,7 +18,9 @@
  * the joint entry, the envelope of every window's support samples at the
  * drift: under heavy load each direction meets its floor now and then, but
  * seldom both in one window, and the joint entry joins floors met seconds
- * apart.
+ * apart. Joint entries of the recent windows alone stand beside it, so that
+ * a deep floor met long ago (worth less as the clocks wander) competes with
+ * shallower recent ones on the same error budget.
  *
  * The drift is the surer of two slopes: a weighted line through the
  * windows' offsets, and the envelope fit of the samples each window's
@@ -115,13 +117,17 @@ own_var(const struct ls_sync_track *k, uint32_t s, double g0)
 	return k->sig[s] * k->sig[s] + e * e;
 }
 
-/* The held windows' support samples, times relative to the newest t_ref. */
+/*
+ * The support samples of the held windows from the from-th on (0: all),
+ * times relative to the newest t_ref.
+ */
 static uint32_t
-support_points(const struct ls_sync_track *k, struct ls_sync_pt *f, struct ls_sync_pt *r)
+support_points(const struct ls_sync_track *k, uint32_t from, struct ls_sync_pt *f,
+	       struct ls_sync_pt *r)
 {
 	uint32_t n = 0, last = slot(k, k->n - 1);
 
-	for (uint32_t i = 0; i < k->n; i++) {
+	for (uint32_t i = from; i < k->n; i++) {
 		uint32_t s = slot(k, i);
 		double dt = (double)ns_diff(k->t[s], k->t[last]);
 
@@ -135,16 +141,17 @@ support_points(const struct ls_sync_track *k, struct ls_sync_pt *f, struct ls_sy
 }
 
 /*
- * The envelope fit of the held windows' support samples at slope drift
- * (NaN: the fit's own), offset at the newest window's t_ref.
+ * The envelope fit of the support samples of the held windows from the
+ * from-th on, at slope drift (NaN: the fit's own), offset at the newest
+ * window's t_ref.
  */
 static int
-support_fit(const struct ls_sync_track *k, const struct ls_sync_est_conf *conf, double drift,
-	    struct ls_sync_fit *fit)
+support_fit(const struct ls_sync_track *k, uint32_t from, const struct ls_sync_est_conf *conf,
+	    double drift, struct ls_sync_fit *fit)
 {
 	struct ls_sync_pt f[LS_SYNC_TRACK_LEN], r[LS_SYNC_TRACK_LEN];
 	struct ls_sync_est_conf c = *conf;
-	uint32_t n = support_points(k, f, r);
+	uint32_t n = support_points(k, from, f, r);
 
 	c.fixed_drift = drift;
 	return ls_sync_envelope_fit(f, n, r, n, &c, fit);
@@ -173,7 +180,7 @@ env_drift(const struct ls_sync_track *k, const struct ls_sync_est_conf *conf, do
 	struct ls_sync_pt fq[LS_SYNC_TRACK_LEN], rq[LS_SYNC_TRACK_LEN];
 	struct ls_sync_est_conf c = *conf;
 	struct ls_sync_fit fit, q;
-	uint32_t n = support_points(k, f, r);
+	uint32_t n = support_points(k, 0, f, r);
 	double t0, span, moved = 0;
 
 	*sigma = NAN;
@@ -297,7 +304,7 @@ ls_sync_track_drift(const struct ls_sync_track *k, uint64_t min_span_ns,
 		 * (by more than wander would), none did: judge them again
 		 * against the joined band.
 		 */
-		if (support_fit(k, conf, b, &joint) == 0 &&
+		if (support_fit(k, 0, conf, b, &joint) == 0 &&
 		    joint.half_gap_ns < g0 - wander_margin(k, wander_ns))
 			b = ls_slope(k, joint.half_gap_ns, sigma);
 		eb = env_drift(k, conf, &es);
@@ -313,14 +320,34 @@ ls_sync_track_drift(const struct ls_sync_track *k, uint64_t min_span_ns,
 	return b;
 }
 
+/* Recent joint entries: windows of the last 4 s, 8 s, ... (doubling). */
+#define JOINT_RECENT 4
+#define JOINT_RECENT_NS 4000000000ULL
+
+/* A joint fit as a track entry: variance carried to now, offset from the newest. */
+static void
+joint_entry(const struct ls_sync_track *k, const struct ls_sync_fit *j, uint64_t now, double g0,
+	    double drift_sigma, double wander_ns, double *u2, double *p, double *gap)
+{
+	uint32_t last = slot(k, k->n - 1);
+	double age = fmax((double)ns_diff(now, k->t[last]), 0.0);
+	double e = fmax(j->half_gap_ns - g0, 0.0);
+
+	*u2 = carried_var(j->sigma_ns * j->sigma_ns + e * e, age, fabs(j->sup_fwd.t),
+			  fabs(j->sup_rev.t), drift_sigma, wander_ns);
+	*p = j->offset_ns - k->off[last];
+	*gap = j->half_gap_ns;
+}
+
 int
 ls_sync_track_fit(const struct ls_sync_track *k, uint64_t now, double drift,
 		  double drift_sigma, double wander_ns, const struct ls_sync_est_conf *conf,
 		  struct ls_sync_fit *out)
 {
-	double g0, u2[LS_SYNC_TRACK_LEN + 1], p[LS_SYNC_TRACK_LEN + 1], gap[LS_SYNC_TRACK_LEN + 1];
+	double g0, u2[LS_SYNC_TRACK_LEN + 1 + JOINT_RECENT];
+	double p[LS_SYNC_TRACK_LEN + 1 + JOINT_RECENT], gap[LS_SYNC_TRACK_LEN + 1 + JOINT_RECENT];
 	double best = INFINITY, sw = 0, so = 0;
-	uint32_t i, m, best_i = 0, last;
+	uint32_t i, m, best_i = 0, last, prev_from = 0;
 	struct ls_sync_fit joint;
 	bool has_joint;
 
@@ -344,7 +371,7 @@ ls_sync_track_fit(const struct ls_sync_track *k, uint64_t now, double drift,
 	 * the drift's error does to its offset is its lever: how far its
 	 * support samples lie from now.
 	 */
-	has_joint = conf != NULL && support_fit(k, conf, drift, &joint) == 0 &&
+	has_joint = conf != NULL && support_fit(k, 0, conf, drift, &joint) == 0 &&
 		    isfinite(joint.offset_ns) && isfinite(joint.half_gap_ns);
 	if (has_joint && joint.half_gap_ns < g0 - wander_margin(k, wander_ns)) {
 		/*
@@ -360,7 +387,7 @@ ls_sync_track_fit(const struct ls_sync_track *k, uint64_t now, double drift,
 			struct ls_sync_fit q;
 
 			if (drift_sigma > 0 &&
-			    support_fit(k, conf, drift + sgn * 3 * drift_sigma, &q) == 0)
+			    support_fit(k, 0, conf, drift + sgn * 3 * drift_sigma, &q) == 0)
 				g0 = fmin(g0, q.half_gap_ns);
 		}
 	}
@@ -377,14 +404,32 @@ ls_sync_track_fit(const struct ls_sync_track *k, uint64_t now, double drift,
 	}
 	m = k->n;
 	if (has_joint) {
-		double age = fmax((double)ns_diff(now, k->t[last]), 0.0);
-		double e = fmax(joint.half_gap_ns - g0, 0.0);
-
-		u2[m] = carried_var(joint.sigma_ns * joint.sigma_ns + e * e, age,
-				    fabs(joint.sup_fwd.t), fabs(joint.sup_rev.t), drift_sigma, wander_ns);
-		p[m] = joint.offset_ns - k->off[last];
-		gap[m] = joint.half_gap_ns;
+		joint_entry(k, &joint, now, g0, drift_sigma, wander_ns, &u2[m], &p[m], &gap[m]);
 		m++;
+		/*
+		 * The joint entry takes each side's deepest floor held, however
+		 * old, and wander makes an old floor worth less than a slightly
+		 * shallower recent one. The joint entries of the recent windows
+		 * alone (the last 4, 8, 16 and 32 s) weigh that trade as every
+		 * other entry does: by excess over the floor plus age.
+		 */
+		for (uint32_t h = 0; h < JOINT_RECENT; h++) {
+			uint64_t horizon = (JOINT_RECENT_NS << h);
+			uint32_t from = k->n - 1;
+			struct ls_sync_fit q;
+
+			while (from > 0 && ns_diff(k->t[last], k->t[slot(k, from - 1)]) <=
+					   (int64_t)horizon)
+				from--;
+			if (from == 0 || from == prev_from || k->n - from < 2)
+				continue;
+			prev_from = from;
+			if (support_fit(k, from, conf, drift, &q) != 0 || !isfinite(q.offset_ns) ||
+			    !isfinite(q.half_gap_ns))
+				continue;
+			joint_entry(k, &q, now, g0, drift_sigma, wander_ns, &u2[m], &p[m], &gap[m]);
+			m++;
+		}
 	}
 	for (i = 0; i < m; i++)
 		if (u2[i] < best) {
