@@ -127,6 +127,7 @@ struct ls_peer_path {
 	uint32_t seq;              /* next sequence number */
 	uint32_t pair_id;          /* next coded-pair id */
 	uint8_t state_down;        /* consecutive losses reached down_after */
+	uint64_t acquire_end;      /* timer cycles: until then pairs go acquire_rate x as often */
 	struct ls_path_live live;  /* lcore-owned statistics */
 };
 

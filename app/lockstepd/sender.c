@@ -11,6 +11,13 @@
  * from one that met a queue. The timer is re-armed with the interval plus
  * uniform jitter so that pairs from many nodes do not fall into step.
  *
+ * Acquisition (off by default): for probe.acquire_ms after a peer is added,
+ * its paths send pairs probe.acquire_rate times as often, as NTP's iburst
+ * does. Clock sync needs, on every path, probes that met the empty-queue
+ * floor in each direction; on a loaded fabric those are rare, and a few
+ * seconds of faster probing finds them sooner without paying for that rate
+ * forever.
+ *
  * Replies are matched by (source address -> peer, destination port -> path)
  * and fed to the path's live statistics: RTT excluding the reflector's
  * residence time, and the two raw one-way delays (offset by the two clocks
@@ -137,6 +144,20 @@ build_probe(struct ls_lcore *lc, struct ls_peer *peer, struct ls_peer_path *pp,
 
 static void pair_second_cb(struct rte_timer *t, void *arg);
 
+/* Time to the path's next pair: faster while it is acquiring. */
+static uint64_t
+pair_interval_ns(struct ls_peer_path *pp)
+{
+	uint64_t ns = (uint64_t)pp->peer->interval_us * 1000;
+
+	if (unlikely(pp->acquire_end != 0)) {
+		if (rte_get_timer_cycles() < pp->acquire_end)
+			return ns / g.cfg.probe.acquire_rate;
+		pp->acquire_end = 0; /* acquired: no more clock reads for it */
+	}
+	return ns;
+}
+
 static void
 path_timer_cb(struct rte_timer *t, void *arg)
 {
@@ -148,7 +169,7 @@ path_timer_cb(struct rte_timer *t, void *arg)
 	uint16_t n = 0;
 	uint32_t pair_id;
 
-	rte_timer_reset(t, ns_to_ticks(ls_jitter(lc, (uint64_t)peer->interval_us * 1000,
+	rte_timer_reset(t, ns_to_ticks(ls_jitter(lc, pair_interval_ns(pp),
 						 g.cfg.probe.jitter_pct)),
 			SINGLE, rte_lcore_id(), path_timer_cb, pp);
 	if (unlikely(!peer->resolved)) {
@@ -197,14 +218,19 @@ void
 ls_sender_start_peer(struct ls_lcore *lc, struct ls_peer *peer)
 {
 	uint64_t now = ls_clock_now(&lc->clock);
-	uint64_t interval = (uint64_t)peer->interval_us * 1000;
+	uint64_t acquire = 0;
 
+	if (g.cfg.probe.acquire_ms > 0 && g.cfg.probe.acquire_rate > 1)
+		acquire = rte_get_timer_cycles() +
+			  ns_to_ticks((uint64_t)g.cfg.probe.acquire_ms * 1000000);
 	ls_neigh_resolve(lc, peer, now);
 	for (uint16_t i = 0; i < peer->n_paths; i++) {
 		struct ls_peer_path *pp = &peer->path[i];
 
+		pp->acquire_end = acquire;
 		/* Spread the first pairs over one interval, not all at once. */
-		rte_timer_reset(&pp->tim, ns_to_ticks(ls_jitter(lc, interval / 2, 100) + 1),
+		rte_timer_reset(&pp->tim,
+				ns_to_ticks(ls_jitter(lc, pair_interval_ns(pp) / 2, 100) + 1),
 				SINGLE, lc->lcore_id, path_timer_cb, pp);
 	}
 }

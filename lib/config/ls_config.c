@@ -699,6 +699,8 @@ static const struct field probe_fields[] = {
 	F_INT("dscp", PROBE, dscp, 0, 63, 0),
 	F_INT("pad", PROBE, pad, 0, 1400, 0),
 	F_INT("down_after", PROBE, down_after, 1, 1000, 0),
+	F_INT("acquire_ms", PROBE, acquire_ms, 0, 600000, 0),
+	F_INT("acquire_rate", PROBE, acquire_rate, 1, 16, 0),
 };
 #undef PROBE
 static const struct schema probe_schema = SCHEMA(probe_fields, NULL);
@@ -831,6 +833,8 @@ set_defaults(struct ls_config *cfg)
 	cfg->probe.dscp = 0;
 	cfg->probe.pad = 0;
 	cfg->probe.down_after = 3;
+	cfg->probe.acquire_ms = 4000;
+	cfg->probe.acquire_rate = 1; /* off: see docs/config.md */
 	cfg->reflector.enabled = true;
 	cfg->reflector.rate_pps = 20000;
 	cfg->reflector.burst = 256;

@@ -155,6 +155,8 @@ START_TEST(test_minimal_defaults)
 	ck_assert_uint_eq(cfg.probe.dscp, 0);
 	ck_assert_uint_eq(cfg.probe.pad, 0);
 	ck_assert_uint_eq(cfg.probe.down_after, 3);
+	ck_assert_uint_eq(cfg.probe.acquire_ms, 4000);
+	ck_assert_uint_eq(cfg.probe.acquire_rate, 1);
 
 	ck_assert(cfg.reflector.enabled);
 	ck_assert_uint_eq(cfg.reflector.rate_pps, 20000);
@@ -203,7 +205,7 @@ static const char full_text[] =
 	"  'probe': {'interval_us': 60000000, 'paths': 64, 'dst_port': 4862,\n"
 	"            'src_port_base': 65472, 'pair_spacing_ns': 1000000, 'jitter_pct': 50,\n"
 	"            'loss_timeout_us': 60000000, 'ttl': 1, 'dscp': 63, 'pad': 1400,\n"
-	"            'down_after': 1000},\n"
+	"            'down_after': 1000, 'acquire_ms': 600000, 'acquire_rate': 16},\n"
 	"  'reflector': {'enabled': false, 'rate_pps': 100000000, 'burst': 1,\n"
 	"                'max_sources': 1048576, 'timestamp_format': 'ntp'},\n"
 	"  'clock': {'source': 'sim', 'sim': {'offset_ns': -1000000000000,\n"
@@ -259,6 +261,8 @@ START_TEST(test_full)
 	ck_assert_uint_eq(cfg.probe.dscp, 63);
 	ck_assert_uint_eq(cfg.probe.pad, 1400);
 	ck_assert_uint_eq(cfg.probe.down_after, 1000);
+	ck_assert_uint_eq(cfg.probe.acquire_ms, 600000);
+	ck_assert_uint_eq(cfg.probe.acquire_rate, 16);
 
 	ck_assert(!cfg.reflector.enabled);
 	ck_assert_uint_eq(cfg.reflector.rate_pps, 100000000);
@@ -441,6 +445,7 @@ START_TEST(test_out_of_range)
 	    "must be between 1024 and 65472, got 65500");
 	BAD("{" BASE ", 'probe': {'paths': 65}}", "probe.paths", "between 1 and 64");
 	BAD("{" BASE ", 'probe': {'jitter_pct': 51}}", "probe.jitter_pct", "got 51");
+	BAD("{" BASE ", 'probe': {'acquire_rate': 0}}", "probe.acquire_rate", "got 0");
 	BAD("{" BASE ", 'probe': {'dscp': 64}}", "probe.dscp", "got 64");
 	BAD("{" BASE ", 'probe': {'ttl': 0}}", "probe.ttl", "got 0");
 	BAD("{" BASE ", 'peers': [{'name': 'a', 'addr': '10.0.0.2', 'paths': 0}]}",

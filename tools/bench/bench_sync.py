@@ -13,7 +13,10 @@ gaps so real queues build and drain; burst and gap lengths are exponential
 with means load/2 ms and 1 - load/2 ms, independently per link direction;
 BENCH_BURSTS=periodic gives the fixed 1 ms period of the first runs, which
 keeps a fixed phase between links; BENCH_BG_BYTES sets the background frame
-size, default 1500) the script:
+size, default 1500; BENCH_WANDER each simulated clock's wander in
+ns/sqrt(s), default 20, to separate what wander costs; BENCH_NODE_CONF is a JSON object merged into every
+node's config, for A/B runs such as '{"probe": {"acquire_rate": 1}}') the
+script:
   1. brings the lab up and times convergence (all nodes synced);
   2. samples every node's fleet-time error against ground truth at 4 Hz for
      BENCH_SECS: one TSC instant T, every node's `sync {"tsc": T}` reading
@@ -54,7 +57,7 @@ SPINE_RATE = 1_000_000_000  # shared links: the emulator (one core) must
                             # on 8 link directions is 6M pkt/s and it falls
                             # behind real time, which measures the lab
 HOSTS = ["h%d" % i for i in range(1, 7)]
-WANDER = 20  # each simulated clock's wander, ns per sqrt(s)
+WANDER = float(os.environ.get("BENCH_WANDER", "20"))  # each simulated clock's wander, ns per sqrt(s)
 CLOCKS = [(3_100_000, 12.0), (-7_900_000, -85.0), (9_500_000, 100.0),
           (-2_200_000, -40.0), (-9_800_000, 63.0), (5_400_000, -100.0)]
 SPINE_LINKS = ["leaf1-spine1", "leaf1-spine2", "leaf2-spine1", "leaf2-spine2"]
@@ -127,6 +130,8 @@ def run(load, tmp):
     # wander_ns: two clocks of WANDER ns/sqrt(s) each wander apart by sqrt(2) x
     ex = {"*": {"sync": {"interval_ms": 500, "purity_tol_ns": 1500,
                          "wander_ns": round(WANDER * 2 ** 0.5)}}}
+    for sec, kv in json.loads(os.environ.get("BENCH_NODE_CONF", "{}")).items():
+        ex["*"].setdefault(sec, {}).update(kv)
     for h, (off, drift) in zip(HOSTS, CLOCKS):
         ex[h] = {"clock": {"source": "sim",
                            "sim": {"offset_ns": off, "drift_ppm": drift, "wander_ns": WANDER}}}
