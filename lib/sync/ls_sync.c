@@ -747,7 +747,7 @@ ls_sync_combine(const struct ls_sync_fit *fits, unsigned int n, uint64_t t_ref,
 		struct ls_sync_fit *out)
 {
 	double sw = 0, so = 0, sd = 0, ssig = 0, sds = 0, half = INFINITY, band = INFINITY;
-	double o0 = NAN, so2 = 0;
+	double o0 = NAN, so2 = 0, d0 = NAN, sd2 = 0;
 	unsigned int i;
 
 	memset(out, 0, sizeof(*out));
@@ -767,7 +767,10 @@ ls_sync_combine(const struct ls_sync_fit *fits, unsigned int n, uint64_t t_ref,
 		sw += w;
 		so += w * (o - o0);
 		so2 += w * (o - o0) * (o - o0);
-		sd += w * f->drift;
+		if (isnan(d0))
+			d0 = f->drift;
+		sd += w * (f->drift - d0);
+		sd2 += w * (f->drift - d0) * (f->drift - d0);
 		ssig += w * sig;
 		sds += w * f->drift_sigma;
 		half = fmin(half, f->half_gap_ns);
@@ -781,7 +784,7 @@ ls_sync_combine(const struct ls_sync_fit *fits, unsigned int n, uint64_t t_ref,
 	out->ok = true;
 	out->t_ref = t_ref;
 	out->offset_ns = o0 + so / sw;
-	out->drift = sd / sw;
+	out->drift = d0 + sd / sw;
 	/*
 	 * Not 1 / sqrt(sum w): paths to one peer share links and queues (two
 	 * of four cross the same spine), so their errors are not independent.
@@ -790,7 +793,12 @@ ls_sync_combine(const struct ls_sync_fit *fits, unsigned int n, uint64_t t_ref,
 	 * their spread is the better figure.
 	 */
 	out->sigma_ns = fmax(ssig / sw, sqrt(fmax(so2 / sw - (so / sw) * (so / sw), 0)));
-	out->drift_sigma = sds / sw;
+	/* The same for the drift: every path sees the one clock pair, so paths
+	 * that disagree on it say how far off it can be. Before a path's track
+	 * spans a few seconds, a window's free slope under load tilts by
+	 * (its unseen queueing) / (its span), tens of ppm, while its own
+	 * figure is only its spread over its span. */
+	out->drift_sigma = fmax(sds / sw, sqrt(fmax(sd2 / sw - (sd / sw) * (sd / sw), 0)));
 	out->half_gap_ns = half;
 	out->band_ns = band;
 	return 0;
@@ -941,14 +949,27 @@ two_sided_weight(double s_own, double s_back)
 	return 0.5;
 }
 
-/* The reference's candidate, if it is among them, else the weighted median. */
+/*
+ * Where the robust average starts: the reference's candidate when it is
+ * among them and the weighted median lies beyond huber_k of its scale
+ * from it, else the weighted median (sorts cs). The reference's candidate
+ * does not derive from the others; when it contradicts their median, they
+ * may be wrong together (ls_sync_node_update). But when it is so unsure
+ * that it cannot tell them apart, starting from it only gets the sure ones
+ * cut: in the first seconds at 90% load in the lab, a node whose edge to
+ * the reference was 120 us off (and said 250 us) cut its neighbour's
+ * candidate, 2 us from the truth, for being 60 of its own sigmas away.
+ */
 static double
-ref_start(struct cand *cs, unsigned int n, const struct ls_sync_nbr *nbrs, uint32_t ref)
+ref_start(const struct ls_sync_node_conf *c, struct cand *cs, unsigned int n,
+	  const struct ls_sync_nbr *nbrs, uint32_t ref)
 {
+	double med = wmedian(cs, n);
+
 	for (unsigned int i = 0; i < n; i++)
 		if (nbrs[cs[i].j].id == ref)
-			return cs[i].theta;
-	return wmedian(cs, n);
+			return fabs(med - cs[i].theta) > c->huber_k * cs[i].s ? cs[i].theta : med;
+	return med;
 }
 
 static int
@@ -978,13 +999,14 @@ wmedian(struct cand *cs, unsigned int n)
 }
 
 /*
- * Iteratively reweighted mean from start. Weight factor by |r|/s: 1 up to
- * huber_k, huber_k s/|r| beyond, and (when redescend) 0 beyond reject_k.
- * Leaves the final weights in cs[].w; returns the estimate.
+ * Iteratively reweighted mean from start, until a step is below tol. Weight
+ * factor by |r|/s: 1 up to huber_k, huber_k s/|r| beyond, and (when
+ * redescend) 0 beyond reject_k. Leaves the final weights in cs[].w; returns
+ * the estimate.
  */
 static double
 irls(const struct ls_sync_node_conf *c, struct cand *cs, unsigned int n, double start,
-     bool redescend)
+     bool redescend, double tol)
 {
 	double est = start;
 	int it;
@@ -1008,7 +1030,7 @@ irls(const struct ls_sync_node_conf *c, struct cand *cs, unsigned int n, double 
 		 * but agree to ~1 ns, so averaging residuals keeps the digits. */
 		step = swr / sw;
 		est += step;
-		if (fabs(step) < 1e-9)
+		if (fabs(step) < tol)
 			break;
 	}
 	/* Final weights at the final estimate. */
@@ -1019,6 +1041,57 @@ irls(const struct ls_sync_node_conf *c, struct cand *cs, unsigned int n, double 
 			h = (redescend && u > c->reject_k) ? 0 : c->huber_k / u;
 		cs[i].w = cs[i].w0 * h;
 	}
+	return est;
+}
+
+/* Steps below which the robust averages stop: 1e-9 ns, 1e-18 of drift. */
+#define THETA_TOL 1e-9
+#define PHI_TOL 1e-18
+/* No drift figure is trusted beyond this (1e-6 ppm). */
+#define PHI_SIGMA_MIN 1e-12
+
+/*
+ * The node's drift: the candidates theta kept, averaged by the same robust
+ * mean as theta but on their own scale, the drift's uncertainty. Not by
+ * theta's weight: a neighbour close in offset (an unloaded edge) can still
+ * be unsure of its drift (it derives from edges that are not), and its
+ * theta moves along its phi between steps. Weighted by theta, a group
+ * joined to the rest by weak edges shares one wrong drift and walks off
+ * along it. Robust, starting from the reference's candidate, for the same
+ * reason as theta: in the first seconds at 90% load in the lab, the nodes
+ * of the far leaf all claimed one drift 1 to 2 ppm off within 0.1 ppm, and
+ * averaged in by inverse variance they dragged the reference's own leaf,
+ * whose edges to it are clean, half a microsecond off at every step.
+ * The sigma is the weighted mean of the candidates' sigmas, for the reason
+ * theta's is (no vouching; ls_sync_node_update). tmp holds nc candidates.
+ */
+static double
+phi_average(const struct ls_sync_node_conf *c, const struct cand *cs, unsigned int nc,
+	    struct cand *tmp, const struct ls_sync_nbr *nbrs, uint32_t ref, double *sigma)
+{
+	double est, sw = 0, ss = 0;
+	unsigned int i, m = 0;
+
+	for (i = 0; i < nc; i++) {
+		if (cs[i].w == 0)
+			continue;
+		tmp[m] = cs[i];
+		tmp[m].theta = cs[i].phi;
+		tmp[m].s = fmax(sqrt(cs[i].phi_var), PHI_SIGMA_MIN);
+		tmp[m].w0 = 1.0 / (tmp[m].s * tmp[m].s);
+		m++;
+	}
+	est = irls(c, tmp, m, ref_start(c, tmp, m, nbrs, ref), true, PHI_TOL);
+	for (i = 0; i < m; i++)
+		sw += tmp[i].w;
+	if (sw == 0) {
+		est = irls(c, tmp, m, wmedian(tmp, m), false, PHI_TOL);
+		for (i = 0; i < m; i++)
+			sw += tmp[i].w;
+	}
+	for (i = 0; i < m; i++)
+		ss += tmp[i].w * tmp[i].s;
+	*sigma = sw > 0 ? ss / sw : PHI_SIGMA_MIN;
 	return est;
 }
 
@@ -1141,7 +1214,7 @@ ls_sync_node_update(const struct ls_sync_node_conf *c, const struct ls_sync_nbr 
 	}
 
 	if (ref != 0 && ref_alive(s, c, ref, now) && n > 0)
-		cs = malloc(n * sizeof(*cs));
+		cs = malloc(2 * n * sizeof(*cs)); /* the second half for phi_average */
 	for (j = 0; cs != NULL && j < n; j++) {
 		const struct ls_sync_nbr *nb = &nbrs[j];
 		const struct ls_sync_state *st = &nb->st;
@@ -1226,7 +1299,7 @@ ls_sync_node_update(const struct ls_sync_node_conf *c, const struct ls_sync_nbr 
 	}
 
 	if (nc > 0) {
-		double est, sw = 0, sphi = 0, ssig = 0, spw = 0;
+		double est, sw = 0, ssig = 0;
 		uint16_t hops = UINT16_MAX;
 		uint32_t seq = 0;
 		bool seq_set = false;
@@ -1243,13 +1316,13 @@ ls_sync_node_update(const struct ls_sync_node_conf *c, const struct ls_sync_nbr 
 		 * The price: an edge to the reference that is itself bad is not
 		 * voted down by the nodes that derive from it.
 		 */
-		est = irls(c, cs, nc, ref_start(cs, nc, nbrs, ref), true);
+		est = irls(c, cs, nc, ref_start(c, cs, nc, nbrs, ref), true, THETA_TOL);
 		for (i = 0; i < nc; i++)
 			sw += cs[i].w;
 		if (sw == 0) {
 			/* Everyone disagrees with everyone: no basis to cut
 			 * anyone, fall back to plain Huber. */
-			est = irls(c, cs, nc, wmedian(cs, nc), false);
+			est = irls(c, cs, nc, wmedian(cs, nc), false, THETA_TOL);
 			for (i = 0; i < nc; i++)
 				sw += cs[i].w;
 		}
@@ -1270,21 +1343,6 @@ ls_sync_node_update(const struct ls_sync_node_conf *c, const struct ls_sync_nbr 
 			if (w == 0)
 				continue;
 			used++;
-			/*
-			 * The drift by its own uncertainty, not theta's weight:
-			 * a neighbour close in offset (an unloaded edge) can
-			 * still be unsure of its drift (it derives from edges
-			 * that are not), and its theta moves along its phi
-			 * between steps. Weighted by theta, a group joined to
-			 * the rest by weak edges shares one wrong drift and
-			 * walks off along it.
-			 */
-			{
-				double wp = 1.0 / fmax(cs[i].phi_var, 1e-24);
-
-				spw += wp;
-				sphi += wp * cs[i].phi;
-			}
 			ssig += w * cs[i].s;
 			if (st->hops < hops)
 				hops = st->hops;
@@ -1297,7 +1355,7 @@ ls_sync_node_update(const struct ls_sync_node_conf *c, const struct ls_sync_nbr 
 			const struct ls_sync_ref_seen *e = ref_find(s, ref);
 
 			s->theta_ns = est;
-			s->phi = sphi / spw;
+			s->phi = phi_average(c, cs, nc, cs + n, nbrs, ref, &s->phi_sigma);
 			/*
 			 * The weighted mean of the candidates' sigmas, not the
 			 * inverse-variance sigma 1/sqrt(sum w): the candidates are
@@ -1310,7 +1368,6 @@ ls_sync_node_update(const struct ls_sync_node_conf *c, const struct ls_sync_nbr 
 			 */
 			s->sigma_ns = fmax(ssig / sw, floor_ns);
 			s->bound_sigma_ns = fmax(s->sigma_ns, anchored_sigma(cs, nc, nbrs, est));
-			s->phi_sigma = 1.0 / sqrt(spw);
 			s->hops = hops < UINT16_MAX ? (uint16_t)(hops + 1) : UINT16_MAX;
 			s->ref_id = ref;
 			s->ref_seq = seq;

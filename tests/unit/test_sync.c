@@ -610,6 +610,9 @@ START_TEST(test_combine)
 	/* sigma: the weighted mean of 10 and 20 is 12, the paths' weighted
 	 * spread sqrt((4 * 6.6^2 + 26.4^2) / 5) = 13.2 is larger */
 	ck_assert_msg(fabs(out.sigma_ns - 13.2) < 1e-9, "%.9f", out.sigma_ns);
+	/* the drift alike: the paths claim 1e-15, but 1 and 3 ppm weighted
+	 * 4 to 1 spread sqrt((4 * 0.4^2 + 1.6^2) / 5) = 0.8 ppm */
+	ck_assert_msg(fabs(out.drift_sigma - 0.8e-6) < 1e-12, "%.3e", out.drift_sigma);
 	ck_assert(out.half_gap_ns == 15000);
 	ck_assert_uint_eq(out.n_fwd, 15);
 	ck_assert_uint_eq(out.n_rev, 17);
@@ -908,6 +911,8 @@ struct net {
 	bool edge[MAXN][MAXN];     /* i has an edge fit to j */
 	double enoise[MAXN][MAXN]; /* error in i's fit of j */
 	double esig[MAXN][MAXN];
+	double dnoise[MAXN][MAXN]; /* error in i's drift to j */
+	double dsig[MAXN][MAXN];   /* the drift sigma it claims (0: 1e-12) */
 	bool dead[MAXN];
 	struct ls_sync_node_conf conf[MAXN];
 	struct ls_sync_state st[MAXN];
@@ -1002,9 +1007,10 @@ net_round(struct net *w, double dt)
 				nb->edge.t_ref = now[i];
 				nb->edge.offset_ns = (double)(int64_t)(now[j] - now[i]) +
 						     w->enoise[i][j];
-				nb->edge.drift = (w->k[j].r - w->k[i].r) / (1 + w->k[i].r);
+				nb->edge.drift = (w->k[j].r - w->k[i].r) / (1 + w->k[i].r) +
+						 w->dnoise[i][j];
 				nb->edge.sigma_ns = w->esig[i][j];
-				nb->edge.drift_sigma = 1e-12;
+				nb->edge.drift_sigma = w->dsig[i][j] > 0 ? w->dsig[i][j] : 1e-12;
 				nb->edge.half_gap_ns = 10 * US;
 			}
 			w->nb[i][m++] = j;
@@ -1021,7 +1027,8 @@ net_round(struct net *w, double dt)
 		for (i = 0; i < w->n; i++) {
 			/* j's own fit of i at its announcement (t0 = now[j]) */
 			w->bedge[j][i] = (double)(int64_t)(now[i] - now[j]) + w->enoise[j][i];
-			w->bdrift[j][i] = (w->k[i].r - w->k[j].r) / (1 + w->k[j].r);
+			w->bdrift[j][i] = (w->k[i].r - w->k[j].r) / (1 + w->k[j].r) +
+					  w->dnoise[j][i];
 		}
 		for (i = 0; i < w->n; i++)
 			if (w->link[i][j]) {
@@ -1214,6 +1221,81 @@ START_TEST(test_net_no_vouching)
 	for (unsigned int i = 1; i < 3; i++)
 		ck_assert_msg(w.st[i].sigma_ns >= 1000, "node %u sigma %.1f", w.id[i],
 			      w.st[i].sigma_ns);
+}
+END_TEST
+
+/*
+ * A node whose edge to the reference is 120 us off and says so (sigma
+ * 250 us: a path under heavy load that has not pinned its floors yet),
+ * while its edges to two neighbours that hear the reference cleanly are
+ * clean. The unsure edge must not be where the robust average starts: from
+ * there the clean candidates lie thousands of their own sigmas off and
+ * were cut, leaving the node 120 us off.
+ */
+START_TEST(test_net_unsure_reference_edge)
+{
+	static const uint32_t ids[] = {1, 2, 3, 4};
+	struct net w;
+	unsigned int a;
+	double e;
+
+	net_init(&w, 4, ids, 808);
+	net_mesh(&w);
+	a = net_index(&w, 4);
+	w.enoise[a][0] = 120000;
+	w.esig[a][0] = 250000;
+	net_run(&w, 20);
+	e = fabs(w.st[a].theta_ns - net_truth(&w, a, 0));
+	printf("unsure edge to the reference (120 us off, sigma 250 us): error %.1f ns, "
+	       "sigma %.1f ns\n", e, w.st[a].sigma_ns);
+	ck_assert_msg(e < 50, "error %.1f", e);
+	ck_assert_msg(net_err(&w, 1) < 50, "worst error %.1f", net_err(&w, 1));
+}
+END_TEST
+
+/*
+ * Two leaves of three: the reference's (ids 1, 2, 3) and a far one (4, 5,
+ * 6). Every edge across is loaded: offset sigma 300 ns, drift sigma
+ * 0.1 ppm, and the far leaf's fits of it are 1.5 ppm off (the first
+ * seconds at 90% load in the lab, when the leaves' only links are busy);
+ * within a leaf, 50 ns and 0.05 ppm, both honest. The reference's leaf must keep the
+ * drift its clean edges give, not follow the far leaf's agreement; and the
+ * far leaf, whose candidates all share that error, must not claim its
+ * drift better than the edges it came through (no vouching).
+ */
+START_TEST(test_net_drift_group)
+{
+	static const uint32_t ids[] = {1, 2, 3, 4, 5, 6};
+	struct net w;
+	unsigned int i, j;
+
+	net_init(&w, 6, ids, 909);
+	net_mesh(&w);
+	for (i = 0; i < 6; i++)
+		for (j = 0; j < 6; j++) {
+			w.esig[i][j] = 50;
+			w.dsig[i][j] = 5e-8;
+			if ((i < 3) != (j < 3)) {
+				w.dnoise[i][j] = i < 3 ? 0 : 1.5e-6;
+				w.esig[i][j] = 300;
+				w.dsig[i][j] = 1e-7;
+			}
+		}
+	net_run(&w, 60);
+	for (i = 1; i < 6; i++) {
+		const struct ls_sync_state *s = &w.st[i];
+		double tphi = 1 - (1 + w.k[0].r) / (1 + w.k[i].r);
+
+		printf("drift group: node %u phi error %+.4f ppm, sigma %.4f ppm\n", w.id[i],
+		       (s->phi - tphi) * 1e6, s->phi_sigma * 1e6);
+		ck_assert_msg(s->flags & LS_SYNC_F_SYNCED, "node %u unsynced", w.id[i]);
+		if (i < 3)
+			ck_assert_msg(fabs(s->phi - tphi) < 0.05e-6, "node %u phi off %.4f ppm",
+				      w.id[i], (s->phi - tphi) * 1e6);
+		else
+			ck_assert_msg(s->phi_sigma >= 0.9e-7, "node %u phi sigma %.4f ppm",
+				      w.id[i], s->phi_sigma * 1e6);
+	}
 }
 END_TEST
 
@@ -1771,6 +1853,8 @@ sync_suite(void)
 	tcase_add_test(tc, test_net_uneven_sides);
 	tcase_add_test(tc, test_net_no_vouching);
 	tcase_add_test(tc, test_net_sides_disagree);
+	tcase_add_test(tc, test_net_drift_group);
+	tcase_add_test(tc, test_net_unsure_reference_edge);
 	tcase_add_test(tc, test_net_sparse);
 	tcase_add_test(tc, test_net_ring);
 	tcase_add_test(tc, test_net_inconsistent_edge);
