@@ -1254,6 +1254,41 @@ START_TEST(test_net_unsure_reference_edge)
 END_TEST
 
 /*
+ * After a restart: the reference's own fit of node 4 (handed back, two-
+ * sided) is unsure in offset (5 us against 1 us) and 40 ppm off in drift,
+ * which the wire carries no sigma for. Mixed in at the offsets' weight,
+ * it moved node 4's drift candidate from the reference 3 ppm while that
+ * claimed 0.2 ppm, and the robust average then cut the right ones. The
+ * two sides' disagreement must widen the candidate's drift sigma.
+ */
+START_TEST(test_net_back_drift_disagrees)
+{
+	static const uint32_t ids[] = {1, 2, 3, 4};
+	struct net w;
+	unsigned int a, i, j;
+	double tphi;
+
+	net_init(&w, 4, ids, 1010);
+	net_mesh(&w);
+	w.back = true;
+	a = net_index(&w, 4);
+	for (i = 0; i < 4; i++)
+		for (j = 0; j < 4; j++) {
+			w.esig[i][j] = 1000;
+			w.dsig[i][j] = 2e-7;
+		}
+	w.esig[0][a] = 5000;
+	w.dnoise[0][a] = 40e-6;
+	net_run(&w, 30);
+	tphi = 1 - (1 + w.k[0].r) / (1 + w.k[a].r);
+	printf("back drift 40 ppm off: node 4 phi error %+.4f ppm, sigma %.4f ppm\n",
+	       (w.st[a].phi - tphi) * 1e6, w.st[a].phi_sigma * 1e6);
+	ck_assert_msg(fabs(w.st[a].phi - tphi) < 0.5e-6, "phi off %.3f ppm",
+		      (w.st[a].phi - tphi) * 1e6);
+}
+END_TEST
+
+/*
  * Two leaves of three: the reference's (ids 1, 2, 3) and a far one (4, 5,
  * 6). Every edge across is loaded: offset sigma 300 ns, drift sigma
  * 0.1 ppm, and the far leaf's fits of it are 1.5 ppm off (the first
@@ -1855,6 +1890,7 @@ sync_suite(void)
 	tcase_add_test(tc, test_net_sides_disagree);
 	tcase_add_test(tc, test_net_drift_group);
 	tcase_add_test(tc, test_net_unsure_reference_edge);
+	tcase_add_test(tc, test_net_back_drift_disagrees);
 	tcase_add_test(tc, test_net_sparse);
 	tcase_add_test(tc, test_net_ring);
 	tcase_add_test(tc, test_net_inconsistent_edge);
