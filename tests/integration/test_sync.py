@@ -165,12 +165,17 @@ def main():
                         "%s->%s: synced one-way delay floors fwd %.1f us, rev %.1f us vs "
                         "configured %.1f us" % (a, b, fmin / 1e3, rmin / 1e3, exp / 1e3))
                 asym.append((fmin - exp) - (rmin - exp))
-                lo = [min(x["windows"]["60s"][d]["min"] for x in p["paths"]) for d in ("fwd", "rev")]
-                hi = [max(x["windows"]["60s"][d]["max"] for x in p["paths"]) for d in ("fwd", "rev")]
-                c.check(all(-20000 <= v - exp for v in lo) and all(v - exp < 5000000 for v in hi),
-                        "%s->%s: the 60 s window holds synced delays only (min %s, max %s us)"
-                        % (a, b, "/".join("%.1f" % (v / 1e3) for v in lo),
-                           "/".join("%.1f" % (v / 1e3) for v in hi)))
+                # The 60 s window's distributions cover whole 10 s blocks
+                # (docs/control.md, "path"), so a few seconds after the lab is up
+                # it can still be empty: the 10 s window holds the start.
+                held = [x["windows"][w][d] for w in ("10s", "60s") for d in ("fwd", "rev")
+                        for x in p["paths"] if x["windows"][w][d]["count"] > 0]
+                lo = min(h["min"] for h in held) if held else None
+                hi = max(h["max"] for h in held) if held else None
+                c.check(held and -20000 <= lo - exp and hi - exp < 5000000,
+                        "%s->%s: the 10 s and 60 s windows hold synced delays only (min %s, "
+                        "max %s us)" % (a, b, "%.1f" % (lo / 1e3) if held else "-",
+                                        "%.1f" % (hi / 1e3) if held else "-"))
         print("floor asymmetry (fwd excess - rev excess) per pair, ns:",
               " ".join("%.0f" % x for x in asym))
         c.check(max(abs(x) for x in asym) < 2 * ERR_BOUND_NS,
