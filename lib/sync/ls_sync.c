@@ -1044,6 +1044,29 @@ irls(const struct ls_sync_node_conf *c, struct cand *cs, unsigned int n, double 
 	return est;
 }
 
+/*
+ * The robust average of the candidates' theta (ref_start, then irls with
+ * cuts), its total weight in *sw. When everyone disagrees with everyone
+ * (all cut), there is no basis to cut anyone: plain Huber from the median.
+ */
+static double
+robust_average(const struct ls_sync_node_conf *c, struct cand *cs, unsigned int n,
+	       const struct ls_sync_nbr *nbrs, uint32_t ref, double tol, double *sw)
+{
+	double est = irls(c, cs, n, ref_start(c, cs, n, nbrs, ref), true, tol);
+	unsigned int i;
+
+	*sw = 0;
+	for (i = 0; i < n; i++)
+		*sw += cs[i].w;
+	if (*sw == 0) {
+		est = irls(c, cs, n, wmedian(cs, n), false, tol);
+		for (i = 0; i < n; i++)
+			*sw += cs[i].w;
+	}
+	return est;
+}
+
 /* Steps below which the robust averages stop: 1e-9 ns, 1e-18 of drift. */
 #define THETA_TOL 1e-9
 #define PHI_TOL 1e-18
@@ -1081,14 +1104,7 @@ phi_average(const struct ls_sync_node_conf *c, const struct cand *cs, unsigned i
 		tmp[m].w0 = 1.0 / (tmp[m].s * tmp[m].s);
 		m++;
 	}
-	est = irls(c, tmp, m, ref_start(c, tmp, m, nbrs, ref), true, PHI_TOL);
-	for (i = 0; i < m; i++)
-		sw += tmp[i].w;
-	if (sw == 0) {
-		est = irls(c, tmp, m, wmedian(tmp, m), false, PHI_TOL);
-		for (i = 0; i < m; i++)
-			sw += tmp[i].w;
-	}
+	est = robust_average(c, tmp, m, nbrs, ref, PHI_TOL, &sw);
 	for (i = 0; i < m; i++)
 		ss += tmp[i].w * tmp[i].s;
 	*sigma = sw > 0 ? ss / sw : PHI_SIGMA_MIN;
@@ -1323,16 +1339,7 @@ ls_sync_node_update(const struct ls_sync_node_conf *c, const struct ls_sync_nbr 
 		 * The price: an edge to the reference that is itself bad is not
 		 * voted down by the nodes that derive from it.
 		 */
-		est = irls(c, cs, nc, ref_start(c, cs, nc, nbrs, ref), true, THETA_TOL);
-		for (i = 0; i < nc; i++)
-			sw += cs[i].w;
-		if (sw == 0) {
-			/* Everyone disagrees with everyone: no basis to cut
-			 * anyone, fall back to plain Huber. */
-			est = irls(c, cs, nc, wmedian(cs, nc), false, THETA_TOL);
-			for (i = 0; i < nc; i++)
-				sw += cs[i].w;
-		}
+		est = robust_average(c, cs, nc, nbrs, ref, THETA_TOL, &sw);
 		for (i = 0; i < nc; i++) {
 			const struct ls_sync_state *st = &nbrs[cs[i].j].st;
 			double w = cs[i].w;
