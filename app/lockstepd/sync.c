@@ -569,7 +569,6 @@ step(void)
 	for (unsigned int i = 0; i < np; i++) {
 		struct ls_peer_sync *ps = ls_control_peer_at(i)->sync;
 		unsigned int nf = 0;
-
 		double md = NAN, msig = NAN;
 
 		if (ps == NULL)

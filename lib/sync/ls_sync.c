@@ -1045,8 +1045,8 @@ irls(const struct ls_sync_node_conf *c, struct cand *cs, unsigned int n, double 
 }
 
 /*
- * The robust average of the candidates' theta (ref_start, then irls with
- * cuts), its total weight in *sw. When everyone disagrees with everyone
+ * The robust average of the candidates' values (theta; phi_average puts
+ * their phi there): ref_start, then irls with cuts; total weight in *sw. When everyone disagrees with everyone
  * (all cut), there is no basis to cut anyone: plain Huber from the median.
  */
 static double
@@ -1337,7 +1337,8 @@ ls_sync_node_update(const struct ls_sync_node_conf *c, const struct ls_sync_nbr 
 		 * would win and cut the reference's edge, and the non-reference
 		 * nodes would then drift off as one with nothing to hold them.
 		 * The price: an edge to the reference that is itself bad is not
-		 * voted down by the nodes that derive from it.
+		 * voted down by the nodes that derive from it, unless it says
+		 * so (ref_start).
 		 */
 		est = robust_average(c, cs, nc, nbrs, ref, THETA_TOL, &sw);
 		for (i = 0; i < nc; i++) {
