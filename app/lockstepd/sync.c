@@ -465,6 +465,12 @@ path_fit(struct sync_path *sp, uint64_t now, double md, double msig)
 	rc = ls_sync_track_fit(&sp->track, now, b, sig, S.wander_ns, &sp->est.conf, &sp->fit);
 	sp->fit.drift = own;
 	sp->fit.drift_sigma = own_sig;
+	/* the track holds no sample counts: report the newest window's, which
+	 * is what an operator reads them as (without this, 0 once the track
+	 * took over) */
+	sp->fit.n_fwd = sp->win.n_fwd;
+	sp->fit.n_rev = sp->win.n_rev;
+	sp->fit.n_outliers = sp->win.n_outliers;
 	return rc;
 }
 

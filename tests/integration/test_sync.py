@@ -125,6 +125,12 @@ def main():
         c.check(st[0]["status"] == "reference", "node 1 says it is the reference")
         time.sleep(4)  # a full window of pure pairs everywhere
         measure(c, lab, n, 20, "steady state")
+        # each edge reports the pure samples its newest windows rest on,
+        # also once the per-path track gives the estimate
+        nb = lslab.call(lab.sock(2), "sync")["neighbors"]
+        counts = [(x["edge"] or {}).get("n_fwd", 0) for x in nb] + \
+                 [(x["edge"] or {}).get("n_rev", 0) for x in nb]
+        c.check(nb and min(counts) > 0, "every edge reports its window's samples: %s" % counts)
 
         # The shared-memory reader sees the same fleet time, no syscall per read.
         shm = "/dev/shm/lockstep-h2.fleettime"
