@@ -703,8 +703,11 @@ state_json(const struct ls_sync_state *s, uint64_t now)
 					(double)(now - s->t_good) / 1e6 : -1.0);
 
 	/* our own state only: a neighbour's comes off the wire without it */
-	if (s == &S.self)
+	if (s == &S.self) {
 		json_object_set_new(o, "bound_sigma_ns", json_real(s->bound_sigma_ns));
+		json_object_set_new(o, "cluster_ns", json_real(s->cluster_ns));
+		json_object_set_new(o, "cluster_n", json_integer(s->cluster_n));
+	}
 	return o;
 }
 
@@ -764,6 +767,9 @@ ls_sync_json(uint64_t tsc)
 			      "fwd_rejected", (json_int_t)nd->fwd_rej,
 			      "rev_kept", (json_int_t)nd->rev_kept,
 			      "rev_rejected", (json_int_t)nd->rev_rej);
+		json_object_set_new(n, "cluster", json_boolean(nd->use.cluster));
+		if (nd->use.cluster)
+			json_object_set_new(n, "cluster_weight", json_real(nd->use.cluster_weight));
 		if (nd->n_base > 0)
 			json_object_set_new(n, "baselines",
 				json_pack("{s:f, s:f, s:f, s:i}", "ntp_offset_ns", nd->ntp_ns,

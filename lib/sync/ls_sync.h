@@ -388,6 +388,10 @@ struct ls_sync_state {
 	double bound_sigma_ns;  /**< what this node's own readings promise: sigma_ns,
 				 *   or more when the estimate strayed from its
 				 *   anchor (never on the wire) */
+	double cluster_ns;      /**< this node's readings are theta_ns + cluster_ns:
+				 *   its cluster's pooled estimate (ls_sync_node_update),
+				 *   never on the wire */
+	uint16_t cluster_n;     /**< cluster neighbours pooled into cluster_ns */
 	/**
 	 * Only in a reflector's reply (LS_SYNC_F_EDGE): the reflector's own
 	 * estimate of its edge toward the node that asked, local_asker -
@@ -425,6 +429,8 @@ struct ls_sync_nbr_use {
 	double scale_ns;        /**< the residual's scale: edge and neighbour sigma */
 	double back_ns;         /**< two-sided edge minus our one-sided edge (0
 				 *   when the neighbour did not hand its own back) */
+	bool cluster;           /**< in our cluster: also pooled into our readings */
+	double cluster_weight;  /**< its weight in that pool (0 when cut) */
 };
 
 /** Node settings. */
@@ -439,6 +445,9 @@ struct ls_sync_node_conf {
 	double holdover_ppm;        /**< bound growth while not updated (on top of 3 phi_sigma), default 1 */
 	double asym_bound_ns;       /**< uncalibrated asymmetry allowance added to the bound, default 0 */
 	double sigma_floor_ns;      /**< default 1 */
+	double cluster_ratio;       /**< a neighbour whose own sigma exceeds this many
+				     *   times our edge's to it is in our cluster,
+				     *   default 2; 0 = no clusters */
 };
 
 /** Fill c with the defaults above (self_id and reference_id 0). */
@@ -463,6 +472,13 @@ void ls_sync_state_init(struct ls_sync_state *s, uint32_t node_id);
  *    every candidate, plain Huber). hops = 1 + least hops used, ref_seq =
  *    highest used, sigma = the weighted mean of the used candidates' s
  *    (they all derive from the reference, so they are not independent).
+ *  - Clusters: a neighbour whose own sigma is more than cluster_ratio times
+ *    our edge's to it shares most of our error (a rack-mate behind the same
+ *    loaded links). This node's readings, not its announcement, pool its
+ *    theta with those neighbours' through its edges (the same robust
+ *    average, from theta; sigma the weighted mean): cluster_ns = pooled -
+ *    theta, cluster_n the members kept. Members then read about their mean
+ *    and agree to within their edges.
  *  - No candidate: a node that was SYNCED keeps theta/phi (re-anchored at
  *    now along phi) with HOLDOVER set; one that never was stays unsynced.
  * @param s     in: previous state; out: new state (t0 = now)
@@ -483,7 +499,8 @@ struct ls_sync_reading {
 };
 
 /**
- * Map local time to fleet time: fleet = local - (theta + phi (local - t0)).
+ * Map local time to fleet time: fleet = local - (theta + cluster_ns + phi (local - t0)).
+ * Sigma is the larger of sigma_ns and bound_sigma_ns.
  * Half-width = 3 sigma + asym_bound_ns + (3 phi_sigma + holdover_ppm 1e-6)
  * * |local - t_good|. Unsynced: fleet = local, earliest 0, latest UINT64_MAX.
  */

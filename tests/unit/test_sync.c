@@ -1532,6 +1532,73 @@ START_TEST(test_net_reference_dies)
 }
 END_TEST
 
+/*
+ * A far leaf: three nodes joined to each other by tight edges (5 ns) and
+ * to the reference's leaf only by loose ones (2 us), each node's loose
+ * edges off by its own amount (+1.5, -0.6, -0.9 us: each node alone is
+ * that far off). Pooled as a cluster, every far node reads the mean of the
+ * three, and they agree to within their edges. Without clusters
+ * (cluster_ratio 0) each node reads its own theta, which settles halfway
+ * between what its own edges say and the mean: 1.2 us apart.
+ */
+static void
+cluster_run(double ratio, double *spread, double *worst)
+{
+	static const unsigned int near[] = {1, 3, 5}, far[] = {0, 2, 4};
+	static const double bias[] = {1500, -600, -900};
+	unsigned int a, b, i, ref;
+	double lo = INFINITY, hi = -INFINITY;
+	struct net w;
+
+	net_init(&w, 6, ids6, 909); /* the reference is id 3, index 1 */
+	net_mesh(&w);
+	ref = net_index(&w, 3);
+	for (i = 0; i < w.n; i++)
+		w.conf[i].cluster_ratio = ratio;
+	for (a = 0; a < 3; a++)
+		for (b = 0; b < 3; b++) {
+			unsigned int n = near[a], f = far[b];
+
+			w.esig[f][n] = w.esig[n][f] = 2000;
+			/* f's fit of n is off by -bias: f's candidate is off by +bias */
+			w.enoise[f][n] = -bias[b];
+			w.enoise[n][f] = rng_sym(500);
+		}
+	net_run(&w, 60);
+	*worst = 0;
+	for (b = 0; b < 3; b++) {
+		unsigned int f = far[b];
+		struct ls_sync_reading rd;
+		uint64_t truth = clk_at(&w.k[ref], w.T);
+		double e;
+
+		ls_sync_fleet_read(&w.st[f], &w.conf[f], clk_at(&w.k[f], w.T), &rd);
+		ck_assert(rd.earliest_ns <= truth && truth <= rd.latest_ns);
+		e = (double)(int64_t)(rd.fleet_ns - truth);
+		lo = fmin(lo, e);
+		hi = fmax(hi, e);
+		*worst = fmax(*worst, fabs(e));
+		ck_assert_uint_eq(w.st[f].cluster_n, ratio > 0 ? 2 : 0);
+	}
+	*spread = hi - lo;
+}
+
+START_TEST(test_net_cluster)
+{
+	double spread, worst;
+
+	cluster_run(0, &spread, &worst);
+	printf("far leaf without clusters: readings %.0f ns apart, worst %.0f ns\n", spread,
+	       worst);
+	ck_assert(spread > 500);
+	cluster_run(2, &spread, &worst);
+	printf("far leaf pooled as a cluster: readings %.1f ns apart, worst %.1f ns\n", spread,
+	       worst);
+	ck_assert_msg(spread < 20, "%.1f", spread);
+	ck_assert_msg(worst < 100, "%.1f", worst);
+}
+END_TEST
+
 START_TEST(test_net_configured_reference)
 {
 	struct net w;
@@ -1899,6 +1966,7 @@ sync_suite(void)
 	tcase_add_test(tc, test_net_reference_dies);
 	tcase_add_test(tc, test_net_configured_reference);
 	tcase_add_test(tc, test_net_holdover);
+	tcase_add_test(tc, test_net_cluster);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("long");
