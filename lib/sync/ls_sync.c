@@ -1048,26 +1048,37 @@ irls(const struct ls_sync_node_conf *c, struct cand *cs, unsigned int n, double 
 }
 
 /*
- * The robust average of the candidates' values (theta; phi_average puts
- * their phi there): ref_start, then irls with cuts; total weight in *sw. When everyone disagrees with everyone
- * (all cut), there is no basis to cut anyone: plain Huber from the median.
+ * irls with cuts from start; total weight in *sw. When everyone disagrees
+ * with everyone (all cut), there is no basis to cut anyone: plain Huber
+ * from fallback (NAN: the weighted median).
  */
 static double
-robust_average(const struct ls_sync_node_conf *c, struct cand *cs, unsigned int n,
-	       const struct ls_sync_nbr *nbrs, uint32_t ref, double tol, double *sw)
+cut_or_huber(const struct ls_sync_node_conf *c, struct cand *cs, unsigned int n, double start,
+	     double fallback, double tol, double *sw)
 {
-	double est = irls(c, cs, n, ref_start(c, cs, n, nbrs, ref), true, tol);
+	double est = irls(c, cs, n, start, true, tol);
 	unsigned int i;
 
 	*sw = 0;
 	for (i = 0; i < n; i++)
 		*sw += cs[i].w;
 	if (*sw == 0) {
-		est = irls(c, cs, n, wmedian(cs, n), false, tol);
+		est = irls(c, cs, n, isnan(fallback) ? wmedian(cs, n) : fallback, false, tol);
 		for (i = 0; i < n; i++)
 			*sw += cs[i].w;
 	}
 	return est;
+}
+
+/*
+ * The robust average of the candidates' values (theta; phi_average puts
+ * their phi there): from ref_start, cut_or_huber.
+ */
+static double
+robust_average(const struct ls_sync_node_conf *c, struct cand *cs, unsigned int n,
+	       const struct ls_sync_nbr *nbrs, uint32_t ref, double tol, double *sw)
+{
+	return cut_or_huber(c, cs, n, ref_start(c, cs, n, nbrs, ref), NAN, tol, sw);
 }
 
 /* Steps below which the robust averages stop: 1e-9 ns, 1e-18 of drift. */
@@ -1183,14 +1194,7 @@ cluster_pool(const struct ls_sync_node_conf *c, double est, double sigma,
 		tmp[m++] = ks[i];
 	/* From our own theta: a member far off, and saying it is sure, is cut
 	 * like any other candidate. */
-	pooled = irls(c, tmp, m, est, true, THETA_TOL);
-	for (i = 0; i < m; i++)
-		sw += tmp[i].w;
-	if (sw == 0) {
-		pooled = irls(c, tmp, m, est, false, THETA_TOL);
-		for (i = 0; i < m; i++)
-			sw += tmp[i].w;
-	}
+	pooled = cut_or_huber(c, tmp, m, est, est, THETA_TOL, &sw);
 	*members = 0;
 	for (i = 0; i < m; i++) {
 		ss += tmp[i].w * tmp[i].s;
