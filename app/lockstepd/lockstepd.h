@@ -167,6 +167,7 @@ struct ls_peer {
 	uint64_t next_resolve_ns;
 	bool sync_speaker;         /* (lcore) its reflector fills our sync TLV: its
 				    * one-way delays wait for an offset, not raw */
+	uint64_t first_reply_ns;   /* (lcore) our time of its first reply, 0 before */
 	struct ls_peer_owd owd;    /* control writes, lcore reads */
 	/* control-thread side */
 	struct ls_path_window *win; /* n_paths windows, owned by the control thread */

@@ -308,10 +308,14 @@ sync_record(struct ls_lcore *lc, struct ls_peer *peer, uint32_t path,
  * differences are off by the clocks' offset (milliseconds) and would spoil
  * every window they fell in. A peer that never sends our sync TLV (another
  * STAMP implementation) keeps its raw values: its host may be synced by
- * other means.
+ * other means. Which kind a peer is shows only once its reflector has a
+ * state to put in our TLV, after its first sync step: until then (four
+ * steps from its first reply) its delays wait too. Without the wait, the
+ * replies of the first half second after start put raw differences into
+ * the windows (a sync-fabric failure in CI: +-17 ms in the 10 s window).
  */
 static inline void
-owd_correct(struct ls_peer *peer, uint64_t t1, int64_t samples[LS_PM_MAX])
+owd_correct(struct ls_peer *peer, uint64_t t1, uint64_t rx_ns, int64_t samples[LS_PM_MAX])
 {
 	struct ls_peer_owd w;
 	uint32_t sn;
@@ -322,7 +326,10 @@ owd_correct(struct ls_peer *peer, uint64_t t1, int64_t samples[LS_PM_MAX])
 		w = peer->owd;
 	} while (rte_seqlock_read_retry(&peer->owd.lock, sn));
 	if (!w.valid) {
-		if (peer->sync_speaker) {
+		if (peer->first_reply_ns == 0)
+			peer->first_reply_ns = rx_ns;
+		if (peer->sync_speaker || rx_ns - peer->first_reply_ns <
+					  4ULL * g.cfg.sync.interval_ms * 1000000ULL) {
 			samples[LS_PM_FWD] = LS_PM_NONE;
 			samples[LS_PM_REV] = LS_PM_NONE;
 		}
@@ -379,7 +386,7 @@ ls_sender_on_reply(struct ls_lcore *lc, struct ls_port *p __rte_unused,
 	if (g.cfg.sync.enabled) {
 		if (t_ok && sync_record(lc, peer, path, &t, &r, rx_ns, payload, pi->payload_len))
 			peer->sync_speaker = true;
-		owd_correct(peer, r.sender_ts_ns, samples);
+		owd_correct(peer, r.sender_ts_ns, rx_ns, samples);
 	}
 	ls_path_on_reply(&pp->live, r.sender_seq, rx_ns, samples);
 	if (pp->live.consecutive_lost == 0)
