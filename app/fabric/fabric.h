@@ -54,6 +54,7 @@ struct lsf_stats {
 	uint64_t truth_dropped;    /* truth ring full */
 	uint64_t events;           /* deliveries processed */
 	uint64_t idle_sleeps;
+	uint64_t trailer_no_room;  /* --rx-trailer: no tailroom, sent without a stamp */
 } __rte_cache_aligned;
 
 /* Background traffic generator. */
@@ -176,6 +177,7 @@ struct lsf_global {
 	uint64_t sample_ns;        /* truth depth sampling interval (0 = off) */
 	bool hop_records;          /* per-hop records for probes */
 	bool no_fastpath;          /* every packet through the generic path (differential tests) */
+	bool rx_trailer;           /* append the delivery instant to frames to hosts (NIC stamps) */
 	uint32_t idle_sleep_us;    /* 0 = busy poll */
 	char socket[108];
 	char truth_file[256];

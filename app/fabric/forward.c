@@ -611,6 +611,16 @@ to_host(uint16_t host, struct rte_mbuf *m, uint64_t deliver_ns)
 	 * once learnt from its ARP/ND, the destination. */
 	memcpy(f, h->mac_known ? h->mac.b : bcast, 6);
 	memcpy(f + 6, l->mac.b, 6);
+	if (G.rx_trailer) {
+		/* the host NIC's receive stamp: when the model delivered the frame,
+		 * however late this loop sends it (ls_clock_trailer.c) */
+		uint8_t *t = (uint8_t *)rte_pktmbuf_append(m, LS_RX_TRAILER_LEN);
+
+		if (likely(t != NULL))
+			ls_rx_trailer_put(t, deliver_ns);
+		else
+			G.st.trailer_no_room++;
+	}
 	G.st.tx_pkts++;
 	/* Lateness is charged after the TX flush, when the packet really left:
 	 * one clock read per loop instead of one per packet. */

@@ -4,7 +4,7 @@
  *
  *   lockstep-fabric [EAL options] -- --topo FILE [--dir DIR] [--socket PATH]
  *                   [--truth FILE] [--sample-us N] [--hops] [--idle-sleep-us N]
- *                   [--no-fastpath]
+ *                   [--no-fastpath] [--rx-trailer]
  *   lockstep-fabric --help | -- --topo FILE --check
  *
  * Each host of the topology is one DPDK port of the emulator (by default a
@@ -54,6 +54,10 @@ static const char usage_text[] =
 "                         (default 0: busy poll; labs sharing cores use ~50)\n"
 "      --no-fastpath      route every packet the generic way (same results,\n"
 "                         slower: for differential tests)\n"
+"      --rx-trailer       act as a NIC with receive stamps: append to every frame\n"
+"                         delivered to a host the instant it arrived there, as a\n"
+"                         12-byte trailer (lockstepd's clock.rx_trailer strips and\n"
+"                         uses it)\n"
 "      --check            validate the topology and exit\n"
 "  -h, --help             this text\n"
 "\n"
@@ -78,6 +82,7 @@ parse_args(int argc, char **argv, const char **topo, bool *check)
 		{"hops", no_argument, NULL, 'H'},
 		{"idle-sleep-us", required_argument, NULL, 'I'},
 		{"no-fastpath", no_argument, NULL, 'F'},
+		{"rx-trailer", no_argument, NULL, 'R'},
 		{"check", no_argument, NULL, 'C'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -122,6 +127,9 @@ parse_args(int argc, char **argv, const char **topo, bool *check)
 			break;
 		case 'F':
 			G.no_fastpath = true;
+			break;
+		case 'R':
+			G.rx_trailer = true;
 			break;
 		case 'C':
 			*check = true;

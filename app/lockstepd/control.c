@@ -357,6 +357,30 @@ lcore_totals(struct ls_lcore_stats *t)
 	}
 }
 
+/* Where receive stamps came from, over all lcores (each owns its clock). */
+static json_t *
+rx_stamps_json(void)
+{
+	uint64_t k = 0, kr = 0, hr = 0, tr = 0, tm = 0, trj = 0;
+	unsigned int l;
+
+#define LD(f) __atomic_load_n(&g.lcores[l].clock.f, __ATOMIC_RELAXED)
+	RTE_LCORE_FOREACH(l) {
+		k += LD(kstamps);
+		kr += LD(kstamp_fallbacks);
+		hr += LD(hw_fallbacks);
+		tr += LD(tstamps);
+		tm += LD(tstamp_missing);
+		trj += LD(tstamp_fallbacks);
+	}
+#undef LD
+	return json_pack("{s:b, s:I, s:I, s:I, s:I, s:I, s:I}",
+			 "trailer_mode", (int)g.cfg.clock.rx_trailer,
+			 "kernel", (json_int_t)k, "kernel_rejected", (json_int_t)kr,
+			 "nic_rejected", (json_int_t)hr, "trailer", (json_int_t)tr,
+			 "trailer_missing", (json_int_t)tm, "trailer_rejected", (json_int_t)trj);
+}
+
 static json_t *
 clock_json(void)
 {
@@ -372,6 +396,7 @@ clock_json(void)
 		      "tai_offset_ns", (json_int_t)map.tai_off,
 		      "refits", (json_int_t)g.cal.n_updates,
 		      "last_step_ppm", g.cal.ppm_step);
+	json_object_set_new(o, "rx_stamps", rx_stamps_json());
 	if (ctl.clock.kind == LS_CLOCK_SIM) {
 		struct ls_clock_truth t;
 

@@ -151,7 +151,11 @@ ls_clock_setup(struct ls_clock *c, const struct ls_conf_clock *conf, uint32_t no
 	c->ts_dynfield = -1;
 	c->ts_dynflag = 0;
 	c->kts_dynfield = -1;
+	c->rx_trailer = conf->rx_trailer;
 	refresh_map(c, rte_rdtsc());
+	if (c->rx_trailer)
+		RTE_LOG(INFO, LS_CLOCK, "clock: RX stamps from the frame trailer the lab's "
+			"emulator appends (clock.rx_trailer)\n");
 
 	switch (conf->source) {
 	case LS_CLOCK_TSC:

@@ -166,6 +166,10 @@ struct ls_clock {
 	uint64_t kts_dynflag;          /**< RX timestamp dynflag mask for those */
 	uint64_t kstamps;              /**< kernel stamps used */
 	uint64_t kstamp_fallbacks;     /**< kernel stamps rejected as implausible */
+	bool rx_trailer;               /**< RX stamps come from a frame trailer (lab emulator) */
+	uint64_t tstamps;              /**< trailer stamps used */
+	uint64_t tstamp_missing;       /**< frames without a trailer (software stamp used) */
+	uint64_t tstamp_fallbacks;     /**< trailer stamps rejected as implausible */
 };
 
 /**
@@ -281,6 +285,34 @@ unsigned int ls_clock_kstamp_setup(struct ls_clock *c, const uint16_t *ports, un
  * ingress times).
  */
 bool ls_clock_kstamp_port(uint16_t port, int *field, uint64_t *flag);
+
+#define LS_RX_TRAILER_LEN 12      /**< stamp (8 bytes, big endian) + magic "LSTS" */
+#define LS_RX_TRAILER_MIN_FRAME 14 /**< a trailer follows at least an Ethernet header */
+
+/**
+ * Write a receive-stamp trailer (LS_RX_TRAILER_LEN bytes) at dst: ns, the
+ * instant the frame reached the host, on the host's shared timeline
+ * (LS_SIM_EPOCH_NS + MONOTONIC_RAW). See ls_clock_trailer.c.
+ */
+void ls_rx_trailer_put(uint8_t *dst, uint64_t ns);
+
+/**
+ * Read the receive-stamp trailer at the end of a frame of len bytes.
+ * @return 0 with *ns set; -EINVAL when the frame is too short to hold one
+ *         after an Ethernet header; -ENOENT when its last bytes are not a
+ *         trailer (no magic).
+ */
+int ls_rx_trailer_get(const uint8_t *frame, uint32_t len, uint64_t *ns);
+
+/**
+ * Receive timestamp of a packet on a clock with rx_trailer set: the
+ * trailer's stamp on the clock's timeline, and the trailer removed from the
+ * mbuf. A frame without one keeps its bytes and gets sw (counted in
+ * tstamp_missing); a stamp later than sw by more than a few microseconds or
+ * older than a second is dropped in favour of sw (tstamp_fallbacks).
+ * @param sw  the burst's software stamp, as for ls_clock_rx_ts()
+ */
+uint64_t ls_clock_rx_trailer(struct ls_clock *c, struct rte_mbuf *m, uint64_t sw);
 
 /** Name of the source in use ("tsc", "nic", "sim"). */
 const char *ls_clock_name(const struct ls_clock *c);

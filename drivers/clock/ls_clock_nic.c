@@ -329,6 +329,36 @@ kernel_rx_ts(struct ls_clock *c, const struct rte_mbuf *m, uint64_t sw)
 	return ts;
 }
 
+uint64_t
+ls_clock_rx_trailer(struct ls_clock *c, struct rte_mbuf *m, uint64_t sw)
+{
+	struct rte_mbuf *last = rte_pktmbuf_lastseg(m);
+	uint64_t true_ns, ts;
+
+	/* in the last segment, whole (the emulator writes it there) */
+	if (ls_rx_trailer_get(rte_pktmbuf_mtod(last, const uint8_t *), last->data_len,
+			      &true_ns) != 0) {
+		c->tstamp_missing++;
+		return sw;
+	}
+	rte_pktmbuf_trim(m, LS_RX_TRAILER_LEN);
+	/* the caller's ls_clock_from_tsc for sw refreshed c->map: tai_off is current */
+	if (c->kind == LS_CLOCK_SIM)
+		ts = ls_simclock_local(&c->sim, true_ns);
+	else
+		ts = true_ns - LS_SIM_EPOCH_NS + (uint64_t)c->map.tai_off;
+	/* The emulator stamps the instant the model delivered the frame, at
+	 * or before it sent it: a stamp after sw is a TSC-map refit's error at
+	 * most, one older than a second is not ours. */
+	if ((int64_t)(ts - sw) > (int64_t)LS_KSTAMP_AHEAD_NS ||
+	    (int64_t)(sw - ts) > (int64_t)LS_NIC_MAX_AGE_NS) {
+		c->tstamp_fallbacks++;
+		return sw;
+	}
+	c->tstamps++;
+	return ts;
+}
+
 bool
 ls_clock_kstamp_port(uint16_t port, int *field, uint64_t *flag)
 {

@@ -741,12 +741,17 @@ clock_post(struct pctx *c, const char *path, const json_t *obj, void *base)
 	if (json_object_get(obj, "sim") != NULL && clk->source != LS_CLOCK_SIM)
 		return ls_jsonv_fail(&c->jv, ls_jsonv_key(kpath, path, "sim"),
 			    "allowed only when source is \"sim\"");
+	/* the trailer's stamps are on the host's TSC timeline, not a NIC's */
+	if (clk->rx_trailer && clk->source != LS_CLOCK_SIM && clk->source != LS_CLOCK_TSC)
+		return ls_jsonv_fail(&c->jv, ls_jsonv_key(kpath, path, "rx_trailer"),
+			    "needs source \"sim\" or \"tsc\" (its stamps are on this host's TSC timeline)");
 	return 0;
 }
 
 static const struct field clock_fields[] = {
 	F_ENUM("source", struct ls_conf_clock, source, clock_sources),
 	F_OBJ("sim", offsetof(struct ls_conf_clock, sim), sim_schema, 0),
+	F_BOOL("rx_trailer", struct ls_conf_clock, rx_trailer),
 };
 static const struct schema clock_schema = SCHEMA(clock_fields, clock_post);
 

@@ -125,6 +125,8 @@ struct ls_conf_simclock {
 struct ls_conf_clock {
 	enum ls_clock_source source;  /**< default AUTO */
 	struct ls_conf_simclock sim;  /**< used when source is SIM */
+	bool rx_trailer;              /**< receive stamps from a frame trailer (lab emulator's
+				       *   --rx-trailer; TSC or SIM source only), default false */
 };
 
 /** Control socket. */

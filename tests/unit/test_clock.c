@@ -11,6 +11,7 @@
  * wrong slope or anchor produces (a 1 ppm error alone is 1 us per second).
  */
 #include <check.h>
+#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -334,6 +335,45 @@ START_TEST(test_sim_wander_statistics)
 }
 END_TEST
 
+/* The receive-stamp trailer: round trip, byte order, and what is refused. */
+START_TEST(test_rx_trailer)
+{
+	uint8_t f[64 + LS_RX_TRAILER_LEN];
+	const uint64_t ns = LS_SIM_EPOCH_NS + 0x0102030405060708ULL;
+	uint64_t got = 0;
+
+	memset(f, 0xab, sizeof(f));
+	ls_rx_trailer_put(f + 64, ns);
+	/* big endian, then the magic */
+	ck_assert_uint_eq(f[64], (uint8_t)(ns >> 56));
+	ck_assert_uint_eq(f[71], 0x08);
+	ck_assert_int_eq(memcmp(f + 72, "LSTS", 4), 0);
+	ck_assert_int_eq(ls_rx_trailer_get(f, sizeof(f), &got), 0);
+	ck_assert_uint_eq(got, ns);
+	/* the smallest frame that holds one: an Ethernet header and the trailer */
+	ck_assert_int_eq(ls_rx_trailer_get(f + 64 - LS_RX_TRAILER_MIN_FRAME,
+					   LS_RX_TRAILER_MIN_FRAME + LS_RX_TRAILER_LEN, &got), 0);
+	ck_assert_uint_eq(got, ns);
+	/* one byte shorter: refused, *ns untouched */
+	got = 7;
+	ck_assert_int_eq(ls_rx_trailer_get(f + 65 - LS_RX_TRAILER_MIN_FRAME,
+					   LS_RX_TRAILER_MIN_FRAME + LS_RX_TRAILER_LEN - 1, &got),
+			 -EINVAL);
+	ck_assert_int_eq(ls_rx_trailer_get(NULL, 100, &got), -EINVAL);
+	ck_assert_uint_eq(got, 7);
+	/* a frame without one (the magic is checked, any byte of it) */
+	for (int i = 0; i < 4; i++) {
+		uint8_t g[sizeof(f)];
+
+		memcpy(g, f, sizeof(f));
+		g[72 + i] ^= 0x20;
+		ck_assert_int_eq(ls_rx_trailer_get(g, sizeof(g), &got), -ENOENT);
+	}
+	ck_assert_int_eq(ls_rx_trailer_get(f, sizeof(f) - 1, &got), -ENOENT);
+	ck_assert_uint_eq(got, 7);
+}
+END_TEST
+
 static Suite *
 clock_suite(void)
 {
@@ -352,6 +392,10 @@ clock_suite(void)
 	tcase_add_test(tc, test_sim_wander_deterministic);
 	tcase_add_test(tc, test_sim_seeds_differ);
 	tcase_add_test(tc, test_sim_wander_statistics);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("trailer");
+	tcase_add_test(tc, test_rx_trailer);
 	suite_add_tcase(s, tc);
 	return s;
 }

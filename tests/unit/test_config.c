@@ -165,6 +165,7 @@ START_TEST(test_minimal_defaults)
 	ck_assert(!cfg.reflector.ntp_format);
 
 	ck_assert_int_eq(cfg.clock.source, LS_CLOCK_AUTO);
+	ck_assert(!cfg.clock.rx_trailer);
 	ck_assert_uint_eq(cfg.clock.sim.seed, 7);
 	ck_assert_int_eq(cfg.clock.sim.offset_ns, 0);
 
@@ -504,6 +505,16 @@ START_TEST(test_enums)
 	      "clock.sim: allowed only when source is \"sim\"");
 	BAD("{" BASE ", 'clock': {'sim': {'seed': 1}}}", "clock.sim",
 	    "allowed only when source is");
+	/* trailer stamps are on this host's TSC timeline: not with a NIC's clock */
+	EXACT("{" BASE ", 'clock': {'source': 'nic', 'rx_trailer': true}}",
+	      "clock.rx_trailer: needs source \"sim\" or \"tsc\" (its stamps are on this "
+	      "host's TSC timeline)");
+	BAD("{" BASE ", 'clock': {'rx_trailer': true}}", "clock.rx_trailer", "needs source");
+	BAD("{" BASE ", 'clock': {'source': 'tsc', 'rx_trailer': 1}}", "clock.rx_trailer",
+	    "expected");
+	load_good("{" BASE ", 'clock': {'source': 'tsc', 'rx_trailer': true}}", &cfg);
+	ck_assert(cfg.clock.rx_trailer);
+	ls_config_free(&cfg);
 }
 END_TEST
 

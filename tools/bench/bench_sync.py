@@ -4,13 +4,18 @@
 
     sudo LS_BUILD=build BENCH_SECS=30 tools/bench/bench_sync.py [LOAD ...]
 
-Six lockstepd on a 2 spine x 2 leaf x 3 host leaf-spine (lockstep-fabric,
-veth + net_pcap links: receive times are kernel stamps), simulated clocks
+Six lockstepd on a 2 spine x 2 leaf x 3 host leaf-spine (lockstep-fabric with
+its own core), simulated clocks
 with offsets up to +-10 ms, drifts up to +-100 ppm and 20 ns/sqrt(s) wander.
 For each background load (default 0, 0.5, 0.9: average utilisation of every
 spine link (1 Gb/s), both directions, as 2x-line-rate bursts with idle
 gaps so real queues build and drain; burst and gap lengths are exponential
 with means load/2 ms and 1 - load/2 ms, independently per link direction;
+BENCH_STAMPS picks the receive stamps: "trailer" (default; memif links, the
+emulator plays the hosts' NICs and appends each frame's delivery instant,
+lab.sh --rx-trailer: the lab's stand-in for hardware receive stamps) or
+"kernel" (veth + net_pcap links, the kernel's microsecond stamps);
+BENCH_LINK overrides the link type;
 BENCH_BURSTS=periodic gives the fixed 1 ms period of the first runs, which
 keeps a fixed phase between links; BENCH_BG_BYTES sets the background frame
 size, default 1500; BENCH_WANDER each simulated clock's wander in
@@ -51,6 +56,13 @@ RANDOM_BURSTS = os.environ.get("BENCH_BURSTS", "random") != "periodic"
 # a pair per path every 20 ms: 6 x 5 peers x 4 paths is 24k probe frames/s
 # through the emulator's af_packet ports (a syscall per TX burst) already
 LAB_EXTRA = os.environ.get("BENCH_LAB_ARGS", "--interval-us 20000").split()
+STAMPS = os.environ.get("BENCH_STAMPS", "trailer")
+if STAMPS not in ("trailer", "kernel"):
+    sys.exit("bench_sync: BENCH_STAMPS must be trailer or kernel")
+# kernel stamps need net_pcap (veth); trailers work on either, memif has no kernel in the way
+LINK = os.environ.get("BENCH_LINK", "memif" if STAMPS == "trailer" else "pcap")
+if STAMPS == "trailer":
+    LAB_EXTRA.append("--rx-trailer")
 RATE = 10_000_000_000     # host links
 SPINE_RATE = 1_000_000_000  # shared links: the emulator (one core) must
                             # generate the load as packets; at 10 Gb/s, 90%
@@ -136,7 +148,7 @@ def run(load, tmp):
         ex[h] = {"clock": {"source": "sim",
                            "sim": {"offset_ns": off, "drift_ppm": drift, "wander_ns": WANDER}}}
     json.dump(ex, open(extra, "w"))
-    lab = lslab.FabricLab(topo, "bench-sync", ["--link", "pcap", "--extra", extra,
+    lab = lslab.FabricLab(topo, "bench-sync", ["--link", LINK, "--extra", extra,
                                                "--fabric-core", "1"] + LAB_EXTRA, quiet=True)
     res = {"load": load}
     t0 = time.time()
@@ -185,6 +197,8 @@ def run(load, tmp):
         # how well the emulator kept to its model meanwhile: the lab's own error
         lat = lslab.call(lab.fab, "status")["delivery_lateness_ns"]
         res["emulator_lateness_ns"] = {k: lat.get(k) for k in ("p50", "p99", "max")}
+        # where receive stamps came from (kernel, trailer, software fallback)
+        res["rx_stamps"] = lslab.call(lab.sock(1), "status")["clock"]["rx_stamps"]
         # flap a spine link and watch the fleet error through it
         lslab.call(lab.fab, "link.flap", {"link": "leaf1-spine1", "down_ms": 200,
                                           "every_ms": 1000, "count": 5})
@@ -203,8 +217,9 @@ def main():
         sys.exit("bench_sync: must run as root")
     loads = [float(x) for x in sys.argv[1:]] or [0.0, 0.5, 0.9]
     tmp = tempfile.mkdtemp(prefix="ls-bench-sync-")
-    print("bench_sync: %d nodes, %.0f s per load, loads %s, %s bursts"
-          % (len(HOSTS), SECS, loads, "random" if RANDOM_BURSTS else "periodic"))
+    print("bench_sync: %d nodes, %.0f s per load, loads %s, %s bursts, --link %s %s"
+          % (len(HOSTS), SECS, loads, "random" if RANDOM_BURSTS else "periodic", LINK,
+             " ".join(LAB_EXTRA)))
     for load in loads:
         r = run(load, tmp)
         print("\nload %.0f%%: converged %.1f s after lab up" % (100 * load,

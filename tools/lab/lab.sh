@@ -6,7 +6,8 @@
 #   tools/lab/lab.sh up   [--nodes N] [--transport memif|veth] [--dir DIR]
 #                         [--interval-us US] [--paths P] [--lcores L] [--build DIR]
 #   tools/lab/lab.sh up   --topo FILE [--truth [--sample-us N]] [--link memif|pcap] [--extra JSON]
-#                         [--fabric-core CPU] [--dir DIR] [--interval-us US] [--paths P]
+#                         [--fabric-core CPU] [--rx-trailer] [--dir DIR] [--interval-us US]
+#                         [--paths P]
 #   tools/lab/lab.sh restart-node --node I [--dir DIR] [--fabric-core CPU]
 #   tools/lab/lab.sh down [--dir DIR]
 #   tools/lab/lab.sh mesh [--dir DIR] [lockstepctl mesh options]
@@ -36,7 +37,12 @@
 #   daemons (and all their threads) on the other CPUs: its ingress and
 #   delivery times are then within a few us of the truth, which is what
 #   faithful one-way delays need (docs/fabric.md, "One-way delays in the
-#   lab"). --extra merges {"*": {...}, "<host>": {...}} into the daemons'
+#   lab"). --rx-trailer makes the emulator act as the hosts' NICs with
+#   receive stamps: it appends to every frame it delivers the instant the
+#   model delivered it, and the daemons (clock.rx_trailer) take their
+#   receive stamps from there, free of kernel and polling delays (the lab's
+#   stand-in for hardware stamps; transmit stamps stay software TSC reads).
+#   --extra merges {"*": {...}, "<host>": {...}} into the daemons'
 #   configs (simulated clocks, sync settings; see fabric_configs.py).
 #
 # Every daemon runs without hugepages, with its own --file-prefix, on an
@@ -59,6 +65,7 @@ sample_us=""
 link=memif
 extra=""
 only=""
+rx_trailer=0
 fabric_core=""  # CPU the emulator busy-polls on, alone; "" = shares all CPUs
 build="${LS_BUILD:-$root/build}"
 PY=/usr/bin/python3
@@ -82,6 +89,7 @@ while [ $# -gt 0 ]; do
 	--extra) extra=$2; shift 2 ;;
 	--node) only=$2; shift 2 ;;
 	--fabric-core) fabric_core=$2; shift 2 ;;
+	--rx-trailer) rx_trailer=1; shift ;;
 	--build) build=$2; shift 2 ;;
 	*) break ;;
 	esac
@@ -221,7 +229,7 @@ start_fabric() {
 	case "$link" in memif|pcap) ;; *) die "unknown --link $link (memif or pcap)" ;; esac
 	[ -z "$extra" ] || [ -f "$extra" ] || die "no --extra file $extra"
 	nodes=$("$PY" "$here/fabric_configs.py" "$topo" "$dir" "$interval_us" "$paths" \
-		"$link" "$extra" "$t" | wc -l)
+		"$link" "$extra" "$t" "$rx_trailer" | wc -l)
 	local ftopo=$topo
 	if [ "$link" = pcap ]; then
 		ftopo=$dir/topo.json
@@ -236,6 +244,7 @@ start_fabric() {
 	fi
 	[ "$truth" = 1 ] && args=(--truth "$dir/truth.jsonl" --hops)
 	[ -n "$sample_us" ] && args+=(--sample-us "$sample_us")
+	[ "$rx_trailer" = 1 ] && args+=(--rx-trailer)
 	# Shared CPUs: sleep when idle (never past the next event). Own CPU:
 	# busy poll there; its control threads go to the other CPUs (EAL).
 	local fl="0@($(node_cpus))" sleep=50
