@@ -186,6 +186,9 @@ def run(load, tmp):
             res[name] = summary(allv)
             res[name]["constant_max"] = max(abs(c) for c in const) if const else None
             res[name]["varying_p99"] = pct([abs(x) for x in rest], .99)
+            # which node carries which constant (h2..h6; h1 is the reference)
+            res[name]["constant_by_node"] = {"h%d" % i: round(statistics.median(v))
+                                             for i, v in sorted(d.items()) if v}
         res["bound_holds"] = round(sum(inside) / len(inside), 3) if inside else None
         # the same readings split in time: the second half of the sampling
         # (steady state), and the last reading above 1 us (accuracy, as
