@@ -132,6 +132,25 @@ struct ls_simclock {
 	double w_next;       /**< W at knot + 1, ns */
 };
 
+/**
+ * Whether reading the clock at true_ns costs at most a step or two of the
+ * walk: true_ns within one knot of the reader's position (or before the
+ * start, where there is no walk). Anything else replays or walks far,
+ * milliseconds per simulated hour: a stamp from a frame must pass this
+ * before it is converted, or one forged stamp could stall an lcore.
+ */
+static inline bool
+ls_simclock_near(const struct ls_simclock *s, uint64_t true_ns)
+{
+	int64_t dt = (int64_t)(true_ns - s->start_ns);
+	int64_t k;
+
+	if (dt <= 0 || s->wander_ns == 0.0)
+		return true;
+	k = dt / (int64_t)LS_SIM_KNOT_NS;
+	return k >= s->knot - 1 && k <= s->knot + 1;
+}
+
 /** Set up a simulated clock starting at true time start_ns. */
 void ls_simclock_init(struct ls_simclock *s, const struct ls_conf_simclock *p, uint64_t start_ns);
 
@@ -308,8 +327,9 @@ int ls_rx_trailer_get(const uint8_t *frame, uint32_t len, uint64_t *ns);
  * Receive timestamp of a packet on a clock with rx_trailer set: the
  * trailer's stamp on the clock's timeline, and the trailer removed from the
  * mbuf. A frame without one keeps its bytes and gets sw (counted in
- * tstamp_missing); a stamp later than sw by more than a few microseconds or
- * older than a second is dropped in favour of sw (tstamp_fallbacks).
+ * tstamp_missing); a stamp later than sw by more than 20 us or older than a
+ * second (SIM: more than about 10 ms from sw, see ls_simclock_near) is
+ * dropped in favour of sw (tstamp_fallbacks).
  * @param sw  the burst's software stamp, as for ls_clock_rx_ts()
  */
 uint64_t ls_clock_rx_trailer(struct ls_clock *c, struct rte_mbuf *m, uint64_t sw);

@@ -342,7 +342,16 @@ ls_clock_rx_trailer(struct ls_clock *c, struct rte_mbuf *m, uint64_t sw)
 		return sw;
 	}
 	rte_pktmbuf_trim(m, LS_RX_TRAILER_LEN);
-	/* the caller's ls_clock_from_tsc for sw refreshed c->map: tai_off is current */
+	/*
+	 * The caller's ls_clock_from_tsc for sw refreshed c->map (tai_off is
+	 * current) and moved the simulated clock's walk to the burst: a stamp
+	 * more than a knot (10 ms) from there is refused before it is
+	 * converted, since converting it would replay the walk.
+	 */
+	if (c->kind == LS_CLOCK_SIM && !ls_simclock_near(&c->sim, true_ns)) {
+		c->tstamp_fallbacks++;
+		return sw;
+	}
 	if (c->kind == LS_CLOCK_SIM)
 		ts = ls_simclock_local(&c->sim, true_ns);
 	else

@@ -335,6 +335,30 @@ START_TEST(test_sim_wander_statistics)
 }
 END_TEST
 
+/* Which instants a frame's stamp may name: within a knot of the reader. */
+START_TEST(test_sim_near)
+{
+	const uint64_t start = LS_SIM_EPOCH_NS;
+	const uint64_t now = start + 1000 * LS_SIM_KNOT_NS + 3000000; /* 10 s in */
+	struct ls_simclock s, still;
+
+	sim_init(&s, 0, 0.0, 20.0, 1, start);
+	(void)ls_simclock_offset(&s, now);
+	ck_assert(ls_simclock_near(&s, now));
+	ck_assert(ls_simclock_near(&s, now - 5000000));                /* 5 ms back */
+	ck_assert(ls_simclock_near(&s, now - LS_SIM_KNOT_NS));         /* a knot back */
+	ck_assert(ls_simclock_near(&s, now + LS_SIM_KNOT_NS / 2));
+	ck_assert(!ls_simclock_near(&s, now - 3 * LS_SIM_KNOT_NS));    /* would replay */
+	ck_assert(!ls_simclock_near(&s, now + 3 * LS_SIM_KNOT_NS));    /* would walk on */
+	ck_assert(!ls_simclock_near(&s, start + 3600ULL * 1000000000ULL)); /* an hour on */
+	ck_assert(ls_simclock_near(&s, 0));                            /* before start: no walk */
+	/* without wander nothing is walked */
+	sim_init(&still, 0, 0.0, 0.0, 1, start);
+	(void)ls_simclock_offset(&still, now);
+	ck_assert(ls_simclock_near(&still, start + 3600ULL * 1000000000ULL));
+}
+END_TEST
+
 /* The receive-stamp trailer: round trip, byte order, and what is refused. */
 START_TEST(test_rx_trailer)
 {
@@ -392,6 +416,7 @@ clock_suite(void)
 	tcase_add_test(tc, test_sim_wander_deterministic);
 	tcase_add_test(tc, test_sim_seeds_differ);
 	tcase_add_test(tc, test_sim_wander_statistics);
+	tcase_add_test(tc, test_sim_near);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("trailer");
