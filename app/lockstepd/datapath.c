@@ -189,8 +189,8 @@ poll_port(struct ls_lcore *lc, struct ls_port *p, unsigned int *work)
 	uint64_t tsc, burst_ns;
 	uint16_t i;
 	bool cap = g.cap.on;
-	bool hw_ts = lc->clock.kind == LS_CLOCK_NIC || lc->clock.kstamp_ports != 0;
-	bool trailer = lc->clock.rx_trailer;
+	bool hw_ts = lc->clock.kind == LS_CLOCK_NIC || lc->clock.kstamp_ports != 0 ||
+		     lc->clock.rx_trailer;
 
 	n = rte_eth_rx_burst(p->port_id, 0, rx, LS_BURST);
 	if (n == 0)
@@ -205,10 +205,9 @@ poll_port(struct ls_lcore *lc, struct ls_port *p, unsigned int *work)
 		rte_prefetch0(rte_pktmbuf_mtod(rx[i], void *));
 	for (i = 0; i < n; i++) {
 		struct rte_mbuf *m = rx[i];
-		/* Software clocks stamp the whole burst once; the NIC stamps each
-		 * (the lab's emulator, in a trailer it appends: strip it first). */
-		uint64_t rx_ns = unlikely(trailer) ? ls_clock_rx_trailer(&lc->clock, m, burst_ns) :
-				 hw_ts ? ls_clock_rx_ts(&lc->clock, m, burst_ns) : burst_ns;
+		/* Software clocks stamp the whole burst once; the NIC (or the
+		 * kernel, or the lab emulator's trailer) stamps each. */
+		uint64_t rx_ns = hw_ts ? ls_clock_rx_ts(&lc->clock, m, burst_ns) : burst_ns;
 
 		if (i + 4 < n)
 			rte_prefetch0(rte_pktmbuf_mtod(rx[i + 4], void *));

@@ -63,19 +63,9 @@ raw_ns(struct ls_clock *c, uint64_t tsc)
 uint64_t
 ls_clock_from_tsc(struct ls_clock *c, uint64_t tsc)
 {
-	uint64_t ns = raw_ns(c, tsc);
-
-	switch (c->kind) {
-	case LS_CLOCK_SIM:
-		return ls_simclock_local(&c->sim, ns + LS_SIM_EPOCH_NS);
-	default:
-		/*
-		 * TSC, and NIC too: device ticks are fitted onto this same
-		 * timeline (ls_clock_nic.c), so software stamps need nothing
-		 * extra.
-		 */
-		return ns + (uint64_t)c->map.tai_off;
-	}
+	/* NIC too: device ticks are fitted onto this same timeline
+	 * (ls_clock_nic.c), so software stamps need nothing extra */
+	return ls_clock_local_from_raw(c, raw_ns(c, tsc));
 }
 
 uint64_t

@@ -192,6 +192,21 @@ struct ls_clock {
 };
 
 /**
+ * Local time of a MONOTONIC_RAW instant (ns) on this clock's timeline, with
+ * the cached map as it is (callers refresh it first, e.g. through
+ * ls_clock_from_tsc): SIM evaluates the simulated clock at the lab's true
+ * time raw + LS_SIM_EPOCH_NS, the others add the TAI offset (NIC ticks are
+ * fitted onto this same timeline).
+ */
+static inline uint64_t
+ls_clock_local_from_raw(struct ls_clock *c, uint64_t raw)
+{
+	if (c->kind == LS_CLOCK_SIM)
+		return ls_simclock_local(&c->sim, raw + LS_SIM_EPOCH_NS);
+	return raw + (uint64_t)c->map.tai_off;
+}
+
+/**
  * Local time for a TSC reading in this clock's timeline (ns since 1970,
  * PTP/TAI for TSC; LS_SIM_EPOCH_NS-based for SIM).
  */
@@ -275,8 +290,13 @@ int ls_clock_setup(struct ls_clock *c, const struct ls_conf_clock *conf, uint32_
 		   const uint16_t *ports, unsigned int n_ports, const struct ls_tsc_cal *cal);
 
 /**
- * Receive timestamp of a packet: the hardware stamp converted to the
- * clock's timeline when the source is NIC and the mbuf carries one; the
+ * Receive timestamp of a packet: with rx_trailer, the stamp of the
+ * trailer the lab's emulator appends, which is removed from the mbuf (a
+ * frame without one keeps its bytes and gets sw, counted in
+ * tstamp_missing; a stamp later than sw by more than 20 us or older than a
+ * second, SIM: more than about 10 ms from sw (ls_simclock_near), gets sw
+ * too, counted in tstamp_fallbacks); else the hardware stamp converted to
+ * the clock's timeline when the source is NIC and the mbuf carries one; the
  * kernel's stamp when the port is one of kstamp_ports (TSC and SIM
  * sources: the stamp is put on MONOTONIC_RAW through the calibration's
  * real_off, then through the clock like any TSC reading); else the burst's
@@ -286,7 +306,7 @@ int ls_clock_setup(struct ls_clock *c, const struct ls_conf_clock *conf, uint32_
  *            call also refreshes c's cached map, which the conversions here
  *            rely on), and the plausibility reference for hardware stamps
  */
-uint64_t ls_clock_rx_ts(struct ls_clock *c, const struct rte_mbuf *m, uint64_t sw);
+uint64_t ls_clock_rx_ts(struct ls_clock *c, struct rte_mbuf *m, uint64_t sw);
 
 /**
  * Note the ports whose RX stamps come from the kernel (driver net_pcap,
@@ -322,17 +342,6 @@ void ls_rx_trailer_put(uint8_t *dst, uint64_t ns);
  *         trailer (no magic).
  */
 int ls_rx_trailer_get(const uint8_t *frame, uint32_t len, uint64_t *ns);
-
-/**
- * Receive timestamp of a packet on a clock with rx_trailer set: the
- * trailer's stamp on the clock's timeline, and the trailer removed from the
- * mbuf. A frame without one keeps its bytes and gets sw (counted in
- * tstamp_missing); a stamp later than sw by more than 20 us or older than a
- * second (SIM: more than about 10 ms from sw, see ls_simclock_near) is
- * dropped in favour of sw (tstamp_fallbacks).
- * @param sw  the burst's software stamp, as for ls_clock_rx_ts()
- */
-uint64_t ls_clock_rx_trailer(struct ls_clock *c, struct rte_mbuf *m, uint64_t sw);
 
 /** Name of the source in use ("tsc", "nic", "sim"). */
 const char *ls_clock_name(const struct ls_clock *c);

@@ -302,6 +302,19 @@ ls_clock_nic_update(const struct ls_tsc_cal *cal)
 }
 
 /*
+ * A stamp from outside the poll loop (kernel, NIC, trailer) is taken before
+ * the burst's software stamp sw: one later than sw by more than ahead (the
+ * conversion's own error) or older than a second is not a stamp of this
+ * packet.
+ */
+static inline bool
+implausible(uint64_t ts, uint64_t sw, uint64_t ahead)
+{
+	return (int64_t)(ts - sw) > (int64_t)ahead ||
+	       (int64_t)(sw - ts) > (int64_t)LS_NIC_MAX_AGE_NS;
+}
+
+/*
  * A kernel stamp on the clock's timeline. The software stamp sw was read
  * after the stamp was taken, so a kernel stamp later than sw (beyond its
  * microsecond truncation and the real_off sampling error) or older than a
@@ -313,15 +326,9 @@ kernel_rx_ts(struct ls_clock *c, const struct rte_mbuf *m, uint64_t sw)
 {
 	uint64_t us = *RTE_MBUF_DYNFIELD(m, c->kts_dynfield, const rte_mbuf_timestamp_t *);
 	/* the caller's ls_clock_from_tsc for sw refreshed c->map: real_off is current */
-	uint64_t raw = ls_kstamp_raw_ns(&c->map, us);
-	uint64_t ts;
+	uint64_t ts = ls_clock_local_from_raw(c, ls_kstamp_raw_ns(&c->map, us));
 
-	if (c->kind == LS_CLOCK_SIM)
-		ts = ls_simclock_local(&c->sim, raw + LS_SIM_EPOCH_NS);
-	else
-		ts = raw + (uint64_t)c->map.tai_off;
-	if ((int64_t)(ts - sw) > (int64_t)LS_KSTAMP_AHEAD_NS ||
-	    (int64_t)(sw - ts) > (int64_t)LS_NIC_MAX_AGE_NS) {
+	if (implausible(ts, sw, LS_KSTAMP_AHEAD_NS)) {
 		c->kstamp_fallbacks++;
 		return sw;
 	}
@@ -329,8 +336,9 @@ kernel_rx_ts(struct ls_clock *c, const struct rte_mbuf *m, uint64_t sw)
 	return ts;
 }
 
-uint64_t
-ls_clock_rx_trailer(struct ls_clock *c, struct rte_mbuf *m, uint64_t sw)
+/* The stamp of the lab emulator's trailer (ls_clock_trailer.c), trailer removed. */
+static uint64_t
+trailer_rx_ts(struct ls_clock *c, struct rte_mbuf *m, uint64_t sw)
 {
 	struct rte_mbuf *last = rte_pktmbuf_lastseg(m);
 	uint64_t true_ns, ts;
@@ -352,15 +360,11 @@ ls_clock_rx_trailer(struct ls_clock *c, struct rte_mbuf *m, uint64_t sw)
 		c->tstamp_fallbacks++;
 		return sw;
 	}
-	if (c->kind == LS_CLOCK_SIM)
-		ts = ls_simclock_local(&c->sim, true_ns);
-	else
-		ts = true_ns - LS_SIM_EPOCH_NS + (uint64_t)c->map.tai_off;
 	/* The emulator stamps the instant the model delivered the frame, at
 	 * or before it sent it: a stamp after sw is a TSC-map refit's error at
-	 * most, one older than a second is not ours. */
-	if ((int64_t)(ts - sw) > (int64_t)LS_KSTAMP_AHEAD_NS ||
-	    (int64_t)(sw - ts) > (int64_t)LS_NIC_MAX_AGE_NS) {
+	 * most. */
+	ts = ls_clock_local_from_raw(c, true_ns - LS_SIM_EPOCH_NS);
+	if (implausible(ts, sw, LS_KSTAMP_AHEAD_NS)) {
 		c->tstamp_fallbacks++;
 		return sw;
 	}
@@ -403,13 +407,15 @@ ls_clock_kstamp_setup(struct ls_clock *c, const uint16_t *ports, unsigned int n_
 }
 
 uint64_t
-ls_clock_rx_ts(struct ls_clock *c, const struct rte_mbuf *m, uint64_t sw)
+ls_clock_rx_ts(struct ls_clock *c, struct rte_mbuf *m, uint64_t sw)
 {
 	const struct nic_fit *f;
 	struct ls_tsc_map fm;
 	uint64_t ticks, hw;
 	uint32_t sn;
 
+	if (c->rx_trailer)
+		return trailer_rx_ts(c, m, sw);
 	if (c->kstamp_ports != 0 && (m->ol_flags & c->kts_dynflag) && m->port < 64 &&
 	    (c->kstamp_ports >> m->port & 1))
 		return kernel_rx_ts(c, m, sw);
@@ -428,8 +434,7 @@ ls_clock_rx_ts(struct ls_clock *c, const struct rte_mbuf *m, uint64_t sw)
 
 	/* the caller's ls_clock_from_tsc for sw refreshed c->map: tai_off is current */
 	hw = ls_tsc_map_ns(&fm, ticks) + (uint64_t)c->map.tai_off;
-	if ((int64_t)(hw - sw) > (int64_t)LS_NIC_AHEAD_NS ||
-	    (int64_t)(sw - hw) > (int64_t)LS_NIC_MAX_AGE_NS)
+	if (implausible(hw, sw, LS_NIC_AHEAD_NS))
 		goto fallback;
 	return hw;
 
