@@ -11,7 +11,7 @@
  * from one that met a queue. The timer is re-armed with the interval plus
  * uniform jitter so that pairs from many nodes do not fall into step.
  *
- * Acquisition (off by default): for probe.acquire_ms after a peer is added,
+ * Acquisition (4x for 4 s by default): for probe.acquire_ms after a peer is added,
  * its paths send pairs probe.acquire_rate times as often, as NTP's iburst
  * does. Clock sync needs, on every path, probes that met the empty-queue
  * floor in each direction; on a loaded fabric those are rare, and a few

@@ -839,7 +839,7 @@ set_defaults(struct ls_config *cfg)
 	cfg->probe.pad = 0;
 	cfg->probe.down_after = 3;
 	cfg->probe.acquire_ms = 4000;
-	cfg->probe.acquire_rate = 1; /* off: see docs/config.md */
+	cfg->probe.acquire_rate = 4; /* 4x for the first 4 s: see docs/sync.md */
 	cfg->reflector.enabled = true;
 	cfg->reflector.rate_pps = 20000;
 	cfg->reflector.burst = 256;

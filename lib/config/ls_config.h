@@ -70,7 +70,7 @@ struct ls_conf_probe {
 	uint16_t pad;             /**< extra padding bytes (RFC 8972 Extra Padding TLV), default 0 */
 	uint16_t down_after;      /**< consecutive losses that mark a path down, default 3 */
 	uint32_t acquire_ms;      /**< after a peer is added, probe faster for this long, default 4000 */
-	uint8_t acquire_rate;     /**< ... this many times as often, default 1 (off) */
+	uint8_t acquire_rate;     /**< ... this many times as often, default 4 (1: off) */
 };
 
 /** One peer. */

@@ -156,7 +156,7 @@ START_TEST(test_minimal_defaults)
 	ck_assert_uint_eq(cfg.probe.pad, 0);
 	ck_assert_uint_eq(cfg.probe.down_after, 3);
 	ck_assert_uint_eq(cfg.probe.acquire_ms, 4000);
-	ck_assert_uint_eq(cfg.probe.acquire_rate, 1);
+	ck_assert_uint_eq(cfg.probe.acquire_rate, 4);
 
 	ck_assert(cfg.reflector.enabled);
 	ck_assert_uint_eq(cfg.reflector.rate_pps, 20000);

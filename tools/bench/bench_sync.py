@@ -24,8 +24,10 @@ node's config, for A/B runs such as '{"probe": {"acquire_rate": 1}}') the
 script:
   1. brings the lab up and times convergence (all nodes synced);
   2. samples every node's fleet-time error against ground truth at 4 Hz for
-     BENCH_SECS: one TSC instant T, every node's `sync {"tsc": T}` reading
-     versus the reference's simulated clock at T (`clock {"tsc": T}`);
+     BENCH_SECS, starting 3 s after all nodes are synced: one TSC instant T,
+     every node's `sync {"tsc": T}` reading versus the reference's simulated
+     clock at T (`clock {"tsc": T}`); the 3 s before are read at 4 Hz too,
+     for the convergence time only;
   3. from the same probes, the error of three per-edge estimators of each
      node's offset to the reference at the sync step's instant: our
      envelope fit, NTP-style (min-RTT probe of the window) and PTP-style
@@ -167,7 +169,12 @@ def run(load, tmp):
         ok = lslab.wait_until(lambda: lslab.all_synced(socks), 60, step=0.2)
         res["converge_s_from_up"] = round(time.time() - t_up, 2) if ok else None
         res["converge_s_from_start"] = round(time.time() - t0, 2) if ok else None
-        time.sleep(3)
+        # the 3 s before the sampling: read for the convergence time only
+        # (the statistics below start after them)
+        early, end = [], time.time() + 3
+        while time.time() < end:
+            early += [(time.time() - t_up, abs(e)) for e in fleet_errors(lab, n).values()]
+            time.sleep(0.25)
         fleet, env, ntp, ptp, inside, timed = {}, {}, {}, {}, [], []
         end = time.time() + SECS
         while time.time() < end:
@@ -195,8 +202,10 @@ def run(load, tmp):
         # opposed to status, converged)
         mid = (timed[0][0] + timed[-1][0]) / 2 if timed else 0
         res["fleet_second_half"] = summary([e for t, e in timed if t >= mid])
-        late = [t for t, e in timed if e > 1000]
+        late = [t for t, e in early + timed if e > 1000]
         res["last_over_1us_s_from_up"] = round(max(late), 1) if late else None
+        res["first_reading_s_from_up"] = round(early[0][0], 1) if early else None
+        res["over_1us_s_from_up"] = sorted({round(t, 1) for t in late})
         # how well the emulator kept to its model meanwhile: the lab's own error
         lat = lslab.call(lab.fab, "status")["delivery_lateness_ns"]
         res["emulator_lateness_ns"] = {k: lat.get(k) for k in ("p50", "p99", "max")}
@@ -241,7 +250,8 @@ def main():
         print("  fleet, second half of the sampling: p50 %.0f p99 %.0f max %.0f ns; "
               "last reading over 1 us: %s" % (
                   h["p50"], h["p99"], h["max"] or -1,
-                  "none" if last is None else "%.1f s after lab up" % last))
+                  "none since the first at %.1f s" % (r["first_reading_s_from_up"] or -1)
+                  if last is None else "%.1f s after lab up" % last))
         el = r["emulator_lateness_ns"]
         print("  emulator delivery lateness (its error vs its model): p50 %s p99 %s max %s ns"
               % (el["p50"], el["p99"], el["max"]))
