@@ -22,6 +22,8 @@
 #include <errno.h>
 #include <string.h>
 
+#include <rte_byteorder.h>
+
 #include "ls_clock.h"
 
 static const uint8_t trailer_magic[4] = {'L', 'S', 'T', 'S'};
@@ -29,8 +31,9 @@ static const uint8_t trailer_magic[4] = {'L', 'S', 'T', 'S'};
 void
 ls_rx_trailer_put(uint8_t *dst, uint64_t ns)
 {
-	for (int i = 0; i < 8; i++)
-		dst[i] = (uint8_t)(ns >> (56 - 8 * i));
+	rte_be64_t be = rte_cpu_to_be_64(ns);
+
+	memcpy(dst, &be, sizeof(be)); /* dst has no alignment */
 	memcpy(dst + 8, trailer_magic, sizeof(trailer_magic));
 }
 
@@ -38,15 +41,14 @@ int
 ls_rx_trailer_get(const uint8_t *frame, uint32_t len, uint64_t *ns)
 {
 	const uint8_t *t;
-	uint64_t v = 0;
+	rte_be64_t be;
 
 	if (frame == NULL || len < LS_RX_TRAILER_MIN_FRAME + LS_RX_TRAILER_LEN)
 		return -EINVAL;
 	t = frame + len - LS_RX_TRAILER_LEN;
 	if (memcmp(t + 8, trailer_magic, sizeof(trailer_magic)) != 0)
 		return -ENOENT;
-	for (int i = 0; i < 8; i++)
-		v = v << 8 | t[i];
-	*ns = v;
+	memcpy(&be, t, sizeof(be));
+	*ns = rte_be_to_cpu_64(be);
 	return 0;
 }
