@@ -333,10 +333,16 @@ double ls_sync_track_drift(const struct ls_sync_track *k, uint64_t min_span_ns,
  * than any window's by more than twice the wander over the held span, no
  * window met both floors, and that half gap, lowered to the least at
  * drift +- 3 drift_sigma, is the floor e_j is taken from.
- * The entries within twice the least u are averaged with weights 1 / u^2;
- * the rest would only add their bias. sigma_ns of the result is the least
- * u (overlapping windows share samples, so their errors are not
- * independent), half_gap_ns that entry's half gap.
+ * The entries are combined by a Kalman filter in the order they measured
+ * (an entry's time is its older support sample): each one measurement with
+ * variance sigma_j^2 + e_j^2, the offset walking by wander_ns^2 per second
+ * between them, and the drift's error over the result's weighted age
+ * added at the end. An entry t old is off by the walk since then, which
+ * every older entry shares: averaged as if independent, they made the
+ * result lag the walk by seconds. sigma_ns of the result is that
+ * variance's root, but never below the least u (overlapping windows share
+ * samples, which the filter counts as independent), half_gap_ns the half
+ * gap of the entry with the least u.
  * @param wander_ns  frequency wander, ns per sqrt(s) of age
  * @param conf       envelope settings for the joint entry (NULL: none)
  * @return 0, or -ENODATA when nothing is held.

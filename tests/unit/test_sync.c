@@ -830,6 +830,11 @@ START_TEST(test_track_wander)
 	p.b.w = wb;
 	track_run(&p, 5150, 10 * MS, 60, 10, 30, light_queues, &w);
 	track_check("track_wander", &w, 95, 0, 0);
+	/* the walk is shared by every entry older than now: averaged as if
+	 * independent, the track followed it seconds late and ended up further
+	 * off than its newest window (83 against 43 ns here) */
+	ck_assert_msg(w.track < 1.3 * w.win, "track %.1f ns, newest window %.1f ns", w.track,
+		      w.win);
 }
 END_TEST
 
@@ -888,13 +893,14 @@ START_TEST(test_track_basics)
 	/* the newest window is the least aged: sigma = hypot(20, 10 sqrt(0.1)) */
 	ck_assert_msg(fabs(out.sigma_ns - sqrt(400 + 10)) < 1e-9, "%.9f", out.sigma_ns);
 	/* a newer window 5 us off whose half gap is 5 us wider than the rest
-	 * counts for nothing next to the clean ones */
+	 * counts for next to nothing beside the clean ones (the filter gives
+	 * it a weight of its variance's 1 / 60,000th: 0.03 ns) */
 	f.t_ref += 500000000ULL;
 	f.offset_ns = 777 + 2e-6 * (double)(f.t_ref - BASE) - 5000;
 	f.band_ns = 15000;
 	ls_sync_track_add(&k, &f);
 	ck_assert_int_eq(ls_sync_track_fit(&k, f.t_ref, 2e-6, 0, 10, NULL, &out), 0);
-	ck_assert_msg(fabs(out.offset_ns - (f.offset_ns + 5000)) < 1e-6, "%.6f", out.offset_ns);
+	ck_assert_msg(fabs(out.offset_ns - (f.offset_ns + 5000)) < 0.1, "%.6f", out.offset_ns);
 	ck_assert(out.half_gap_ns == 10000);
 }
 END_TEST
