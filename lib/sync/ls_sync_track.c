@@ -333,6 +333,19 @@ struct entry {
 	double gap; /* its half gap */
 };
 
+/* An entry of own variance own whose support samples lie tf, tr before
+ * its t_ref, age before now. */
+static void
+set_entry(struct entry *en, double p, double own, double gap, double age, double tf, double tr,
+	  double drift_sigma, double wander_ns)
+{
+	en->p = p;
+	en->own = own;
+	en->gap = gap;
+	en->u2 = carried_var(own, age, tf, tr, drift_sigma, wander_ns);
+	en->tau = age + fmax(tf, tr);
+}
+
 /* A joint fit as a track entry: variance carried to now, offset from the newest. */
 static void
 joint_entry(const struct ls_sync_track *k, const struct ls_sync_fit *j, uint64_t now, double g0,
@@ -341,13 +354,10 @@ joint_entry(const struct ls_sync_track *k, const struct ls_sync_fit *j, uint64_t
 	uint32_t last = slot(k, k->n - 1);
 	double age = fmax((double)ns_diff(now, k->t[last]), 0.0);
 	double e = fmax(j->half_gap_ns - g0, 0.0);
-	double tf = fabs(j->sup_fwd.t), tr = fabs(j->sup_rev.t);
 
-	en->own = j->sigma_ns * j->sigma_ns + e * e;
-	en->u2 = carried_var(en->own, age, tf, tr, drift_sigma, wander_ns);
-	en->tau = age + fmax(tf, tr);
-	en->p = j->offset_ns - k->off[last];
-	en->gap = j->half_gap_ns;
+	set_entry(en, j->offset_ns - k->off[last], j->sigma_ns * j->sigma_ns + e * e,
+		  j->half_gap_ns, age, fabs(j->sup_fwd.t), fabs(j->sup_rev.t), drift_sigma,
+		  wander_ns);
 }
 
 /*
@@ -465,11 +475,8 @@ ls_sync_track_fit(const struct ls_sync_track *k, uint64_t now, double drift,
 		double age = fmax((double)ns_diff(now, k->t[s]), 0.0);
 		double tf = k->sup[s] ? fabs(k->sf[s].t) : 0, tr = k->sup[s] ? fabs(k->sr[s].t) : 0;
 
-		en[i].own = own_var(k, s, g0);
-		en[i].u2 = carried_var(en[i].own, age, tf, tr, drift_sigma, wander_ns);
-		en[i].tau = age + fmax(tf, tr);
-		en[i].p = k->off[s] - k->off[last] + drift * (double)ns_diff(k->t[last], k->t[s]);
-		en[i].gap = k->gap[s];
+		set_entry(&en[i], k->off[s] - k->off[last] + drift * (double)ns_diff(k->t[last], k->t[s]),
+			  own_var(k, s, g0), k->gap[s], age, tf, tr, drift_sigma, wander_ns);
 	}
 	m = k->n;
 	if (has_joint) {
