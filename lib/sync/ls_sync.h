@@ -351,6 +351,47 @@ int ls_sync_track_fit(const struct ls_sync_track *k, uint64_t now, double drift,
 		      double drift_sigma, double wander_ns, const struct ls_sync_est_conf *conf,
 		      struct ls_sync_fit *out);
 
+/** Scratch space for ls_sync_track_fit_many (a few hundred KB at most). */
+struct ls_sync_track_ws;
+
+/**
+ * Scratch space for fitting up to max_tracks tracks at once, made once by
+ * the caller (the control thread) so that fitting allocates nothing.
+ * @return the workspace, or NULL (out of memory, or max_tracks 0).
+ */
+struct ls_sync_track_ws *ls_sync_track_ws_create(unsigned int max_tracks);
+
+/** Free a workspace (NULL is ignored). */
+void ls_sync_track_ws_free(struct ls_sync_track_ws *ws);
+
+/**
+ * One offset at now from several tracks of one clock pair (the paths to
+ * one peer): every track's entries, as ls_sync_track_fit makes them, each
+ * track carried at its own drift[j] (drift_sigma[j]) and judged against its
+ * own floor, go through one Kalman filter in the order they measured.
+ *
+ * Why not each path's track fit, averaged: every path sees the same two
+ * clocks and so the same walk, while each path's probes carry their own
+ * stamping noise. Filtered one path at a time, each track has only its own
+ * windows to average that noise with and so averages over seconds, and the
+ * walk since then is in every path's result alike; averaging the paths
+ * afterwards cannot remove it. One filter over all of them gets the same
+ * noise down from the paths' recent windows together and follows the walk
+ * sooner.
+ * The result's drift and drift_sigma are left 0: the caller combines the
+ * paths' own drifts (ls_sync_combine). sigma_ns is the filter's, not below
+ * the surest single entry's.
+ * @param k           tracks (NULL or empty ones are skipped)
+ * @param conf        envelope settings per track, for the joint entries
+ * @param ws          from ls_sync_track_ws_create, for at least n tracks
+ * @return 0, -ENODATA when no track holds anything, -EINVAL when ws is
+ *         NULL or too small.
+ */
+int ls_sync_track_fit_many(const struct ls_sync_track *const *k, const double *drift,
+			   const double *drift_sigma, unsigned int n, uint64_t now,
+			   double wander_ns, const struct ls_sync_est_conf *const *conf,
+			   struct ls_sync_track_ws *ws, struct ls_sync_fit *out);
+
 /* ---- network effect ---- */
 
 #define LS_SYNC_F_SYNCED   0x01u /**< theta/phi derive from the reference */

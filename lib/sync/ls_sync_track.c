@@ -31,6 +31,8 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ls_sync.h"
@@ -324,119 +326,124 @@ ls_sync_track_drift(const struct ls_sync_track *k, uint64_t min_span_ns,
 #define JOINT_RECENT 4
 #define JOINT_RECENT_NS 4000000000ULL
 
+/* Entries one track gives: its windows, its joint entry, its recent ones. */
+#define TRACK_ENTRIES (LS_SYNC_TRACK_LEN + 1 + JOINT_RECENT)
+
 /* One estimate of the offset now, as the track combines them. */
 struct entry {
-	double p;   /* offset now, relative to the newest window carried to now */
-	double own; /* its own variance: sigma^2 + e^2, before any ageing */
-	double tau; /* when it measured (its older support sample), ns before now */
-	double u2;  /* own, carried to now (carried_var) */
-	double gap; /* its half gap */
+	double p;     /* offset now, relative to the base the caller chose */
+	double own;   /* its own variance: sigma^2 + e^2, before any ageing */
+	double r;     /* its variance as the filter's measurement (set_entry) */
+	double tau;   /* when it measured (its older support sample), ns before now */
+	double u2;    /* own, carried to now (carried_var) */
+	double gap;   /* its half gap */
+	uint32_t src; /* which track it came from */
 };
 
-/* An entry of own variance own whose support samples lie tf, tr before
- * its t_ref, age before now. */
+struct ls_sync_track_ws {
+	unsigned int max_tracks;
+	struct entry *en;
+	uint32_t *ord;
+	double *lag;
+	double *dsig;
+};
+
+struct ls_sync_track_ws *
+ls_sync_track_ws_create(unsigned int max_tracks)
+{
+	struct ls_sync_track_ws *ws;
+
+	if (max_tracks == 0)
+		return NULL;
+	ws = calloc(1, sizeof(*ws));
+	if (ws == NULL)
+		return NULL;
+	ws->max_tracks = max_tracks;
+	ws->en = calloc((size_t)max_tracks * TRACK_ENTRIES, sizeof(*ws->en));
+	ws->ord = calloc((size_t)max_tracks * TRACK_ENTRIES, sizeof(*ws->ord));
+	ws->lag = calloc(max_tracks, sizeof(*ws->lag));
+	ws->dsig = calloc(max_tracks, sizeof(*ws->dsig));
+	if (ws->en == NULL || ws->ord == NULL || ws->lag == NULL || ws->dsig == NULL) {
+		ls_sync_track_ws_free(ws);
+		return NULL;
+	}
+	return ws;
+}
+
+void
+ls_sync_track_ws_free(struct ls_sync_track_ws *ws)
+{
+	if (ws == NULL)
+		return;
+	free(ws->en);
+	free(ws->ord);
+	free(ws->lag);
+	free(ws->dsig);
+	free(ws);
+}
+
+/*
+ * An entry of sigma sig and excess e whose support samples lie tf, tr
+ * before its t_ref, age before now.
+ *
+ * Its error budget (own, and the bound it gives) takes sigma whole; the
+ * filter weighs it by (sigma / 4)^2 + e^2. Why a quarter: sigma is how far
+ * the 4th-lowest sample on each side lies above the envelope, and where
+ * the samples' density near the floor is flat, the lowest lies about a
+ * quarter of that above the true floor (the k-th of N uniform samples
+ * lies k / (N + 1) of the way up). In the one-path simulation without
+ * wander (tools/bench/sim_track) a window was 16.5 ns off rms at 0% load
+ * while its sigma was about 58 ns. Weighted by sigma^2 the filter took the
+ * windows for four times noisier than they are and averaged them over
+ * seconds of walk; weighted by (sigma / 4)^2, the edge's rms error there
+ * fell from 30 to 26 ns at 0% load, 33 to 29 ns at 50% and 54 to 50 ns at
+ * 90%. The excess e stays whole: a window that missed a floor is off by up
+ * to e, and by how much within that nothing says.
+ */
 static void
-set_entry(struct entry *en, double p, double own, double gap, double age, double tf, double tr,
+set_entry(struct entry *en, double p, double sig, double e, double gap, double age, double tf, double tr,
 	  double drift_sigma, double wander_ns)
 {
+	double own = sig * sig + e * e;
+
 	en->p = p;
 	en->own = own;
+	en->r = sig * sig / 16.0 + e * e;
 	en->gap = gap;
 	en->u2 = carried_var(own, age, tf, tr, drift_sigma, wander_ns);
 	en->tau = age + fmax(tf, tr);
 }
 
-/* A joint fit as a track entry: variance carried to now, offset from the newest. */
+/* A joint fit as a track entry: variance carried to now, offset relative
+ * to the newest window's plus shift (that window carried to now, less the
+ * base). */
 static void
 joint_entry(const struct ls_sync_track *k, const struct ls_sync_fit *j, uint64_t now, double g0,
-	    double drift_sigma, double wander_ns, struct entry *en)
+	    double shift, double drift_sigma, double wander_ns, struct entry *en)
 {
 	uint32_t last = slot(k, k->n - 1);
 	double age = fmax((double)ns_diff(now, k->t[last]), 0.0);
 	double e = fmax(j->half_gap_ns - g0, 0.0);
 
-	set_entry(en, j->offset_ns - k->off[last], j->sigma_ns * j->sigma_ns + e * e,
+	set_entry(en, j->offset_ns - k->off[last] + shift, j->sigma_ns, e,
 		  j->half_gap_ns, age, fabs(j->sup_fwd.t), fabs(j->sup_rev.t), drift_sigma,
 		  wander_ns);
 }
 
 /*
- * The entries combined into the offset now: a Kalman filter over them in
- * the order they measured, the offset walking by wander_ns^2 per second in
- * between, each entry one measurement with its own variance. Returns the
- * variance of the result, including the drift's error over how far back the
- * result's weight lies.
- *
- * Why not a weighted average: the entries' errors are not independent. An
- * entry t seconds old is off by the walk since then, and that walk is
- * shared by every older entry. Averaged with weights 1 / u^2, a dozen
- * entries 5 to 15 s old outweighed the newest few together, and the track
- * followed the walk 4 to 6 s late: in the lab at 0% load with exact
- * receive stamps and 28 ns/sqrt(s) between two clocks, a path's track was
- * 48 to 80 ns off (std), further than its newest window alone (40 to 67).
- * The filter is the least-squares answer for exactly that error structure
- * (independent noise per entry, plus a walk since it).
+ * The entries track k gives at now (at most TRACK_ENTRIES), offsets
+ * relative to its newest window carried to now plus shift.
  */
-static double
-combine(const struct entry *en, uint32_t m, double wander_ns, double drift_sigma, double *off)
+static uint32_t
+track_entries(const struct ls_sync_track *k, uint64_t now, double drift, double drift_sigma,
+	      double wander_ns, const struct ls_sync_est_conf *conf, double shift, uint32_t src,
+	      struct entry *en)
 {
-	uint32_t ord[LS_SYNC_TRACK_LEN + 1 + JOINT_RECENT];
-	double q = wander_ns * wander_ns * 1e-9, x = 0, p = INFINITY, lag = 0, da;
-
-	/* oldest measurement first; the entries come nearly in that order */
-	for (uint32_t a = 0; a < m; a++) {
-		uint32_t b = a;
-
-		while (b > 0 && en[ord[b - 1]].tau < en[a].tau) {
-			ord[b] = ord[b - 1];
-			b--;
-		}
-		ord[b] = a;
-	}
-	for (uint32_t a = 0; a < m; a++) {
-		const struct entry *e = &en[ord[a]];
-		double r = fmax(e->own, 1e-6), g;
-
-		if (a > 0) {
-			double dt = fmax(en[ord[a - 1]].tau - e->tau, 0.0);
-
-			p += q * dt;
-			lag += dt;
-		}
-		g = isinf(p) ? 1.0 : p / (p + r);
-		x += g * (e->p - x);
-		p = isinf(p) ? r : (1.0 - g) * p;
-		lag *= 1.0 - g;
-	}
-	/* from the last measurement to now; every entry is carried along the
-	 * drift, so its error reaches the result over the result's lag */
-	p += q * en[ord[m - 1]].tau;
-	lag += en[ord[m - 1]].tau;
-	da = drift_sigma * lag;
-	*off = x;
-	return p + da * da;
-}
-
-int
-ls_sync_track_fit(const struct ls_sync_track *k, uint64_t now, double drift,
-		  double drift_sigma, double wander_ns, const struct ls_sync_est_conf *conf,
-		  struct ls_sync_fit *out)
-{
-	struct entry en[LS_SYNC_TRACK_LEN + 1 + JOINT_RECENT];
-	double g0, best = INFINITY, off, var;
-	uint32_t i, m, best_i = 0, last, prev_from = 0;
+	uint32_t i, m, last = slot(k, k->n - 1), prev_from = 0;
 	struct ls_sync_fit joint;
 	bool has_joint;
+	double g0 = least_gap(k);
 
-	memset(out, 0, sizeof(*out));
-	if (k->n == 0)
-		return -ENODATA;
-	if (!isfinite(drift))
-		drift = 0;
-	if (!isfinite(drift_sigma))
-		drift_sigma = 0;
-	last = slot(k, k->n - 1);
-	g0 = least_gap(k);
 	/*
 	 * The joint entry: the envelope of every held window's support samples
 	 * at this drift, so a forward floor met in one window and a reverse
@@ -475,12 +482,14 @@ ls_sync_track_fit(const struct ls_sync_track *k, uint64_t now, double drift,
 		double age = fmax((double)ns_diff(now, k->t[s]), 0.0);
 		double tf = k->sup[s] ? fabs(k->sf[s].t) : 0, tr = k->sup[s] ? fabs(k->sr[s].t) : 0;
 
-		set_entry(&en[i], k->off[s] - k->off[last] + drift * (double)ns_diff(k->t[last], k->t[s]),
-			  own_var(k, s, g0), k->gap[s], age, tf, tr, drift_sigma, wander_ns);
+		set_entry(&en[i],
+			  k->off[s] - k->off[last] + drift * (double)ns_diff(k->t[last], k->t[s]) +
+				  shift,
+			  k->sig[s], k->gap[s] - g0, k->gap[s], age, tf, tr, drift_sigma, wander_ns);
 	}
 	m = k->n;
 	if (has_joint) {
-		joint_entry(k, &joint, now, g0, drift_sigma, wander_ns, &en[m]);
+		joint_entry(k, &joint, now, g0, shift, drift_sigma, wander_ns, &en[m]);
 		m++;
 		/*
 		 * The joint entry takes each side's deepest floor held, however
@@ -503,22 +512,121 @@ ls_sync_track_fit(const struct ls_sync_track *k, uint64_t now, double drift,
 			if (support_fit(k, from, conf, drift, &q) != 0 || !isfinite(q.offset_ns) ||
 			    !isfinite(q.half_gap_ns))
 				continue;
-			joint_entry(k, &q, now, g0, drift_sigma, wander_ns, &en[m]);
+			joint_entry(k, &q, now, g0, shift, drift_sigma, wander_ns, &en[m]);
 			m++;
 		}
 	}
+	for (i = 0; i < m; i++)
+		en[i].src = src;
+	return m;
+}
+
+static int
+tau_cmp(const void *x, const void *y, void *arg)
+{
+	const struct entry *en = arg;
+	double a = en[*(const uint32_t *)x].tau, b = en[*(const uint32_t *)y].tau;
+
+	return (a < b) - (a > b); /* oldest measurement (largest tau) first */
+}
+
+/*
+ * The entries combined into the offset now: a Kalman filter over them in
+ * the order they measured, the offset walking by wander_ns^2 per second in
+ * between, each entry one measurement with its own variance. Returns the
+ * variance of the result, including each track's drift error over how far
+ * back the result's weight from that track lies (lag[], one per track).
+ *
+ * Why not a weighted average: the entries' errors are not independent. An
+ * entry t seconds old is off by the walk since then, and that walk is
+ * shared by every older entry. Averaged with weights 1 / u^2, a dozen
+ * entries 5 to 15 s old outweighed the newest few together, and the track
+ * followed the walk 4 to 6 s late: in the lab at 0% load with exact
+ * receive stamps and 28 ns/sqrt(s) between two clocks, a path's track was
+ * 48 to 80 ns off (std), further than its newest window alone (40 to 67).
+ * The filter is the least-squares answer for exactly that error structure
+ * (independent noise per entry, plus a walk since it). Entries of several
+ * tracks (the paths to one peer) go through one filter: every path sees
+ * the one clock pair and its walk, and each path's probes stamp their own
+ * noise.
+ */
+static double
+combine(const struct entry *en, uint32_t m, uint32_t *ord, double *lag, unsigned int ntracks,
+	const double *drift_sigma, double wander_ns, double *off)
+{
+	double q = wander_ns * wander_ns * 1e-9, x = 0, p = INFINITY, da = 0, prev = 0;
+
+	for (uint32_t a = 0; a < m; a++)
+		ord[a] = a;
+	qsort_r(ord, m, sizeof(*ord), tau_cmp, (void *)(uintptr_t)en);
+	for (unsigned int j = 0; j < ntracks; j++)
+		lag[j] = 0;
+	for (uint32_t a = 0; a < m; a++) {
+		const struct entry *e = &en[ord[a]];
+		double r = fmax(e->r, 1e-6), g;
+
+		if (a > 0)
+			p += q * fmax(prev - e->tau, 0.0);
+		prev = e->tau;
+		g = isinf(p) ? 1.0 : p / (p + r);
+		x += g * (e->p - x);
+		p = isinf(p) ? r : (1.0 - g) * p;
+		/* how far back the result's weight lies, per track: the
+		 * weights of everything before shrink by 1 - g */
+		for (unsigned int j = 0; j < ntracks; j++)
+			lag[j] *= 1.0 - g;
+		lag[e->src] += g * e->tau;
+	}
+	/* from the last measurement to now; every entry is carried along its
+	 * track's drift, so that drift's error reaches the result over the
+	 * lag of the result's weight from that track. The tracks' drift errors
+	 * are taken as one (paths to one peer see one clock pair). */
+	p += q * prev;
+	for (unsigned int j = 0; j < ntracks; j++)
+		da += drift_sigma[j] * lag[j];
+	*off = x;
+	return p + da * da;
+}
+
+static int
+fit_tracks(const struct ls_sync_track *const *k, const double *drift, const double *drift_sigma,
+	   unsigned int n, uint64_t now, double wander_ns, const struct ls_sync_est_conf *const *conf,
+	   struct entry *en, uint32_t *ord, double *lag, double *dsig, struct ls_sync_fit *out)
+{
+	double best = INFINITY, off, var, base = NAN;
+	uint32_t i, m = 0, best_i = 0;
+
+	memset(out, 0, sizeof(*out));
+	for (unsigned int j = 0; j < n; j++) {
+		uint32_t last;
+		double b, shift;
+
+		dsig[j] = 0;
+		if (k[j] == NULL || k[j]->n == 0)
+			continue;
+		b = isfinite(drift[j]) ? drift[j] : 0;
+		dsig[j] = isfinite(drift_sigma[j]) ? drift_sigma[j] : 0;
+		last = slot(k[j], k[j]->n - 1);
+		/* each track's entries relative to the first track's newest
+		 * window carried to now: the tracks differ by nanoseconds */
+		shift = k[j]->off[last] + b * (double)ns_diff(now, k[j]->t[last]);
+		if (isnan(base))
+			base = shift;
+		m += track_entries(k[j], now, b, dsig[j], wander_ns, conf[j], shift - base, j,
+				   &en[m]);
+	}
+	if (m == 0)
+		return -ENODATA;
 	/* the surest single entry names the half gap and bounds the sigma */
 	for (i = 0; i < m; i++)
 		if (en[i].u2 < best) {
 			best = en[i].u2;
 			best_i = i;
 		}
-	var = combine(en, m, wander_ns, drift_sigma, &off);
+	var = combine(en, m, ord, lag, n, dsig, wander_ns, &off);
 	out->ok = true;
 	out->t_ref = now;
-	out->offset_ns = k->off[last] + drift * (double)ns_diff(now, k->t[last]) + off;
-	out->drift = drift;
-	out->drift_sigma = drift_sigma;
+	out->offset_ns = base + off;
 	/* Not below the surest single entry's: the filter counts overlapping
 	 * windows, which share samples, as independent measurements (with no
 	 * wander it would claim the whole minute's samples as one average). */
@@ -526,4 +634,36 @@ ls_sync_track_fit(const struct ls_sync_track *k, uint64_t now, double drift,
 	out->half_gap_ns = en[best_i].gap;
 	out->band_ns = en[best_i].gap;
 	return 0;
+}
+
+int
+ls_sync_track_fit(const struct ls_sync_track *k, uint64_t now, double drift,
+		  double drift_sigma, double wander_ns, const struct ls_sync_est_conf *conf,
+		  struct ls_sync_fit *out)
+{
+	struct entry en[TRACK_ENTRIES];
+	uint32_t ord[TRACK_ENTRIES];
+	double lag, dsig;
+	int rc;
+
+	rc = fit_tracks(&k, &drift, &drift_sigma, 1, now, wander_ns, &conf, en, ord, &lag, &dsig,
+			out);
+	if (rc != 0)
+		return rc;
+	out->drift = isfinite(drift) ? drift : 0;
+	out->drift_sigma = isfinite(drift_sigma) ? drift_sigma : 0;
+	return 0;
+}
+
+int
+ls_sync_track_fit_many(const struct ls_sync_track *const *k, const double *drift,
+		       const double *drift_sigma, unsigned int n, uint64_t now, double wander_ns,
+		       const struct ls_sync_est_conf *const *conf, struct ls_sync_track_ws *ws,
+		       struct ls_sync_fit *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (ws == NULL || n > ws->max_tracks)
+		return -EINVAL;
+	return fit_tracks(k, drift, drift_sigma, n, now, wander_ns, conf, ws->en, ws->ord, ws->lag,
+			  ws->dsig, out);
 }

@@ -838,6 +838,121 @@ START_TEST(test_track_wander)
 }
 END_TEST
 
+/* Stamping noise alone: every sample 0..2 us late, each direction its own. */
+static void
+stamp_noise(double T, double *qf, double *qr)
+{
+	(void)T;
+	*qf = 2 * US * rng_unit();
+	*qr = 2 * US * rng_unit();
+}
+
+/*
+ * Four paths of one clock pair, one filter over their tracks
+ * (ls_sync_track_fit_many): every path sees the same walk, each its own
+ * stamping noise, so the filter gets the noise down from the paths' recent
+ * windows together instead of each path's older ones; it must beat the
+ * paths' own track fits averaged (ls_sync_combine), and with one track give
+ * exactly ls_sync_track_fit.
+ */
+START_TEST(test_track_many)
+{
+	enum { NP = 4 };
+	static double wa[122], wb[122];
+	struct path p = mk_path(1.7 * MS, 61e-6);
+	struct ls_sync_est_conf conf;
+	struct ls_sync_est e[NP];
+	struct ls_sync_track k[NP];
+	const struct ls_sync_track *kp[NP];
+	const struct ls_sync_est_conf *cp[NP];
+	struct ls_sync_track_ws *ws;
+	struct ls_sync_fit out;
+	double b[NP], sig[NP], Tf = 0, sq_many = 0, sq_avg = 0, worst_z = 0;
+	unsigned int n = 0;
+
+	ck_assert_ptr_null(ls_sync_track_ws_create(0));
+	ws = ls_sync_track_ws_create(NP);
+	ck_assert_ptr_nonnull(ws);
+	ls_sync_est_conf_default(&conf);
+	conf.purity_tol_ns = 200;
+	for (int j = 0; j < NP; j++) {
+		ck_assert_int_eq(ls_sync_est_init(&e[j], &conf, 1024), 0);
+		ls_sync_track_reset(&k[j]);
+		kp[j] = &k[j];
+		cp[j] = &e[j].conf;
+		b[j] = sig[j] = 0;
+	}
+	ck_assert_int_eq(ls_sync_track_fit_many(kp, b, sig, NP, BASE, 28, cp, NULL, &out), -EINVAL);
+	ck_assert_int_eq(ls_sync_track_fit_many(kp, b, sig, NP + 1, BASE, 28, cp, ws, &out), -EINVAL);
+	ck_assert_int_eq(ls_sync_track_fit_many(kp, b, sig, NP, BASE, 28, cp, ws, &out), -ENODATA);
+	ck_assert(!out.ok);
+
+	rng_state = 4242;
+	for (int i = 1; i < 122; i++) {
+		wa[i] = wa[i - 1] + 20 * rng_normal();
+		wb[i] = wb[i - 1] + 20 * rng_normal();
+	}
+	p.a.w = wa;
+	p.b.w = wb;
+	for (double T = 500 * MS; T <= 60 * SEC; T += 500 * MS) {
+		struct ls_sync_fit win, fit[NP], many, avg, one;
+		uint64_t now = clk_at(&p.a, T);
+		double truth = path_offset(&p, T), err, z;
+		int nf = 0;
+
+		/* a pair on each path every 20 ms, the paths 5 ms apart */
+		for (; Tf < T; Tf += 20 * MS)
+			for (int j = 0; j < NP; j++) {
+				struct ls_sync_probe a, bb;
+				double qf, qr;
+
+				stamp_noise(Tf, &qf, &qr);
+				probe_at(&p, Tf + j * 5 * MS, qf, qr, &a);
+				probe_at(&p, Tf + j * 5 * MS + 10 * US, qf, qr, &bb);
+				ls_sync_est_add_pair(&e[j], &a, &bb);
+			}
+		for (int j = 0; j < NP; j++) {
+			b[j] = ls_sync_track_drift(&k[j], 2500000000ULL, &conf, 28, &sig[j]);
+			e[j].conf.fixed_drift = b[j];
+			if (ls_sync_est_fit(&e[j], now, &win) != 0)
+				break;
+			ls_sync_track_add(&k[j], &win);
+			if (isnan(b[j]) ||
+			    ls_sync_track_fit(&k[j], now, b[j], sig[j], 28, &e[j].conf, &fit[j]) != 0)
+				break;
+			nf++;
+		}
+		if (nf < NP || T < 15 * SEC)
+			continue;
+		ck_assert_int_eq(ls_sync_track_fit_many(kp, b, sig, NP, now, 28, cp, ws, &many), 0);
+		ck_assert(many.ok && many.t_ref == now);
+		ck_assert_int_eq(ls_sync_combine(fit, NP, now, &avg), 0);
+		/* one track: the same as ls_sync_track_fit */
+		ck_assert_int_eq(ls_sync_track_fit_many(kp, b, sig, 1, now, 28, cp, ws, &one), 0);
+		ck_assert_msg(fabs(one.offset_ns - fit[0].offset_ns) < 1e-6 &&
+				      fabs(one.sigma_ns - fit[0].sigma_ns) < 1e-6,
+			      "one track: %.6f/%.6f against %.6f/%.6f", one.offset_ns, one.sigma_ns,
+			      fit[0].offset_ns, fit[0].sigma_ns);
+		err = many.offset_ns - truth;
+		z = fabs(err) / many.sigma_ns;
+		ck_assert_msg(z <= 3, "T %.1f s: error %.1f ns, sigma %.1f", T / SEC, err,
+			      many.sigma_ns);
+		worst_z = fmax(worst_z, z);
+		sq_many += err * err;
+		sq_avg += (avg.offset_ns - truth) * (avg.offset_ns - truth);
+		n++;
+	}
+	printf("track_many: %u steps, rms error one filter %.1f ns, tracks averaged %.1f ns "
+	       "(worst %.2f sigma)\n", n, sqrt(sq_many / n), sqrt(sq_avg / n), worst_z);
+	ck_assert_uint_ge(n, 80);
+	ck_assert_msg(sq_many < sq_avg, "one filter %.1f ns, averaged %.1f ns", sqrt(sq_many / n),
+		      sqrt(sq_avg / n));
+	for (int j = 0; j < NP; j++)
+		ls_sync_est_free(&e[j]);
+	ls_sync_track_ws_free(ws);
+}
+END_TEST
+
 /* A wrong fixed slope narrows the gap; band_ns stays the widest band. */
 START_TEST(test_fit_band)
 {
@@ -1953,6 +2068,7 @@ sync_suite(void)
 	tcase_add_test(tc, test_track_heavy_load);
 	tcase_add_test(tc, test_track_split_floors);
 	tcase_add_test(tc, test_track_wander);
+	tcase_add_test(tc, test_track_many);
 	tcase_add_test(tc, test_track_basics);
 	suite_add_tcase(s, tc);
 

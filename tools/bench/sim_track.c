@@ -34,6 +34,7 @@
 #define BASE LS_SIM_EPOCH_NS
 #define PAIR_EVERY_NS 20e6
 #define STEP_NS 500e6
+#define MAX_PATHS 8
 
 static uint64_t rng;
 static struct ls_simclock clk_a, clk_b; /* the lab's simulated clocks */
@@ -58,21 +59,43 @@ queue(void)
 	return runit() < load ? 200e3 * runit() : 0;
 }
 
+/* One coded pair at true time t over a path whose one-way floor is d ns. */
 static void
-feed_pair(struct ls_sync_est *e, double t)
+feed_pair(struct ls_sync_est *e, double t, double d)
 {
 	struct ls_sync_probe p[2];
 	double qf = queue(), qr = queue();
 
 	for (int m = 0; m < 2; m++) {
 		double ts = t + m * 10e3;
-		double tb = ts + jit_ns * runit() + 5000 + qf, tt = tb + 3000;
-		double tr = tt + jit_ns * runit() + 5000 + qr;
+		double tb = ts + jit_ns * runit() + d + qf, tt = tb + 3000;
+		double tr = tt + jit_ns * runit() + d + qr;
 
 		p[m] = (struct ls_sync_probe){stamp(&clk_a, ts), stamp(&clk_b, tb),
 					      stamp(&clk_b, tt), stamp(&clk_a, tr)};
 	}
 	ls_sync_est_add_pair(e, &p[0], &p[1]);
+}
+
+/* What is scored: one path's newest window and its track, and the paths
+ * together, combined as lockstepd does (one filter over every path's
+ * track: ls_sync_track_fit_many) and as it did before the tenth session
+ * (each path's track fit, averaged: ls_sync_combine). */
+enum { S_WIN, S_TRACK, S_MANY, S_AVG, S_N };
+static const char *const score_name[S_N] = {"newest window", "path track", "paths, one filter",
+					    "paths' tracks averaged"};
+
+struct score {
+	double sq, sig;
+	long over;
+};
+
+static void
+score(struct score *sc, double err, double sigma)
+{
+	sc->sq += err * err;
+	sc->sig += sigma;
+	sc->over += fabs(err) > 3 * sigma;
 }
 
 int
@@ -81,67 +104,97 @@ main(int argc, char **argv)
 	double wander = argc > 1 ? atof(argv[1]) : 20;
 	int seeds = argc > 2 ? atoi(argv[2]) : 8;
 	double secs = argc > 3 ? atof(argv[3]) : 120;
-	double between = wander * sqrt(2.0), sq_fit = 0, sq_win = 0, sum_sig = 0;
-	long n = 0, over = 0;
+	int npaths = argc > 4 ? atoi(argv[4]) : 4;
+	double between = wander * sqrt(2.0);
+	struct score sc[S_N] = {{0}};
+	struct ls_sync_track_ws *ws;
+	struct ls_sync_est e[MAX_PATHS];
+	struct ls_sync_track k[MAX_PATHS];
+	long n = 0;
 
 	if (getenv("JIT") != NULL)
 		jit_ns = atof(getenv("JIT"));
 	if (getenv("LOAD") != NULL)
 		load = atof(getenv("LOAD"));
-	if (!(secs > 15) || seeds < 1) {
-		fprintf(stderr, "sim_track: SECS over 15, SEEDS at least 1\n");
+	if (!(secs > 15) || seeds < 1 || npaths < 1 || npaths > MAX_PATHS) {
+		fprintf(stderr, "sim_track: SECS over 15, SEEDS at least 1, PATHS 1 to %d\n",
+			MAX_PATHS);
 		return 2;
 	}
+	ws = ls_sync_track_ws_create(MAX_PATHS);
+	if (ws == NULL)
+		return 1;
 	for (int sd = 0; sd < seeds; sd++) {
-		struct ls_sync_est_conf conf;
-		struct ls_sync_est e;
-		struct ls_sync_track k;
-		double tp = 1e6;
-
 		struct ls_conf_simclock ca = {.wander_ns = wander, .seed = 2000 + 2 * (uint64_t)sd};
 		struct ls_conf_simclock cb = {.offset_ns = 3100000, .drift_ppm = 37,
 					      .wander_ns = wander, .seed = 2001 + 2 * (uint64_t)sd};
+		double tp = 1e6;
 
 		rng = 1000 + (uint64_t)sd;
 		ls_simclock_init(&clk_a, &ca, BASE);
 		ls_simclock_init(&clk_b, &cb, BASE);
-		ls_sync_est_conf_default(&conf);
-		conf.purity_tol_ns = 1500;
-		conf.outlier_ns = 0;
-		if (ls_sync_est_init(&e, &conf, 1024) != 0)
-			return 1;
-		ls_sync_track_reset(&k);
-		for (double t = STEP_NS; t <= secs * 1e9; t += STEP_NS) {
-			struct ls_sync_fit win, fit;
-			uint64_t now = stamp(&clk_a, t);
-			double sig, b, truth = (double)(int64_t)(stamp(&clk_b, t) - now);
+		for (int j = 0; j < npaths; j++) {
+			struct ls_sync_est_conf conf;
 
+			ls_sync_est_conf_default(&conf);
+			conf.purity_tol_ns = 1500;
+			conf.outlier_ns = 0;
+			if (ls_sync_est_init(&e[j], &conf, 1024) != 0)
+				return 1;
+			ls_sync_track_reset(&k[j]);
+		}
+		for (double t = STEP_NS; t <= secs * 1e9; t += STEP_NS) {
+			struct ls_sync_fit win[MAX_PATHS], fit[MAX_PATHS], many, avg;
+			const struct ls_sync_track *kp[MAX_PATHS];
+			const struct ls_sync_est_conf *cp[MAX_PATHS];
+			double b[MAX_PATHS], sig[MAX_PATHS];
+			uint64_t now = stamp(&clk_a, t);
+			double truth = (double)(int64_t)(stamp(&clk_b, t) - now);
+			int nf = 0;
+
+			/* each path's pairs every 20 ms, the paths staggered; path j's
+			 * floor 5 us + 200 ns j (links of other lengths) */
 			for (; tp < t; tp += PAIR_EVERY_NS)
-				feed_pair(&e, tp);
-			/* as lockstepd's path_fit: the track's drift once it spans 2.5 s */
-			b = ls_sync_track_drift(&k, 2500000000ULL, &e.conf, between, &sig);
-			e.conf.fixed_drift = b;
-			if (ls_sync_est_fit(&e, now, &win) != 0)
+				for (int j = 0; j < npaths; j++)
+					feed_pair(&e[j], tp + j * PAIR_EVERY_NS / npaths, 5000 + 200.0 * j);
+			for (int j = 0; j < npaths; j++) {
+				/* as lockstepd's path_fit: the track's drift once it
+				 * spans 2.5 s */
+				b[j] = ls_sync_track_drift(&k[j], 2500000000ULL, &e[j].conf, between,
+							   &sig[j]);
+				e[j].conf.fixed_drift = b[j];
+				kp[j] = &k[j];
+				cp[j] = &e[j].conf;
+				if (ls_sync_est_fit(&e[j], now, &win[j]) != 0)
+					break;
+				ls_sync_track_add(&k[j], &win[j]);
+				if (isnan(b[j]) || ls_sync_track_fit(&k[j], now, b[j], sig[j], between,
+								     &e[j].conf, &fit[j]) != 0)
+					break;
+				nf++;
+			}
+			if (nf < npaths || t < 15e9)
 				continue;
-			ls_sync_track_add(&k, &win);
-			if (isnan(b) ||
-			    ls_sync_track_fit(&k, now, b, sig, between, &e.conf, &fit) != 0 ||
-			    t < 15e9)
+			if (ls_sync_track_fit_many(kp, b, sig, npaths, now, between, cp, ws, &many) != 0 ||
+			    ls_sync_combine(fit, npaths, now, &avg) != 0)
 				continue;
-			sq_fit += (fit.offset_ns - truth) * (fit.offset_ns - truth);
-			sq_win += (win.offset_ns - truth) * (win.offset_ns - truth);
-			sum_sig += fit.sigma_ns;
-			over += fabs(fit.offset_ns - truth) > 3 * fit.sigma_ns;
+			score(&sc[S_WIN], win[0].offset_ns - truth, win[0].sigma_ns);
+			score(&sc[S_TRACK], fit[0].offset_ns - truth, fit[0].sigma_ns);
+			score(&sc[S_MANY], many.offset_ns - truth, many.sigma_ns);
+			score(&sc[S_AVG], avg.offset_ns - truth, avg.sigma_ns);
 			n++;
 		}
-		ls_sync_est_free(&e);
+		for (int j = 0; j < npaths; j++)
+			ls_sync_est_free(&e[j]);
 	}
+	ls_sync_track_ws_free(ws);
 	if (n == 0)
 		return 1;
-	printf("wander %.0f ns/sqrt(s) per clock, stamp jitter 0..%.0f ns, load %.2f, %d seeds x "
-	       "%.0f s: rms error track %.1f ns, newest window %.1f ns; track sigma mean %.1f ns, "
-	       "error > 3 sigma in %.1f%% of %ld steps\n",
-	       wander, jit_ns, load, seeds, secs, sqrt(sq_fit / n), sqrt(sq_win / n), sum_sig / n,
-	       100.0 * over / n, n);
+	printf("wander %.0f ns/sqrt(s) per clock, stamp jitter 0..%.0f ns, load %.2f, %d paths, "
+	       "%d seeds x %.0f s, %ld steps from 15 s on:\n",
+	       wander, jit_ns, load, npaths, seeds, secs, n);
+	for (int i = 0; i < S_N; i++)
+		printf("  %-24s rms error %6.1f ns, mean sigma %6.1f ns, error > 3 sigma %.1f%%\n",
+		       score_name[i], sqrt(sc[i].sq / n), sc[i].sig / n, 100.0 * sc[i].over / n);
 	return 0;
 }
