@@ -335,7 +335,8 @@ double ls_sync_track_drift(const struct ls_sync_track *k, uint64_t min_span_ns,
  * drift +- 3 drift_sigma, is the floor e_j is taken from.
  * The entries are combined by a Kalman filter in the order they measured
  * (an entry's time is its older support sample): each one measurement with
- * variance sigma_j^2 + e_j^2, the offset walking by wander_ns^2 per second
+ * variance (sigma_j / 4)^2 + e_j^2 (ls_sync_track.c, set_entry), the
+ * offset walking by wander_ns^2 per second
  * between them, and the drift's error over the result's weighted age
  * added at the end. An entry t old is off by the walk since then, which
  * every older entry shares: averaged as if independent, they made the

@@ -28,6 +28,11 @@
  * second is the one that holds: one floor sample near each end of the
  * minute pins it, where the line follows whatever the cleanest few windows
  * happened to share.
+ *
+ * The entries go through a Kalman filter over the clocks' walk, and the
+ * paths to one peer (one clock pair, one walk, each path its own stamping
+ * noise) can go through one filter together (ls_sync_track_fit_many):
+ * that is the edge's offset in lockstepd.
  */
 #include <errno.h>
 #include <math.h>

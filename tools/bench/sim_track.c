@@ -1,27 +1,29 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * One path's per-path track (lib/sync) against a simulated pair of clocks:
- * how far its offset is from the truth, next to the newest window's alone.
+ * One clock pair's paths through lib/sync against simulated clocks: how far
+ * the edge's offset is from the truth, next to one path's track and newest
+ * window alone.
  *
  * Why a simulation next to the lab: in the lab, 6 daemons, the emulator
  * and the bench share two cores, one run takes a minute, and the network
- * step mixes every path's error with the others'. Here one path is fed as
+ * step mixes every edge's error with the others'. Here each path is fed as
  * lockstepd feeds it (a coded pair every 20 ms, a 2 s window fitted at the
- * track's drift every 500 ms, the track's fit after it), by clocks that
- * are the lab's simulated clocks (ls_simclock: a random walk with knots
- * every 10 ms, straight in between), with one-sided stamping delay on each
- * transmit (uniform 0..JIT ns, as a software transmit stamp taken before
- * the frame leaves) and, on a fraction LOAD of probes, queueing of
- * 0..200 us per direction. 120 s of it runs in a tenth of a second, so a
+ * track's drift every 500 ms, the track's fit after it) and the edge is
+ * fitted as lockstepd fits it (one filter over all paths' tracks), by
+ * clocks that are the lab's simulated clocks (ls_simclock: a random walk
+ * with knots every 10 ms, straight in between), with one-sided stamping
+ * delay on each transmit (uniform 0..JIT ns, as a software transmit stamp
+ * taken before the frame leaves) and, on a fraction LOAD of probes,
+ * queueing of 0..200 us per direction (independent per path: in the lab,
+ * paths over one spine share it). 120 s of it runs in a second, so a
  * change to the track can be judged over many seeds.
  *
- *     build/tools/bench/sim_track [WANDER_NS [SEEDS [SECS]]]
- *     LOAD=0.5 JIT=2000 build/tools/bench/sim_track 20 8 120
+ *     build/tools/bench/sim_track [WANDER_NS [SEEDS [SECS [PATHS]]]]
+ *     LOAD=0.5 JIT=2000 build/tools/bench/sim_track 20 8 120 4
  *
- * WANDER_NS per clock per sqrt(s) (default 20, as the lab); the track is
- * told the wander between the two, WANDER_NS * sqrt(2). Prints the rms
- * error of the track and of the newest window from 15 s on, the track's
- * mean sigma, and how often the error exceeded 3 sigma.
+ * WANDER_NS per clock per sqrt(s) (default 20, as the lab); the tracks are
+ * told the wander between the two, WANDER_NS * sqrt(2). Scores from 15 s
+ * on: rms error, mean sigma, and how often the error exceeded 3 sigma.
  */
 #include <math.h>
 #include <stdio.h>
