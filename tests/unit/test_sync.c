@@ -815,19 +815,26 @@ light_queues(double T, double *qf, double *qr)
 	*qr = rng_unit() < 0.3 ? 0 : 50 * US * rng_unit();
 }
 
+/* Both clocks of p wander: 20 ns per knot (N(0,1) steps), 122 knots. */
+static void
+add_wander(struct path *p, double *wa, double *wb, uint64_t seed)
+{
+	rng_state = seed;
+	for (int i = 1; i < 122; i++) {
+		wa[i] = wa[i - 1] + 20 * rng_normal();
+		wb[i] = wb[i - 1] + 20 * rng_normal();
+	}
+	p->a.w = wa;
+	p->b.w = wb;
+}
+
 START_TEST(test_track_wander)
 {
 	static double wa[122], wb[122];
 	struct path p = mk_path(-2.2 * MS, -40e-6);
 	struct track_worst w;
 
-	rng_state = 31337;
-	for (int i = 1; i < 122; i++) {
-		wa[i] = wa[i - 1] + 20 * rng_normal();
-		wb[i] = wb[i - 1] + 20 * rng_normal();
-	}
-	p.a.w = wa;
-	p.b.w = wb;
+	add_wander(&p, wa, wb, 31337);
 	track_run(&p, 5150, 10 * MS, 60, 10, 30, light_queues, &w);
 	track_check("track_wander", &w, 95, 0, 0);
 	/* the walk is shared by every entry older than now: averaged as if
@@ -887,13 +894,7 @@ START_TEST(test_track_many)
 	ck_assert_int_eq(ls_sync_track_fit_many(kp, b, sig, NP, BASE, 28, cp, ws, &out), -ENODATA);
 	ck_assert(!out.ok);
 
-	rng_state = 4242;
-	for (int i = 1; i < 122; i++) {
-		wa[i] = wa[i - 1] + 20 * rng_normal();
-		wb[i] = wb[i - 1] + 20 * rng_normal();
-	}
-	p.a.w = wa;
-	p.b.w = wb;
+	add_wander(&p, wa, wb, 4242);
 	for (double T = 500 * MS; T <= 60 * SEC; T += 500 * MS) {
 		struct ls_sync_fit win, fit[NP], many, avg, one;
 		uint64_t now = clk_at(&p.a, T);
