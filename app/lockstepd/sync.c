@@ -512,11 +512,21 @@ baselines(struct sync_node *nd, const struct ls_sync_est *e, uint64_t now, doubl
 }
 
 static struct sync_node *
-node_slot(uint32_t id)
+node_find(uint32_t id)
 {
 	for (unsigned int i = 0; i < S.n_nodes; i++)
 		if (S.nodes[i].nbr.id == id)
 			return &S.nodes[i];
+	return NULL;
+}
+
+static struct sync_node *
+node_slot(uint32_t id)
+{
+	struct sync_node *nd = node_find(id);
+
+	if (nd != NULL)
+		return nd;
 	if (S.n_nodes == LS_SYNC_MAX_NBRS)
 		return NULL;
 	memset(&S.nodes[S.n_nodes], 0, sizeof(S.nodes[0]));
@@ -578,8 +588,8 @@ publish_owd(struct ls_peer *peer, uint64_t now)
 }
 
 /*
- * An edge from the paths of the peers that are one node (one peer, or all
- * peers with one node id when node != 0): drift, half gap and counts from
+ * An edge from the paths of the peers that are one node (the peer one, or
+ * when one is NULL every peer with node id node): drift, half gap and counts from
  * the paths' fits (ls_sync_combine), the offset from one filter over all
  * their tracks (ls_sync_track_fit_many).
  *
@@ -671,11 +681,7 @@ step(void)
 		nd = node_slot(ps->node_id);
 		if (nd == NULL)
 			continue;
-		if (ps->has_state && (!nd->nbr.has_state || ps->st_rx > nd->nbr.st_rx)) {
-			nd->nbr.has_state = true;
-			nd->nbr.st = ps->st;
-			nd->nbr.st_rx = ps->st_rx;
-		}
+		/* its newest announcement: net_step, below */
 		for (uint16_t k = 0; k < ps->n_paths; k++) {
 			const struct ls_sync_est *e = &ps->path[k].est;
 
@@ -705,7 +711,7 @@ step(void)
  *
  * Why more often than the fits: each node averages its neighbours'
  * announced thetas, and an announcement is as old as the step that made
- * it (net_fast says when). A node whose reference candidate carries weight w settles where its
+ * it. A node whose reference candidate carries weight w settles where its
  * lag is the edge's plus (1 - w) / w times that age: with the reference's
  * candidate at a third of the weight and steps every 500 ms, fleet time
  * followed the clocks' walk a second later than the edges did (lab at 0%
@@ -720,20 +726,17 @@ net_step(uint64_t now)
 	unsigned int np = ls_control_peer_count();
 	uint8_t wire[LS_SYNC_WIRE_LEN];
 
+	/* each node's newest announcement over all its peers */
 	for (unsigned int i = 0; i < np; i++) {
 		const struct ls_peer_sync *ps = ls_control_peer_at(i)->sync;
+		struct sync_node *nd;
 
-		if (ps == NULL || !ps->has_state)
+		if (ps == NULL || !ps->has_state || (nd = node_find(ps->node_id)) == NULL)
 			continue;
-		for (unsigned int j = 0; j < S.n_nodes; j++) {
-			struct sync_node *nd = &S.nodes[j];
-
-			if (nd->nbr.id == ps->node_id &&
-			    (!nd->nbr.has_state || ps->st_rx > nd->nbr.st_rx)) {
-				nd->nbr.has_state = true;
-				nd->nbr.st = ps->st;
-				nd->nbr.st_rx = ps->st_rx;
-			}
+		if (!nd->nbr.has_state || ps->st_rx > nd->nbr.st_rx) {
+			nd->nbr.has_state = true;
+			nd->nbr.st = ps->st;
+			nd->nbr.st_rx = ps->st_rx;
 		}
 	}
 	for (unsigned int j = 0; j < S.n_nodes; j++)

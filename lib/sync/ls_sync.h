@@ -352,7 +352,7 @@ int ls_sync_track_fit(const struct ls_sync_track *k, uint64_t now, double drift,
 		      double drift_sigma, double wander_ns, const struct ls_sync_est_conf *conf,
 		      struct ls_sync_fit *out);
 
-/** Scratch space for ls_sync_track_fit_many (a few hundred KB at most). */
+/** Scratch space for ls_sync_track_fit_many (about 7 KB per track). */
 struct ls_sync_track_ws;
 
 /**

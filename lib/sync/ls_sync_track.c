@@ -406,8 +406,8 @@ ls_sync_track_ws_free(struct ls_sync_track_ws *ws)
  * to e, and by how much within that nothing says.
  */
 static void
-set_entry(struct entry *en, double p, double sig, double e, double gap, double age, double tf, double tr,
-	  double drift_sigma, double wander_ns)
+set_entry(struct entry *en, double p, double sig, double e, double gap, double age, double tf,
+	  double tr, double drift_sigma, double wander_ns)
 {
 	double own = sig * sig + e * e;
 
