@@ -665,9 +665,8 @@ step(void)
 			continue;
 		if (!mesh_drift(ps, &md, &msig))
 			md = msig = NAN;
-		for (uint16_t k = 0; k < ps->n_paths; k++) {
+		for (uint16_t k = 0; k < ps->n_paths; k++)
 			path_fit(&ps->path[k], now, md, msig);
-		}
 		if (edge_fit(ps, 0, now, &ps->edge) != 0)
 			ps->edge.ok = false;
 	}

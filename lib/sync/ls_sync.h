@@ -344,7 +344,8 @@ double ls_sync_track_drift(const struct ls_sync_track *k, uint64_t min_span_ns,
  * variance's root, but never below the least u (overlapping windows share
  * samples, which the filter counts as independent), half_gap_ns the half
  * gap of the entry with the least u.
- * @param wander_ns  frequency wander, ns per sqrt(s) of age
+ * @param wander_ns  the two clocks' relative walk (a random walk of the
+ *                   offset), ns per sqrt(s) of age
  * @param conf       envelope settings for the joint entry (NULL: none)
  * @return 0, or -ENODATA when nothing is held.
  */
