@@ -23,7 +23,8 @@ as); a restarted node rejoins and reconverges.
 With the argument "trailer" (meson test sync-fabric-trailer) the same runs
 over memif links with the emulator playing NICs with receive stamps
 (lab.sh --rx-trailer, clock.rx_trailer): every node must take every receive
-stamp from the trailer (none missing or rejected), and the delay floors must
+stamp from the trailer (none missing; at most 0.5% refused as stale, when
+a descheduled lcore polled them over 10 ms late), and the delay floors must
 sit within a few microseconds of the configured delays.
 """
 import json
@@ -109,6 +110,7 @@ def expected_owd(a, b, frame_bytes):
 
 
 TRAILER = sys.argv[1:] == ["trailer"]
+TRAILER_REFUSED_MAX = 0.005  # of trailer stamps, refused as stale (descheduled lcore)
 # Floors above the configured delay: the host stack with kernel stamps (T1
 # before a send syscall, T2 the kernel's stamp); with trailer stamps only
 # the emulator's ingress poll.
@@ -212,10 +214,20 @@ def main():
         # Where the receive stamps came from.
         rs = [lslab.call(lab.sock(i), "status")["clock"]["rx_stamps"] for i in range(1, n + 1)]
         if TRAILER:
+            # A trailer stamp more than one walk knot (10 ms) older than its
+            # burst's poll is refused (converting it would replay the
+            # simulated walk on the lcore) and the frame keeps its software
+            # stamp: that happens when a daemon's lcore is descheduled for
+            # that long, as on a 2-core machine running the whole suite in
+            # parallel (6 and 64 of about 208,000 in two CI runs). A broken
+            # trailer path refuses or misses them all.
             c.check(all(r["trailer"] > 1000 and r["trailer_missing"] == 0 and
-                        r["trailer_rejected"] == 0 and r["kernel"] == 0 for r in rs),
-                    "every receive stamp came from the emulator's trailer: %s"
-                    % [(r["trailer"], r["trailer_missing"], r["trailer_rejected"]) for r in rs])
+                        r["trailer_rejected"] <= TRAILER_REFUSED_MAX * r["trailer"] and
+                        r["kernel"] == 0 for r in rs),
+                    "receive stamps came from the emulator's trailer, none missing, "
+                    "at most %.1f%% refused as stale: %s"
+                    % (100 * TRAILER_REFUSED_MAX,
+                       [(r["trailer"], r["trailer_missing"], r["trailer_rejected"]) for r in rs]))
         else:
             c.check(all(r["kernel"] > 1000 and r["trailer"] == 0 for r in rs),
                     "receive stamps are the kernel's: %s"
