@@ -5,10 +5,12 @@
  * Each path (UDP source port src_port_base + i, the ECMP entropy value) has
  * an rte_timer on the owning lcore. When it fires, two probes go out back
  * to back in one tx_burst (or, with pair_spacing_ns > 0, the second from a
- * second timer after that spacing), each stamped with its own T1 just before
- * it is queued, and carrying the lockstep TLV (node id, path id, pair id,
- * member, intended spacing) so the clock-sync filter can tell a pure pair
- * from one that met a queue. The timer is re-armed with the interval plus
+ * second timer after that spacing), carrying the lockstep TLV (node id,
+ * path id, pair id, member, intended spacing) so the clock-sync filter can
+ * tell a pure pair from one that met a queue. T1 is written into the built
+ * frames right before tx_burst (send_probes), as the reflector writes T3:
+ * read before the frames are built, it was early by the build of both
+ * members, and that error is all on one side of every edge. The timer is re-armed with the interval plus
  * uniform jitter so that pairs from many nodes do not fall into step.
  *
  * Acquisition (4x for 4 s by default): for probe.acquire_ms after a peer is added,
@@ -63,10 +65,20 @@ src_addr(const struct ls_port *p, uint8_t family)
 	return family == LS_AF_INET ? &p->v4.addr : &p->v6.addr;
 }
 
-/* Build one probe into a fresh mbuf; T1 is read as the last step. */
+/* The sender's error estimate: a software clock, PTP format (Z set). */
+static inline uint16_t
+sender_err_est(void)
+{
+	return ls_stamp_err_est(false, true, 12, 1);
+}
+
+/*
+ * Build one probe into a fresh mbuf, its sequence number into *seq. T1 is
+ * left zero: send_probes() writes it right before the frame goes out.
+ */
 static struct rte_mbuf *
 build_probe(struct ls_lcore *lc, struct ls_peer *peer, struct ls_peer_path *pp,
-	    uint8_t member, uint32_t pair_id)
+	    uint8_t member, uint32_t pair_id, uint32_t *seq)
 {
 	const struct ls_conf_probe *pc = &g.cfg.probe;
 	struct ls_port *p = &g.ports[peer->port_idx];
@@ -126,9 +138,9 @@ build_probe(struct ls_lcore *lc, struct ls_peer *peer, struct ls_peer_path *pp,
 		return NULL;
 	}
 	s.seq = pp->seq++;
-	s.err_est = ls_stamp_err_est(false, true, 12, 1);
+	s.err_est = sender_err_est();
 	s.ssid = (uint16_t)g.cfg.node_id;
-	s.ts_ns = ls_clock_now(&lc->clock);
+	s.ts_ns = 0;
 	ls_stamp_encode_sender(payload, sizeof(payload), &s);
 	len = ls_pkt_build_udp(frame, m->data_len, &h, payload, plen);
 	if (unlikely(len < 0)) {
@@ -136,10 +148,47 @@ build_probe(struct ls_lcore *lc, struct ls_peer *peer, struct ls_peer_path *pp,
 		lc->st.alloc_failed++;
 		return NULL;
 	}
-	ls_path_on_send(&pp->live, s.seq, s.ts_ns);
-	if (unlikely(g.cap.on))
-		ls_capture_copy(lc, m, s.ts_ns, true);
+	m->hash.usr = ls_pkt_udp_hdr_len(h.src.family); /* the STAMP payload's offset */
+	m->packet_type = h.src.family == LS_AF_INET6 ? RTE_PTYPE_L3_IPV6 : RTE_PTYPE_L3_IPV4;
+	*seq = s.seq;
 	return m;
+}
+
+/*
+ * Stamp T1 into the n built probes of path pp (sequence numbers seq[]) as
+ * late as software can, one clock read for the burst, and send them.
+ *
+ * Why here and not while building: the wire sees a frame when tx_burst
+ * hands it over, and everything between the clock read and that moment is
+ * counted as forward delay. Read at build time, the first member's T1 was
+ * early by its own checksum and the whole build of the second member; the
+ * envelope's floor keeps the least of that, which is still a build, so
+ * every one-sided edge estimate was biased the same way (in the lab at
+ * 50% load with 20 ms pairs, each node's own edge to the reference was
+ * +27 to +93 ns off for the whole run; stamped here, -38 to +14 ns). The
+ * two-sided edges cancel such a bias only while both sides weigh alike. The reflector stamps T3 the same way
+ * (stamp_and_send, datapath.c). Both members share the burst's T1: a pair
+ * is sent back to back, so its send spacing is zero, which the purity
+ * filter compares the receive spacing against.
+ */
+static void
+send_probes(struct ls_lcore *lc, struct ls_port *p, struct ls_peer_path *pp,
+	    struct rte_mbuf **m, const uint32_t *seq, uint16_t n)
+{
+	uint64_t t1 = ls_clock_from_tsc(&lc->clock, rte_rdtsc());
+	uint16_t ee = sender_err_est();
+
+	for (uint16_t i = 0; i < n; i++) {
+		uint8_t *f = rte_pktmbuf_mtod(m[i], uint8_t *);
+
+		ls_stamp_put_tx_ts(f + m[i]->hash.usr, t1, ee);
+		ls_pkt_udp_finalize(f, m[i]->data_len,
+				    m[i]->packet_type == RTE_PTYPE_L3_IPV6 ? LS_AF_INET6 : LS_AF_INET);
+		ls_path_on_send(&pp->live, seq[i], t1);
+		if (unlikely(g.cap.on))
+			ls_capture_copy(lc, m[i], t1, true);
+	}
+	ls_tx_frames(lc, p, m, n, &lc->st.tx_probes);
 }
 
 static void pair_second_cb(struct rte_timer *t, void *arg);
@@ -166,6 +215,7 @@ path_timer_cb(struct rte_timer *t, void *arg)
 	struct ls_lcore *lc = &g.lcores[rte_lcore_id()];
 	struct ls_port *p = &g.ports[peer->port_idx];
 	struct rte_mbuf *m[2];
+	uint32_t seq[2];
 	uint16_t n = 0;
 	uint32_t pair_id;
 
@@ -178,21 +228,21 @@ path_timer_cb(struct rte_timer *t, void *arg)
 		return;
 	}
 	pair_id = pp->pair_id++;
-	m[n] = build_probe(lc, peer, pp, 0, pair_id);
+	m[n] = build_probe(lc, peer, pp, 0, pair_id, &seq[n]);
 	if (m[n] != NULL)
 		n++;
 	/*
-	 * A driver that sends frame by frame (net_pcap: a syscall each) gets
-	 * each probe as soon as its T1 is read, as the reflector does with T3:
-	 * otherwise the first member waits for the second to be built, its T1
-	 * is early by that much, and every edge is biased the same way.
+	 * A driver that sends frame by frame (net_pcap: a syscall each) takes
+	 * tens of microseconds per frame: one T1 for both would make the
+	 * second member's early by the first's send. There each member goes
+	 * out, stamped, on its own.
 	 */
 	if (p->tx_per_packet && n > 0) {
-		ls_tx_frames(lc, p, m, n, &lc->st.tx_probes);
+		send_probes(lc, p, pp, m, seq, n);
 		n = 0;
 	}
 	if (g.cfg.probe.pair_spacing_ns == 0) {
-		m[n] = build_probe(lc, peer, pp, 1, pair_id);
+		m[n] = build_probe(lc, peer, pp, 1, pair_id, &seq[n]);
 		if (m[n] != NULL)
 			n++;
 	} else {
@@ -200,7 +250,7 @@ path_timer_cb(struct rte_timer *t, void *arg)
 				SINGLE, rte_lcore_id(), pair_second_cb, pp);
 	}
 	if (n > 0)
-		ls_tx_frames(lc, p, m, n, &lc->st.tx_probes);
+		send_probes(lc, p, pp, m, seq, n);
 }
 
 static void
@@ -208,10 +258,11 @@ pair_second_cb(struct rte_timer *t __rte_unused, void *arg)
 {
 	struct ls_peer_path *pp = arg;
 	struct ls_lcore *lc = &g.lcores[rte_lcore_id()];
-	struct rte_mbuf *m = build_probe(lc, pp->peer, pp, 1, pp->pair_id - 1);
+	uint32_t seq;
+	struct rte_mbuf *m = build_probe(lc, pp->peer, pp, 1, pp->pair_id - 1, &seq);
 
 	if (m != NULL)
-		ls_tx_frames(lc, &g.ports[pp->peer->port_idx], &m, 1, &lc->st.tx_probes);
+		send_probes(lc, &g.ports[pp->peer->port_idx], pp, &m, &seq, 1);
 }
 
 void

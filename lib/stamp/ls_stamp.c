@@ -245,9 +245,9 @@ ls_stamp_reflect_inplace(uint8_t *pkt, size_t len, uint64_t rx_ns,
 }
 
 void
-ls_stamp_put_tx_ts(uint8_t *pkt, uint64_t tx_ns, uint16_t refl_err_est)
+ls_stamp_put_tx_ts(uint8_t *pkt, uint64_t tx_ns, uint16_t err_est)
 {
-	put_ts(pkt + OFF_TS, tx_ns, refl_err_est);
+	put_ts(pkt + OFF_TS, tx_ns, err_est);
 }
 
 int

@@ -162,10 +162,11 @@ int ls_stamp_reflect_inplace(uint8_t *pkt, size_t len, uint64_t rx_ns,
 			     uint64_t tx_ns, uint16_t refl_err_est, uint8_t ttl);
 
 /**
- * Write only T3 (the reflector transmit timestamp) into a reflector packet,
- * for callers that stamp as late as possible before transmit.
+ * Write only the transmit timestamp into a built packet: T3 of a reflector
+ * packet, or T1 of a sender packet (both at byte 4), in the format err_est
+ * names, for callers that stamp as late as possible before transmit.
  */
-void ls_stamp_put_tx_ts(uint8_t *pkt, uint64_t tx_ns, uint16_t refl_err_est);
+void ls_stamp_put_tx_ts(uint8_t *pkt, uint64_t tx_ns, uint16_t err_est);
 
 /**
  * Iterate TLVs in the area after the base packet.
