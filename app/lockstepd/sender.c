@@ -166,10 +166,11 @@ build_probe(struct ls_lcore *lc, struct ls_peer *peer, struct ls_peer_path *pp,
  * every one-sided edge estimate was biased the same way (in the lab at
  * 50% load with 20 ms pairs, each node's own edge to the reference was
  * +27 to +93 ns off for the whole run; stamped here, -38 to +14 ns). The
- * two-sided edges cancel such a bias only while both sides weigh alike. The reflector stamps T3 the same way
- * (stamp_and_send, datapath.c). Both members share the burst's T1: a pair
- * is sent back to back, so its send spacing is zero, which the purity
- * filter compares the receive spacing against.
+ * two-sided edges cancel such a bias only while both sides weigh alike.
+ * The reflector stamps T3 the same way (stamp_and_send, datapath.c). Both
+ * members share the burst's T1: a pair is sent back to back, so its send
+ * spacing is zero, which the purity filter compares the receive spacing
+ * against.
  */
 static void
 send_probes(struct ls_lcore *lc, struct ls_port *p, struct ls_peer_path *pp,
