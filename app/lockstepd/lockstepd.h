@@ -293,6 +293,7 @@ struct ls_global {
 	int ts_dynfield;                   /* capture timestamp/direction dynfield */
 	uint64_t loss_timeout_ns_default;
 	uint16_t refl_ee;                  /* reflector Error Estimate */
+	uint16_t send_ee;                  /* sender Error Estimate (PTPv2 format) */
 	bool refl_ptp;                     /* reflector timestamps in PTPv2 format */
 	volatile int quit;
 	int exit_code;

@@ -275,6 +275,7 @@ main(int argc, char **argv)
 	rte_log_set_level(ls_logtype, (uint32_t)ls_log_level_from_name(g.cfg.log_level));
 	g.refl_ptp = !g.cfg.reflector.ntp_format;
 	g.refl_ee = ls_stamp_err_est(false, g.refl_ptp, 12, 1);
+	g.send_ee = ls_stamp_err_est(false, true, 12, 1);
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	g.start_tsc = rte_rdtsc();

@@ -65,13 +65,6 @@ src_addr(const struct ls_port *p, uint8_t family)
 	return family == LS_AF_INET ? &p->v4.addr : &p->v6.addr;
 }
 
-/* The sender's error estimate: a software clock, PTP format (Z set). */
-static inline uint16_t
-sender_err_est(void)
-{
-	return ls_stamp_err_est(false, true, 12, 1);
-}
-
 /*
  * Build one probe into a fresh mbuf, its sequence number into *seq. T1 is
  * left zero: send_probes() writes it right before the frame goes out.
@@ -138,7 +131,7 @@ build_probe(struct ls_lcore *lc, struct ls_peer *peer, struct ls_peer_path *pp,
 		return NULL;
 	}
 	s.seq = pp->seq++;
-	s.err_est = sender_err_est();
+	s.err_est = g.send_ee;
 	s.ssid = (uint16_t)g.cfg.node_id;
 	s.ts_ns = 0;
 	ls_stamp_encode_sender(payload, sizeof(payload), &s);
@@ -148,8 +141,6 @@ build_probe(struct ls_lcore *lc, struct ls_peer *peer, struct ls_peer_path *pp,
 		lc->st.alloc_failed++;
 		return NULL;
 	}
-	m->hash.usr = ls_pkt_udp_hdr_len(h.src.family); /* the STAMP payload's offset */
-	m->packet_type = h.src.family == LS_AF_INET6 ? RTE_PTYPE_L3_IPV6 : RTE_PTYPE_L3_IPV4;
 	*seq = s.seq;
 	return m;
 }
@@ -176,15 +167,15 @@ static void
 send_probes(struct ls_lcore *lc, struct ls_port *p, struct ls_peer_path *pp,
 	    struct rte_mbuf **m, const uint32_t *seq, uint16_t n)
 {
+	uint8_t fam = pp->peer->addr.family;
+	uint16_t off = ls_pkt_udp_hdr_len(fam); /* the STAMP payload's */
 	uint64_t t1 = ls_clock_from_tsc(&lc->clock, rte_rdtsc());
-	uint16_t ee = sender_err_est();
 
 	for (uint16_t i = 0; i < n; i++) {
 		uint8_t *f = rte_pktmbuf_mtod(m[i], uint8_t *);
 
-		ls_stamp_put_tx_ts(f + m[i]->hash.usr, t1, ee);
-		ls_pkt_udp_finalize(f, m[i]->data_len,
-				    m[i]->packet_type == RTE_PTYPE_L3_IPV6 ? LS_AF_INET6 : LS_AF_INET);
+		ls_stamp_put_tx_ts(f + off, t1, g.send_ee);
+		ls_pkt_udp_finalize(f, m[i]->data_len, fam);
 		ls_path_on_send(&pp->live, seq[i], t1);
 		if (unlikely(g.cap.on))
 			ls_capture_copy(lc, m[i], t1, true);
