@@ -435,10 +435,12 @@ mesh_drift(const struct ls_peer_sync *ps, double *d, double *sigma)
 }
 
 /*
- * One path's estimate at now. The window is fitted at the track's drift once
- * the track spans enough (its own slope before that), goes into the track,
- * and the estimate is the track's: the cleanest recent windows carried to
- * now, not whatever the newest window met.
+ * One path's estimate at now. The window is fitted at the path's drift once
+ * it has one (its own slope before that): the track's, once the track
+ * spans enough, or its floor samples' (ls_sync_est_floor_drift), whichever
+ * is surer. It goes into the track, and the estimate is the track's: the
+ * cleanest recent windows carried to now, not whatever the newest window
+ * met.
  *
  * Where the mesh knows the drift better than the path's own track (md, with
  * sigma msig; NaN when it does not know), the window is fitted and the track
@@ -456,8 +458,20 @@ path_fit(struct sync_path *sp, uint64_t now, double md, double msig)
 {
 	double sig, b = ls_sync_track_drift(&sp->track, LS_SYNC_DRIFT_SPAN_NS, &sp->est.conf,
 					    S.wander_ns, &sig);
-	double own = b, own_sig = sig;
+	double fsig, fb = ls_sync_est_floor_drift(&sp->est, now, S.wander_ns, &fsig);
+	double own, own_sig;
 	int rc;
+
+	/* The floor samples' slope, when surer: it needs one floor per
+	 * direction on each side of the last seconds, not windows that met
+	 * both (ls_sync_est_floor_drift), so under load it is there seconds
+	 * before the track's. */
+	if (!isnan(fb) && (isnan(b) || fsig < sig)) {
+		b = fb;
+		sig = fsig;
+	}
+	own = b;
+	own_sig = sig;
 
 	if (!isnan(b) && !isnan(md) && msig < sig) {
 		b = md;

@@ -160,7 +160,8 @@ dbl_cmp(const void *x, const void *y)
 }
 
 /*
- * Lower convex hull (Andrew's monotone chain) of the live points, into idx.
+ * Lower convex hull (Andrew's monotone chain) of the live points (all of
+ * them when gone is NULL: ls_sync_est_floor_drift), into idx.
  * Points sharing a t: only the lowest (the first, by the sort) can be on a
  * lower envelope, and dropping the rest keeps every hull edge's slope
  * finite.
@@ -173,7 +174,7 @@ build_hull(const struct side *s, uint32_t *idx)
 	for (i = 0; i < s->n; i++) {
 		const struct ls_sync_pt *c = &s->p[i];
 
-		if (s->gone[i])
+		if (s->gone != NULL && s->gone[i])
 			continue;
 		if (k > 0 && s->p[idx[k - 1]].t == c->t)
 			continue;
@@ -575,7 +576,8 @@ ls_sync_est_init(struct ls_sync_est *e, const struct ls_sync_est_conf *conf, uin
 		c <<= 1;
 	e->ring = calloc(c, sizeof(*e->ring));
 	e->pure = calloc(c, sizeof(*e->pure));
-	if (e->ring == NULL || e->pure == NULL) {
+	e->chunk = calloc(LS_SYNC_FLOOR_CHUNKS, sizeof(*e->chunk));
+	if (e->ring == NULL || e->pure == NULL || e->chunk == NULL) {
 		ls_sync_est_free(e);
 		return -ENOMEM;
 	}
@@ -588,9 +590,12 @@ ls_sync_est_free(struct ls_sync_est *e)
 {
 	free(e->ring);
 	free(e->pure);
+	free(e->chunk);
 	e->ring = NULL;
 	e->pure = NULL;
+	e->chunk = NULL;
 	e->cap = e->head = e->n = 0;
+	e->chunk_head = e->chunk_n = 0;
 }
 
 void
@@ -598,6 +603,9 @@ ls_sync_est_reset(struct ls_sync_est *e)
 {
 	e->head = 0;
 	e->n = 0;
+	e->chunk_head = 0;
+	e->chunk_n = 0;
+	e->last_fit = 0;
 }
 
 /* Append one probe; a full ring forgets its oldest. */
@@ -650,6 +658,181 @@ in_window(int64_t dt, int64_t win)
 	return dt <= 0 && dt > -win;
 }
 
+/* ---- floor drift ------------------------------------------------------ */
+
+/* Lower convex hull of p (sorted by pt_cmp) into h: build_hull's. */
+static uint32_t
+lower_hull(struct ls_sync_pt *p, uint32_t n, uint32_t *h)
+{
+	struct side s = {.p = p, .n = n};
+
+	return build_hull(&s, h);
+}
+
+/*
+ * One direction's new floor samples into chunk c: the lower hull of the
+ * pure samples newer than the previous fit (times relative to now), at
+ * most LS_SYNC_FLOOR_VERTS of its vertices (evenly, ends kept, in the rare
+ * case of more: the hull of the rest lies at most a sample's jitter above).
+ * tmp holds n points.
+ */
+static void
+keep_side(struct ls_sync_floor_chunk *c, int side, uint64_t now, double since,
+	  const struct ls_sync_pt *p, uint32_t n, struct ls_sync_pt *tmp)
+{
+	uint32_t m = 0, nh, *h;
+
+	c->n[side] = 0;
+	for (uint32_t i = 0; i < n; i++)
+		if (p[i].t > since)
+			tmp[m++] = p[i];
+	if (m == 0)
+		return;
+	h = malloc(m * sizeof(*h));
+	if (h == NULL)
+		return;
+	qsort(tmp, m, sizeof(*tmp), pt_cmp);
+	nh = lower_hull(tmp, m, h);
+	for (uint32_t i = 0; i < LS_SYNC_FLOOR_VERTS && i < nh; i++) {
+		uint32_t k = nh <= LS_SYNC_FLOOR_VERTS ? i :
+			     (uint32_t)((uint64_t)i * (nh - 1) / (LS_SYNC_FLOOR_VERTS - 1));
+		const struct ls_sync_pt *v = &tmp[h[k]];
+
+		c->t[side][c->n[side]] = ns_add(now, (int64_t)llround(v->t));
+		c->d[side][c->n[side]] = v->d;
+		c->n[side]++;
+	}
+	free(h);
+}
+
+/* The floor samples that came since the previous fit: one more chunk. */
+static void
+keep_floor(struct ls_sync_est *e, uint64_t now, const struct ls_sync_pt *fp, uint32_t nf,
+	   const struct ls_sync_pt *rp, uint32_t nr, struct ls_sync_pt *tmp)
+{
+	struct ls_sync_floor_chunk *c = &e->chunk[e->chunk_head];
+	double since = e->last_fit != 0 ? (double)ns_diff(e->last_fit, now) : -INFINITY;
+
+	if (e->last_fit != 0 && ns_diff(now, e->last_fit) <= 0)
+		return; /* nothing new (the same instant fitted twice) */
+	keep_side(c, 0, now, since, fp, nf, tmp);
+	keep_side(c, 1, now, since, rp, nr, tmp);
+	e->chunk_head = (e->chunk_head + 1) % LS_SYNC_FLOOR_CHUNKS;
+	if (e->chunk_n < LS_SYNC_FLOOR_CHUNKS)
+		e->chunk_n++;
+	e->last_fit = now;
+}
+
+/*
+ * Slope of the lower hull edge of p (sorted) that spans mid, leaving out
+ * the samples in [lo, hi); *len that edge's length. h holds n indices.
+ */
+static double
+middle_slope(const struct ls_sync_pt *p, uint32_t n, double mid, double lo, double hi,
+	     struct ls_sync_pt *tmp, uint32_t *h, double *len)
+{
+	uint32_t m = 0, nh;
+
+	for (uint32_t i = 0; i < n; i++)
+		if (p[i].t < lo || p[i].t >= hi)
+			tmp[m++] = p[i];
+	nh = lower_hull(tmp, m, h);
+	for (uint32_t k = 0; k + 1 < nh; k++) {
+		const struct ls_sync_pt *a = &tmp[h[k]], *b = &tmp[h[k + 1]];
+
+		if (b->t >= mid && a->t < mid) {
+			*len = b->t - a->t;
+			return (b->d - a->d) / (b->t - a->t);
+		}
+	}
+	return NAN;
+}
+
+/* Quarters of the span the floor samples are refitted without. */
+#define FLOOR_JACKKNIFE 4
+
+/*
+ * The slope of one direction's lower hull over the kept floor samples
+ * where it spans the middle of their time, and how far it moves when any
+ * quarter of the span is left out (*u; at least the wander's own slope
+ * over that edge). Every sample that met no queue lies on the true line,
+ * every other above it: with floors on both sides of the middle the edge
+ * joins two of them and a quarter left out leaves others on that line.
+ * With all of one side's floors in one stretch, the edge rests on a queued
+ * sample beyond it and tilts by its queueing over its length, and leaving
+ * that stretch out moves it (or leaves no edge over the middle: *u is
+ * then infinite). *span is the samples' time span (ns).
+ */
+static double
+side_slope(const struct ls_sync_est *e, int side, uint64_t now, double wander_ns, double *span,
+	   double *u)
+{
+	struct ls_sync_pt p[LS_SYNC_FLOOR_CHUNKS * LS_SYNC_FLOOR_VERTS];
+	struct ls_sync_pt tmp[LS_SYNC_FLOOR_CHUNKS * LS_SYNC_FLOOR_VERTS];
+	uint32_t h[LS_SYNC_FLOOR_CHUNKS * LS_SYNC_FLOOR_VERTS], n = 0;
+	double mid, s, len = 0, moved = 0;
+
+	*span = 0;
+	for (uint32_t j = 0; j < e->chunk_n; j++) {
+		const struct ls_sync_floor_chunk *c = &e->chunk[j];
+
+		for (uint32_t i = 0; i < c->n[side]; i++) {
+			int64_t dt = ns_diff(c->t[side][i], now);
+
+			if (dt > 0 || dt <= -(int64_t)LS_SYNC_FLOOR_HORIZON_NS)
+				continue;
+			p[n].t = (double)dt;
+			p[n].d = c->d[side][i];
+			n++;
+		}
+	}
+	if (n < 2)
+		return NAN;
+	qsort(p, n, sizeof(*p), pt_cmp);
+	*span = p[n - 1].t - p[0].t;
+	mid = 0.5 * (p[0].t + p[n - 1].t);
+	s = middle_slope(p, n, mid, INFINITY, INFINITY, tmp, h, &len);
+	for (int q = 0; q < FLOOR_JACKKNIFE && isfinite(s); q++) {
+		double lo = p[0].t + *span * q / FLOOR_JACKKNIFE;
+		double hi = q + 1 == FLOOR_JACKKNIFE ? INFINITY : p[0].t + *span * (q + 1) / FLOOR_JACKKNIFE;
+		double l2, sq = middle_slope(p, n, mid, lo, hi, tmp, h, &l2);
+
+		if (!isfinite(sq)) {
+			moved = INFINITY; /* this side alone does not pin it */
+			break;
+		}
+		moved = fmax(moved, fabs(sq - s));
+	}
+	if (!isfinite(s) || !(len > 0))
+		return NAN;
+	*u = fmax(moved, wander_ns * 1e-9 / sqrt(len * 1e-9));
+	return s;
+}
+
+double
+ls_sync_est_floor_drift(const struct ls_sync_est *e, uint64_t now, double wander_ns,
+			double *sigma)
+{
+	double sf, sr, uf = NAN, ur = NAN;
+	double bf = side_slope(e, 0, now, wander_ns, &sf, &uf);
+	double br = -side_slope(e, 1, now, wander_ns, &sr, &ur);
+	double min_span = 0.25 * (double)e->conf.window_ns;
+
+	*sigma = NAN;
+	if (!isfinite(bf) || !isfinite(br) || !(fmin(sf, sr) >= min_span))
+		return NAN;
+	/* The two sides' queues are independent. When one side's slope holds
+	 * with any quarter left out, it is the truth within that, and the
+	 * mean is off by half the other's disagreement with it. When neither
+	 * holds, both may rest on a queued sample: not sure. */
+	*sigma = fmax(0.5 * fabs(bf - br), fmin(uf, ur));
+	if (!isfinite(*sigma)) {
+		*sigma = NAN;
+		return NAN;
+	}
+	return 0.5 * (bf + br);
+}
+
 int
 ls_sync_est_fit(struct ls_sync_est *e, uint64_t now, struct ls_sync_fit *out)
 {
@@ -667,7 +850,7 @@ ls_sync_est_fit(struct ls_sync_est *e, uint64_t now, struct ls_sync_fit *out)
 		e->n--;
 	}
 
-	fp = malloc(2 * (size_t)(e->n ? e->n : 1) * sizeof(*fp));
+	fp = malloc(3 * (size_t)(e->n ? e->n : 1) * sizeof(*fp)); /* fwd, rev, keep_floor's */
 	if (fp == NULL) {
 		memset(out, 0, sizeof(*out));
 		e->fits_failed++;
@@ -692,6 +875,7 @@ ls_sync_est_fit(struct ls_sync_est *e, uint64_t now, struct ls_sync_fit *out)
 			nr++;
 		}
 	}
+	keep_floor(e, now, fp, nf, rp, nr, rp + nr);
 	rc = ls_sync_envelope_fit(fp, nf, rp, nr, &e->conf, out);
 	free(fp);
 	if (rc != 0) {
@@ -748,13 +932,13 @@ ls_sync_combine(const struct ls_sync_fit *fits, unsigned int n, uint64_t t_ref,
 		struct ls_sync_fit *out)
 {
 	double sw = 0, so = 0, sd = 0, ssig = 0, sds = 0, half = INFINITY, band = INFINITY;
-	double o0 = NAN, so2 = 0, d0 = NAN, sd2 = 0;
+	double o0 = NAN, so2 = 0, d0 = NAN, sd2 = 0, swd = 0;
 	unsigned int i;
 
 	memset(out, 0, sizeof(*out));
 	for (i = 0; i < n; i++) {
 		const struct ls_sync_fit *f = &fits[i];
-		double dt, sig, w, o;
+		double dt, sig, w, wd, o;
 
 		if (!f->ok)
 			continue;
@@ -768,12 +952,17 @@ ls_sync_combine(const struct ls_sync_fit *fits, unsigned int n, uint64_t t_ref,
 		sw += w;
 		so += w * (o - o0);
 		so2 += w * (o - o0) * (o - o0);
+		/* the drift by its own figure: one path whose floors pinned its
+		 * slope (ls_sync_est_floor_drift) is worth more than three
+		 * whose windows tilt, whatever their offsets say */
+		wd = 1.0 / fmax(f->drift_sigma * f->drift_sigma, 1e-30);
 		if (isnan(d0))
 			d0 = f->drift;
-		sd += w * (f->drift - d0);
-		sd2 += w * (f->drift - d0) * (f->drift - d0);
+		swd += wd;
+		sd += wd * (f->drift - d0);
+		sd2 += wd * (f->drift - d0) * (f->drift - d0);
 		ssig += w * sig;
-		sds += w * f->drift_sigma;
+		sds += wd * f->drift_sigma;
 		half = fmin(half, f->half_gap_ns);
 		band = fmin(band, f->band_ns);
 		out->n_fwd += f->n_fwd;
@@ -785,7 +974,7 @@ ls_sync_combine(const struct ls_sync_fit *fits, unsigned int n, uint64_t t_ref,
 	out->ok = true;
 	out->t_ref = t_ref;
 	out->offset_ns = o0 + so / sw;
-	out->drift = d0 + sd / sw;
+	out->drift = d0 + sd / swd;
 	/*
 	 * Not 1 / sqrt(sum w): paths to one peer share links and queues (two
 	 * of four cross the same spine), so their errors are not independent.
@@ -799,7 +988,7 @@ ls_sync_combine(const struct ls_sync_fit *fits, unsigned int n, uint64_t t_ref,
 	 * spans a few seconds, a window's free slope under load tilts by
 	 * (its unseen queueing) / (its span), tens of ppm, while its own
 	 * figure is only its spread over its span. */
-	out->drift_sigma = fmax(sds / sw, sqrt(fmax(sd2 / sw - (sd / sw) * (sd / sw), 0)));
+	out->drift_sigma = fmax(sds / swd, sqrt(fmax(sd2 / swd - (sd / swd) * (sd / swd), 0)));
 	out->half_gap_ns = half;
 	out->band_ns = band;
 	return 0;

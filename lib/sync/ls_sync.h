@@ -164,6 +164,24 @@ int ls_sync_envelope_fit(const struct ls_sync_pt *fwd, uint32_t n_fwd,
 			 const struct ls_sync_pt *rev, uint32_t n_rev,
 			 const struct ls_sync_est_conf *conf, struct ls_sync_fit *out);
 
+/** Floor samples kept per direction per fit (ls_sync_est_floor_drift). */
+#define LS_SYNC_FLOOR_VERTS 24
+/** Fits whose floor samples are kept: 8 s at the default 500 ms sync step. */
+#define LS_SYNC_FLOOR_CHUNKS 16
+/** How far back ls_sync_est_floor_drift() looks. */
+#define LS_SYNC_FLOOR_HORIZON_NS 8000000000ull
+
+/**
+ * The lower hull of one direction's pure samples that arrived between two
+ * fits: the only ones that can ever lie on the lower hull of a longer span
+ * (the hull of a union is the hull of its parts' hulls).
+ */
+struct ls_sync_floor_chunk {
+	uint32_t n[2];                      /**< vertices: [0] forward, [1] reverse */
+	uint64_t t[2][LS_SYNC_FLOOR_VERTS]; /**< their time on A's clock (t1; t4) */
+	double d[2][LS_SYNC_FLOOR_VERTS];   /**< their delay (t2 - t1; t4 - t3) */
+};
+
 /** Per-path estimator: a ring of recent probes with their purity. */
 struct ls_sync_est {
 	struct ls_sync_est_conf conf;
@@ -172,6 +190,10 @@ struct ls_sync_est {
 	uint32_t n;                   /**< stored probes */
 	struct ls_sync_probe *ring;   /**< cap probes */
 	uint8_t *pure;                /**< cap purity masks (0 for second members) */
+	struct ls_sync_floor_chunk *chunk; /**< LS_SYNC_FLOOR_CHUNKS, a ring */
+	uint32_t chunk_head;          /**< next chunk written */
+	uint32_t chunk_n;             /**< chunks held */
+	uint64_t last_fit;            /**< now of the previous fit (0: none yet) */
 	/* cumulative counters */
 	uint64_t pairs;               /**< pairs offered */
 	uint64_t fwd_kept, fwd_rejected;
@@ -207,10 +229,47 @@ void ls_sync_est_add_probe(struct ls_sync_est *e, const struct ls_sync_probe *p)
  * Fit over the probes whose t1 lies in (now - window, now] (older ones are
  * dropped). t_ref = now; times are made relative to now before any
  * floating-point arithmetic, so absolute clock values of 1e18 ns and more
- * lose nothing.
+ * lose nothing. Also keeps the floor samples that came since the previous
+ * fit (ls_sync_est_floor_drift).
  * @return 0, or -ENODATA / -ENOMEM (out->ok false).
  */
 int ls_sync_est_fit(struct ls_sync_est *e, uint64_t now, struct ls_sync_fit *out);
+
+/**
+ * Drift from each direction's floor alone, over the last
+ * LS_SYNC_FLOOR_HORIZON_NS of fits (each fit keeps the lower hull of the
+ * pure samples that came since the one before it).
+ *
+ * Why: the envelope fit needs both directions' floors in one window to
+ * place the offset, and its slope tilts when one side met its floor only
+ * early and the other only late. Under heavy load on a leaf-spine path
+ * (two busy links each way) a window seldom holds both, so in the lab at
+ * 90% load windows' slopes were tens to hundreds of ppm off for the first
+ * seconds, and the track's slope through them, from 2.5 s on, for 2 to 3
+ * seconds more. But every sample that met an empty queue lies on one line
+ * per direction: forward delays on floor + o(t), reverse ones on floor -
+ * o(t). So each direction's lower hull, where it spans the middle of the
+ * horizon, has the drift as its slope (minus it, in reverse) as soon as
+ * that direction met its floor once on each side of the middle, whatever
+ * the other direction did. A hull edge resting on a queued sample is
+ * tilted by its queueing over the edge's length. So each side's slope is
+ * also taken with each quarter of the span left out: one that holds (it
+ * joins floors, and others remain on its line) is the truth within how
+ * far it moved, at least the wander's slope over the edge (wander_ns /
+ * sqrt(its length)). The result is the two sides' mean; its uncertainty
+ * the larger of half their difference (their queues are independent) and
+ * the surer side's movement. In a simulation of the lab's 90% load
+ * (on/off bursts at twice the line rate through two hops each way, 100
+ * seeds), no result that claimed < 0.3 ppm was more than 0.2 ppm off.
+ * @param wander_ns  oscillator wander, ns per sqrt(s)
+ * @param sigma      out: the uncertainty (NaN with the result)
+ * @return the drift d(B - A)/d(A), or NaN when a direction has no hull
+ *         edge over the middle, its floor samples span less than a
+ *         quarter of the window, or neither side holds with some quarter
+ *         left out.
+ */
+double ls_sync_est_floor_drift(const struct ls_sync_est *e, uint64_t now, double wander_ns,
+			       double *sigma);
 
 /** Baseline estimates of B - A from the same window's probes (pure or not). */
 struct ls_sync_baseline {
@@ -235,12 +294,13 @@ void ls_sync_est_baselines(const struct ls_sync_est *e, uint64_t now, double dri
 /**
  * Combine fits of several paths to one peer into one edge estimate at
  * t_ref: each fit is moved to t_ref along its drift (its sigma growing in
- * quadrature by drift_sigma per ns moved), then offset and drift are
- * averaged with weights 1 / sigma^2. The result's sigma is the larger of
- * the weighted mean of the fits' sigmas (the paths share links, so their
- * errors are not independent and 1 / sqrt(sum of weights) would claim too
- * much) and the weighted spread of their offsets; its drift_sigma the
- * weighted mean of theirs; half_gap_ns is the smallest, counts are summed.
+ * quadrature by drift_sigma per ns moved), then the offsets are averaged
+ * with weights 1 / sigma^2 and the drifts with weights 1 / drift_sigma^2.
+ * The result's sigma is the larger of the weighted mean of the fits'
+ * sigmas (the paths share links, so their errors are not independent and
+ * 1 / sqrt(sum of weights) would claim too much) and the weighted spread
+ * of their offsets; its drift_sigma likewise, from the drifts and their
+ * weights; half_gap_ns is the smallest, counts are summed.
  * @return 0, or -ENODATA when no fit is ok.
  */
 int ls_sync_combine(const struct ls_sync_fit *fits, unsigned int n, uint64_t t_ref,

@@ -600,11 +600,12 @@ START_TEST(test_combine)
 				       .half_gap_ns = 20000, .n_fwd = 10, .n_rev = 11,
 				       .n_outliers = 1};
 	fits[1] = (struct ls_sync_fit){.ok = true, .t_ref = t - 1000000, .offset_ns = 130,
-				       .drift = 3e-6, .sigma_ns = 20, .drift_sigma = 1e-15,
+				       .drift = 3e-6, .sigma_ns = 20, .drift_sigma = 2e-15,
 				       .half_gap_ns = 15000, .n_fwd = 5, .n_rev = 6};
 	fits[2] = (struct ls_sync_fit){.ok = false, .offset_ns = 1e9, .sigma_ns = 1};
 	ck_assert_int_eq(ls_sync_combine(fits, 3, t, &out), 0);
-	/* path 2 moved 1 ms along 3 ppm: 133; weights 1/100 and 1/400. */
+	/* path 2 moved 1 ms along 3 ppm: 133; weights 1/100 and 1/400, and
+	 * for the drifts 1/1e-30 and 1/4e-30 */
 	ck_assert_msg(fabs(out.offset_ns - (100 * 4 + 133) / 5.0) < 1e-6, "%.6f", out.offset_ns);
 	ck_assert(fabs(out.drift - (1e-6 * 4 + 3e-6) / 5.0) < 1e-15);
 	/* sigma: the weighted mean of 10 and 20 is 12, the paths' weighted
@@ -619,9 +620,118 @@ START_TEST(test_combine)
 	ck_assert_uint_eq(out.n_outliers, 1);
 	ck_assert_uint_eq(out.t_ref, t);
 	ck_assert(out.ok);
+	/* The drifts go by their own figures, not the offsets': the path
+	 * with the worse offset but the surer slope (its floors pinned it)
+	 * sets the drift, and the spread stays near its figure. */
+	fits[0].drift_sigma = 1e-6;
+	fits[1].drift_sigma = 1e-9;
+	ck_assert_int_eq(ls_sync_combine(fits, 2, t, &out), 0);
+	ck_assert_msg(fabs(out.drift - 3e-6) < 1e-8, "%.3e", out.drift);
+	ck_assert_msg(out.drift_sigma < 0.01e-6, "%.3e", out.drift_sigma);
 	ck_assert_int_eq(ls_sync_combine(fits + 2, 1, t, &out), -ENODATA);
 	ck_assert(!out.ok);
 	ck_assert_int_eq(ls_sync_combine(fits, 0, t, &out), -ENODATA);
+}
+END_TEST
+
+/* ---- 4a. drift from each direction's floor ---------------------------- */
+
+/*
+ * Run a path through an estimator fitted every 500 ms (free slope, as
+ * before a track has one) with pairs every gap_ns, and check every floor
+ * drift it gives against the truth: within 3 sigma always. Returns the
+ * last one's |error| and sigma, and in *first_sure when the sigma first
+ * fell below 0.1 ppm (s; 0 never).
+ */
+static void
+floor_run(const struct path *p, uint64_t seed, double gap_ns, double secs,
+	  void (*queues)(double T, double *qf, double *qr), double *err, double *sig,
+	  double *first_sure)
+{
+	struct ls_sync_est_conf conf;
+	struct ls_sync_est e;
+	double T, Tf = 0;
+
+	rng_state = seed;
+	ls_sync_est_conf_default(&conf);
+	conf.purity_tol_ns = 200;
+	ck_assert_int_eq(ls_sync_est_init(&e, &conf, 4096), 0);
+	*err = *sig = NAN;
+	*first_sure = 0;
+	for (T = 500 * MS; T <= secs * SEC; T += 500 * MS) {
+		struct ls_sync_fit win;
+		uint64_t now = clk_at(&p->a, T);
+		double b, s;
+
+		for (; Tf < T; Tf += gap_ns) {
+			struct ls_sync_probe a, bb;
+			double qf, qr;
+
+			queues(Tf, &qf, &qr);
+			probe_at(p, Tf, qf, qr, &a);
+			probe_at(p, Tf + 10 * US, qf, qr, &bb);
+			ls_sync_est_add_pair(&e, &a, &bb);
+		}
+		b = ls_sync_est_floor_drift(&e, now, 0, &s);
+		if (!isnan(b)) {
+			ck_assert_msg(fabs(b - path_drift(p)) <= 3 * s + 1e-12,
+				      "T %.1f s: floor drift off %.4f ppm, sigma %.4f", T / SEC,
+				      (b - path_drift(p)) * 1e6, s * 1e6);
+			if (s < 0.1e-6 && *first_sure == 0)
+				*first_sure = T / SEC;
+			*err = fabs(b - path_drift(p));
+			*sig = s;
+		} else {
+			ck_assert(isnan(s));
+		}
+		ls_sync_est_fit(&e, now, &win);
+	}
+	/* forgotten with the samples */
+	ls_sync_est_reset(&e);
+	ck_assert(isnan(ls_sync_est_floor_drift(&e, clk_at(&p->a, T), 0, &(double){0})));
+	ls_sync_est_free(&e);
+}
+
+/* Each direction meets an empty queue on 1% of samples, at its own moments
+ * (two busy links each way); otherwise 20..520 us. */
+static void
+sparse_floor_queues(double T, double *qf, double *qr)
+{
+	(void)T;
+	*qf = rng_unit() < 0.01 ? 0 : 20 * US + 500 * US * rng_unit();
+	*qr = rng_unit() < 0.01 ? 0 : 20 * US + 500 * US * rng_unit();
+}
+
+/* Forward meets its floor only in the first second, reverse throughout. */
+static void
+early_fwd_floor_queues(double T, double *qf, double *qr)
+{
+	*qf = T < 1 * SEC && rng_unit() < 0.05 ? 0 : 20 * US + 500 * US * rng_unit();
+	*qr = rng_unit() < 0.01 ? 0 : 20 * US + 500 * US * rng_unit();
+}
+
+START_TEST(test_floor_drift)
+{
+	struct path p = mk_path(-4.1 * MS, -52e-6);
+	double err, sig, sure;
+
+	/* A pair every 2.5 ms: the free windows meet both floors seldom
+	 * together, but each direction's floors lie on one line. */
+	floor_run(&p, 515, 2.5 * MS, 8, sparse_floor_queues, &err, &sig, &sure);
+	printf("floor_drift sparse: sure (< 0.1 ppm) from %.1f s, last error %.4f ppm, "
+	       "sigma %.4f\n", sure, err * 1e6, sig * 1e6);
+	ck_assert_msg(sure > 0 && sure <= 3, "sure from %.1f s", sure);
+	ck_assert_msg(err < 0.01e-6 && sig < 0.05e-6, "%.4f ppm, sigma %.4f", err * 1e6,
+		      sig * 1e6);
+
+	/* One side's floors all early: its hull edge over the middle rests on a
+	 * queued sample and tilts; the other side's does not, and the two
+	 * disagreeing says how far off their mean can be (checked at every
+	 * step by floor_run). */
+	floor_run(&p, 516, 10 * MS, 8, early_fwd_floor_queues, &err, &sig, &sure);
+	printf("floor_drift early forward floors: last error %.4f ppm, sigma %.4f\n",
+	       err * 1e6, sig * 1e6);
+	ck_assert_msg(sig > 1e-6, "sigma %.4f ppm", sig * 1e6);
 }
 END_TEST
 
@@ -2064,6 +2174,7 @@ sync_suite(void)
 	tcase_add_test(tc, test_envelope_direct);
 	tcase_add_test(tc, test_baselines);
 	tcase_add_test(tc, test_combine);
+	tcase_add_test(tc, test_floor_drift);
 	tcase_add_test(tc, test_fit_band);
 	tcase_add_test(tc, test_track_one_sided);
 	tcase_add_test(tc, test_track_heavy_load);
