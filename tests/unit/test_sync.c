@@ -637,6 +637,25 @@ END_TEST
 /* ---- 4a. drift from each direction's floor ---------------------------- */
 
 /*
+ * Pairs every gap_ns of true time from *Tf up to T, each pair's two members
+ * meeting the queues queues() gives at its time; *Tf advances.
+ */
+static void
+feed_queued(struct ls_sync_est *e, const struct path *p, double *Tf, double T, double gap_ns,
+	    void (*queues)(double T, double *qf, double *qr))
+{
+	for (; *Tf < T; *Tf += gap_ns) {
+		struct ls_sync_probe a, b;
+		double qf, qr;
+
+		queues(*Tf, &qf, &qr);
+		probe_at(p, *Tf, qf, qr, &a);
+		probe_at(p, *Tf + 10 * US, qf, qr, &b);
+		ls_sync_est_add_pair(e, &a, &b);
+	}
+}
+
+/*
  * Run a path through an estimator fitted every 500 ms (free slope, as
  * before a track has one) with pairs every gap_ns, and check every floor
  * drift it gives against the truth: within 3 sigma always. Returns the
@@ -663,15 +682,7 @@ floor_run(const struct path *p, uint64_t seed, double gap_ns, double secs,
 		uint64_t now = clk_at(&p->a, T);
 		double b, s;
 
-		for (; Tf < T; Tf += gap_ns) {
-			struct ls_sync_probe a, bb;
-			double qf, qr;
-
-			queues(Tf, &qf, &qr);
-			probe_at(p, Tf, qf, qr, &a);
-			probe_at(p, Tf + 10 * US, qf, qr, &bb);
-			ls_sync_est_add_pair(&e, &a, &bb);
-		}
+		feed_queued(&e, p, &Tf, T, gap_ns, queues);
 		b = ls_sync_est_floor_drift(&e, now, 0, &s);
 		if (!isnan(b)) {
 			ck_assert_msg(fabs(b - path_drift(p)) <= 3 * s + 1e-12,
@@ -771,15 +782,7 @@ track_run(struct path *p, uint64_t seed, double gap_ns, double secs, double t_st
 		double sig, b, truth, de;
 		uint64_t now = clk_at(&p->a, T);
 
-		for (; Tf < T; Tf += gap_ns) {
-			struct ls_sync_probe a, bb;
-			double qf, qr;
-
-			queues(Tf, &qf, &qr);
-			probe_at(p, Tf, qf, qr, &a);
-			probe_at(p, Tf + 10 * US, qf, qr, &bb);
-			ls_sync_est_add_pair(&e, &a, &bb);
-		}
+		feed_queued(&e, p, &Tf, T, gap_ns, queues);
 		b = ls_sync_track_drift(&k, 4000000000ULL, &conf, wander, &sig);
 		e.conf.fixed_drift = b;
 		if (ls_sync_est_fit(&e, now, &win) != 0)
