@@ -674,22 +674,19 @@ lower_hull(struct ls_sync_pt *p, uint32_t n, uint32_t *h)
  * pure samples newer than the previous fit (times relative to now), at
  * most LS_SYNC_FLOOR_VERTS of its vertices (evenly, ends kept, in the rare
  * case of more: the hull of the rest lies at most a sample's jitter above).
- * tmp holds n points.
+ * tmp holds n points, h n indices.
  */
 static void
 keep_side(struct ls_sync_floor_chunk *c, int side, uint64_t now, double since,
-	  const struct ls_sync_pt *p, uint32_t n, struct ls_sync_pt *tmp)
+	  const struct ls_sync_pt *p, uint32_t n, struct ls_sync_pt *tmp, uint32_t *h)
 {
-	uint32_t m = 0, nh, *h;
+	uint32_t m = 0, nh;
 
 	c->n[side] = 0;
 	for (uint32_t i = 0; i < n; i++)
 		if (p[i].t > since)
 			tmp[m++] = p[i];
 	if (m == 0)
-		return;
-	h = malloc(m * sizeof(*h));
-	if (h == NULL)
 		return;
 	qsort(tmp, m, sizeof(*tmp), pt_cmp);
 	nh = lower_hull(tmp, m, h);
@@ -702,21 +699,21 @@ keep_side(struct ls_sync_floor_chunk *c, int side, uint64_t now, double since,
 		c->d[side][c->n[side]] = v->d;
 		c->n[side]++;
 	}
-	free(h);
 }
 
-/* The floor samples that came since the previous fit: one more chunk. */
+/* The floor samples that came since the previous fit: one more chunk.
+ * tmp and h hold max(nf, nr) entries. */
 static void
 keep_floor(struct ls_sync_est *e, uint64_t now, const struct ls_sync_pt *fp, uint32_t nf,
-	   const struct ls_sync_pt *rp, uint32_t nr, struct ls_sync_pt *tmp)
+	   const struct ls_sync_pt *rp, uint32_t nr, struct ls_sync_pt *tmp, uint32_t *h)
 {
 	struct ls_sync_floor_chunk *c = &e->chunk[e->chunk_head];
 	double since = e->last_fit != 0 ? (double)ns_diff(e->last_fit, now) : -INFINITY;
 
 	if (e->last_fit != 0 && ns_diff(now, e->last_fit) <= 0)
 		return; /* nothing new (the same instant fitted twice) */
-	keep_side(c, 0, now, since, fp, nf, tmp);
-	keep_side(c, 1, now, since, rp, nr, tmp);
+	keep_side(c, 0, now, since, fp, nf, tmp, h);
+	keep_side(c, 1, now, since, rp, nr, tmp, h);
 	e->chunk_head = (e->chunk_head + 1) % LS_SYNC_FLOOR_CHUNKS;
 	if (e->chunk_n < LS_SYNC_FLOOR_CHUNKS)
 		e->chunk_n++;
@@ -792,7 +789,9 @@ side_slope(const struct ls_sync_est *e, int side, uint64_t now, double wander_ns
 	*span = p[n - 1].t - p[0].t;
 	mid = 0.5 * (p[0].t + p[n - 1].t);
 	s = middle_slope(p, n, mid, INFINITY, INFINITY, tmp, h, &len);
-	for (int q = 0; q < FLOOR_JACKKNIFE && isfinite(s); q++) {
+	if (!isfinite(s) || !(len > 0))
+		return NAN;
+	for (int q = 0; q < FLOOR_JACKKNIFE; q++) {
 		double lo = p[0].t + *span * q / FLOOR_JACKKNIFE;
 		double hi = q + 1 == FLOOR_JACKKNIFE ? INFINITY : p[0].t + *span * (q + 1) / FLOOR_JACKKNIFE;
 		double l2, sq = middle_slope(p, n, mid, lo, hi, tmp, h, &l2);
@@ -803,8 +802,6 @@ side_slope(const struct ls_sync_est *e, int side, uint64_t now, double wander_ns
 		}
 		moved = fmax(moved, fabs(sq - s));
 	}
-	if (!isfinite(s) || !(len > 0))
-		return NAN;
 	*u = fmax(moved, wander_ns * 1e-9 / sqrt(len * 1e-9));
 	return s;
 }
@@ -850,7 +847,9 @@ ls_sync_est_fit(struct ls_sync_est *e, uint64_t now, struct ls_sync_fit *out)
 		e->n--;
 	}
 
-	fp = malloc(3 * (size_t)(e->n ? e->n : 1) * sizeof(*fp)); /* fwd, rev, keep_floor's */
+	/* fwd, rev and keep_floor's points, then its hull indices */
+	fp = malloc(3 * (size_t)(e->n ? e->n : 1) * sizeof(*fp) +
+		    (size_t)(e->n ? e->n : 1) * sizeof(uint32_t));
 	if (fp == NULL) {
 		memset(out, 0, sizeof(*out));
 		e->fits_failed++;
@@ -875,7 +874,7 @@ ls_sync_est_fit(struct ls_sync_est *e, uint64_t now, struct ls_sync_fit *out)
 			nr++;
 		}
 	}
-	keep_floor(e, now, fp, nf, rp, nr, rp + nr);
+	keep_floor(e, now, fp, nf, rp, nr, rp + e->n, (uint32_t *)(rp + 2 * e->n));
 	rc = ls_sync_envelope_fit(fp, nf, rp, nr, &e->conf, out);
 	free(fp);
 	if (rc != 0) {
