@@ -38,10 +38,13 @@ script:
 Errors are split into a constant part per node (the median signed error: what
 a path asymmetry or a host-stack difference would produce) and the rest.
 The fleet readings are also split in time: the second half of the sampling
-(steady state) and the last reading more than 1 us off (when accuracy, not
-just status, converged).
+(steady state), the last reading more than 1 us off (when accuracy, not
+just status, converged), and, against issue 4's targets (p99 <= 100 ns at
+0% and 50% load, <= 500 ns at 90%, within 5 s), the readings from 5 s after
+lab up and the last reading over the load's target.
 Prints one table per load and a JSON line per load (for docs/benchmarks.md).
 """
+import contextlib
 import json
 import os
 import statistics
@@ -85,6 +88,15 @@ TOPO = lslab.leaf_spine(2, 2, 3,
                               "ecn_bytes": 1 << 20, "loss": 0, "mtu": 9000},
                         host_link={"delay_ns": 500}, ipv6=False,
                         links={name: {"rate_bps": SPINE_RATE} for name in SPINE_LINKS})
+
+
+# Issue 4's targets: p99 <= 100 ns at 50% load, <= 500 ns at 90%, converged
+# within 5 s (0% is held to the 50% target)
+CONVERGE_TARGET_S = 5.0
+
+
+def p99_target(load):
+    return 500 if load > 0.5 else 100
 
 
 def pct(xs, q):
@@ -142,8 +154,26 @@ def edge_errors(lab, n):
     return out
 
 
-def run(load, tmp):
-    n = len(HOSTS)
+FABRIC_CORE = 1
+
+
+@contextlib.contextmanager
+def off_fabric_core():
+    """Keeps this script off the emulator's core while the lab is up, then
+    gives it its CPUs back (lab.sh must see that core among its caller's
+    CPUs to hand it to the emulator): readings at 4 Hz scheduled there
+    preempt the emulator, which then falls behind its model."""
+    prev = os.sched_getaffinity(0)
+    if prev - {FABRIC_CORE}:
+        os.sched_setaffinity(0, prev - {FABRIC_CORE})
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, prev)
+
+
+def lab_for(load, tmp):
+    """The benchmark's lab (not yet up: use it as a context manager)."""
     topo, extra = os.path.join(tmp, "topo.json"), os.path.join(tmp, "extra.json")
     json.dump(TOPO, open(topo, "w"))
     # wander_ns: two clocks of WANDER ns/sqrt(s) each wander apart by sqrt(2) x
@@ -155,21 +185,33 @@ def run(load, tmp):
         ex[h] = {"clock": {"source": "sim",
                            "sim": {"offset_ns": off, "drift_ppm": drift, "wander_ns": WANDER}}}
     json.dump(ex, open(extra, "w"))
-    lab = lslab.FabricLab(topo, "bench-sync", ["--link", LINK, "--extra", extra,
-                                               "--fabric-core", "1"] + LAB_EXTRA, quiet=True)
+    return lslab.FabricLab(topo, "bench-sync", ["--link", LINK, "--extra", extra,
+                                                "--fabric-core", str(FABRIC_CORE)] + LAB_EXTRA,
+                            quiet=True)
+
+
+def start_load(lab, load):
+    """Background bursts at twice the line rate on every spine link direction:
+    on for load/2 of each 1 ms on average."""
+    if load <= 0:
+        return
+    on = int(load * 500)
+    for k, l in enumerate(SPINE_LINKS):
+        for d in ("ab", "ba"):
+            lslab.call(lab.fab, "gen.start", {
+                "name": "bg%d%s" % (k, d), "link": l, "dir": d, "rate_bps": 2 * SPINE_RATE,
+                "pkt_bytes": BG_BYTES, "on_us": on, "off_us": 1000 - on,
+                "random": RANDOM_BURSTS})
+
+
+def run(load, tmp):
+    n = len(HOSTS)
+    lab = lab_for(load, tmp)
     res = {"load": load, "lab_args": LAB_EXTRA}
     t0 = time.time()
-    with lab:
+    with lab, off_fabric_core():
         t_up = time.time()
-        if load > 0:
-            # bursts at twice the line rate: on = load/2 of each 1 ms period
-            on = int(load * 500)
-            for k, l in enumerate(SPINE_LINKS):
-                for d in ("ab", "ba"):
-                    lslab.call(lab.fab, "gen.start", {
-                        "name": "bg%d%s" % (k, d), "link": l, "dir": d, "rate_bps": 2 * SPINE_RATE,
-                        "pkt_bytes": BG_BYTES, "on_us": on, "off_us": 1000 - on,
-                        "random": RANDOM_BURSTS})
+        start_load(lab, load)
         socks = [lab.sock(i) for i in range(1, n + 1)]
         ok = lslab.wait_until(lambda: lslab.all_synced(socks), 60, step=0.2)
         res["converge_s_from_up"] = round(time.time() - t_up, 2) if ok else None
@@ -209,6 +251,14 @@ def run(load, tmp):
         res["fleet_second_half"] = summary([e for t, e in timed if t >= mid])
         late = [t for t, e in early + timed if e > 1000]
         res["last_over_1us_s_from_up"] = round(max(late), 1) if late else None
+        # the issue's targets read as "within 5 s, and p99 within the
+        # target from then on": the readings from 5 s after lab up, and the
+        # last reading over this load's p99 target
+        target = p99_target(load)
+        res["fleet_from_5s"] = summary([e for t, e in timed if t >= CONVERGE_TARGET_S])
+        over = [t for t, e in early + timed if e > target]
+        res["p99_target_ns"] = target
+        res["last_over_target_s_from_up"] = round(max(over), 1) if over else None
         res["first_reading_s_from_up"] = round(early[0][0], 1) if early else None
         res["over_1us_s_from_up"] = sorted({round(t, 1) for t in late})
         # how well the emulator kept to its model meanwhile: the lab's own error
@@ -257,6 +307,12 @@ def main():
                   h["p50"], h["p99"], h["max"] or -1,
                   "none since the first at %.1f s" % (r["first_reading_s_from_up"] or -1)
                   if last is None else "%.1f s after lab up" % last))
+        h = r["fleet_from_5s"]
+        last = r["last_over_target_s_from_up"]
+        print("  fleet from %.0f s after lab up: p50 %.0f p99 %.0f max %.0f ns; last reading over "
+              "%d ns (this load's p99 target): %s" % (
+                  CONVERGE_TARGET_S, h["p50"], h["p99"], h["max"] or -1, r["p99_target_ns"],
+                  "none" if last is None else "%.1f s after lab up" % last))
         el = r["emulator_lateness_ns"]
         print("  emulator delivery lateness (its error vs its model): p50 %s p99 %s max %s ns"
               % (el["p50"], el["p99"], el["max"]))
