@@ -758,15 +758,16 @@ peer_replace_paths(unsigned int idx, uint16_t paths, uint32_t interval_us)
 	return rc;
 }
 
+/* One message about an installed peer to the lcore that owns it. */
 static int
-peer_set_interval(struct ls_peer *peer, uint32_t interval_us)
+peer_msg(struct ls_peer *peer, enum ls_msg_type type, uint32_t interval_us)
 {
 	struct ls_msg *m = calloc(1, sizeof(*m));
 	int rc;
 
 	if (m == NULL)
 		return -ENOMEM;
-	m->type = LS_MSG_PROBE_SET;
+	m->type = type;
 	m->peer = peer;
 	m->interval_us = interval_us;
 	rc = ls_msg_send(g.ports[peer->port_idx].lcore, m);
@@ -774,6 +775,18 @@ peer_set_interval(struct ls_peer *peer, uint32_t interval_us)
 	if (rc != -ETIMEDOUT)
 		free(m);
 	return rc;
+}
+
+static int
+peer_set_interval(struct ls_peer *peer, uint32_t interval_us)
+{
+	return peer_msg(peer, LS_MSG_PROBE_SET, interval_us);
+}
+
+int
+ls_control_peer_acquire(struct ls_peer *peer)
+{
+	return peer_msg(peer, LS_MSG_PEER_ACQUIRE, 0);
 }
 
 static void

@@ -309,6 +309,9 @@ apply_msg(struct ls_lcore *lc, struct ls_msg *msg)
 	case LS_MSG_PROBE_SET:
 		peer->interval_us = msg->interval_us;
 		break;
+	case LS_MSG_PEER_ACQUIRE:
+		ls_sender_acquire(peer);
+		break;
 	}
 	msg->result = rc;
 	__atomic_store_n(&msg->done, 1, __ATOMIC_RELEASE);

@@ -180,6 +180,7 @@ enum ls_msg_type {
 	LS_MSG_PEER_ADD = 1,   /* install msg->peer and start probing */
 	LS_MSG_PEER_DEL,       /* stop probing msg->peer and give it back */
 	LS_MSG_PROBE_SET,      /* change msg->peer's interval (0 = all peers) */
+	LS_MSG_PEER_ACQUIRE,   /* acquire msg->peer again (sender.c, acquisition) */
 };
 
 struct ls_msg {
@@ -328,6 +329,7 @@ void ls_capture_copy(struct ls_lcore *lc, struct rte_mbuf *m, uint64_t ts_ns, bo
 /* sender.c */
 void ls_sender_start_peer(struct ls_lcore *lc, struct ls_peer *peer);
 void ls_sender_stop_peer(struct ls_lcore *lc, struct ls_peer *peer);
+void ls_sender_acquire(struct ls_peer *peer);
 void ls_sender_on_reply(struct ls_lcore *lc, struct ls_port *p, struct rte_mbuf *m,
 			const struct ls_pkt_info *pi, uint64_t rx_ns);
 void ls_sender_tick(struct ls_lcore *lc, uint64_t now_ns);
@@ -365,6 +367,8 @@ void ls_control_free_peers(void);
 int ls_log_level_from_name(const char *s);
 struct ls_peer *ls_control_peer_at(unsigned int i);
 unsigned int ls_control_peer_count(void);
+/* Acquire an installed peer again (LS_MSG_PEER_ACQUIRE): 0 or negative errno. */
+int ls_control_peer_acquire(struct ls_peer *peer);
 /* Simulated clock's ground truth at a TSC reading (NULL unless SIM). */
 struct json_t *ls_control_truth_at(uint64_t tsc);
 

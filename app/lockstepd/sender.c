@@ -18,7 +18,8 @@
  * does. Clock sync needs, on every path, probes that met the empty-queue
  * floor in each direction; on a loaded fabric those are rare, and a few
  * seconds of faster probing finds them sooner without paying for that rate
- * forever.
+ * forever. Clock sync asks for it again when it starts a peer's estimators
+ * over (the peer restarted: LS_MSG_PEER_ACQUIRE).
  *
  * Replies are matched by (source address -> peer, destination port -> path)
  * and fed to the path's live statistics: RTT excluding the reflector's
@@ -257,20 +258,31 @@ pair_second_cb(struct rte_timer *t __rte_unused, void *arg)
 		send_probes(lc, &g.ports[pp->peer->port_idx], pp, &m, &seq, 1);
 }
 
+/* The peer's paths send pairs acquire_rate x as often for acquire_ms from
+ * now (nothing when acquisition is off). The paths' timers pick it up at
+ * their next pair. */
+void
+ls_sender_acquire(struct ls_peer *peer)
+{
+	uint64_t acquire;
+
+	if (g.cfg.probe.acquire_ms == 0 || g.cfg.probe.acquire_rate <= 1)
+		return;
+	acquire = rte_get_timer_cycles() + ns_to_ticks((uint64_t)g.cfg.probe.acquire_ms * 1000000);
+	for (uint16_t i = 0; i < peer->n_paths; i++)
+		peer->path[i].acquire_end = acquire;
+}
+
 void
 ls_sender_start_peer(struct ls_lcore *lc, struct ls_peer *peer)
 {
 	uint64_t now = ls_clock_now(&lc->clock);
-	uint64_t acquire = 0;
 
-	if (g.cfg.probe.acquire_ms > 0 && g.cfg.probe.acquire_rate > 1)
-		acquire = rte_get_timer_cycles() +
-			  ns_to_ticks((uint64_t)g.cfg.probe.acquire_ms * 1000000);
 	ls_neigh_resolve(lc, peer, now);
+	ls_sender_acquire(peer);
 	for (uint16_t i = 0; i < peer->n_paths; i++) {
 		struct ls_peer_path *pp = &peer->path[i];
 
-		pp->acquire_end = acquire;
 		/* Spread the first pairs over one interval, not all at once. */
 		rte_timer_reset(&pp->tim,
 				ns_to_ticks(ls_jitter(lc, pair_interval_ns(pp) / 2, 100) + 1),

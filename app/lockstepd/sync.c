@@ -9,7 +9,8 @@
  *  - ls_sync_drain(): pairs the two members of each coded pair and feeds
  *    them to the path's estimator (ls_sync_est_add_pair); keeps the peer's
  *    latest announced state; resets a peer's estimators when a probe no
- *    longer fits its edge (the peer's clock stepped: it restarted).
+ *    longer fits its edge (the peer's clock stepped) or when it announces
+ *    that it restarted, and the next step acquires it again.
  *  - ls_sync_poll(), every sync.interval_ms: fits every path, combines the
  *    paths of all peers that are the same node (IPv4 and IPv6 peers to one
  *    host are one edge), runs one network-effect step
@@ -83,6 +84,8 @@ struct ls_peer_sync {
 	uint64_t st_rx;             /* our local time it arrived */
 	struct ls_sync_fit edge;    /* this peer's paths combined */
 	uint64_t resets;            /* estimators reset after a clock step */
+	bool reacquire;             /* reset since the last step: acquire it again */
+	uint64_t reacquired;        /* ... asked of its lcore and done */
 	uint32_t step_run;          /* probes in a row that did not fit the edge */
 	uint16_t n_paths;
 	struct sync_path path[];
@@ -323,6 +326,9 @@ peer_reset(struct ls_peer_sync *ps)
 	}
 	ps->edge.ok = false;
 	ps->has_state = false;
+	/* acquisition, as when the peer was added (the step asks its lcore:
+	 * this runs inside the drain) */
+	ps->reacquire = true;
 	ps->resets++;
 	S.resets++;
 }
@@ -359,8 +365,21 @@ take(const struct ls_sync_rec *r)
 		struct ls_sync_state st;
 
 		if (ls_sync_wire_decode(r->state, &st) == 0) {
-			if (ps->node_id != 0 && st.node_id != ps->node_id)
-				peer_reset(ps); /* another node took the address */
+			/*
+			 * Start over when another node took the address, or when
+			 * the peer restarted: a node that was synced only ever
+			 * announces synced or holdover again, until its daemon
+			 * starts afresh (its first 500 ms announce "not synced
+			 * yet"). Its clock may have stepped on restart by less
+			 * than a probe's round trip can show (clock_stepped):
+			 * in the lab, hundreds of microseconds on a 480 us round
+			 * trip went into the windows, and every neighbour's edge
+			 * to it kept a negative half gap as its floor.
+			 */
+			if ((ps->node_id != 0 && st.node_id != ps->node_id) ||
+			    (ps->has_state && (ps->st.flags & LS_SYNC_F_SYNCED) &&
+			     !(st.flags & LS_SYNC_F_SYNCED)))
+				peer_reset(ps);
 			ps->node_id = st.node_id;
 			ps->st = st;
 			ps->st_rx = r->t4;
@@ -677,6 +696,16 @@ step(void)
 
 		if (ps == NULL)
 			continue;
+		/*
+		 * Estimators that started over (the peer restarted) need what
+		 * they needed at first: floor samples in both directions, rare
+		 * under load. Neighbours of a restarted node probe it faster
+		 * for probe.acquire_ms, as they did when it was added.
+		 */
+		if (ps->reacquire && g.cfg.probe.acquire_ms > 0 && g.cfg.probe.acquire_rate > 1 &&
+		    ls_control_peer_acquire(ls_control_peer_at(i)) == 0)
+			ps->reacquired++;
+		ps->reacquire = false;
 		if (!mesh_drift(ps, &md, &msig))
 			md = msig = NAN;
 		for (uint16_t k = 0; k < ps->n_paths; k++)
@@ -971,8 +1000,8 @@ ls_sync_peer_json(const struct ls_peer *peer)
 			"fwd_kept", (json_int_t)e->fwd_kept, "fwd_rejected", (json_int_t)e->fwd_rejected,
 			"rev_kept", (json_int_t)e->rev_kept, "rev_rejected", (json_int_t)e->rev_rejected));
 	}
-	return json_pack("{s:i, s:b, s:f, s:f, s:I, s:o}", "node_id", (int)ps->node_id,
+	return json_pack("{s:i, s:b, s:f, s:f, s:I, s:I, s:o}", "node_id", (int)ps->node_id,
 			 "owd_synced", w.valid, "peer_offset_ns", w.off_ns,
 			 "peer_drift_ppm", w.drift * 1e6, "resets", (json_int_t)ps->resets,
-			 "paths", paths);
+			 "reacquired", (json_int_t)ps->reacquired, "paths", paths);
 }

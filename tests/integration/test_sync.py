@@ -239,11 +239,28 @@ def main():
         t0 = time.time()
         ok = lslab.wait_until(lambda: all_synced(lab, n), CONVERGE_S, step=0.25)
         c.check(ok, "restarted node 4 synced again (%.1f s)" % (time.time() - t0))
+        # Its neighbours heard it restart (it announced "not synced yet"
+        # after having been synced), started their estimators for it over
+        # and acquired it again, as when it was added. Its simulated clock
+        # started again from its configured offset, a step of hundreds of
+        # microseconds, less than the probes' round trip across the spines
+        # could show: before, that step went into the windows and every
+        # neighbour's edge to h4 kept a negative half gap.
+        seen = [lslab.call(lab.sock(i), "path", {"peer": "h4"}).get("sync") or {}
+                for i in (1, 2, 3)]
+        c.check(all(x.get("resets", 0) >= 1 and x.get("reacquired", 0) >= 1 for x in seen),
+                "h1..h3 started h4's estimators over and acquired it again (resets, "
+                "reacquired: %s)" % [(x.get("resets"), x.get("reacquired")) for x in seen])
         # Its first fits use each 2 s window's own slope, which sparse floor
         # samples can tilt (tens of us, seen once in about ten runs at 4 s);
         # from 4 s on the slope comes from the path's offset history.
         time.sleep(8)
         measure(c, lab, n, 12, "after restart")
+        gaps = [[x["edge"]["half_gap_ns"] for x in lslab.call(lab.sock(i), "sync")["neighbors"]
+                 if x["node_id"] == 4 and x["edge"]][0] for i in (1, 2, 3)]
+        c.check(all(g > 0 for g in gaps),
+                "after the restart every edge to h4 has a positive half gap (ns): %s"
+                % [round(g) for g in gaps])
     c.finish()
 
 

@@ -329,7 +329,15 @@ do_restart_node() {
 	kill -TERM "$pid" 2>/dev/null || true
 	for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 	kill -KILL "$pid" 2>/dev/null || true
-	start_nodes
+	# A memif server (the emulator) may not have let go of the old
+	# connection yet, and refuses the new one: the daemon then fails to
+	# start its port (seen once in a parallel test run). Try again.
+	for try in 1 2 3; do
+		(start_nodes) && break
+		[ "$try" = 3 ] && die "n$only did not restart"
+		echo "lab: n$only did not start, trying again in 1 s" >&2
+		sleep 1
+	done
 	echo "lab: n$only restarted"
 }
 
