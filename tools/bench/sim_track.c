@@ -184,6 +184,31 @@ score(struct score *sc, double err, double sigma)
 	sc->over += fabs(err) > 3 * sigma;
 }
 
+/* Seed sd: the two clocks (B 3.1 ms and 37 ppm from A, both wandering),
+ * the queueing's random numbers, and fresh estimators and tracks. */
+static int
+seed_setup(int sd, double wander, int npaths, struct ls_sync_est *e, struct ls_sync_track *k)
+{
+	struct ls_conf_simclock ca = {.wander_ns = wander, .seed = 2000 + 2 * (uint64_t)sd};
+	struct ls_conf_simclock cb = {.offset_ns = 3100000, .drift_ppm = 37,
+				      .wander_ns = wander, .seed = 2001 + 2 * (uint64_t)sd};
+
+	rng = 1000 + (uint64_t)sd;
+	ls_simclock_init(&clk_a, &ca, BASE);
+	ls_simclock_init(&clk_b, &cb, BASE);
+	for (int j = 0; j < npaths; j++) {
+		struct ls_sync_est_conf conf;
+
+		ls_sync_est_conf_default(&conf);
+		conf.purity_tol_ns = 1500;
+		conf.outlier_ns = 0;
+		if (ls_sync_est_init(&e[j], &conf, 1024) != 0)
+			return -1;
+		ls_sync_track_reset(&k[j]);
+	}
+	return 0;
+}
+
 /* START=1: half-second bins from the start. */
 #define START_BINS 40
 #define START_PAIR_NS 10e6   /* lockstepd's default probe interval */
@@ -238,26 +263,12 @@ startup(double wander, int seeds, double secs, int npaths)
 	if (ws == NULL)
 		return 1;
 	for (int sd = 0; sd < seeds; sd++) {
-		struct ls_conf_simclock ca = {.wander_ns = wander, .seed = 2000 + 2 * (uint64_t)sd};
-		struct ls_conf_simclock cb = {.offset_ns = 3100000, .drift_ppm = 37,
-					      .wander_ns = wander, .seed = 2001 + 2 * (uint64_t)sd};
 		double tp = 1e6;
 
-		rng = 1000 + (uint64_t)sd;
-		ls_simclock_init(&clk_a, &ca, BASE);
-		ls_simclock_init(&clk_b, &cb, BASE);
+		if (seed_setup(sd, wander, npaths, e, k) != 0)
+			return 1;
 		for (int x = 0; x < 8; x++)
 			hop_init(&(&hops[0][0][0])[x], load_at_ns);
-		for (int j = 0; j < npaths; j++) {
-			struct ls_sync_est_conf conf;
-
-			ls_sync_est_conf_default(&conf);
-			conf.purity_tol_ns = 1500;
-			conf.outlier_ns = 0;
-			if (ls_sync_est_init(&e[j], &conf, 1024) != 0)
-				return 1;
-			ls_sync_track_reset(&k[j]);
-		}
 		for (int bin = 0; bin < bins; bin++) {
 			double t = (bin + 1) * STEP_NS, b[MAX_PATHS], sig[MAX_PATHS];
 			struct ls_sync_fit win[MAX_PATHS], fit[MAX_PATHS], edge;
@@ -360,24 +371,10 @@ main(int argc, char **argv)
 	if (ws == NULL)
 		return 1;
 	for (int sd = 0; sd < seeds; sd++) {
-		struct ls_conf_simclock ca = {.wander_ns = wander, .seed = 2000 + 2 * (uint64_t)sd};
-		struct ls_conf_simclock cb = {.offset_ns = 3100000, .drift_ppm = 37,
-					      .wander_ns = wander, .seed = 2001 + 2 * (uint64_t)sd};
 		double tp = 1e6;
 
-		rng = 1000 + (uint64_t)sd;
-		ls_simclock_init(&clk_a, &ca, BASE);
-		ls_simclock_init(&clk_b, &cb, BASE);
-		for (int j = 0; j < npaths; j++) {
-			struct ls_sync_est_conf conf;
-
-			ls_sync_est_conf_default(&conf);
-			conf.purity_tol_ns = 1500;
-			conf.outlier_ns = 0;
-			if (ls_sync_est_init(&e[j], &conf, 1024) != 0)
-				return 1;
-			ls_sync_track_reset(&k[j]);
-		}
+		if (seed_setup(sd, wander, npaths, e, k) != 0)
+			return 1;
 		for (double t = STEP_NS; t <= secs * 1e9; t += STEP_NS) {
 			struct ls_sync_fit win[MAX_PATHS], fit[MAX_PATHS], many, avg;
 			const struct ls_sync_track *kp[MAX_PATHS];
