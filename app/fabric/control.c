@@ -228,7 +228,7 @@ cmd_status(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_un
 				"width_ns", (json_int_t)G.cal.width_ns);
 
 	ls_ctl_reply_ok(req, json_pack(
-		"{s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:I, s:I, s:o, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
+		"{s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I, s:I}, s:I, s:I, s:o, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
 		"calibration", cal,
 		"delivery_lateness_ns", "count", (json_int_t)G.late.count,
 		"min", (json_int_t)ls_hist_quantile(&G.late, 0),
@@ -236,6 +236,11 @@ cmd_status(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_un
 		"p99", (json_int_t)ls_hist_quantile(&G.late, 0.99),
 		"p999", (json_int_t)ls_hist_quantile(&G.late, 0.999),
 		"max", (json_int_t)ls_hist_quantile(&G.late, 1),
+		"poll_gap_ns", "count", (json_int_t)G.poll_gap.count,
+		"p50", (json_int_t)ls_hist_quantile(&G.poll_gap, 0.5),
+		"p99", (json_int_t)ls_hist_quantile(&G.poll_gap, 0.99),
+		"p999", (json_int_t)ls_hist_quantile(&G.poll_gap, 0.999),
+		"max", (json_int_t)ls_hist_quantile(&G.poll_gap, 1),
 		"now_ns", (json_int_t)lsf_now_any(),
 		"convergence_ns", (json_int_t)G.fab->convergence_ns,
 		"switches", sw, "hosts", hosts, "counters",

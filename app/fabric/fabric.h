@@ -172,6 +172,12 @@ struct lsf_global {
 	 * error the emulator adds to its model (lcore-written; the control
 	 * thread's reads are a slightly racy snapshot, fine for monitoring). */
 	struct ls_hist late;
+	/* Time from one poll of the host ports to the next: a frame a host
+	 * sends waits up to that long for its ingress time (rx_hosts), which
+	 * is one-sided noise on every transmit stamp in the lab, the part of
+	 * the lab's error the receive trailer cannot remove (same racy
+	 * snapshot as late). */
+	struct ls_hist poll_gap;
 	struct lsf_gen gens[LSF_MAX_GENS];
 	struct lsf_flap flaps[LSF_MAX_FLAPS];
 	uint64_t sample_ns;        /* truth depth sampling interval (0 = off) */

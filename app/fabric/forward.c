@@ -996,7 +996,7 @@ rx_hosts(void)
 int
 lsf_loop(void *arg __rte_unused)
 {
-	uint64_t next_sample = 0;
+	uint64_t next_sample = 0, prev_poll = 0;
 	uint64_t hz = rte_get_tsc_hz();
 
 	/* Wake-ups within a microsecond or two of what we ask (default slack is
@@ -1008,6 +1008,10 @@ lsf_loop(void *arg __rte_unused)
 		uint64_t now = lsf_now(), next = UINT64_MAX;
 		unsigned int work = rx_hosts();
 		struct lsf_msg *msg;
+
+		if (prev_poll != 0)
+			ls_hist_add(&G.poll_gap, (int64_t)(now - prev_poll));
+		prev_poll = now;
 
 		work += run_gens(now, &next);
 		run_flaps(now, &next);

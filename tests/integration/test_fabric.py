@@ -127,6 +127,15 @@ def main():
         c.check(abs(diff - 4 * SPINE_US) <= 100,
                 "cross-leaf minus same-leaf RTT %.1f us, configured %d us (+-100)" % (diff, 4 * SPINE_US))
 
+        # The emulator's own noise is reported: how late it delivered, and
+        # how long a sent frame could wait for its next poll (its ingress
+        # time), a histogram of every pass of its loop since start.
+        st = lslab.call(lab.fab, "status")
+        gap = st.get("poll_gap_ns", {})
+        c.check(gap.get("count", 0) > 1000 and 0 < gap["p50"] <= gap["p99"] <= gap["max"] and
+                st["delivery_lateness_ns"]["count"] > 0,
+                "status reports the emulator's poll gap (%s) and delivery lateness" % gap)
+
         # 2. A spine link goes down; ECMP keeps using it for the convergence delay.
         lslab.call(lab.fab, "routing.set", {"convergence_ms": 60000})
         cr = crossing(lab, "leaf1-spine1")

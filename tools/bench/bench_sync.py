@@ -264,6 +264,10 @@ def run(load, tmp):
         # how well the emulator kept to its model meanwhile: the lab's own error
         lat = lslab.call(lab.fab, "status")["delivery_lateness_ns"]
         res["emulator_lateness_ns"] = {k: lat.get(k) for k in ("p50", "p99", "max")}
+        # how long a frame a host sent could wait for the emulator's next
+        # poll, its ingress time: one-sided noise on every transmit stamp
+        gap = lslab.call(lab.fab, "status").get("poll_gap_ns", {})
+        res["emulator_poll_gap_ns"] = {k: gap.get(k) for k in ("p50", "p99", "p999", "max")}
         # where receive stamps came from (kernel, trailer, software fallback)
         res["rx_stamps"] = lslab.call(lab.sock(1), "status")["clock"]["rx_stamps"]
         # flap a spine link and watch the fleet error through it
@@ -316,6 +320,9 @@ def main():
         el = r["emulator_lateness_ns"]
         print("  emulator delivery lateness (its error vs its model): p50 %s p99 %s max %s ns"
               % (el["p50"], el["p99"], el["max"]))
+        pg = r["emulator_poll_gap_ns"]
+        print("  emulator poll gap (a sent frame's wait for its ingress time): p50 %s p99 %s "
+              "p99.9 %s max %s ns" % (pg["p50"], pg["p99"], pg["p999"], pg["max"]))
         f = r["flap"]
         print("  flap (leaf1-spine1 down 200 ms every 1 s x5): fleet |err| p50 %.0f p99 %.0f "
               "max %.0f ns; status after: %s" % (f["p50"], f["p99"], f["max"] or -1,
