@@ -18,7 +18,8 @@ lab.sh --rx-trailer: the lab's stand-in for hardware receive stamps) or
 BENCH_LINK overrides the link type;
 BENCH_INTERVAL_US the probe pair interval per path (default 10000, the
 daemon's default, on memif; 20000 on veth); BENCH_BURSTS=periodic gives the fixed 1 ms period of the first runs, which
-keeps a fixed phase between links; BENCH_BG_BYTES sets the background frame
+keeps a fixed phase between links; BENCH_SPINE_BPS the spine links' rate,
+default 1e9; BENCH_BG_BYTES sets the background frame
 size, default 1500; BENCH_WANDER each simulated clock's wander in
 ns/sqrt(s), default 20, to separate what wander costs; BENCH_NODE_CONF is a JSON object merged into every
 node's config, for A/B runs such as '{"probe": {"acquire_rate": 1}}') the
@@ -74,10 +75,13 @@ LAB_EXTRA = os.environ.get("BENCH_LAB_ARGS", "--interval-us %d" % INTERVAL_US).s
 if STAMPS == "trailer":
     LAB_EXTRA.append("--rx-trailer")
 RATE = 10_000_000_000     # host links
-SPINE_RATE = 1_000_000_000  # shared links: the emulator (one core) must
-                            # generate the load as packets; at 10 Gb/s, 90%
-                            # on 8 link directions is 6M pkt/s and it falls
-                            # behind real time, which measures the lab
+# Shared links, 1 Gb/s by default (BENCH_SPINE_BPS): the emulator (one
+# core) must generate the load as packets; at 10 Gb/s, 90% of 1500-byte
+# frames on 8 link directions is 6M pkt/s and it falls behind real time,
+# which measures the lab. The probes' own share of a link is then ten times
+# what it would be on 10 Gb/s (docs/benchmarks.md, fourteenth session):
+# spine_util in the JSON is what the links carried, probes included.
+SPINE_RATE = int(float(os.environ.get("BENCH_SPINE_BPS", "1e9")))
 HOSTS = ["h%d" % i for i in range(1, 7)]
 WANDER = float(os.environ.get("BENCH_WANDER", "20"))  # each simulated clock's wander, ns per sqrt(s)
 CLOCKS = [(3_100_000, 12.0), (-7_900_000, -85.0), (9_500_000, 100.0),
@@ -97,6 +101,20 @@ CONVERGE_TARGET_S = 5.0
 
 def p99_target(load):
     return 500 if load > 0.5 else 100
+
+
+def spine_bytes(lab):
+    """Bytes each spine link direction has carried (the emulator's counters)."""
+    return {(x["link"], x["dir"]): x["counters"]["bytes"]
+            for x in lslab.call(lab.fab, "links") if x["link"] in SPINE_LINKS}
+
+
+def spine_util(b0, t0, b1, t1):
+    """Mean, least and most utilisation of the spine link directions between
+    two spine_bytes() snapshots."""
+    u = [(b1[k] - b0[k]) * 8 / (t1 - t0) / SPINE_RATE for k in b0 if k in b1]
+    return {"mean": round(sum(u) / len(u), 3), "min": round(min(u), 3),
+            "max": round(max(u), 3)} if u and t1 > t0 else None
 
 
 def pct(xs, q):
@@ -212,6 +230,7 @@ def run(load, tmp):
     with lab, off_fabric_core():
         t_up = time.time()
         start_load(lab, load)
+        b_up = spine_bytes(lab)
         socks = [lab.sock(i) for i in range(1, n + 1)]
         ok = lslab.wait_until(lambda: lslab.all_synced(socks), 60, step=0.2)
         res["converge_s_from_up"] = round(time.time() - t_up, 2) if ok else None
@@ -223,6 +242,10 @@ def run(load, tmp):
             early += [(time.time() - t_up, abs(e)) for e in fleet_errors(lab, n).values()]
             time.sleep(0.25)
         fleet, env, ntp, ptp, inside, timed = {}, {}, {}, {}, [], []
+        b_s, t_s = spine_bytes(lab), time.time()
+        # what the spine links carried until the sampling (acquisition's
+        # faster probes included) and during it: background plus probes
+        res["spine_util_start"] = spine_util(b_up, t_up, b_s, t_s)
         end = time.time() + SECS
         while time.time() < end:
             for i, e in fleet_errors(lab, n, inside).items():
@@ -243,6 +266,7 @@ def run(load, tmp):
             # which node carries which constant (h2..h6; h1 is the reference)
             res[name]["constant_by_node"] = {"h%d" % i: round(statistics.median(v))
                                              for i, v in sorted(d.items()) if v}
+        res["spine_util"] = spine_util(b_s, t_s, spine_bytes(lab), time.time())
         res["bound_holds"] = round(sum(inside) / len(inside), 3) if inside else None
         # the same readings split in time: the second half of the sampling
         # (steady state), and the last reading above 1 us (accuracy, as
@@ -288,13 +312,15 @@ def main():
         sys.exit("bench_sync: must run as root")
     loads = [float(x) for x in sys.argv[1:]] or [0.0, 0.5, 0.9]
     tmp = tempfile.mkdtemp(prefix="ls-bench-sync-")
-    print("bench_sync: %d nodes, %.0f s per load, loads %s, %s bursts, --link %s %s"
-          % (len(HOSTS), SECS, loads, "random" if RANDOM_BURSTS else "periodic", LINK,
-             " ".join(LAB_EXTRA)))
+    print("bench_sync: %d nodes, %.0f s per load, loads %s, %s bursts, --link %s %s, "
+          "spine links %g Gb/s" % (len(HOSTS), SECS, loads, "random" if RANDOM_BURSTS else
+                                   "periodic", LINK, " ".join(LAB_EXTRA), SPINE_RATE / 1e9))
     for load in loads:
         r = run(load, tmp)
         print("\nload %.0f%%: converged %.1f s after lab up" % (100 * load,
               r["converge_s_from_up"] or -1))
+        print("  spine links carried (background + probes): %s until the sampling, %s during it"
+              % (r["spine_util_start"], r["spine_util"]))
         print("  %-14s %8s %9s %9s %9s %13s %12s" % ("estimator", "samples", "p50_ns",
               "p99_ns", "max_ns", "const_max_ns", "vary_p99_ns"))
         for k in ("fleet", "edge_envelope", "edge_ntp", "edge_ptp"):
