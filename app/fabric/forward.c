@@ -686,6 +686,23 @@ exp_ns(uint64_t mean_ns)
 }
 
 /*
+ * A random burst from start_ns: it ends an exponential on-length later, and
+ * its first packet goes a uniformly random part of one gap after its start.
+ * Why the offset: a burst sends at first, first + gap, ... while before its
+ * end, ceil((length - offset) / gap) packets; with no offset that is half a
+ * packet more per burst than length / gap on average (0.7% over the rate
+ * for the clock-sync benchmark's 90%: 75 packets a burst), with a uniform
+ * one it is exactly length / gap.
+ */
+static void
+gen_burst(struct lsf_gen *gn, uint64_t start_ns)
+{
+	gn->burst_end_ns = start_ns + exp_ns(gn->on_ns);
+	gn->next_ns = start_ns + (uint64_t)((double)(rte_rand() >> 11) * 0x1.0p-53 *
+					    (double)gn->gap_ns);
+}
+
+/*
  * Next send time after a packet of an on/off generator. Periodic bursts
  * keep a fixed phase between links, and a path that crosses two links whose
  * idle gaps never line up then never sees an empty queue (the clock-sync
@@ -699,10 +716,11 @@ gen_advance(struct lsf_gen *gn)
 	if (gn->off_ns == 0)
 		return;
 	if (gn->random) {
-		if (gn->next_ns >= gn->burst_end_ns) {
-			gn->next_ns = gn->burst_end_ns + exp_ns(gn->off_ns);
-			gn->burst_end_ns = gn->next_ns + exp_ns(gn->on_ns);
-		}
+		/* a burst that sends nothing (shorter than its offset) is an
+		 * off period that much longer; bounded, for bursts far shorter
+		 * than a gap (the last one tried then sends its packet late) */
+		for (int k = 0; k < 16 && gn->next_ns >= gn->burst_end_ns; k++)
+			gen_burst(gn, gn->burst_end_ns + exp_ns(gn->off_ns));
 		return;
 	}
 	{
@@ -856,7 +874,8 @@ apply_msg(struct lsf_msg *msg, uint64_t now)
 				G.gens[i].active = true;
 				G.gens[i].start_ns = now;
 				G.gens[i].next_ns = now;
-				G.gens[i].burst_end_ns = now + exp_ns(G.gens[i].on_ns);
+				if (G.gens[i].random && G.gens[i].off_ns != 0)
+					gen_burst(&G.gens[i], now);
 				gens_hi = RTE_MAX(gens_hi, i + 1);
 				rc = i;
 				break;
