@@ -32,7 +32,14 @@ import lslab  # noqa: E402
 
 HOST_US, SPINE_US = 20, 300
 INTERVAL_US, PATHS = 50000, 4
-SLACK_US = 400  # lab overhead on two shared cores: idle back-off, scheduling
+# Lab overhead on two shared cores (idle back-off, scheduling), on top of
+# the configured RTT. A median sits on a histogram bucket (1/32 of its
+# value): on 2026-11-25 the p50s were 305 to 403 us over in three runs (391
+# the usual bucket) and 450 to 522 us over on every path in one CI run,
+# when the machine was busier. The strict side is the lower bound (never
+# faster than configured); per-hop delays are checked exactly in the ground
+# truth, and the spine's share by the cross-minus-same-leaf difference.
+SLACK_US = 800
 
 TOPO = lslab.leaf_spine(2, 2, 2,
                         link={"delay_ns": SPINE_US * 1000, "rate_bps": 10_000_000_000,
@@ -190,7 +197,11 @@ def main():
                 c.check(rise[k] >= 150, "n%d -> %s path %d crosses the loaded link: RTT p50 %+.1f us"
                         % (k[0], k[1], k[2], rise[k]))
             else:
-                c.check(abs(rise[k]) <= 140, "n%d -> %s path %d does not cross it: RTT p50 %+.1f us"
+                # Only a rise would be the load's doing: a path that does not
+                # cross the link can only come out faster by the noise of its
+                # "before" median (-197 us, three buckets, in two runs on a
+                # busy machine on 2026-11-25).
+                c.check(rise[k] <= 140, "n%d -> %s path %d does not cross it: RTT p50 %+.1f us"
                         % (k[0], k[1], k[2], rise[k]))
         lo = min(v for k, v in rise.items() if cr[k])
         hi = max(v for k, v in rise.items() if not cr[k])
