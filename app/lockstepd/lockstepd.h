@@ -330,6 +330,13 @@ void ls_capture_copy(struct ls_lcore *lc, struct rte_mbuf *m, uint64_t ts_ns, bo
 void ls_sender_start_peer(struct ls_lcore *lc, struct ls_peer *peer);
 void ls_sender_stop_peer(struct ls_lcore *lc, struct ls_peer *peer);
 void ls_sender_acquire(struct ls_peer *peer);
+
+/* Acquisition is on: probe.acquire_ms > 0 and probe.acquire_rate > 1. */
+static inline bool
+ls_acquire_on(void)
+{
+	return g.cfg.probe.acquire_ms > 0 && g.cfg.probe.acquire_rate > 1;
+}
 void ls_sender_on_reply(struct ls_lcore *lc, struct ls_port *p, struct rte_mbuf *m,
 			const struct ls_pkt_info *pi, uint64_t rx_ns);
 void ls_sender_tick(struct ls_lcore *lc, uint64_t now_ns);

@@ -266,7 +266,7 @@ ls_sender_acquire(struct ls_peer *peer)
 {
 	uint64_t acquire;
 
-	if (g.cfg.probe.acquire_ms == 0 || g.cfg.probe.acquire_rate <= 1)
+	if (!ls_acquire_on())
 		return;
 	acquire = rte_get_timer_cycles() + ns_to_ticks((uint64_t)g.cfg.probe.acquire_ms * 1000000);
 	for (uint16_t i = 0; i < peer->n_paths; i++)

@@ -702,7 +702,7 @@ step(void)
 		 * under load. Neighbours of a restarted node probe it faster
 		 * for probe.acquire_ms, as they did when it was added.
 		 */
-		if (ps->reacquire && g.cfg.probe.acquire_ms > 0 && g.cfg.probe.acquire_rate > 1 &&
+		if (ps->reacquire && ls_acquire_on() &&
 		    ls_control_peer_acquire(ls_control_peer_at(i)) == 0)
 			ps->reacquired++;
 		ps->reacquire = false;
