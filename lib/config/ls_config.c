@@ -856,7 +856,7 @@ set_defaults(struct ls_config *cfg)
 	cfg->capture.ring_size = 4096;
 	cfg->sync.enabled = true;
 	cfg->sync.window_ms = 2000;
-	cfg->sync.interval_ms = 500;
+	cfg->sync.interval_ms = 250;
 	cfg->sync.purity_tol_ns = 200;
 	cfg->sync.holdover_ppm = 1.0;
 	cfg->sync.wander_ns = 10.0;

@@ -407,13 +407,13 @@ ls_sync_track_ws_free(struct ls_sync_track_ws *ws)
  */
 static void
 set_entry(struct entry *en, double p, double sig, double e, double gap, double age, double tf,
-	  double tr, double drift_sigma, double wander_ns)
+	  double tr, double drift_sigma, double wander_ns, double overlap)
 {
 	double own = sig * sig + e * e;
 
 	en->p = p;
 	en->own = own;
-	en->r = sig * sig / 16.0 + e * e;
+	en->r = sig * sig / 16.0 * overlap + e * e;
 	en->gap = gap;
 	en->u2 = carried_var(own, age, tf, tr, drift_sigma, wander_ns);
 	en->tau = age + fmax(tf, tr);
@@ -432,7 +432,7 @@ joint_entry(const struct ls_sync_track *k, const struct ls_sync_fit *j, uint64_t
 
 	set_entry(en, j->offset_ns - k->off[last] + shift, j->sigma_ns, e,
 		  j->half_gap_ns, age, fabs(j->sup_fwd.t), fabs(j->sup_rev.t), drift_sigma,
-		  wander_ns);
+		  wander_ns, 1.0);
 }
 
 /*
@@ -447,7 +447,7 @@ track_entries(const struct ls_sync_track *k, uint64_t now, double drift, double 
 	uint32_t i, m, last = slot(k, k->n - 1), prev_from = 0;
 	struct ls_sync_fit joint;
 	bool has_joint;
-	double g0 = least_gap(k);
+	double g0 = least_gap(k), overlap = 1.0;
 
 	/*
 	 * The joint entry: the envelope of every held window's support samples
@@ -480,6 +480,20 @@ track_entries(const struct ls_sync_track *k, uint64_t now, double drift, double 
 				g0 = fmin(g0, q.half_gap_ns);
 		}
 	}
+	/*
+	 * The filter's measurement variance, sigma^2 / 16, was set with windows
+	 * fitted every 500 ms over 2 s: each sample in four windows. Fitted
+	 * more often, the same samples are in more windows, and as many more
+	 * entries at that variance would count them that many more times: the
+	 * variance grows with the overlap instead, so the filter weighs a
+	 * second of probes alike at any sync.interval_ms.
+	 */
+	if (conf != NULL && k->n >= 2) {
+		double spacing = (double)ns_diff(k->t[last], k->t[slot(k, 0)]) / (k->n - 1);
+
+		if (spacing > 0)
+			overlap = fmax(1.0, (double)conf->window_ns / spacing / 4.0);
+	}
 	/* Offsets as differences from the newest entry moved to now: offsets
 	 * are ~1e7 ns and agree to ~1 ns, the differences keep the digits. */
 	for (i = 0; i < k->n; i++) {
@@ -490,7 +504,8 @@ track_entries(const struct ls_sync_track *k, uint64_t now, double drift, double 
 		set_entry(&en[i],
 			  k->off[s] - k->off[last] + drift * (double)ns_diff(k->t[last], k->t[s]) +
 				  shift,
-			  k->sig[s], k->gap[s] - g0, k->gap[s], age, tf, tr, drift_sigma, wander_ns);
+			  k->sig[s], k->gap[s] - g0, k->gap[s], age, tf, tr, drift_sigma, wander_ns,
+			  overlap);
 	}
 	m = k->n;
 	if (has_joint) {

@@ -58,7 +58,7 @@ CLOCKS = {
 # receive stamps the kernel's, and the two ends' host stacks differ by up to
 # a microsecond or two; the bound must say so. wander_ns: two clocks of 20
 # ns/sqrt(s) each wander apart by 20 * sqrt(2).
-EXTRA = {"*": {"sync": {"interval_ms": 500, "purity_tol_ns": 1500, "asym_bound_ns": 2000,
+EXTRA = {"*": {"sync": {"purity_tol_ns": 1500, "asym_bound_ns": 2000,
                         "wander_ns": 30}}}
 for h, (off, drift) in CLOCKS.items():
     EXTRA[h] = {"clock": {"source": "sim",

@@ -195,7 +195,7 @@ def lab_for(load, tmp):
     topo, extra = os.path.join(tmp, "topo.json"), os.path.join(tmp, "extra.json")
     json.dump(TOPO, open(topo, "w"))
     # wander_ns: two clocks of WANDER ns/sqrt(s) each wander apart by sqrt(2) x
-    ex = {"*": {"sync": {"interval_ms": 500, "purity_tol_ns": 1500,
+    ex = {"*": {"sync": {"purity_tol_ns": 1500,
                          "wander_ns": round(WANDER * 2 ** 0.5)}}}
     for sec, kv in json.loads(os.environ.get("BENCH_NODE_CONF", "{}")).items():
         ex["*"].setdefault(sec, {}).update(kv)
