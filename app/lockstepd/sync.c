@@ -892,7 +892,8 @@ fit_json(const struct ls_sync_fit *f)
 {
 	if (!f->ok)
 		return json_null();
-	return json_pack("{s:f, s:f, s:f, s:f, s:f, s:i, s:i, s:i}",
+	return json_pack("{s:I, s:f, s:f, s:f, s:f, s:f, s:i, s:i, s:i}",
+			 "t_ref_ns", (json_int_t)f->t_ref,
 			 "offset_ns", f->offset_ns, "drift_ppm", f->drift * 1e6,
 			 "sigma_ns", f->sigma_ns, "drift_sigma_ppm", f->drift_sigma * 1e6,
 			 "half_gap_ns", f->half_gap_ns,
