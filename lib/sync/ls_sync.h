@@ -404,11 +404,9 @@ double ls_sync_track_drift(const struct ls_sync_track *k, uint64_t min_span_ns,
  * with how many more windows than four share its samples (window length
  * over the windows' spacing, over 4), so a second of probes weighs alike
  * at any fit interval. sigma_ns of the result is that variance's root,
- * times the root of the entries' mean normalised innovation when that is
- * above 1 (entries that scatter further than their variances say), but
- * never below the least u (overlapping windows share samples, which the
- * filter counts as independent), half_gap_ns the half gap of the entry
- * with the least u.
+ * but never below the least u (overlapping windows share samples, which
+ * the filter counts as independent), half_gap_ns the half gap of the
+ * entry with the least u.
  * @param wander_ns  the two clocks' relative walk (a random walk of the
  *                   offset), ns per sqrt(s) of age
  * @param conf       envelope settings for the joint entry (NULL: none)

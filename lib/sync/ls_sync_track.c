@@ -333,7 +333,6 @@ ls_sync_track_drift(const struct ls_sync_track *k, uint64_t min_span_ns,
 
 /* Entries one track gives: its windows, its joint entry, its recent ones. */
 #define TRACK_ENTRIES (LS_SYNC_TRACK_LEN + 1 + JOINT_RECENT)
-#define NIS_MIN 8 /* innovations before their scatter is believed (combine) */
 
 /* One estimate of the offset now, as the track combines them. */
 struct entry {
@@ -573,11 +572,9 @@ tau_cmp(const void *x, const void *y, void *arg)
  */
 static double
 combine(const struct entry *en, uint32_t m, uint32_t *ord, double *lag, unsigned int ntracks,
-	const double *drift_sigma, double wander_ns, double *off, double *nis)
+	const double *drift_sigma, double wander_ns, double *off)
 {
 	double q = wander_ns * wander_ns * 1e-9, x = 0, p = INFINITY, da = 0, prev = 0;
-	double nis_sum = 0;
-	uint32_t nis_n = 0;
 
 	for (uint32_t a = 0; a < m; a++)
 		ord[a] = a;
@@ -591,10 +588,6 @@ combine(const struct entry *en, uint32_t m, uint32_t *ord, double *lag, unsigned
 		if (a > 0)
 			p += q * fmax(prev - e->tau, 0.0);
 		prev = e->tau;
-		if (!isinf(p)) {
-			nis_sum += (e->p - x) * (e->p - x) / (p + r);
-			nis_n++;
-		}
 		g = isinf(p) ? 1.0 : p / (p + r);
 		x += g * (e->p - x);
 		p = isinf(p) ? r : (1.0 - g) * p;
@@ -612,7 +605,6 @@ combine(const struct entry *en, uint32_t m, uint32_t *ord, double *lag, unsigned
 	for (unsigned int j = 0; j < ntracks; j++)
 		da += drift_sigma[j] * lag[j];
 	*off = x;
-	*nis = nis_n >= NIS_MIN ? nis_sum / nis_n : 1.0;
 	return p + da * da;
 }
 
@@ -621,7 +613,7 @@ fit_tracks(const struct ls_sync_track *const *k, const double *drift, const doub
 	   unsigned int n, uint64_t now, double wander_ns, const struct ls_sync_est_conf *const *conf,
 	   struct entry *en, uint32_t *ord, double *lag, double *dsig, struct ls_sync_fit *out)
 {
-	double best = INFINITY, off, var, nis, base = NAN;
+	double best = INFINITY, off, var, base = NAN;
 	uint32_t i, m = 0, best_i = 0;
 
 	memset(out, 0, sizeof(*out));
@@ -651,17 +643,7 @@ fit_tracks(const struct ls_sync_track *const *k, const double *drift, const doub
 			best = en[i].u2;
 			best_i = i;
 		}
-	var = combine(en, m, ord, lag, n, dsig, wander_ns, &off, &nis);
-	/*
-	 * The entries' variances are models (a window's sigma from its
-	 * residuals, a fixed share of it as the filter's measurement): when
-	 * the entries scatter about the filter's prediction by more than
-	 * those say (mean normalised innovation above 1), the result is
-	 * that much less sure. Under 50% load in the lab, tracks claimed 40
-	 * to 65 ns while 150 ns off, their newest windows saying 111 to 233
-	 * ns; the network step then followed that one edge.
-	 */
-	var *= fmax(nis, 1.0);
+	var = combine(en, m, ord, lag, n, dsig, wander_ns, &off);
 	out->ok = true;
 	out->t_ref = now;
 	out->offset_ns = base + off;

@@ -1134,35 +1134,6 @@ START_TEST(test_track_basics)
 }
 END_TEST
 
-/* Windows that scatter about the filter's prediction by more than their
- * sigmas say make the track's result less sure (combine's normalised
- * innovations), and no surer when they scatter as claimed. */
-START_TEST(test_track_scatter)
-{
-	struct ls_sync_fit f = {.ok = true, .sigma_ns = 20, .half_gap_ns = 10000, .band_ns = 10000},
-			   out[3];
-	static const double amp[3] = {0, 5, 100};
-	struct ls_sync_track k;
-
-	for (int c = 0; c < 3; c++) {
-		ls_sync_track_reset(&k);
-		for (int i = 0; i < 60; i++) {
-			f.t_ref = BASE + (uint64_t)i * 500000000ULL;
-			f.offset_ns = 777 + ((i & 1) ? amp[c] : -amp[c]);
-			ls_sync_track_add(&k, &f);
-		}
-		ck_assert_int_eq(ls_sync_track_fit(&k, f.t_ref, 0, 0, 10, NULL, &out[c]), 0);
-		ck_assert_msg(fabs(out[c].offset_ns - 777) <= amp[c] + 1e-6, "%.3f", out[c].offset_ns);
-	}
-	/* +-5 ns beside a 20 ns sigma: as the straight line */
-	ck_assert_msg(fabs(out[1].sigma_ns - out[0].sigma_ns) < 1e-9, "%.3f %.3f", out[1].sigma_ns,
-		      out[0].sigma_ns);
-	/* +-100 ns: several times less sure */
-	ck_assert_msg(out[2].sigma_ns > 3 * out[0].sigma_ns, "%.3f %.3f", out[2].sigma_ns,
-		      out[0].sigma_ns);
-}
-END_TEST
-
 /* ---- 5. network effect ------------------------------------------------ */
 
 #define MAXN 8
@@ -2214,7 +2185,6 @@ sync_suite(void)
 	tcase_add_test(tc, test_track_wander);
 	tcase_add_test(tc, test_track_many);
 	tcase_add_test(tc, test_track_basics);
-	tcase_add_test(tc, test_track_scatter);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("network");
