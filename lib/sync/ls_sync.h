@@ -400,10 +400,11 @@ double ls_sync_track_drift(const struct ls_sync_track *k, uint64_t min_span_ns,
  * between them, and the drift's error over the result's weighted age
  * added at the end. An entry t old is off by the walk since then, which
  * every older entry shares: averaged as if independent, they made the
- * result lag the walk by seconds. A window's measurement variance grows
- * with how many more windows than four share its samples (window length
- * over the windows' spacing, over 4), so a second of probes weighs alike
- * at any fit interval. sigma_ns of the result is that variance's root,
+ * result lag the walk by seconds. With conf (it gives the window
+ * length), a window's measurement variance grows with how many more
+ * windows than four share its samples (window length over the windows'
+ * spacing, over 4), so a second of probes weighs alike at any fit
+ * interval. sigma_ns of the result is that variance's root,
  * but never below the least u (overlapping windows share samples, which
  * the filter counts as independent), half_gap_ns the half gap of the
  * entry with the least u.

@@ -1134,6 +1134,35 @@ START_TEST(test_track_basics)
 }
 END_TEST
 
+/* Windows fitted twice as often as their length / 4 (overlap 2) weigh
+ * half as much each: the newest of windows alternating +-100 ns pulls the
+ * result less than at overlap 1 (the same windows said to be half as long). */
+START_TEST(test_track_overlap)
+{
+	struct ls_sync_fit f = {.ok = true, .sigma_ns = 20, .half_gap_ns = 10000, .band_ns = 10000},
+			   out[2];
+	static const uint64_t win_ns[2] = {1000000000ULL, 2000000000ULL};
+	struct ls_sync_est_conf conf;
+	struct ls_sync_track k;
+
+	ls_sync_track_reset(&k);
+	for (int i = 0; i < 40; i++) {
+		f.t_ref = BASE + (uint64_t)i * 250000000ULL;
+		f.offset_ns = 777 + ((i & 1) ? 100 : -100);
+		ls_sync_track_add(&k, &f);
+	}
+	for (int c = 0; c < 2; c++) {
+		ls_sync_est_conf_default(&conf);
+		conf.window_ns = win_ns[c];
+		ck_assert_int_eq(ls_sync_track_fit(&k, f.t_ref, 0, 0, 10, &conf, &out[c]), 0);
+	}
+	/* the newest window is +100: both lean to it, overlap 2 less so */
+	ck_assert_msg(out[0].offset_ns > 777 && out[1].offset_ns > 777 &&
+		      out[1].offset_ns < out[0].offset_ns - 5,
+		      "overlap 1 %.3f, overlap 2 %.3f", out[0].offset_ns, out[1].offset_ns);
+}
+END_TEST
+
 /* ---- 5. network effect ------------------------------------------------ */
 
 #define MAXN 8
@@ -2185,6 +2214,7 @@ sync_suite(void)
 	tcase_add_test(tc, test_track_wander);
 	tcase_add_test(tc, test_track_many);
 	tcase_add_test(tc, test_track_basics);
+	tcase_add_test(tc, test_track_overlap);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("network");
