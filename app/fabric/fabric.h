@@ -35,6 +35,7 @@ extern int lsf_logtype;
 #define LSF_BURST 32
 #define LSF_MAX_GENS 64
 #define LSF_MAX_FLAPS 64
+#define LSF_RX_SLOW_NS 1000     /* see rx_hosts */
 #define LSF_WIRE_OVERHEAD 24   /* FCS 4 + preamble/SFD 8 + inter-frame gap 12 */
 
 /* Per-switch and global counters (lcore-written). */
@@ -55,6 +56,8 @@ struct lsf_stats {
 	uint64_t events;           /* deliveries processed */
 	uint64_t idle_sleeps;
 	uint64_t trailer_no_room;  /* --rx-trailer: no tailroom, sent without a stamp */
+	uint64_t slow_rx_bursts;   /* host-port bursts that took over LSF_RX_SLOW_NS: their
+				    * frames entered at the burst's end (rx_hosts) */
 } __rte_cache_aligned;
 
 /* Background traffic generator. */

@@ -186,6 +186,22 @@ peer_find(const char *name)
 	return -1;
 }
 
+/* The peer a command's "peer" argument names, or -1 with the error replied. */
+static int
+peer_arg(struct ls_ctl_req *req, const char *name)
+{
+	int idx;
+
+	if (name == NULL) {
+		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.peer: required string (peer name)");
+		return -1;
+	}
+	idx = peer_find(name);
+	if (idx < 0)
+		ls_ctl_reply_error(req, LS_CTL_E_NOT_FOUND, "no peer named \"%s\"", name);
+	return idx;
+}
+
 static int
 peer_find_addr(const struct ls_addr *a)
 {
@@ -559,15 +575,9 @@ cmd_path(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 
 	if (ls_ctl_check_keys(req, args, keys) < 0 || parse_window(args, &only, req) < 0)
 		return;
-	if (name == NULL) {
-		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.peer: required string (peer name)");
+	idx = peer_arg(req, name);
+	if (idx < 0)
 		return;
-	}
-	idx = peer_find(name);
-	if (idx < 0) {
-		ls_ctl_reply_error(req, LS_CTL_E_NOT_FOUND, "no peer named \"%s\"", name);
-		return;
-	}
 	peer = ctl.peers[idx];
 	paths = json_array();
 	for (uint16_t k = 0; k < peer->n_paths; k++) {
@@ -900,6 +910,30 @@ cmd_sync(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 	ls_ctl_reply_ok(req, ls_sync_json(tsc));
 }
 
+static void
+cmd_sync_points(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
+{
+	static const char *const keys[] = {"peer", "path", NULL};
+	const char *name = json_string_value(json_object_get(args, "peer"));
+	uint64_t k = 0;
+	json_t *o;
+	int idx;
+
+	if (ls_ctl_check_keys(req, args, keys) < 0 ||
+	    get_uint(args, "path", 0, LS_MAX_PATHS - 1, &k, req) < 0)
+		return;
+	idx = peer_arg(req, name);
+	if (idx < 0)
+		return;
+	o = ls_sync_points_json(ctl.peers[idx], (uint16_t)k);
+	if (o == NULL) {
+		ls_ctl_reply_error(req, LS_CTL_E_NOT_FOUND, "peer \"%s\" has no synced path %u", name,
+				   (unsigned int)k);
+		return;
+	}
+	ls_ctl_reply_ok(req, o);
+}
+
 static const char *const level_names[] = {
 	[RTE_LOG_EMERG] = "emerg", [RTE_LOG_ALERT] = "alert", [RTE_LOG_CRIT] = "crit",
 	[RTE_LOG_ERR] = "error", [RTE_LOG_WARNING] = "warning", [RTE_LOG_NOTICE] = "notice",
@@ -995,6 +1029,7 @@ static const struct {
 	{"stats.reset", "", "zero path counters and windows", cmd_stats_reset},
 	{"clock", "{[tsc]}", "clock source, calibration, and ground truth when simulated (at tsc)", cmd_clock},
 	{"sync", "{[tsc]}", "clock sync: own state, fleet time and bound (at tsc), every neighbour's edge", cmd_sync},
+	{"sync.points", "{peer, [path]}", "one path's clock estimator: its stored probes and fits", cmd_sync_points},
 	{"log.level", "{[level]}", "get or set the log level", cmd_log_level},
 	{"capture.start", "{file, [snaplen], [max_bytes]}", "write probes sent and received to a pcap", cmd_capture_start},
 	{"capture.stop", "", "close the capture file", cmd_capture_stop},

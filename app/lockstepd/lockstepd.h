@@ -389,6 +389,7 @@ void ls_sync_poll(uint64_t tsc);
 struct json_t;
 struct json_t *ls_sync_json(uint64_t tsc);
 struct json_t *ls_sync_peer_json(const struct ls_peer *peer);
+struct json_t *ls_sync_points_json(const struct ls_peer *peer, uint16_t path);
 
 /* capture.c */
 int ls_capture_init(void);

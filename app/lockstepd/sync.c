@@ -995,6 +995,41 @@ ls_sync_json(uint64_t tsc)
 	return o;
 }
 
+/*
+ * One path's estimator as it stands: every stored probe (oldest first, four
+ * stamps in their own clocks and the pair's purity mask, 0 for second
+ * members and single probes), the drift its last window was fitted at and
+ * both of its fits. What an operator (or a diagnosis against the lab's
+ * ground truth) needs to see why a path's offset is what it is.
+ */
+json_t *
+ls_sync_points_json(const struct ls_peer *peer, uint16_t k)
+{
+	const struct ls_peer_sync *ps = peer->sync;
+	const struct sync_path *sp;
+	const struct ls_sync_est *e;
+	json_t *pts;
+
+	if (ps == NULL || k >= ps->n_paths)
+		return NULL;
+	sp = &ps->path[k];
+	e = &sp->est;
+	pts = json_array();
+	for (uint32_t i = 0; i < e->n; i++) {
+		uint32_t j = (e->head - e->n + i) & (e->cap - 1);
+		const struct ls_sync_probe *p = &e->ring[j];
+
+		json_array_append_new(pts, json_pack("[I, I, I, I, i]", (json_int_t)p->t1,
+			(json_int_t)p->t2, (json_int_t)p->t3, (json_int_t)p->t4, (int)e->pure[j]));
+	}
+	/* jansson takes no NaN: a window fitted free has no fixed drift */
+	return json_pack("{s:i, s:I, s:o, s:o, s:o, s:o}", "path", (int)k,
+			 "window_ns", (json_int_t)e->conf.window_ns,
+			 "fixed_drift_ppm", isfinite(e->conf.fixed_drift) ?
+				json_real(e->conf.fixed_drift * 1e6) : json_null(),
+			 "fit", fit_json(&sp->fit), "window", fit_json(&sp->win), "probes", pts);
+}
+
 json_t *
 ls_sync_peer_json(const struct ls_peer *peer)
 {

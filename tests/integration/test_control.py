@@ -109,13 +109,14 @@ def main():
             "peer.add": {"name": "z", "addr": "10.7.0.9", "paths": 1},
             "peer.del": {"name": "z"},
             "probe.set": {"interval_us": 50000},
-            "stats.reset": None, "clock": None, "sync": None, "log.level": {"level": "debug"},
+            "stats.reset": None, "clock": None, "sync": None, "sync.points": {"peer": "a"},
+            "log.level": {"level": "debug"},
             "capture.start": {"file": os.path.join(tmp, "c.pcap")}, "capture.stop": None,
         }
         c.check(sorted(valid) == names, "test covers every command: %s" % names)
         for name in ["help", "status", "peers", "paths", "path", "peer.add", "peer.del",
-                     "probe.set", "stats.reset", "clock", "sync", "log.level", "capture.start",
-                     "capture.stop"]:
+                     "probe.set", "stats.reset", "clock", "sync", "sync.points", "log.level",
+                     "capture.start", "capture.stop"]:
             r = k.call(name, valid[name])
             c.check(r.get("ok") is True and "result" in r, "%s answers ok" % name)
 
@@ -168,6 +169,10 @@ def main():
             ("probe.set", {"interval_us": 5}, "bad_args", "interval_us"),
             ("probe.set", {"paths": 65}, "bad_args", "paths"),
             ("probe.set", {}, "bad_args", "interval_us"),
+            ("sync.points", {"peer": "nobody"}, "not_found", "nobody"),
+            ("sync.points", {"peer": "a", "path": 64}, "bad_args", "path"),
+            ("sync.points", {"peer": "a", "path": 4}, "not_found", "path 4"),
+            ("sync.points", {"path": 0}, "bad_args", "peer"),
             ("log.level", {"level": "loud"}, "bad_args", "level"),
             ("capture.start", {}, "bad_args", "file"),
             ("capture.start", {"file": "/nonexistent/dir/x.pcap"}, "bad_args", "nonexistent"),

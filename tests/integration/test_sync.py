@@ -117,6 +117,57 @@ TRAILER_REFUSED_MAX = 0.005  # of trailer stamps, refused as stale (descheduled 
 FLOOR_SLACK_NS = 10000 if TRAILER else 20000
 
 
+def points_offset(r, settled_ns=0):
+    """A window's offset rebuilt from sync.points' probes: at the window's
+    fixed drift b the envelope is each side's least d -/+ b t (t from the
+    fit's instant), and the offset half their difference (docs/sync.md).
+    settled_ns > 0 leaves out replies that came within that long before the
+    fit: they may have reached the estimator only after it."""
+    w, b = r["window"], r["fixed_drift_ppm"] * 1e-6
+    now, span = w["t_ref_ns"], r["window_ns"]
+    fe = re = None
+    for t1, t2, t3, t4, pure in r["probes"]:
+        if not (-span < t1 - now <= 0) or t4 > now - settled_ns:
+            continue
+        if pure & 1:
+            v = (t2 - t1) - b * (t1 - now)
+            fe = v if fe is None else min(fe, v)
+        if pure & 2:
+            v = (t4 - t3) + b * (t4 - now)
+            re = v if re is None else min(re, v)
+    return None if fe is None or re is None else 0.5 * (fe - re)
+
+
+def check_points(c, lab):
+    """sync.points: the probes it lists are the ones the newest window was
+    fitted from (its offset rebuilt from them when the fit dropped no
+    outlier), and bad arguments get errors."""
+    for _ in range(20):
+        r = lslab.call(lab.sock(1), "sync.points", {"peer": "h2", "path": 0})
+        w = r["window"]
+        if w and r["fixed_drift_ppm"] is not None and w["outliers"] == 0:
+            break
+        time.sleep(0.25)
+    probes = r["probes"]
+    c.check(len(probes) >= 100 and all(len(p) == 5 for p in probes) and
+            all(p[0] <= q[0] for p, q in zip(probes, probes[1:])),
+            "sync.points lists %d probes, oldest first" % len(probes))
+    offs = [points_offset(r, s) for s in (0, 5000000)] \
+        if r["window"] and r["fixed_drift_ppm"] is not None else []
+    c.check(any(o is not None and abs(o - r["window"]["offset_ns"]) < 1.0 for o in offs),
+            "sync.points rebuilds the newest window's offset (%s vs %s ns)"
+            % (offs, r["window"] and r["window"]["offset_ns"]))
+    for args, want in (({"peer": "nope"}, "not_found"), ({}, "bad_args"),
+                       ({"peer": "h2", "path": 99}, "bad_args"),
+                       ({"peer": "h2", "bogus": 1}, "bad_args")):
+        try:
+            lslab.call(lab.sock(1), "sync.points", args)
+            got = "ok"
+        except lslab.CtlError as ex:
+            got = str(ex)
+        c.check(want in got, "sync.points %s: %s" % (json.dumps(args), got))
+
+
 def main():
     c = lslab.Checks("sync-trailer" if TRAILER else "sync")
     if os.geteuid() != 0:
@@ -208,6 +259,7 @@ def main():
                         "%s->%s: the 10 s and 60 s windows hold synced delays only (min %s, "
                         "max %s us)" % (a, b, "%.1f" % (lo / 1e3) if held else "-",
                                         "%.1f" % (hi / 1e3) if held else "-"))
+        check_points(c, lab)
         print("floor asymmetry (fwd excess - rev excess) per pair, ns:",
               " ".join("%.0f" % x for x in asym))
         c.check(max(abs(x) for x in asym) < 2 * ERR_BOUND_NS,
