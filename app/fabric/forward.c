@@ -965,13 +965,18 @@ rx_hosts(void)
 		 * ring, which is the emulator's time and not the network's, and
 		 * varies with the frames in the burst: in the clock-sync
 		 * benchmark at 50% load that widened the tail every envelope
-		 * floor rests on (per-window offset error 66 ns sd against 46
-		 * read before; docs/benchmarks.md). A frame the burst finds was
-		 * in the ring when the burst began, or was put there during it,
-		 * after its sender stamped it (the stamp comes before the
-		 * sender's own copy into the ring), so the time before is not
-		 * ahead of any T1 unless the burst itself was slow: then (the
-		 * loop lost its CPU in it) the time after is used, as before.
+		 * floor rests on (per-window offset error 66 ns sd against about
+		 * 50 read before; docs/benchmarks.md). One read per port, not
+		 * the last read before (the loop's "now", or the end of the
+		 * last port with frames): that saved 40 ns of an idle pass, but
+		 * windows were 70 ns sd off again, likely as a port's frames
+		 * then entered earlier by the empty polls before it. A frame
+		 * the burst finds was in the ring when the burst began, or was
+		 * put there during it, after its sender stamped it (the stamp
+		 * comes before the sender's own copy into the ring), so the
+		 * time before is not ahead of any T1 unless the burst itself
+		 * was slow: then (the loop lost its CPU in it) the time after
+		 * is used, as before.
 		 */
 		{
 			uint64_t t_end = lsf_now();
