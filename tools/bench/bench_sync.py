@@ -222,14 +222,23 @@ def start_load(lab, load):
                 "random": RANDOM_BURSTS})
 
 
-def run(load, tmp):
-    n = len(HOSTS)
-    lab = lab_for(load, tmp)
-    res = {"load": load, "lab_args": LAB_EXTRA}
-    t0 = time.time()
-    with lab, off_fabric_core():
+@contextlib.contextmanager
+def loaded_lab(load, tmp):
+    """The benchmark's lab up, this script off the emulator's core and the
+    background load started: yields (lab, the time the lab was up). Shared
+    by the benchmark and its diagnosis tools (trace_sync.py,
+    window_noise.py), so they all measure the same lab."""
+    with lab_for(load, tmp) as lab, off_fabric_core():
         t_up = time.time()
         start_load(lab, load)
+        yield lab, t_up
+
+
+def run(load, tmp):
+    n = len(HOSTS)
+    res = {"load": load, "lab_args": LAB_EXTRA}
+    t0 = time.time()
+    with loaded_lab(load, tmp) as (lab, t_up):
         b_up = spine_bytes(lab)
         socks = [lab.sock(i) for i in range(1, n + 1)]
         ok = lslab.wait_until(lambda: lslab.all_synced(socks), 60, step=0.2)

@@ -95,9 +95,7 @@ def main():
     n = len(bench_sync.HOSTS)
     tmp = tempfile.mkdtemp(prefix="ls-trace-sync-")
     samples = []
-    with bench_sync.lab_for(load, tmp) as lab, bench_sync.off_fabric_core():
-        t_up = time.time()
-        bench_sync.start_load(lab, load)
+    with bench_sync.loaded_lab(load, tmp) as (lab, t_up):
         end = t_up + SECS
         while time.time() < end:
             t = time.time()

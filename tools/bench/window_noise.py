@@ -124,9 +124,7 @@ def main():
     n = len(bench_sync.HOSTS)
     tmp = tempfile.mkdtemp(prefix="ls-noise-")
     wins = []
-    with bench_sync.lab_for(load, tmp) as lab, bench_sync.off_fabric_core():
-        t_up = time.time()
-        bench_sync.start_load(lab, load)
+    with bench_sync.loaded_lab(load, tmp) as (lab, t_up):
         c0 = clock(lab, 1)
         time.sleep(1.0)
         c1 = clock(lab, 1)
