@@ -13,7 +13,8 @@ four lockstepd probing every other host on 4 paths over IPv4 and IPv6.
      keeps hashing onto it) makes exactly the paths that cross it, forward
      or reverse, as the emulator's own `route` says, lose probes;
   3. bursty background load on one link direction raises the RTT of exactly
-     the paths that cross it;
+     the paths that cross it (each path's lower median of two windows,
+     against the median rise of the paths that cross nothing);
   4. the ground truth agrees: per-hop link delays equal the configured ones,
      probes cross the links `route` predicts, the failure is recorded, drops
      on the dead link are "down", queues build only on the loaded link.
@@ -86,6 +87,26 @@ def rtts(lab, window="10s"):
             for q in peer["paths"]:
                 r[(i, peer["name"], q["path"])] = q["rtt_p50_ns"]
     return r
+
+
+def quiet_rtts(lab, windows=2, secs=4):
+    """Each path's lowest RTT median over `windows` fresh windows of `secs`.
+
+    Lab noise (a lockstepd or the emulator losing its shared core) only adds
+    delay, and on a busy machine it can hold one path's median up for a whole
+    window: a CI run once saw a path that crossed nothing rise +754 us in one
+    4 s window. A load's queue is there in every window, so the lowest of two
+    keeps it and sheds the transient."""
+    best = {}
+    for _ in range(windows):
+        reset_all(lab)
+        time.sleep(secs)
+        for k, v in rtts(lab).items():
+            if v is not None and (best.get(k) is None or v < best[k]):
+                best[k] = v
+            else:
+                best.setdefault(k, None)
+    return best
 
 
 def reset_all(lab):
@@ -178,31 +199,37 @@ def main():
         lslab.call(lab.fab, "link.set", {"link": "leaf2-spine2", "dir": "ba", "rate_bps": 1e9})
         time.sleep(1.0)
         cr = crossing(lab, "leaf2-spine2", ("ba",))
-        reset_all(lab)
-        time.sleep(4)
-        before = rtts(lab)
+        before = quiet_rtts(lab)
         lslab.call(lab.fab, "gen.start", {"name": "load", "link": "leaf2-spine2", "dir": "ba",
                                           "rate_bps": 2e9, "on_us": 1200, "off_us": 1800,
                                           "pkt_bytes": 9000})
         time.sleep(1.0)
-        reset_all(lab)
-        time.sleep(4)
-        after = rtts(lab)
+        after = quiet_rtts(lab)
         lslab.call(lab.fab, "gen.stop", {"name": "load"})
         rise = {k: ((after[k] or 0) - (before[k] or 0)) / 1000 for k in cr}
+        # What every path rose by alike is the lab's, not the load's: the
+        # emulator generates the bursts on its own core and, when the
+        # machine is busy, delivers everything later (+197 us on every path
+        # with a busy loop on the other core, 2026-11-25). The claim is
+        # about the crossing paths against the others, so both are read
+        # against the median of the paths that cross nothing.
+        common = sorted(v for k, v in rise.items() if not cr[k])
+        common = common[len(common) // 2]
         for k, crosses in sorted(cr.items()):
             if crosses:
                 # the bursts queue up to 1.2 ms; the median probe of a
                 # crossing path has seen 196-330 us of it in runs so far
-                c.check(rise[k] >= 150, "n%d -> %s path %d crosses the loaded link: RTT p50 %+.1f us"
-                        % (k[0], k[1], k[2], rise[k]))
+                c.check(rise[k] - common >= 150,
+                        "n%d -> %s path %d crosses the loaded link: RTT p50 %+.1f us (%+.1f over "
+                        "the others' median)" % (k[0], k[1], k[2], rise[k], rise[k] - common))
             else:
                 # Only a rise would be the load's doing: a path that does not
                 # cross the link can only come out faster by the noise of its
                 # "before" median (-197 us, three buckets, in two runs on a
                 # busy machine on 2026-11-25).
-                c.check(rise[k] <= 140, "n%d -> %s path %d does not cross it: RTT p50 %+.1f us"
-                        % (k[0], k[1], k[2], rise[k]))
+                c.check(rise[k] - common <= 140,
+                        "n%d -> %s path %d does not cross it: RTT p50 %+.1f us (%+.1f over the "
+                        "others' median)" % (k[0], k[1], k[2], rise[k], rise[k] - common))
         lo = min(v for k, v in rise.items() if cr[k])
         hi = max(v for k, v in rise.items() if not cr[k])
         c.check(lo > hi, "every crossing path rose more (min %+.1f us) than any other (max %+.1f us)"
