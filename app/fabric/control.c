@@ -228,7 +228,8 @@ cmd_status(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_un
 				"width_ns", (json_int_t)G.cal.width_ns);
 
 	ls_ctl_reply_ok(req, json_pack(
-		"{s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I, s:I}, s:I, s:I, s:o, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
+		"{s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I, s:I}, s:I, s:I, s:o, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
+		"s:I, s:I, s:I}}",
 		"calibration", cal,
 		"delivery_lateness_ns", "count", (json_int_t)G.late.count,
 		"min", (json_int_t)ls_hist_quantile(&G.late, 0),
@@ -247,7 +248,7 @@ cmd_status(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_un
 		C(rx_pkts), C(tx_pkts), C(tx_dropped), C(arp_answered), C(nd_answered),
 		C(icmp_time_exceeded), C(no_route), C(bad), C(not_ip), C(alloc_failed),
 		C(gen_pkts), C(gen_dropped), C(truth_dropped), C(events), C(trailer_no_room),
-		C(slow_rx_bursts)));
+		C(slow_rx_bursts), C(tx_at), C(tx_at_late), C(tx_at_bad)));
 #undef C
 }
 

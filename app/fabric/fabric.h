@@ -36,6 +36,8 @@ extern int lsf_logtype;
 #define LSF_MAX_GENS 64
 #define LSF_MAX_FLAPS 64
 #define LSF_RX_SLOW_NS 1000     /* see rx_hosts */
+#define LSF_TX_AT_MAX_NS 10000000ULL /* --tx-trailer: an instant further than 10 ms
+				      * from the poll is not believed (rx_hosts) */
 #define LSF_WIRE_OVERHEAD 24   /* FCS 4 + preamble/SFD 8 + inter-frame gap 12 */
 
 /* Per-switch and global counters (lcore-written). */
@@ -58,6 +60,9 @@ struct lsf_stats {
 	uint64_t trailer_no_room;  /* --rx-trailer: no tailroom, sent without a stamp */
 	uint64_t slow_rx_bursts;   /* host-port bursts that took over LSF_RX_SLOW_NS: their
 				    * frames entered at the burst's end (rx_hosts) */
+	uint64_t tx_at;            /* --tx-trailer: frames sent at their trailer's instant */
+	uint64_t tx_at_late;       /* ... that reached us after it: sent when polled */
+	uint64_t tx_at_bad;        /* ... whose instant was over LSF_TX_AT_MAX_NS away */
 } __rte_cache_aligned;
 
 /* Background traffic generator. */
@@ -187,6 +192,7 @@ struct lsf_global {
 	bool hop_records;          /* per-hop records for probes */
 	bool no_fastpath;          /* every packet through the generic path (differential tests) */
 	bool rx_trailer;           /* append the delivery instant to frames to hosts (NIC stamps) */
+	bool tx_trailer;           /* send frames from hosts at their trailer's instant */
 	uint32_t idle_sleep_us;    /* 0 = busy poll */
 	char socket[108];
 	char truth_file[256];

@@ -941,6 +941,40 @@ light_info(const struct rte_mbuf *m, struct ls_pkt_info *pi)
 	}
 }
 
+/*
+ * --tx-trailer: the instant a host asked this frame to leave at (the NIC's
+ * send-on-timestamp; lockstepd's clock.tx_trailer stamped T1 or T3 with
+ * it), trailer removed; t_rx, when the poll found it, for a frame without
+ * one. A frame that reached us after its instant (the sender's lead was
+ * shorter than its own delay plus our poll gap) goes in at t_rx, as a NIC
+ * sends a late frame at once: its stamp is then early by the difference,
+ * and counted. An instant beyond LSF_TX_AT_MAX_NS either way is not
+ * believed (a host's clock map gone wrong, or a forged trailer).
+ */
+static inline uint64_t
+tx_at(struct rte_mbuf *m, uint64_t t_rx)
+{
+	uint64_t at;
+
+	if (m->nb_segs != 1 ||
+	    ls_tx_trailer_get(rte_pktmbuf_mtod(m, const uint8_t *), m->data_len, &at) != 0)
+		return t_rx;
+	rte_pktmbuf_trim(m, LS_RX_TRAILER_LEN);
+	if (at >= t_rx) {
+		if (unlikely(at - t_rx > LSF_TX_AT_MAX_NS)) {
+			G.st.tx_at_bad++;
+			return t_rx;
+		}
+		G.st.tx_at++;
+		return at;
+	}
+	if (unlikely(t_rx - at > LSF_TX_AT_MAX_NS))
+		G.st.tx_at_bad++;
+	else
+		G.st.tx_at_late++;
+	return t_rx;
+}
+
 static unsigned int
 rx_hosts(void)
 {
@@ -1007,6 +1041,8 @@ rx_hosts(void)
 
 			if (k + 4 < n)
 				rte_prefetch0(rte_pktmbuf_mtod(rx[k + 4], void *));
+			if (G.tx_trailer)
+				t_in = tx_at(m, t_in);
 
 			/* A plain IPv4 packet is judged here once for every switch
 			 * on its way (the fast path); anything else the leaf

@@ -58,6 +58,10 @@ static const char usage_text[] =
 "                         delivered to a host the instant it arrived there, as a\n"
 "                         12-byte trailer (lockstepd's clock.rx_trailer strips and\n"
 "                         uses it)\n"
+"      --tx-trailer       act as a NIC that sends on a timestamp: a frame from a\n"
+"                         host that ends in a send-time trailer (lockstepd's\n"
+"                         clock.tx_trailer) enters the network at that instant,\n"
+"                         trailer removed\n"
 "      --check            validate the topology and exit\n"
 "  -h, --help             this text\n"
 "\n"
@@ -83,6 +87,7 @@ parse_args(int argc, char **argv, const char **topo, bool *check)
 		{"idle-sleep-us", required_argument, NULL, 'I'},
 		{"no-fastpath", no_argument, NULL, 'F'},
 		{"rx-trailer", no_argument, NULL, 'R'},
+		{"tx-trailer", no_argument, NULL, 'X'},
 		{"check", no_argument, NULL, 'C'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -130,6 +135,9 @@ parse_args(int argc, char **argv, const char **topo, bool *check)
 			break;
 		case 'R':
 			G.rx_trailer = true;
+			break;
+		case 'X':
+			G.tx_trailer = true;
 			break;
 		case 'C':
 			*check = true;

@@ -397,6 +397,22 @@ rx_stamps_json(void)
 			 "trailer_missing", (json_int_t)tm, "trailer_rejected", (json_int_t)trj);
 }
 
+/* Frames sent with a send-time trailer (clock.tx_trailer), over all lcores. */
+static json_t *
+tx_stamps_json(void)
+{
+	uint64_t ta = 0, tan = 0;
+	unsigned int l;
+
+	RTE_LCORE_FOREACH(l) {
+		ta += __atomic_load_n(&g.lcores[l].st.tx_at, __ATOMIC_RELAXED);
+		tan += __atomic_load_n(&g.lcores[l].st.tx_at_no_room, __ATOMIC_RELAXED);
+	}
+	return json_pack("{s:b, s:i, s:I, s:I}", "trailer_mode", (int)g.cfg.clock.tx_trailer,
+			 "lead_ns", (int)g.cfg.clock.tx_lead_ns, "trailer", (json_int_t)ta,
+			 "no_room", (json_int_t)tan);
+}
+
 static json_t *
 clock_json(void)
 {
@@ -413,6 +429,7 @@ clock_json(void)
 		      "refits", (json_int_t)g.cal.n_updates,
 		      "last_step_ppm", g.cal.ppm_step);
 	json_object_set_new(o, "rx_stamps", rx_stamps_json());
+	json_object_set_new(o, "tx_stamps", tx_stamps_json());
 	if (ctl.clock.kind == LS_CLOCK_SIM) {
 		struct ls_clock_truth t;
 

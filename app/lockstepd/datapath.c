@@ -64,6 +64,21 @@ ls_capture_copy(struct ls_lcore *lc, struct rte_mbuf *m, uint64_t ts_ns, bool tx
 }
 
 void
+ls_tx_at(struct ls_lcore *lc, struct rte_mbuf *m, uint64_t at_ns)
+{
+	uint8_t *t;
+
+	/* the frame's own bytes are final (checksums, capture) by now */
+	t = (uint8_t *)rte_pktmbuf_append(m, LS_RX_TRAILER_LEN);
+	if (unlikely(t == NULL)) {
+		lc->st.tx_at_no_room++;
+		return;
+	}
+	ls_tx_trailer_put(t, at_ns);
+	lc->st.tx_at++;
+}
+
+void
 ls_tx_frames(struct ls_lcore *lc, struct ls_port *p, struct rte_mbuf **m,
 	     uint16_t n, uint64_t *counter)
 {
@@ -243,7 +258,8 @@ stamp_and_send(struct ls_lcore *lc, struct ls_port *p, struct rte_mbuf **reply,
 	uint16_t i;
 
 	{
-		uint64_t tx_ns = ls_clock_from_tsc(&lc->clock, tsc);
+		uint64_t at_ns;
+		uint64_t tx_ns = ls_clock_tx_ts(&lc->clock, tsc, &at_ns);
 
 		for (i = 0; i < n_reply; i++) {
 			struct rte_mbuf *m = reply[i];
@@ -258,6 +274,8 @@ stamp_and_send(struct ls_lcore *lc, struct ls_port *p, struct rte_mbuf **reply,
 			}
 			if (unlikely(cap))
 				ls_capture_copy(lc, m, tx_ns, true);
+			if (at_ns != 0)
+				ls_tx_at(lc, m, at_ns);
 		}
 	}
 	ls_tx_frames(lc, p, reply, n_reply, &lc->st.tx_replies);

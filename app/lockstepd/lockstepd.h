@@ -100,6 +100,8 @@ struct ls_lcore_stats {
 	uint64_t sync_recs;        /* reply timestamps handed to the sync estimator */
 	uint64_t sync_dropped;     /* ... not handed over: ring full */
 	uint64_t sync_filled;      /* sync TLVs the reflector filled with our state */
+	uint64_t tx_at;            /* frames sent with a send-time trailer (clock.tx_trailer) */
+	uint64_t tx_at_no_room;    /* ... that had no tailroom for it: sent without */
 } __rte_cache_aligned;
 
 /* A local port as the daemon uses it. */
@@ -322,6 +324,9 @@ bool ls_port_bad_source(const struct ls_port *p, const struct ls_addr *src);
 int ls_lcore_main(void *arg);
 void ls_lcore_setup(struct ls_lcore *lc);
 uint64_t ls_jitter(struct ls_lcore *lc, uint64_t base_ns, unsigned int pct);
+/* clock.tx_trailer: append the instant (shared timeline) m is to leave at,
+ * for the lab emulator to send it then (ls_clock_tx_ts). */
+void ls_tx_at(struct ls_lcore *lc, struct rte_mbuf *m, uint64_t at_ns);
 void ls_tx_frames(struct ls_lcore *lc, struct ls_port *p, struct rte_mbuf **m,
 		  uint16_t n, uint64_t *counter);
 void ls_capture_copy(struct ls_lcore *lc, struct rte_mbuf *m, uint64_t ts_ns, bool tx);

@@ -170,7 +170,8 @@ send_probes(struct ls_lcore *lc, struct ls_port *p, struct ls_peer_path *pp,
 {
 	uint8_t fam = pp->peer->addr.family;
 	uint16_t off = ls_pkt_udp_hdr_len(fam); /* the STAMP payload's */
-	uint64_t t1 = ls_clock_from_tsc(&lc->clock, rte_rdtsc());
+	uint64_t at_ns;
+	uint64_t t1 = ls_clock_tx_ts(&lc->clock, rte_rdtsc(), &at_ns);
 
 	for (uint16_t i = 0; i < n; i++) {
 		uint8_t *f = rte_pktmbuf_mtod(m[i], uint8_t *);
@@ -180,6 +181,8 @@ send_probes(struct ls_lcore *lc, struct ls_port *p, struct ls_peer_path *pp,
 		ls_path_on_send(&pp->live, seq[i], t1);
 		if (unlikely(g.cap.on))
 			ls_capture_copy(lc, m[i], t1, true);
+		if (at_ns != 0)
+			ls_tx_at(lc, m[i], at_ns);
 	}
 	ls_tx_frames(lc, p, m, n, &lc->st.tx_probes);
 }

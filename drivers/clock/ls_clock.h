@@ -189,6 +189,8 @@ struct ls_clock {
 	uint64_t tstamps;              /**< trailer stamps used */
 	uint64_t tstamp_missing;       /**< frames without a trailer (software stamp used) */
 	uint64_t tstamp_fallbacks;     /**< trailer stamps rejected as implausible */
+	uint64_t tx_lead_tsc;          /**< clock.tx_trailer: send this far ahead (TSC ticks),
+					*   0 off */
 };
 
 /**
@@ -342,6 +344,28 @@ void ls_rx_trailer_put(uint8_t *dst, uint64_t ns);
  *         trailer (no magic).
  */
 int ls_rx_trailer_get(const uint8_t *frame, uint32_t len, uint64_t *ns);
+
+/**
+ * Write a send-time trailer (LS_RX_TRAILER_LEN bytes, magic "LSTX") at
+ * dst: ns, the instant the frame is to enter the network, on the host's
+ * shared timeline (clock.tx_trailer; the emulator's --tx-trailer strips it
+ * and sends the frame then). See ls_clock_trailer.c.
+ */
+void ls_tx_trailer_put(uint8_t *dst, uint64_t ns);
+
+/**
+ * Read the send-time trailer at the end of a frame of len bytes.
+ * @return as ls_rx_trailer_get().
+ */
+int ls_tx_trailer_get(const uint8_t *frame, uint32_t len, uint64_t *ns);
+
+/**
+ * The transmit stamp for frames about to be sent at TSC tsc. With
+ * clock.tx_trailer, the instant tx_lead_ns ahead at which they are asked to
+ * leave (*at_ns: that instant on the host's shared timeline, for the
+ * send-time trailer); else the reading at tsc (*at_ns 0).
+ */
+uint64_t ls_clock_tx_ts(struct ls_clock *c, uint64_t tsc, uint64_t *at_ns);
 
 /** Name of the source in use ("tsc", "nic", "sim"). */
 const char *ls_clock_name(const struct ls_clock *c);

@@ -18,6 +18,14 @@
  * plus CLOCK_MONOTONIC_RAW as the TSC calibration maps it), the "true" time
  * of the simulated clocks, so it only means something on the host that
  * wrote it.
+ *
+ * The send-time trailer is the same shape the other way (magic "LSTX"):
+ * a NIC that sends on a timestamp (mlx5's send scheduling, DPDK's
+ * RTE_ETH_TX_OFFLOAD_SEND_ON_TIMESTAMP) takes the instant a frame is to
+ * leave beside it, in an mbuf dynfield. lockstepd (clock.tx_trailer)
+ * stamps T1 and T3 a lead ahead, appends that instant, and the emulator
+ * (--tx-trailer) strips it and puts the frame on the wire then, so the
+ * stamp in the payload is the instant the frame entered the network.
  */
 #include <errno.h>
 #include <string.h>
@@ -26,19 +34,20 @@
 
 #include "ls_clock.h"
 
-static const uint8_t trailer_magic[4] = {'L', 'S', 'T', 'S'};
+static const uint8_t rx_magic[4] = {'L', 'S', 'T', 'S'};
+static const uint8_t tx_magic[4] = {'L', 'S', 'T', 'X'};
 
-void
-ls_rx_trailer_put(uint8_t *dst, uint64_t ns)
+static void
+trailer_put(uint8_t *dst, uint64_t ns, const uint8_t *magic)
 {
 	rte_be64_t be = rte_cpu_to_be_64(ns);
 
 	memcpy(dst, &be, sizeof(be)); /* dst has no alignment */
-	memcpy(dst + 8, trailer_magic, sizeof(trailer_magic));
+	memcpy(dst + 8, magic, 4);
 }
 
-int
-ls_rx_trailer_get(const uint8_t *frame, uint32_t len, uint64_t *ns)
+static int
+trailer_get(const uint8_t *frame, uint32_t len, uint64_t *ns, const uint8_t *magic)
 {
 	const uint8_t *t;
 	rte_be64_t be;
@@ -46,9 +55,33 @@ ls_rx_trailer_get(const uint8_t *frame, uint32_t len, uint64_t *ns)
 	if (frame == NULL || len < LS_RX_TRAILER_MIN_FRAME + LS_RX_TRAILER_LEN)
 		return -EINVAL;
 	t = frame + len - LS_RX_TRAILER_LEN;
-	if (memcmp(t + 8, trailer_magic, sizeof(trailer_magic)) != 0)
+	if (memcmp(t + 8, magic, 4) != 0)
 		return -ENOENT;
 	memcpy(&be, t, sizeof(be));
 	*ns = rte_be_to_cpu_64(be);
 	return 0;
+}
+
+void
+ls_rx_trailer_put(uint8_t *dst, uint64_t ns)
+{
+	trailer_put(dst, ns, rx_magic);
+}
+
+int
+ls_rx_trailer_get(const uint8_t *frame, uint32_t len, uint64_t *ns)
+{
+	return trailer_get(frame, len, ns, rx_magic);
+}
+
+void
+ls_tx_trailer_put(uint8_t *dst, uint64_t ns)
+{
+	trailer_put(dst, ns, tx_magic);
+}
+
+int
+ls_tx_trailer_get(const uint8_t *frame, uint32_t len, uint64_t *ns)
+{
+	return trailer_get(frame, len, ns, tx_magic);
 }

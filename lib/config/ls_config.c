@@ -745,6 +745,9 @@ clock_post(struct pctx *c, const char *path, const json_t *obj, void *base)
 	if (clk->rx_trailer && clk->source != LS_CLOCK_SIM && clk->source != LS_CLOCK_TSC)
 		return ls_jsonv_fail(&c->jv, ls_jsonv_key(kpath, path, "rx_trailer"),
 			    "needs source \"sim\" or \"tsc\" (its stamps are on this host's TSC timeline)");
+	if (clk->tx_trailer && clk->source != LS_CLOCK_SIM && clk->source != LS_CLOCK_TSC)
+		return ls_jsonv_fail(&c->jv, ls_jsonv_key(kpath, path, "tx_trailer"),
+			    "needs source \"sim\" or \"tsc\" (its instants are on this host's TSC timeline)");
 	return 0;
 }
 
@@ -752,6 +755,8 @@ static const struct field clock_fields[] = {
 	F_ENUM("source", struct ls_conf_clock, source, clock_sources),
 	F_OBJ("sim", offsetof(struct ls_conf_clock, sim), sim_schema, 0),
 	F_BOOL("rx_trailer", struct ls_conf_clock, rx_trailer),
+	F_BOOL("tx_trailer", struct ls_conf_clock, tx_trailer),
+	F_INT("tx_lead_ns", struct ls_conf_clock, tx_lead_ns, 1000, 1000000, 0),
 };
 static const struct schema clock_schema = SCHEMA(clock_fields, clock_post);
 
@@ -846,6 +851,7 @@ set_defaults(struct ls_config *cfg)
 	cfg->reflector.max_sources = 4096;
 	cfg->reflector.ntp_format = false;
 	cfg->clock.source = LS_CLOCK_AUTO;
+	cfg->clock.tx_lead_ns = 20000;
 	cfg->control.mode = 0660;
 	cfg->control.max_clients = 16;
 	cfg->idle.backoff = false;

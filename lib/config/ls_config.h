@@ -127,6 +127,10 @@ struct ls_conf_clock {
 	struct ls_conf_simclock sim;  /**< used when source is SIM */
 	bool rx_trailer;              /**< receive stamps from a frame trailer (lab emulator's
 				       *   --rx-trailer; TSC or SIM source only), default false */
+	bool tx_trailer;              /**< send at the stamped instant: T1/T3 tx_lead_ns ahead,
+				       *   the instant in a trailer (lab emulator's --tx-trailer;
+				       *   TSC or SIM source only), default false */
+	uint32_t tx_lead_ns;          /**< how far ahead, default 20000 */
 };
 
 /** Control socket. */

@@ -306,17 +306,29 @@ def gen_reply(rnd):
 GENERATORS = [(gen_valid, 25), (gen_mutated, 35), (gen_garbage, 15), (gen_neigh, 15), (gen_reply, 10)]
 
 
+def gen_forged_sendtime(rnd):
+    """A valid probe with a send-time trailer (lockstep-fabric --tx-trailer)
+    whose instant no host could mean: 0, the largest, or random 64 bits
+    (the lab timeline is ~1.7e18 ns; 10 ms either side is believed)."""
+    at = rnd.choice([0, (1 << 64) - 1, rnd.getrandbits(64)])
+    return gen_valid(rnd)[:1500] + struct.pack(">Q", at) + b"LSTX"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out", help="pcap file to write")
     ap.add_argument("--count", type=int, default=120000)
     ap.add_argument("--seed", type=int, default=8762)
+    ap.add_argument("--forged-sendtime", type=int, default=0, metavar="N",
+                    help="then N probes with send-time trailers no host could mean")
     args = ap.parse_args()
 
     rnd = random.Random(args.seed)
     gens = [g for g, w in GENERATORS for _ in range(w)]
-    write_pcap(args.out, (rnd.choice(gens)(rnd)[:1600] for _ in range(args.count)))
-    print(args.count)
+    frames = [rnd.choice(gens)(rnd)[:1600] for _ in range(args.count)]
+    frames += [gen_forged_sendtime(rnd) for _ in range(args.forged_sendtime)]
+    write_pcap(args.out, frames)
+    print(len(frames))
     return 0
 
 

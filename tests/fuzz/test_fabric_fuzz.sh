@@ -6,14 +6,18 @@
 # and ND, valid probes) enters the emulator from host h1 through a net_pcap
 # port, addressed so that a good part of it is routable (h1 and h2 use the
 # corpus' addresses). The emulator must keep running and answering, account
-# for every frame it received, and shut down cleanly.
+# for every frame it received, and shut down cleanly. It runs with
+# --tx-trailer, and the corpus ends with probes carrying send-time trailers
+# whose instants no host could mean: each is counted as not believed and
+# the frame goes on without it.
 #   LS_BUILD=build tests/fuzz/test_fabric_fuzz.sh      (as root)
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 NAME=test_fabric_fuzz TAG=fabfuzz
 . "$HERE/fabric_lib.sh"
 
-/usr/bin/python3 "$HERE/gen_fuzz_pcap.py" "$TMP/fuzz.pcap" --count 120000 > "$TMP/gen.out"
+/usr/bin/python3 "$HERE/gen_fuzz_pcap.py" "$TMP/fuzz.pcap" --count 120000 \
+	--forged-sendtime 3000 > "$TMP/gen.out"
 cat > "$TMP/topo.json" <<JSON
 {"defaults": {"link": {"delay_ns": 1000, "rate_bps": 100000000000, "buffer_bytes": 16777216, "mtu": 9000}},
  "switches": [{"name": "leaf1", "role": "leaf", "ipv4": "10.9.0.254", "ipv6": "fd00:9::fe"}],
@@ -25,7 +29,7 @@ cat > "$TMP/topo.json" <<JSON
 JSON
 "$LS_BUILD/app/fabric/lockstep-fabric" --no-pci --no-huge -m 512 --lcores '0@(0,1)' \
 	--file-prefix "$PRE" -- --topo "$TMP/topo.json" --dir "$TMP" --socket "$TMP/ctl.sock" \
-	--sample-us 10 > "$TMP/fab.log" 2>&1 &
+	--sample-us 10 --tx-trailer > "$TMP/fab.log" 2>&1 &
 PID=$!
 CTL=("$LS_BUILD/tools/lockstepctl/lockstepctl" -s "$TMP/ctl.sock")
 fab_wait_socket "$TMP/ctl.sock" "lockstep-fabric"
@@ -50,7 +54,11 @@ print("test_fabric_fuzz: %d frames in: tx %d, arp %d, nd %d, icmp %d, bad %d, no
       % (c["rx_pkts"], c["tx_pkts"], c["arp_answered"], c["nd_answered"], c["icmp_time_exceeded"],
          c["bad"], c["not_ip"], c["no_route"]))
 ok = c["rx_pkts"] >= frames and c["bad"] > 0 and c["tx_pkts"] > 0
-print("test_fabric_fuzz: %s" % ("PASS" if ok else "FAIL: not every frame was received or classified"))
+print("test_fabric_fuzz: send-time trailers: %d believed, %d late, %d not believed (3000 forged)"
+      % (c["tx_at"], c["tx_at_late"], c["tx_at_bad"]))
+ok = ok and c["tx_at_bad"] == 3000 and c["tx_at"] == 0 and c["tx_at_late"] == 0
+print("test_fabric_fuzz: %s" % ("PASS" if ok else "FAIL: not every frame was received or "
+                                "classified, or a forged send time was believed"))
 sys.exit(0 if ok else 1)
 PY
 kill -TERM "$PID"

@@ -26,6 +26,14 @@ over memif links with the emulator playing NICs with receive stamps
 stamp from the trailer (none missing; at most 0.5% refused as stale, when
 a descheduled lcore polled them over 10 ms late), and the delay floors must
 sit within a few microseconds of the configured delays.
+
+With "trailer sendtime" (meson test sync-fabric-sendtime) the emulator also
+plays NICs that send on a timestamp (lab.sh --tx-trailer,
+clock.tx_trailer): every node must send its probes and replies with a
+send-time trailer (none without room for it), the emulator must send them
+at that instant (none refused, at most 5% reaching it after it), and the
+delay floors must sit within 2 us of the configured delays (no ingress
+poll left in them). Without it, no frame carries one.
 """
 import json
 import os
@@ -109,12 +117,15 @@ def expected_owd(a, b, frame_bytes):
     return delay + hops * frame_bytes * 8 * 1e9 / RATE
 
 
-TRAILER = sys.argv[1:] == ["trailer"]
+TRAILER = "trailer" in sys.argv[1:]
+SENDTIME = "sendtime" in sys.argv[1:]
+SENDTIME_LATE_MAX = 0.05  # of frames sent at their instant, reaching the emulator after it
 TRAILER_REFUSED_MAX = 0.005  # of trailer stamps, refused as stale (descheduled lcore)
 # Floors above the configured delay: the host stack with kernel stamps (T1
 # before a send syscall, T2 the kernel's stamp); with trailer stamps only
-# the emulator's ingress poll.
-FLOOR_SLACK_NS = 10000 if TRAILER else 20000
+# the emulator's ingress poll; with send-time trailers too, nothing but the
+# sync error.
+FLOOR_SLACK_NS = 2000 if SENDTIME else 10000 if TRAILER else 20000
 
 
 def points_offset(r, settled_ns=0):
@@ -169,7 +180,7 @@ def check_points(c, lab):
 
 
 def main():
-    c = lslab.Checks("sync-trailer" if TRAILER else "sync")
+    c = lslab.Checks("sync-sendtime" if SENDTIME else "sync-trailer" if TRAILER else "sync")
     if os.geteuid() != 0:
         print("SKIP: needs root")
         sys.exit(77)
@@ -179,6 +190,8 @@ def main():
     json.dump(TOPO, open(topo_file, "w"))
     json.dump(EXTRA, open(extra_file, "w"))
     link = ["--link", "memif", "--rx-trailer"] if TRAILER else ["--link", "pcap"]
+    if SENDTIME:
+        link.append("--tx-trailer")
     with lslab.FabricLab(topo_file, "sync", link + ["--extra", extra_file,
                                                     "--fabric-core", "1"]) as lab:
         t0 = time.time()
@@ -287,6 +300,25 @@ def main():
             c.check(all(r["kernel"] > 1000 and r["trailer"] == 0 for r in rs),
                     "receive stamps are the kernel's: %s"
                     % [(r["kernel"], r["kernel_rejected"]) for r in rs])
+
+        # Whether frames were sent at their stamps.
+        ts = [lslab.call(lab.sock(i), "status")["clock"]["tx_stamps"] for i in range(1, n + 1)]
+        fc = lslab.call(lab.fab, "status")["counters"]
+        if SENDTIME:
+            c.check(all(t["trailer_mode"] and t["trailer"] > 1000 and t["no_room"] == 0
+                        for t in ts),
+                    "every node sent its probes and replies with a send-time trailer: %s"
+                    % [(t["trailer"], t["no_room"]) for t in ts])
+            c.check(fc["tx_at"] > 1000 and fc["tx_at_bad"] == 0 and
+                    fc["tx_at_late"] <= SENDTIME_LATE_MAX * fc["tx_at"],
+                    "the emulator sent them at their instants: %d on time, %d late (at most "
+                    "%.0f%%), %d refused" % (fc["tx_at"], fc["tx_at_late"],
+                                             100 * SENDTIME_LATE_MAX, fc["tx_at_bad"]))
+        else:
+            c.check(all(not t["trailer_mode"] and t["trailer"] == 0 for t in ts) and
+                    fc["tx_at"] + fc["tx_at_late"] + fc["tx_at_bad"] == 0,
+                    "no frame carried a send-time trailer: %s, emulator %s"
+                    % ([t["trailer"] for t in ts], fc["tx_at"]))
 
         # A node that restarts rejoins and reconverges.
         subprocess.run([lslab.LAB, "restart-node", "--dir", lab.dir, "--node", "4",

@@ -398,6 +398,37 @@ START_TEST(test_rx_trailer)
 }
 END_TEST
 
+/* The send-time trailer: same shape, its own magic, so neither end takes
+ * the other's for its own (a frame can carry a send-time trailer the
+ * emulator did not strip, and a receive stamp after it). */
+START_TEST(test_tx_trailer)
+{
+	uint8_t f[64 + 2 * LS_RX_TRAILER_LEN];
+	const uint64_t ns = LS_SIM_EPOCH_NS + 0x1112131415161718ULL;
+	uint64_t got = 0;
+
+	memset(f, 0xab, sizeof(f));
+	ls_tx_trailer_put(f + 64, ns);
+	ck_assert_uint_eq(f[64], (uint8_t)(ns >> 56));
+	ck_assert_uint_eq(f[71], 0x18);
+	ck_assert_int_eq(memcmp(f + 72, "LSTX", 4), 0);
+	ck_assert_int_eq(ls_tx_trailer_get(f, 64 + LS_RX_TRAILER_LEN, &got), 0);
+	ck_assert_uint_eq(got, ns);
+	got = 7;
+	ck_assert_int_eq(ls_rx_trailer_get(f, 64 + LS_RX_TRAILER_LEN, &got), -ENOENT);
+	ck_assert_int_eq(ls_tx_trailer_get(f, LS_RX_TRAILER_MIN_FRAME + LS_RX_TRAILER_LEN - 1,
+					   &got), -EINVAL);
+	ck_assert_int_eq(ls_tx_trailer_get(NULL, 100, &got), -EINVAL);
+	ck_assert_uint_eq(got, 7);
+	/* a receive stamp appended after it is the receiver's; the send time
+	 * is no longer last, so it is not read as one */
+	ls_rx_trailer_put(f + 64 + LS_RX_TRAILER_LEN, ns + 5);
+	ck_assert_int_eq(ls_tx_trailer_get(f, sizeof(f), &got), -ENOENT);
+	ck_assert_int_eq(ls_rx_trailer_get(f, sizeof(f), &got), 0);
+	ck_assert_uint_eq(got, ns + 5);
+}
+END_TEST
+
 static Suite *
 clock_suite(void)
 {
@@ -421,6 +452,7 @@ clock_suite(void)
 
 	tc = tcase_create("trailer");
 	tcase_add_test(tc, test_rx_trailer);
+	tcase_add_test(tc, test_tx_trailer);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -166,6 +166,8 @@ START_TEST(test_minimal_defaults)
 
 	ck_assert_int_eq(cfg.clock.source, LS_CLOCK_AUTO);
 	ck_assert(!cfg.clock.rx_trailer);
+	ck_assert(!cfg.clock.tx_trailer);
+	ck_assert_uint_eq(cfg.clock.tx_lead_ns, 20000);
 	ck_assert_uint_eq(cfg.clock.sim.seed, 7);
 	ck_assert_int_eq(cfg.clock.sim.offset_ns, 0);
 
@@ -514,6 +516,19 @@ START_TEST(test_enums)
 	    "expected");
 	load_good("{" BASE ", 'clock': {'source': 'tsc', 'rx_trailer': true}}", &cfg);
 	ck_assert(cfg.clock.rx_trailer);
+	ls_config_free(&cfg);
+	/* send-time trailers: the same timeline, a lead within 1 us .. 1 ms */
+	EXACT("{" BASE ", 'clock': {'source': 'nic', 'tx_trailer': true}}",
+	      "clock.tx_trailer: needs source \"sim\" or \"tsc\" (its instants are on this "
+	      "host's TSC timeline)");
+	BAD("{" BASE ", 'clock': {'source': 'tsc', 'tx_lead_ns': 999}}", "clock.tx_lead_ns",
+	    "must be between 1000 and 1000000, got 999");
+	BAD("{" BASE ", 'clock': {'source': 'tsc', 'tx_lead_ns': 1000001}}", "clock.tx_lead_ns",
+	    "got 1000001");
+	load_good("{" BASE ", 'clock': {'source': 'sim', 'tx_trailer': true, 'tx_lead_ns': 5000}}",
+		  &cfg);
+	ck_assert(cfg.clock.tx_trailer);
+	ck_assert_uint_eq(cfg.clock.tx_lead_ns, 5000);
 	ls_config_free(&cfg);
 }
 END_TEST

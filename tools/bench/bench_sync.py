@@ -16,6 +16,11 @@ emulator plays the hosts' NICs and appends each frame's delivery instant,
 lab.sh --rx-trailer: the lab's stand-in for hardware receive stamps) or
 "kernel" (veth + net_pcap links, the kernel's microsecond stamps);
 BENCH_LINK overrides the link type;
+BENCH_TX picks the transmit stamps: "software" (default: T1 and T3 read
+from the TSC right before the frames go to the emulator, which enters them
+when it polls) or "trailer" (clock.tx_trailer, lab.sh --tx-trailer: the
+daemons stamp a lead ahead and the emulator sends each frame at its stamp,
+the lab's stand-in for a NIC's send scheduling);
 BENCH_INTERVAL_US the probe pair interval per path (default 10000, the
 daemon's default, on memif; 20000 on veth); BENCH_BURSTS=periodic gives the fixed 1 ms period of the first runs, which
 keeps a fixed phase between links; BENCH_SPINE_BPS the spine links' rate,
@@ -74,6 +79,11 @@ INTERVAL_US = int(os.environ.get("BENCH_INTERVAL_US", "10000" if LINK == "memif"
 LAB_EXTRA = os.environ.get("BENCH_LAB_ARGS", "--interval-us %d" % INTERVAL_US).split()
 if STAMPS == "trailer":
     LAB_EXTRA.append("--rx-trailer")
+TX = os.environ.get("BENCH_TX", "software")
+if TX not in ("software", "trailer"):
+    sys.exit("bench_sync: BENCH_TX must be software or trailer")
+if TX == "trailer":
+    LAB_EXTRA.append("--tx-trailer")
 RATE = 10_000_000_000     # host links
 # Shared links, 1 Gb/s by default (BENCH_SPINE_BPS): the emulator (one
 # core) must generate the load as packets; at 10 Gb/s, 90% of 1500-byte
@@ -303,6 +313,11 @@ def run(load, tmp):
         res["emulator_poll_gap_ns"] = {k: gap.get(k) for k in ("p50", "p99", "p999", "max")}
         # where receive stamps came from (kernel, trailer, software fallback)
         res["rx_stamps"] = lslab.call(lab.sock(1), "status")["clock"]["rx_stamps"]
+        # transmit stamps: frames sent at their stamp, and how many reached
+        # the emulator after it (sent late: their stamp early by that much)
+        res["tx_stamps"] = lslab.call(lab.sock(1), "status")["clock"]["tx_stamps"]
+        ctr = lslab.call(lab.fab, "status")["counters"]
+        res["emulator_tx_at"] = {k: ctr.get(k) for k in ("tx_at", "tx_at_late", "tx_at_bad")}
         # flap a spine link and watch the fleet error through it
         lslab.call(lab.fab, "link.flap", {"link": "leaf1-spine1", "down_ms": 200,
                                           "every_ms": 1000, "count": 5})

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Write one lockstepd config per host of a lockstep-fabric topology.
 
-  fabric_configs.py TOPO DIR INTERVAL_US PATHS [LINK [EXTRA_JSON [TAG [RX_TRAILER]]]]
+  fabric_configs.py TOPO DIR INTERVAL_US PATHS [LINK [EXTRA_JSON [TAG [RX_TRAILER [TX_TRAILER]]]]]
 
 Host i (in topology order) becomes DIR/n<i>.json: a memif client port to the
 emulator's socket DIR/fabric/<host>.sock (LINK "memif", the default) or,
@@ -12,7 +12,10 @@ the kernel's packet-socket stamps, so its polling delay does not show in
 the delays; the emulator sees frames at once and stamps them when it polls,
 see docs/fabric.md; the emulator's topology with those devices is written
 to DIR/topo.json). RX_TRAILER "1" sets clock.rx_trailer (the emulator runs
-with --rx-trailer: receive stamps from the trailer it appends). EXTRA_JSON is a file holding {"*": {...}, "<host>": {...}}
+with --rx-trailer: receive stamps from the trailer it appends); TX_TRAILER
+"1" sets clock.tx_trailer (the emulator runs with --tx-trailer: frames
+enter the network at the instant their T1 or T3 says). EXTRA_JSON is a file
+holding {"*": {...}, "<host>": {...}}
 merged into every node's config and into that host's (e.g. "clock",
 "sync"). The host's addresses, the leaf as
 gateway (the emulator's leaves answer ARP/ND for every address but the
@@ -39,6 +42,7 @@ def main():
     extra = json.load(open(sys.argv[6])) if len(sys.argv) > 6 and sys.argv[6] else {}
     tag = sys.argv[7] if len(sys.argv) > 7 else "ls"
     rx_trailer = len(sys.argv) > 8 and sys.argv[8] == "1"
+    tx_trailer = len(sys.argv) > 9 and sys.argv[9] == "1"
     topo = json.load(open(topo_file))
     hosts = topo["hosts"]
     for i, h in enumerate(hosts, 1):
@@ -76,6 +80,8 @@ def main():
             # the emulator's trailer stamps are on the TSC timeline (the
             # extra config may make the clock simulated; not a NIC's)
             cfg["clock"] = {"source": "tsc", "rx_trailer": True}
+        if tx_trailer:
+            cfg.setdefault("clock", {"source": "tsc"})["tx_trailer"] = True
         merge(cfg, extra.get("*", {}))
         merge(cfg, extra.get(h["name"], {}))
         with open("%s/n%d.json" % (out, i), "w") as f:

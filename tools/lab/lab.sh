@@ -6,7 +6,8 @@
 #   tools/lab/lab.sh up   [--nodes N] [--transport memif|veth] [--dir DIR]
 #                         [--interval-us US] [--paths P] [--lcores L] [--build DIR]
 #   tools/lab/lab.sh up   --topo FILE [--truth [--sample-us N]] [--link memif|pcap] [--extra JSON]
-#                         [--fabric-core CPU] [--rx-trailer] [--dir DIR] [--interval-us US]
+#                         [--fabric-core CPU] [--rx-trailer] [--tx-trailer] [--dir DIR]
+#                         [--interval-us US]
 #                         [--paths P]
 #   tools/lab/lab.sh restart-node --node I [--dir DIR] [--fabric-core CPU]
 #   tools/lab/lab.sh down [--dir DIR]
@@ -42,6 +43,10 @@
 #   model delivered it, and the daemons (clock.rx_trailer) take their
 #   receive stamps from there, free of kernel and polling delays (the lab's
 #   stand-in for hardware stamps; transmit stamps stay software TSC reads).
+#   --tx-trailer makes it act as NICs that send on a timestamp: the daemons
+#   (clock.tx_trailer) stamp T1 and T3 a lead ahead and append that instant,
+#   and the emulator puts each such frame on the wire at it (the lab's
+#   stand-in for send scheduling, e.g. mlx5's; docs/clocks.md).
 #   --extra merges {"*": {...}, "<host>": {...}} into the daemons'
 #   configs (simulated clocks, sync settings; see fabric_configs.py).
 #
@@ -66,6 +71,7 @@ link=memif
 extra=""
 only=""
 rx_trailer=0
+tx_trailer=0
 fabric_core=""  # CPU the emulator busy-polls on, alone; "" = shares all CPUs
 build="${LS_BUILD:-$root/build}"
 PY=/usr/bin/python3
@@ -90,6 +96,7 @@ while [ $# -gt 0 ]; do
 	--node) only=$2; shift 2 ;;
 	--fabric-core) fabric_core=$2; shift 2 ;;
 	--rx-trailer) rx_trailer=1; shift ;;
+	--tx-trailer) tx_trailer=1; shift ;;
 	--build) build=$2; shift 2 ;;
 	*) break ;;
 	esac
@@ -229,7 +236,7 @@ start_fabric() {
 	case "$link" in memif|pcap) ;; *) die "unknown --link $link (memif or pcap)" ;; esac
 	[ -z "$extra" ] || [ -f "$extra" ] || die "no --extra file $extra"
 	nodes=$("$PY" "$here/fabric_configs.py" "$topo" "$dir" "$interval_us" "$paths" \
-		"$link" "$extra" "$t" "$rx_trailer" | wc -l)
+		"$link" "$extra" "$t" "$rx_trailer" "$tx_trailer" | wc -l)
 	local ftopo=$topo
 	if [ "$link" = pcap ]; then
 		ftopo=$dir/topo.json
@@ -245,6 +252,7 @@ start_fabric() {
 	[ "$truth" = 1 ] && args=(--truth "$dir/truth.jsonl" --hops)
 	[ -n "$sample_us" ] && args+=(--sample-us "$sample_us")
 	[ "$rx_trailer" = 1 ] && args+=(--rx-trailer)
+	[ "$tx_trailer" = 1 ] && args+=(--tx-trailer)
 	# Shared CPUs: sleep when idle (never past the next event). Own CPU:
 	# busy poll there; its control threads go to the other CPUs (EAL).
 	local fl="0@($(node_cpus))" sleep=50
