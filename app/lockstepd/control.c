@@ -397,20 +397,24 @@ rx_stamps_json(void)
 			 "trailer_missing", (json_int_t)tm, "trailer_rejected", (json_int_t)trj);
 }
 
-/* Frames sent with a send-time trailer (clock.tx_trailer), over all lcores. */
+/* Frames sent at their stamp (clock.tx_sched on the NIC, clock.tx_trailer
+ * in the lab), over all lcores. */
 static json_t *
 tx_stamps_json(void)
 {
-	uint64_t ta = 0, tan = 0;
+	uint64_t ta = 0, tan = 0, tnf = 0;
 	unsigned int l;
 
 	RTE_LCORE_FOREACH(l) {
 		ta += __atomic_load_n(&g.lcores[l].st.tx_at, __ATOMIC_RELAXED);
 		tan += __atomic_load_n(&g.lcores[l].st.tx_at_no_room, __ATOMIC_RELAXED);
+		tnf += __atomic_load_n(&g.lcores[l].clock.tx_sched_nofit, __ATOMIC_RELAXED);
 	}
-	return json_pack("{s:b, s:i, s:I, s:I}", "trailer_mode", (int)g.cfg.clock.tx_trailer,
-			 "lead_ns", (int)g.cfg.clock.tx_lead_ns, "trailer", (json_int_t)ta,
-			 "no_room", (json_int_t)tan);
+	return json_pack("{s:s, s:i, s:I, s:I, s:I}",
+			 "mode", g.cfg.clock.tx_sched ? "nic" :
+				 g.cfg.clock.tx_trailer ? "trailer" : "software",
+			 "lead_ns", (int)g.cfg.clock.tx_lead_ns, "scheduled", (json_int_t)ta,
+			 "no_room", (json_int_t)tan, "unfitted", (json_int_t)tnf);
 }
 
 static json_t *

@@ -64,17 +64,24 @@ ls_capture_copy(struct ls_lcore *lc, struct rte_mbuf *m, uint64_t ts_ns, bool tx
 }
 
 void
-ls_tx_at(struct ls_lcore *lc, struct rte_mbuf *m, uint64_t at_ns)
+ls_tx_at(struct ls_lcore *lc, struct ls_port *p, struct rte_mbuf *m, uint64_t at)
 {
 	uint8_t *t;
 
+	if (p->tx_sched) {
+		/* the NIC holds the frame until its clock reads at */
+		*RTE_MBUF_DYNFIELD(m, p->tx_ts_field, rte_mbuf_timestamp_t *) = at;
+		m->ol_flags |= p->tx_ts_flag;
+		lc->st.tx_at++;
+		return;
+	}
 	/* the frame's own bytes are final (checksums, capture) by now */
 	t = (uint8_t *)rte_pktmbuf_append(m, LS_RX_TRAILER_LEN);
 	if (unlikely(t == NULL)) {
 		lc->st.tx_at_no_room++;
 		return;
 	}
-	ls_tx_trailer_put(t, at_ns);
+	ls_tx_trailer_put(t, at);
 	lc->st.tx_at++;
 }
 
@@ -259,7 +266,7 @@ stamp_and_send(struct ls_lcore *lc, struct ls_port *p, struct rte_mbuf **reply,
 
 	{
 		uint64_t at_ns;
-		uint64_t tx_ns = ls_clock_tx_ts(&lc->clock, tsc, &at_ns);
+		uint64_t tx_ns = ls_clock_tx_ts(&lc->clock, tsc, p->port_id, &at_ns);
 
 		for (i = 0; i < n_reply; i++) {
 			struct rte_mbuf *m = reply[i];
@@ -275,7 +282,7 @@ stamp_and_send(struct ls_lcore *lc, struct ls_port *p, struct rte_mbuf **reply,
 			if (unlikely(cap))
 				ls_capture_copy(lc, m, tx_ns, true);
 			if (at_ns != 0)
-				ls_tx_at(lc, m, at_ns);
+				ls_tx_at(lc, p, m, at_ns);
 		}
 	}
 	ls_tx_frames(lc, p, reply, n_reply, &lc->st.tx_replies);

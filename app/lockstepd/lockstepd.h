@@ -115,6 +115,9 @@ struct ls_port {
 	bool rx_cksum_offload;     /* NIC validates L4 checksums */
 	bool fast_ok;              /* IPv4 reflector fast path usable (lib/reflect) */
 	bool tx_per_packet;        /* driver sends frame by frame (net_pcap): stamp each */
+	bool tx_sched;             /* clock.tx_sched: the NIC sends on the mbuf's TX timestamp */
+	int tx_ts_field;           /* ... its dynfield offset */
+	uint64_t tx_ts_flag;       /* ... and flag */
 	struct ls_reflect_port fast; /* what the fast path matches against */
 	char driver[32];
 };
@@ -324,9 +327,10 @@ bool ls_port_bad_source(const struct ls_port *p, const struct ls_addr *src);
 int ls_lcore_main(void *arg);
 void ls_lcore_setup(struct ls_lcore *lc);
 uint64_t ls_jitter(struct ls_lcore *lc, uint64_t base_ns, unsigned int pct);
-/* clock.tx_trailer: append the instant (shared timeline) m is to leave at,
- * for the lab emulator to send it then (ls_clock_tx_ts). */
-void ls_tx_at(struct ls_lcore *lc, struct rte_mbuf *m, uint64_t at_ns);
+/* Ask for m to leave p at at (ls_clock_tx_ts): clock.tx_sched, in the
+ * mbuf's TX timestamp for the NIC; clock.tx_trailer, in a send-time trailer
+ * for the lab's emulator. */
+void ls_tx_at(struct ls_lcore *lc, struct ls_port *p, struct rte_mbuf *m, uint64_t at);
 void ls_tx_frames(struct ls_lcore *lc, struct ls_port *p, struct rte_mbuf **m,
 		  uint16_t n, uint64_t *counter);
 void ls_capture_copy(struct ls_lcore *lc, struct rte_mbuf *m, uint64_t ts_ns, bool tx);

@@ -107,10 +107,29 @@ port_setup(struct ls_port *p, const struct ls_conf_port *cp, bool want_hw_ts)
 	}
 	if (want_hw_ts && (info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_TIMESTAMP))
 		conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_TIMESTAMP;
+	if (g.cfg.clock.tx_sched) {
+		if (!(info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_SEND_ON_TIMESTAMP)) {
+			LS_LOG(ERR, "port %s: %s does not send on a timestamp "
+			       "(RTE_ETH_TX_OFFLOAD_SEND_ON_TIMESTAMP), which clock.tx_sched needs "
+			       "(mlx5: ConnectX-6 Dx with devarg tx_pp, or ConnectX-7 and later)",
+			       cp->name, p->driver);
+			return -ENOTSUP;
+		}
+		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_SEND_ON_TIMESTAMP;
+	}
 	rc = rte_eth_dev_configure(p->port_id, 1, 1, &conf);
 	if (rc < 0) {
 		LS_LOG(ERR, "port %s: configure failed: %s", cp->name, strerror(-rc));
 		return rc;
+	}
+	/* configuring the offload registered the field and flag: look them up */
+	if (g.cfg.clock.tx_sched) {
+		if (rte_mbuf_dyn_tx_timestamp_register(&p->tx_ts_field, &p->tx_ts_flag) != 0) {
+			LS_LOG(ERR, "port %s: no TX timestamp dynfield: %s", cp->name,
+			       rte_strerror(rte_errno));
+			return -ENOTSUP;
+		}
+		p->tx_sched = true;
 	}
 	rc = rte_eth_dev_adjust_nb_rx_tx_desc(p->port_id, &nb_rx, &nb_tx);
 	if (rc < 0)

@@ -171,7 +171,7 @@ send_probes(struct ls_lcore *lc, struct ls_port *p, struct ls_peer_path *pp,
 	uint8_t fam = pp->peer->addr.family;
 	uint16_t off = ls_pkt_udp_hdr_len(fam); /* the STAMP payload's */
 	uint64_t at_ns;
-	uint64_t t1 = ls_clock_tx_ts(&lc->clock, rte_rdtsc(), &at_ns);
+	uint64_t t1 = ls_clock_tx_ts(&lc->clock, rte_rdtsc(), p->port_id, &at_ns);
 
 	for (uint16_t i = 0; i < n; i++) {
 		uint8_t *f = rte_pktmbuf_mtod(m[i], uint8_t *);
@@ -182,7 +182,7 @@ send_probes(struct ls_lcore *lc, struct ls_port *p, struct ls_peer_path *pp,
 		if (unlikely(g.cap.on))
 			ls_capture_copy(lc, m[i], t1, true);
 		if (at_ns != 0)
-			ls_tx_at(lc, m[i], at_ns);
+			ls_tx_at(lc, p, m[i], at_ns);
 	}
 	ls_tx_frames(lc, p, m, n, &lc->st.tx_probes);
 }

@@ -69,19 +69,25 @@ ls_clock_from_tsc(struct ls_clock *c, uint64_t tsc)
 }
 
 uint64_t
-ls_clock_tx_ts(struct ls_clock *c, uint64_t tsc, uint64_t *at_ns)
+ls_clock_tx_ts(struct ls_clock *c, uint64_t tsc, uint16_t port, uint64_t *at)
 {
 	uint64_t local;
 
-	if (c->tx_lead_tsc == 0) {
-		*at_ns = 0;
+	*at = 0;
+	if (c->tx_lead_tsc == 0)
+		return ls_clock_from_tsc(c, tsc);
+	/* Both from the one TSC instant, so the payload's stamp and the
+	 * instant the frame is sent at are the same moment. */
+	local = ls_clock_from_tsc(c, tsc + c->tx_lead_tsc);
+	if (!c->tx_sched) {
+		*at = raw_ns(c, tsc + c->tx_lead_tsc) + LS_SIM_EPOCH_NS;
+		return local;
+	}
+	if (ls_clock_nic_ticks_at(port, raw_ns(c, tsc + c->tx_lead_tsc), at) != 0) {
+		c->tx_sched_nofit++;
+		*at = 0;
 		return ls_clock_from_tsc(c, tsc);
 	}
-	/* Both from the one TSC instant, so the payload's stamp and the
-	 * instant the emulator sends at are the same moment. */
-	tsc += c->tx_lead_tsc;
-	local = ls_clock_from_tsc(c, tsc);
-	*at_ns = raw_ns(c, tsc) + LS_SIM_EPOCH_NS;
 	return local;
 }
 
@@ -163,12 +169,14 @@ ls_clock_setup(struct ls_clock *c, const struct ls_conf_clock *conf, uint32_t no
 	if (c->rx_trailer)
 		RTE_LOG(INFO, LS_CLOCK, "clock: RX stamps from the frame trailer the lab's "
 			"emulator appends (clock.rx_trailer)\n");
-	if (conf->tx_trailer) {
+	if (conf->tx_trailer || conf->tx_sched) {
 		c->tx_lead_tsc = (uint64_t)((double)conf->tx_lead_ns * (double)rte_get_tsc_hz() / 1e9);
 		if (c->tx_lead_tsc == 0)
 			c->tx_lead_tsc = 1;
-		RTE_LOG(INFO, LS_CLOCK, "clock: T1 and T3 %u ns ahead, sent then by the lab's "
-			"emulator (clock.tx_trailer)\n", conf->tx_lead_ns);
+		c->tx_sched = conf->tx_sched;
+		RTE_LOG(INFO, LS_CLOCK, "clock: T1 and T3 %u ns ahead, sent then by %s\n",
+			conf->tx_lead_ns, conf->tx_sched ?
+			"the NIC (clock.tx_sched)" : "the lab's emulator (clock.tx_trailer)");
 	}
 
 	switch (conf->source) {

@@ -82,6 +82,22 @@ ls_tsc_map_ns(const struct ls_tsc_map *m, uint64_t tsc)
 	return m->ns0 - (uint64_t)(((unsigned __int128)(m->tsc0 - tsc) * m->mult) >> 32);
 }
 
+/**
+ * The inverse of ls_tsc_map_ns: the tick at which the map reads ns (to
+ * within a tick). For a NIC's fit (device ticks -> MONOTONIC_RAW), the
+ * device clock value of an instant: what a NIC that sends on a timestamp
+ * takes. mult must not be 0.
+ */
+static inline uint64_t
+ls_tsc_map_ticks(const struct ls_tsc_map *m, uint64_t ns)
+{
+	if (ns >= m->ns0)
+		return m->tsc0 + (uint64_t)((((unsigned __int128)(ns - m->ns0) << 32) +
+					     m->mult / 2) / m->mult);
+	return m->tsc0 - (uint64_t)((((unsigned __int128)(m->ns0 - ns) << 32) +
+				     m->mult / 2) / m->mult);
+}
+
 /** The calibration shared by the control thread (writer) and lcores (readers). */
 struct ls_tsc_cal {
 	rte_seqlock_t lock;     /**< guards map */
@@ -189,8 +205,12 @@ struct ls_clock {
 	uint64_t tstamps;              /**< trailer stamps used */
 	uint64_t tstamp_missing;       /**< frames without a trailer (software stamp used) */
 	uint64_t tstamp_fallbacks;     /**< trailer stamps rejected as implausible */
-	uint64_t tx_lead_tsc;          /**< clock.tx_trailer: send this far ahead (TSC ticks),
-					*   0 off */
+	uint64_t tx_lead_tsc;          /**< clock.tx_trailer or tx_sched: send this far ahead
+					*   (TSC ticks), 0 off */
+	bool tx_sched;                 /**< the instant is for the NIC (device ticks), not a
+					*   send-time trailer (lab timeline) */
+	uint64_t tx_sched_nofit;       /**< tx_sched: sent unscheduled, the port's device
+					*   clock not fitted yet */
 };
 
 /**
@@ -360,12 +380,22 @@ void ls_tx_trailer_put(uint8_t *dst, uint64_t ns);
 int ls_tx_trailer_get(const uint8_t *frame, uint32_t len, uint64_t *ns);
 
 /**
- * The transmit stamp for frames about to be sent at TSC tsc. With
- * clock.tx_trailer, the instant tx_lead_ns ahead at which they are asked to
- * leave (*at_ns: that instant on the host's shared timeline, for the
- * send-time trailer); else the reading at tsc (*at_ns 0).
+ * The transmit stamp for frames about to be sent on port at TSC tsc. With
+ * clock.tx_trailer or tx_sched, the instant tx_lead_ns ahead at which they
+ * are asked to leave, and in *at that instant as the sender hands it over:
+ * on the host's shared timeline for the send-time trailer (tx_trailer), in
+ * the port's device clock ticks for the mbuf's TX timestamp (tx_sched).
+ * Else, or while the port's device clock has no fit yet (tx_sched, counted
+ * in tx_sched_nofit), the reading at tsc and *at 0: send at once.
  */
-uint64_t ls_clock_tx_ts(struct ls_clock *c, uint64_t tsc, uint64_t *at_ns);
+uint64_t ls_clock_tx_ts(struct ls_clock *c, uint64_t tsc, uint16_t port, uint64_t *at);
+
+/**
+ * Device clock ticks of the MONOTONIC_RAW instant raw on port, through the
+ * port's fit (NIC source).
+ * @return 0, or -EAGAIN when the port has no fit (yet).
+ */
+int ls_clock_nic_ticks_at(uint16_t port, uint64_t raw, uint64_t *ticks);
 
 /** Name of the source in use ("tsc", "nic", "sim"). */
 const char *ls_clock_name(const struct ls_clock *c);

@@ -15,6 +15,11 @@
  * slope over the whole baseline since the first pair, re-anchored at the
  * newest pair, published under a per-port seqlock.
  *
+ * The same fit, inverted, gives the device clock value of an instant:
+ * what a NIC that sends on a timestamp (RTE_ETH_TX_OFFLOAD_SEND_ON_TIMESTAMP,
+ * clock.tx_sched) takes in the mbuf's TX timestamp, in the units of
+ * rte_eth_read_clock like its RX stamps (ls_clock_nic_ticks_at).
+ *
  * Anything unexpected -- no fit yet, a stamp implausibly far from the
  * burst's software stamp (a wrapped or reset device counter) -- falls back
  * to the software stamp and is counted, so a misbehaving NIC degrades to
@@ -404,6 +409,26 @@ ls_clock_kstamp_setup(struct ls_clock *c, const uint16_t *ports, unsigned int n_
 			"(CLOCK_REALTIME, 1 us resolution)\n", ports[i]);
 	}
 	return n;
+}
+
+int
+ls_clock_nic_ticks_at(uint16_t port, uint64_t raw, uint64_t *ticks)
+{
+	const struct nic_fit *f;
+	struct ls_tsc_map fm;
+	uint32_t sn;
+
+	if (port >= RTE_MAX_ETHPORTS)
+		return -EAGAIN;
+	f = &nic_fits[port];
+	do {
+		sn = rte_seqlock_read_begin(&f->lock);
+		fm = f->map;
+	} while (rte_seqlock_read_retry(&f->lock, sn));
+	if (fm.mult == 0)
+		return -EAGAIN;
+	*ticks = ls_tsc_map_ticks(&fm, raw);
+	return 0;
 }
 
 uint64_t

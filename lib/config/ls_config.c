@@ -748,6 +748,13 @@ clock_post(struct pctx *c, const char *path, const json_t *obj, void *base)
 	if (clk->tx_trailer && clk->source != LS_CLOCK_SIM && clk->source != LS_CLOCK_TSC)
 		return ls_jsonv_fail(&c->jv, ls_jsonv_key(kpath, path, "tx_trailer"),
 			    "needs source \"sim\" or \"tsc\" (its instants are on this host's TSC timeline)");
+	/* the NIC takes the instant in its own clock's units */
+	if (clk->tx_sched && clk->source != LS_CLOCK_NIC)
+		return ls_jsonv_fail(&c->jv, ls_jsonv_key(kpath, path, "tx_sched"),
+			    "needs source \"nic\" (the NIC sends on its own clock)");
+	if (clk->tx_sched && clk->tx_trailer)
+		return ls_jsonv_fail(&c->jv, ls_jsonv_key(kpath, path, "tx_sched"),
+			    "not with tx_trailer (one sends on the NIC, the other in the lab)");
 	return 0;
 }
 
@@ -756,6 +763,7 @@ static const struct field clock_fields[] = {
 	F_OBJ("sim", offsetof(struct ls_conf_clock, sim), sim_schema, 0),
 	F_BOOL("rx_trailer", struct ls_conf_clock, rx_trailer),
 	F_BOOL("tx_trailer", struct ls_conf_clock, tx_trailer),
+	F_BOOL("tx_sched", struct ls_conf_clock, tx_sched),
 	F_INT("tx_lead_ns", struct ls_conf_clock, tx_lead_ns, 1000, 1000000, 0),
 };
 static const struct schema clock_schema = SCHEMA(clock_fields, clock_post);

@@ -130,7 +130,11 @@ struct ls_conf_clock {
 	bool tx_trailer;              /**< send at the stamped instant: T1/T3 tx_lead_ns ahead,
 				       *   the instant in a trailer (lab emulator's --tx-trailer;
 				       *   TSC or SIM source only), default false */
-	uint32_t tx_lead_ns;          /**< how far ahead, default 20000 */
+	bool tx_sched;                /**< send at the stamped instant on the NIC: T1/T3
+				       *   tx_lead_ns ahead, the instant in the mbuf's TX
+				       *   timestamp (RTE_ETH_TX_OFFLOAD_SEND_ON_TIMESTAMP; NIC
+				       *   source only), default false */
+	uint32_t tx_lead_ns;          /**< how far ahead (tx_trailer, tx_sched), default 20000 */
 };
 
 /** Control socket. */

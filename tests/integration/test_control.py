@@ -237,6 +237,23 @@ def main():
     c.check(p.returncode == 0 and "--config" in p.stdout and "--check-config" in p.stdout, "--help documents the options")
     p = subprocess.run([LOCKSTEPD, "--", "--config", cfgp, "--check-config"], capture_output=True, text=True)
     c.check(p.returncode == 0 and "ok" in p.stdout, "--check-config accepts a good file without the EAL")
+    g = json.loads(json.dumps(good)); g["clock"] = {"source": "tsc", "tx_sched": True}
+    run_bad_config(c, tmp, json.dumps(g), "clock.tx_sched", "send scheduling without a NIC clock")
+    # A port that cannot send on a timestamp (memif) refuses clock.tx_sched
+    # at start, by name, rather than sending unscheduled frames stamped
+    # ahead of when they leave.
+    g = json.loads(json.dumps(good)); g["clock"] = {"source": "nic", "tx_sched": True}
+    g["control"]["socket"] = os.path.join(tmp, "txs.sock")
+    path = os.path.join(tmp, "txs.json")
+    with open(path, "w") as f:
+        json.dump(g, f)
+    p = subprocess.run([LOCKSTEPD, "--no-pci", "--no-huge", "-m", "256", "--lcores", "0@(0,1)",
+                        "--file-prefix", "lstxs%d" % os.getpid(), "--", "--config", path],
+                       capture_output=True, text=True, timeout=60)
+    out = p.stdout + p.stderr
+    c.check(p.returncode != 0 and "does not send on a timestamp" in out and "p0" in out,
+            "clock.tx_sched on a memif port: exit %d, port named: %s"
+            % (p.returncode, [x for x in out.splitlines() if "timestamp" in x][:1]))
     c.finish()
 
 

@@ -305,20 +305,20 @@ def main():
         ts = [lslab.call(lab.sock(i), "status")["clock"]["tx_stamps"] for i in range(1, n + 1)]
         fc = lslab.call(lab.fab, "status")["counters"]
         if SENDTIME:
-            c.check(all(t["trailer_mode"] and t["trailer"] > 1000 and t["no_room"] == 0
+            c.check(all(t["mode"] == "trailer" and t["scheduled"] > 1000 and t["no_room"] == 0
                         for t in ts),
                     "every node sent its probes and replies with a send-time trailer: %s"
-                    % [(t["trailer"], t["no_room"]) for t in ts])
+                    % [(t["scheduled"], t["no_room"]) for t in ts])
             c.check(fc["tx_at"] > 1000 and fc["tx_at_bad"] == 0 and
                     fc["tx_at_late"] <= SENDTIME_LATE_MAX * fc["tx_at"],
                     "the emulator sent them at their instants: %d on time, %d late (at most "
                     "%.0f%%), %d refused" % (fc["tx_at"], fc["tx_at_late"],
                                              100 * SENDTIME_LATE_MAX, fc["tx_at_bad"]))
         else:
-            c.check(all(not t["trailer_mode"] and t["trailer"] == 0 for t in ts) and
+            c.check(all(t["mode"] == "software" and t["scheduled"] == 0 for t in ts) and
                     fc["tx_at"] + fc["tx_at_late"] + fc["tx_at_bad"] == 0,
                     "no frame carried a send-time trailer: %s, emulator %s"
-                    % ([t["trailer"] for t in ts], fc["tx_at"]))
+                    % ([t["scheduled"] for t in ts], fc["tx_at"]))
 
         # A node that restarts rejoins and reconverges.
         subprocess.run([lslab.LAB, "restart-node", "--dir", lab.dir, "--node", "4",

@@ -12,6 +12,7 @@
  */
 #include <check.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -359,6 +360,35 @@ START_TEST(test_sim_near)
 }
 END_TEST
 
+/* ls_tsc_map_ticks inverts ls_tsc_map_ns to within a tick (or the ticks
+ * of one ns, for a device clock faster than 1 GHz: the map truncates to the
+ * ns), on both sides of the anchor (a NIC's TX timestamp is the device
+ * tick of an instant: clock.tx_sched). */
+START_TEST(test_map_ticks)
+{
+	static const double ns_per_tick[] = {1.0, 1.000037, 0.999952, 4.0 / 3.0, 0.25};
+
+	for (unsigned int i = 0; i < RTE_DIM(ns_per_tick); i++) {
+		struct ls_tsc_map m = {.tsc0 = 5000000000000ULL, .ns0 = 90000000000000ULL,
+				       .mult = (uint64_t)(ns_per_tick[i] * 4294967296.0)};
+		uint64_t tol = (uint64_t)ceil(1.0 / ns_per_tick[i]) + 1;
+
+		for (int64_t d = -3000000000LL; d <= 3000000000LL; d += 123456789) {
+			uint64_t tick = (uint64_t)((int64_t)m.tsc0 + d);
+			uint64_t ns = ls_tsc_map_ns(&m, tick);
+			uint64_t back = ls_tsc_map_ticks(&m, ns);
+
+			ck_assert_msg(back + tol >= tick && back <= tick + tol,
+				      "%.6f ns/tick: tick %" PRIu64 " -> %" PRIu64 " ns -> %" PRIu64,
+				      ns_per_tick[i], tick, ns, back);
+			/* and the instant of the returned tick is that ns, to a tick */
+			ck_assert(llabs((long long)(ls_tsc_map_ns(&m, back) - ns)) <=
+				  (long long)(ns_per_tick[i] + 1));
+		}
+	}
+}
+END_TEST
+
 /* The receive-stamp trailer: round trip, byte order, and what is refused. */
 START_TEST(test_rx_trailer)
 {
@@ -451,6 +481,7 @@ clock_suite(void)
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("trailer");
+	tcase_add_test(tc, test_map_ticks);
 	tcase_add_test(tc, test_rx_trailer);
 	tcase_add_test(tc, test_tx_trailer);
 	suite_add_tcase(s, tc);

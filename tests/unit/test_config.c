@@ -530,6 +530,16 @@ START_TEST(test_enums)
 	ck_assert(cfg.clock.tx_trailer);
 	ck_assert_uint_eq(cfg.clock.tx_lead_ns, 5000);
 	ls_config_free(&cfg);
+	/* send scheduling on the NIC: its clock, and not with the lab's trailer */
+	EXACT("{" BASE ", 'clock': {'source': 'tsc', 'tx_sched': true}}",
+	      "clock.tx_sched: needs source \"nic\" (the NIC sends on its own clock)");
+	BAD("{" BASE ", 'clock': {'tx_sched': true}}", "clock.tx_sched", "needs source");
+	BAD("{" BASE ", 'clock': {'source': 'nic', 'tx_sched': true, 'tx_trailer': true}}",
+	    "clock.tx_trailer", "needs source");
+	load_good("{" BASE ", 'clock': {'source': 'nic', 'tx_sched': true}}", &cfg);
+	ck_assert(cfg.clock.tx_sched);
+	ck_assert(!cfg.clock.tx_trailer);
+	ls_config_free(&cfg);
 }
 END_TEST
 
