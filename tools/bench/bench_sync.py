@@ -232,6 +232,16 @@ def start_load(lab, load):
                 "random": RANDOM_BURSTS})
 
 
+def tool_args(name, default_load):
+    """What a diagnosis tool on this lab (trace_sync.py, window_noise.py)
+    starts with: root, its load (argv[1], else default_load) and a scratch
+    directory."""
+    if os.geteuid() != 0:
+        sys.exit("%s: must run as root" % name)
+    load = float(sys.argv[1]) if len(sys.argv) > 1 else default_load
+    return load, tempfile.mkdtemp(prefix="ls-%s-" % name.replace("_", "-"))
+
+
 @contextlib.contextmanager
 def loaded_lab(load, tmp):
     """The benchmark's lab up, this script off the emulator's core and the

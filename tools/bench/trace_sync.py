@@ -21,7 +21,6 @@ furthest off (docs/benchmarks.md).
 import json
 import os
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -89,11 +88,8 @@ def table(samples, n):
 
 
 def main():
-    if os.geteuid() != 0:
-        sys.exit("trace_sync: must run as root")
-    load = float(sys.argv[1]) if len(sys.argv) > 1 else 0.9
+    load, tmp = bench_sync.tool_args("trace_sync", 0.9)
     n = len(bench_sync.HOSTS)
-    tmp = tempfile.mkdtemp(prefix="ls-trace-sync-")
     samples = []
     with bench_sync.loaded_lab(load, tmp) as (lab, t_up):
         end = t_up + SECS

@@ -30,7 +30,6 @@ import os
 import random
 import statistics
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -118,11 +117,8 @@ def report(wins):
 
 
 def main():
-    if os.geteuid() != 0:
-        sys.exit("window_noise: must run as root")
-    load = float(sys.argv[1]) if len(sys.argv) > 1 else 0.5
+    load, tmp = bench_sync.tool_args("window_noise", 0.5)
     n = len(bench_sync.HOSTS)
-    tmp = tempfile.mkdtemp(prefix="ls-noise-")
     wins = []
     with bench_sync.loaded_lab(load, tmp) as (lab, t_up):
         c0 = clock(lab, 1)
