@@ -626,6 +626,8 @@ truth_json(const struct lsf_truth *t)
 	case LSF_T_LINK:
 		json_object_set_new(o, "type", json_string("link"));
 		json_object_set_new(o, "up", json_boolean(t->up));
+		if (t->due_ns)
+			json_object_set_new(o, "due", json_integer((json_int_t)t->due_ns));
 		break;
 	case LSF_T_HOP:
 	case LSF_T_DROP:

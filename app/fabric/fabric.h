@@ -142,6 +142,9 @@ struct lsf_truth {
 	uint8_t verdict;           /* DROP: enum ls_fab_verdict or 255 = lost */
 	uint16_t chan;
 	uint64_t t_ns;             /* DEPTH/LINK: when; HOP: arrival */
+	uint64_t due_ns;           /* LINK: when a flap schedule called for it
+				    * (t_ns is later by however long the poll
+				    * loop was held up); 0 = by command */
 	uint64_t depth;            /* DEPTH: bytes; HOP: queue ahead of it, bytes */
 	uint64_t depart_ns, deliver_ns; /* HOP */
 	uint32_t ser_ns;           /* HOP: its own serialization time */

@@ -767,9 +767,9 @@ run_gens(uint64_t now, uint64_t *next)
 /* ---- link schedules, routing, control messages ----------------------- */
 
 static void
-chan_state(uint16_t ch, bool up, uint64_t now)
+chan_state(uint16_t ch, bool up, uint64_t now, uint64_t due)
 {
-	struct lsf_truth r = {.type = LSF_T_LINK, .chan = ch, .t_ns = now, .up = up};
+	struct lsf_truth r = {.type = LSF_T_LINK, .chan = ch, .t_ns = now, .due_ns = due, .up = up};
 
 	if (G.fab->chans[ch].up == up)
 		return;
@@ -788,7 +788,7 @@ run_flaps(uint64_t now, uint64_t *next)
 		if (now >= fl->next_ns) {
 			fl->is_down = !fl->is_down;
 			for (int k = 0; k < fl->n_chan; k++)
-				chan_state(fl->chan[k], !fl->is_down, now);
+				chan_state(fl->chan[k], !fl->is_down, now, fl->next_ns);
 			fl->next_ns += fl->is_down ? fl->down_ns : fl->every_ns - fl->down_ns;
 			if (!fl->is_down && fl->count && --fl->count == 0)
 				fl->active = false;
@@ -850,7 +850,7 @@ apply_msg(struct lsf_msg *msg, uint64_t now)
 							  c->p.rate_bps - 1) / c->p.rate_bps;
 		}
 		if (msg->up >= 0)
-			chan_state(msg->chan, msg->up != 0, now);
+			chan_state(msg->chan, msg->up != 0, now, 0);
 		break;
 	case LSF_MSG_FLAP:
 		rc = -ENOSPC;

@@ -329,11 +329,18 @@ def main():
         c.check(loaded >= 30000 and others < 5000,
                 "during the load phase, queues built on the loaded link only: %d bytes there, at most %d elsewhere"
                 % (loaded, others))
+        # The schedule is exact (the instants it calls for, "due"); when the
+        # emulator applied each edge ("t") trails it by however long a busy
+        # CI host held up the poll loop (11 ms seen once), so that gets a
+        # looser bound than the schedule itself.
         fl = [x for x in recs if x["type"] == "link" and x["link"] == "leaf2-spine1" and x["dir"] == "ab"]
-        gaps = [(fl[i + 1]["t"] - fl[i]["t"]) / 1e6 for i in range(len(fl) - 1)]
-        c.check([x["up"] for x in fl] == [False, True, False, True] and fl[0]["t"] >= t_flap and
-                all(abs(g - w) < 5 for g, w in zip(gaps, [100, 200, 100])),
-                "flap: down 100 ms every 300 ms, twice: %s ms apart" % [round(g, 1) for g in gaps])
+        due = [x.get("due", 0) for x in fl]
+        gaps = [(due[i + 1] - due[i]) / 1e6 for i in range(len(due) - 1)]
+        late = [(x["t"] - d) / 1e6 for x, d in zip(fl, due)]
+        c.check([x["up"] for x in fl] == [False, True, False, True] and due[0] >= t_flap and
+                gaps == [100, 200, 100] and all(0 <= x < 50 for x in late),
+                "flap: down 100 ms every 300 ms, twice: due %s ms apart, applied %s ms late"
+                % (gaps, [round(x, 2) for x in late]))
         # A probe's recorded hops follow the route the emulator computes for it.
         h = next(x for x in hops if x["probe"]["src"] == "10.1.0.1" and x["probe"]["dst"] == "10.2.0.1"
                  and not x["probe"]["reflected"] and x["t"] > t_up)
