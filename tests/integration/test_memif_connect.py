@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""Integration: a memif client that is turned away at start-up connects later.
+
+A memif server whose device is probed but not yet started answers a client
+with "ID not found", and DPDK's memif PMD never retries: without help the
+link stays down for good. Appliances wired back to back start in any
+order, so this happened in the lab (a four-node mesh, once in 27 runs
+with a busy CPU). Here the window is held open on purpose: dpdk-testpmd
+probes a memif server and starts it only when told to (--disable-device-
+start). lockstepd, as its client, is turned away first; once testpmd starts
+the port, lockstepd's fresh starts must bring the link up, say so in its
+log, and carry probes (testpmd forwards them back with macswap, so the
+replies are lockstepd's own probes and do not match: we only count frames).
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import lslab  # noqa: E402
+
+LOCKSTEPD = os.path.join(lslab.BUILD, "app", "lockstepd", "lockstepd")
+
+
+def main():
+    c = lslab.Checks("memif-connect")
+    if os.geteuid() != 0:
+        print("SKIP: needs root")
+        sys.exit(77)
+    testpmd = shutil.which("dpdk-testpmd")
+    if testpmd is None:
+        print("SKIP: no dpdk-testpmd (Debian package dpdk)")
+        sys.exit(77)
+    tmp = tempfile.mkdtemp(prefix="ls-memif-")
+    msock = os.path.join(tmp, "m.sock")
+    cfgp = os.path.join(tmp, "c.json")
+    sock = os.path.join(tmp, "c.sock")
+    with open(cfgp, "w") as f:
+        json.dump({
+            "node": {"name": "c", "id": 2},
+            "ports": [{"name": "l1",
+                       "dev": "net_memif7,role=client,id=0,socket=%s,socket-abstract=no" % msock,
+                       "mac": "02:00:00:00:02:01", "ipv4": "10.1.2.2/24"}],
+            "peers": [{"name": "s", "addr": "10.1.2.1"}],
+            "probe": {"interval_us": 100000, "paths": 1},
+            "control": {"socket": sock},
+            "idle": {"backoff": True},
+        }, f)
+    tag = "lsmc%d" % os.getpid()
+    tp_log = open(os.path.join(tmp, "testpmd.log"), "w")
+    tp = subprocess.Popen([testpmd, "-l", "0-1", "--no-huge", "-m", "256", "--no-pci",
+                           "--file-prefix", tag + "tp",
+                           "--vdev", "net_memif0,role=server,id=0,socket=%s,socket-abstract=no" % msock,
+                           "--", "-i", "--disable-device-start", "--total-num-mbufs=4096",
+                           "--forward-mode=macswap"],
+                          stdin=subprocess.PIPE, stdout=tp_log, stderr=subprocess.STDOUT, text=True)
+    d = None
+    log_path = os.path.join(tmp, "c.log")
+    try:
+        c.check(lslab.wait_until(lambda: os.path.exists(msock), 20),
+                "testpmd probed its memif server (socket there, device not started)")
+        d = subprocess.Popen([LOCKSTEPD, "--no-pci", "--no-huge", "-m", "256", "--lcores", "0@(0,1)",
+                              "--file-prefix", tag, "--", "--config", cfgp],
+                             stdout=open(log_path, "w"), stderr=subprocess.STDOUT)
+
+        def log():
+            with open(log_path) as f:
+                return f.read()
+
+        c.check(lslab.wait_until(lambda: "connecting again" in log(), 15),
+                "lockstepd was turned away and starts its port afresh")
+        t0 = time.time()
+        tp.stdin.write("port start all\nstart\n")
+        tp.stdin.flush()
+        c.check(lslab.wait_until(lambda: os.path.exists(sock), 20),
+                "lockstepd finished starting (%.1f s after the server started)" % (time.time() - t0))
+
+        def link_up():
+            try:
+                return all(p["link_up"] for p in lslab.call(sock, "status")["ports"])
+            except (OSError, lslab.CtlError):
+                return False
+
+        c.check(lslab.wait_until(link_up, 10), "its memif link is up")
+        time.sleep(1.0)
+        st = lslab.call(sock, "status")
+        c.check(st["ports"][0]["rx_pkts"] > 0,
+                "frames cross the link (lockstepd's port received %d)" % st["ports"][0]["rx_pkts"])
+        c.check("carrying on without it" not in log(), "no port was given up on")
+    finally:
+        if d is not None:
+            d.terminate()
+            d.wait(timeout=20)
+        try:
+            tp.stdin.write("quit\n")
+            tp.stdin.flush()
+        except (BrokenPipeError, ValueError):
+            pass
+        try:
+            tp.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            tp.kill()
+            tp.wait()
+        subprocess.run(["rm", "-rf", "/var/run/dpdk/" + tag, "/var/run/dpdk/" + tag + "tp"], check=False)
+    c.finish()
+
+
+if __name__ == "__main__":
+    main()
