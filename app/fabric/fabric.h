@@ -36,8 +36,12 @@ extern int lsf_logtype;
 #define LSF_MAX_GENS 64
 #define LSF_MAX_FLAPS 64
 #define LSF_RX_SLOW_NS 1000     /* see rx_hosts */
-#define LSF_TX_AT_MAX_NS 10000000ULL /* --tx-trailer: an instant further than 10 ms
-				      * from the poll is not believed (rx_hosts) */
+/* --tx-trailer (tx_at): an instant more than 10 ms after the poll, or more
+ * than 1 s before it, is not believed. Ahead, no host asks for more than
+ * its clock.tx_lead_ns (at most 1 ms); behind, a poll loop held up by a
+ * busy host has been seen 11 ms late, and such a frame is late, not false. */
+#define LSF_TX_AT_AHEAD_NS 10000000ULL
+#define LSF_TX_AT_BEHIND_NS 1000000000ULL
 #define LSF_WIRE_OVERHEAD 24   /* FCS 4 + preamble/SFD 8 + inter-frame gap 12 */
 
 /* Per-switch and global counters (lcore-written). */
@@ -62,7 +66,7 @@ struct lsf_stats {
 				    * frames entered at the burst's end (rx_hosts) */
 	uint64_t tx_at;            /* --tx-trailer: frames sent at their trailer's instant */
 	uint64_t tx_at_late;       /* ... that reached us after it: sent when polled */
-	uint64_t tx_at_bad;        /* ... whose instant was over LSF_TX_AT_MAX_NS away */
+	uint64_t tx_at_bad;        /* ... whose instant was not believed (LSF_TX_AT_*) */
 } __rte_cache_aligned;
 
 /* Background traffic generator. */

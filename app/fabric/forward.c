@@ -948,8 +948,9 @@ light_info(const struct rte_mbuf *m, struct ls_pkt_info *pi)
  * one. A frame that reached us after its instant (the sender's lead was
  * shorter than its own delay plus our poll gap) goes in at t_rx, as a NIC
  * sends a late frame at once: its stamp is then early by the difference,
- * and counted. An instant beyond LSF_TX_AT_MAX_NS either way is not
- * believed (a host's clock map gone wrong, or a forged trailer).
+ * and counted. An instant beyond LSF_TX_AT_AHEAD_NS ahead or
+ * LSF_TX_AT_BEHIND_NS behind is not believed (a host's clock map gone
+ * wrong, or a forged trailer).
  */
 static inline uint64_t
 tx_at(struct rte_mbuf *m, uint64_t t_rx)
@@ -961,14 +962,14 @@ tx_at(struct rte_mbuf *m, uint64_t t_rx)
 		return t_rx;
 	rte_pktmbuf_trim(m, LS_RX_TRAILER_LEN);
 	if (at >= t_rx) {
-		if (unlikely(at - t_rx > LSF_TX_AT_MAX_NS)) {
+		if (unlikely(at - t_rx > LSF_TX_AT_AHEAD_NS)) {
 			G.st.tx_at_bad++;
 			return t_rx;
 		}
 		G.st.tx_at++;
 		return at;
 	}
-	if (unlikely(t_rx - at > LSF_TX_AT_MAX_NS))
+	if (unlikely(t_rx - at > LSF_TX_AT_BEHIND_NS))
 		G.st.tx_at_bad++;
 	else
 		G.st.tx_at_late++;

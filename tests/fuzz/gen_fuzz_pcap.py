@@ -309,7 +309,7 @@ GENERATORS = [(gen_valid, 25), (gen_mutated, 35), (gen_garbage, 15), (gen_neigh,
 def gen_forged_sendtime(rnd):
     """A valid probe with a send-time trailer (lockstep-fabric --tx-trailer)
     whose instant no host could mean: 0, the largest, or random 64 bits
-    (the lab timeline is ~1.7e18 ns; 10 ms either side is believed)."""
+    (the lab timeline is ~1.7e18 ns; 10 ms ahead and 1 s behind are believed)."""
     at = rnd.choice([0, (1 << 64) - 1, rnd.getrandbits(64)])
     return gen_valid(rnd)[:1500] + struct.pack(">Q", at) + b"LSTX"
 
