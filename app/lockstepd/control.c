@@ -397,6 +397,19 @@ rx_stamps_json(void)
 			 "trailer_missing", (json_int_t)tm, "trailer_rejected", (json_int_t)trj);
 }
 
+/* Replies that arrived with their send-time trailer still on, over all
+ * lcores. */
+static uint64_t
+trailers_unsent(void)
+{
+	uint64_t n = 0;
+	unsigned int l;
+
+	RTE_LCORE_FOREACH(l)
+		n += __atomic_load_n(&g.lcores[l].st.tx_trailer_unsent, __ATOMIC_RELAXED);
+	return n;
+}
+
 /* Frames sent at their stamp (clock.tx_sched on the NIC, clock.tx_trailer
  * in the lab), over all lcores. */
 static json_t *
@@ -410,11 +423,12 @@ tx_stamps_json(void)
 		tan += __atomic_load_n(&g.lcores[l].st.tx_at_no_room, __ATOMIC_RELAXED);
 		tnf += __atomic_load_n(&g.lcores[l].clock.tx_sched_nofit, __ATOMIC_RELAXED);
 	}
-	return json_pack("{s:s, s:i, s:I, s:I, s:I}",
+	return json_pack("{s:s, s:i, s:I, s:I, s:I, s:I}",
 			 "mode", g.cfg.clock.tx_sched ? "nic" :
 				 g.cfg.clock.tx_trailer ? "trailer" : "software",
 			 "lead_ns", (int)g.cfg.clock.tx_lead_ns, "scheduled", (json_int_t)ta,
-			 "no_room", (json_int_t)tan, "unfitted", (json_int_t)tnf);
+			 "no_room", (json_int_t)tan, "unfitted", (json_int_t)tnf,
+			 "unsent_seen", (json_int_t)trailers_unsent());
 }
 
 static json_t *
@@ -1063,6 +1077,7 @@ ctl_thread(void *arg __rte_unused)
 {
 	uint64_t hz = rte_get_tsc_hz();
 	uint64_t next_collect = 0, next_cal = rte_rdtsc() + hz;
+	bool warned_unsent = false;
 
 	/* Config peers go in from here, once the lcores are polling their rings. */
 	if (ls_control_add_config_peers() < 0) {
@@ -1087,6 +1102,13 @@ ctl_thread(void *arg __rte_unused)
 			ls_tsc_cal_update(&g.cal);
 			ls_clock_nic_update(&g.cal);
 			next_cal = now + hz;
+			if (!warned_unsent && trailers_unsent() > 0) {
+				warned_unsent = true;
+				LS_LOG(WARNING, "replies arrive with a send-time trailer still on: "
+				       "nothing sends frames at their stamp, so T1/T3 are a "
+				       "lead early (a lab emulator without --tx-trailer?); "
+				       "status clock.tx_stamps.unsent_seen counts them");
+			}
 		}
 	}
 	return 0;

@@ -103,6 +103,8 @@ struct ls_lcore_stats {
 	uint64_t tx_at;            /* frames sent to leave at their stamp (clock.tx_sched,
 				    * clock.tx_trailer) */
 	uint64_t tx_at_no_room;    /* tx_trailer: no tailroom for the trailer, sent without */
+	uint64_t tx_trailer_unsent; /* replies still carrying the peer's send-time trailer:
+				     * nobody sent them at their instant */
 } __rte_cache_aligned;
 
 /* A local port as the daemon uses it. */

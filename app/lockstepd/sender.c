@@ -436,6 +436,16 @@ ls_sender_on_reply(struct ls_lcore *lc, struct ls_port *p __rte_unused,
 		goto out;
 	}
 	ls_stamp_decode_reflector(payload, pi->payload_len, &r);
+	/* A send-time trailer still after the reply: nothing between the peer
+	 * and us sent it at its instant (clock.tx_trailer behind a lab
+	 * emulator without --tx-trailer), so the peer's T3, and our T1 most
+	 * likely, are a lead early. Counted for status, which warns once. */
+	if (unlikely(m->data_len >= pi->payload_off + pi->payload_len + LS_RX_TRAILER_LEN)) {
+		uint64_t at;
+
+		if (ls_tx_trailer_get(rte_pktmbuf_mtod(m, const uint8_t *), m->data_len, &at) == 0)
+			lc->st.tx_trailer_unsent++;
+	}
 	pp = &peer->path[path];
 	samples[LS_PM_RTT] = ((int64_t)rx_ns - (int64_t)r.sender_ts_ns) -
 			     ((int64_t)r.tx_ns - (int64_t)r.rx_ns);

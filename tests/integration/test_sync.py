@@ -27,6 +27,12 @@ stamp from the trailer (none missing; at most 0.5% refused as stale, when
 a descheduled lcore polled them over 10 ms late), and the delay floors must
 sit within a few microseconds of the configured delays.
 
+With "unsent" (meson test sync-fabric-unsent) the daemons stamp a lead
+ahead and append send-time trailers but the emulator runs without
+--tx-trailer (a lab misconfigured): nobody sends the frames at their
+instant, and every node must notice (status clock.tx_stamps.unsent_seen,
+and one warning in its log) rather than report delays a lead off in silence.
+
 With "trailer sendtime" (meson test sync-fabric-sendtime) the emulator also
 plays NICs that send on a timestamp (lab.sh --tx-trailer,
 clock.tx_trailer): every node must send its probes and replies with a
@@ -179,7 +185,45 @@ def check_points(c, lab):
         c.check(want in got, "sync.points %s: %s" % (json.dumps(args), got))
 
 
+def unsent():
+    """clock.tx_trailer everywhere, an emulator without --tx-trailer."""
+    c = lslab.Checks("sync-unsent")
+    if os.geteuid() != 0:
+        print("SKIP: needs root")
+        sys.exit(77)
+    n = len(TOPO["hosts"])
+    tmp = tempfile.mkdtemp(prefix="ls-sync-")
+    topo_file, extra_file = os.path.join(tmp, "topo.json"), os.path.join(tmp, "extra.json")
+    json.dump(TOPO, open(topo_file, "w"))
+    extra = json.loads(json.dumps(EXTRA))
+    for h in CLOCKS:
+        extra[h]["clock"]["tx_trailer"] = True
+    json.dump(extra, open(extra_file, "w"))
+    with lslab.FabricLab(topo_file, "unsent", ["--link", "memif", "--extra", extra_file]) as lab:
+        def seen():
+            try:
+                return all(lslab.call(lab.sock(i), "status")["clock"]["tx_stamps"]["unsent_seen"] > 0
+                           for i in range(1, n + 1))
+            except (OSError, lslab.CtlError):
+                return False
+        c.check(lslab.wait_until(seen, 20), "every node counts replies that still carry a send-time "
+                "trailer: %s" % [lslab.call(lab.sock(i), "status")["clock"]["tx_stamps"]["unsent_seen"]
+                                 for i in range(1, n + 1)])
+        c.check(lslab.wait_until(lambda: all("send-time trailer still on" in lab.log(i)
+                                             for i in range(1, n + 1)), 5),
+                "and each says so once in its log")
+        fc = lslab.call(lab.fab, "status")["counters"]
+        c.check(fc["tx_at"] + fc["tx_at_late"] + fc["tx_at_bad"] == 0,
+                "the emulator (no --tx-trailer) sent none at an instant (%d)" % fc["tx_at"])
+        c.check(all(lab.log(i).count("send-time trailer still on") == 1 for i in range(1, n + 1)),
+                "one warning per node, not one per frame")
+    c.finish()
+
+
 def main():
+    if "unsent" in sys.argv[1:]:
+        unsent()
+        return
     c = lslab.Checks("sync-sendtime" if SENDTIME else "sync-trailer" if TRAILER else "sync")
     if os.geteuid() != 0:
         print("SKIP: needs root")
@@ -309,6 +353,9 @@ def main():
                         for t in ts),
                     "every node sent its probes and replies with a send-time trailer: %s"
                     % [(t["scheduled"], t["no_room"]) for t in ts])
+            c.check(all(t["unsent_seen"] == 0 for t in ts),
+                    "no reply arrived with its trailer still on (the emulator took each off): %s"
+                    % [t["unsent_seen"] for t in ts])
             c.check(fc["tx_at"] > 1000 and fc["tx_at_bad"] == 0 and
                     fc["tx_at_late"] <= SENDTIME_LATE_MAX * fc["tx_at"],
                     "the emulator sent them at their instants: %d on time, %d late (at most "
