@@ -215,6 +215,15 @@ def main():
         # against the median of the paths that cross nothing.
         common = sorted(v for k, v in rise.items() if not cr[k])
         common = common[len(common) // 2]
+        # A path that does not cross the link may rise by noise alone: a
+        # scheduling stall in one of its windows moved one median up by
+        # +197 us over the others (a half-busy machine, 2026-11-25), while
+        # every crossing path rose by 524 us or more. So a path that does
+        # not cross may rise by up to 140 us, or by half the least a
+        # crossing path rose if that is more: load that leaked onto it
+        # would put it level with the crossing ones, noise does not.
+        lo_c = min((rise[k] - common for k in cr if cr[k]), default=0)
+        quiet_max = max(140, lo_c / 2)
         for k, crosses in sorted(cr.items()):
             if crosses:
                 # the bursts queue up to 1.2 ms; the median probe of a
@@ -227,13 +236,15 @@ def main():
                 # cross the link can only come out faster by the noise of its
                 # "before" median (-197 us, three buckets, in two runs on a
                 # busy machine on 2026-11-25).
-                c.check(rise[k] - common <= 140,
+                c.check(rise[k] - common <= quiet_max,
                         "n%d -> %s path %d does not cross it: RTT p50 %+.1f us (%+.1f over the "
-                        "others' median)" % (k[0], k[1], k[2], rise[k], rise[k] - common))
+                        "others' median, at most %.0f)" % (k[0], k[1], k[2], rise[k], rise[k] - common,
+                                                           quiet_max))
         lo = min(v for k, v in rise.items() if cr[k])
         hi = max(v for k, v in rise.items() if not cr[k])
-        c.check(lo > hi, "every crossing path rose more (min %+.1f us) than any other (max %+.1f us)"
-                % (lo, hi))
+        c.check(lo - common > 2 * max(hi - common, 0),
+                "every crossing path rose more (min %+.1f us) than twice any other (max %+.1f us), "
+                "both over the others' median (%+.1f us)" % (lo, hi, common))
 
         # 3b. Flaps, a slow receiver, routed background traffic between hosts.
         t_flap = lslab.call(lab.fab, "status")["now_ns"]  # load phase over
