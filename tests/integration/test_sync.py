@@ -185,20 +185,26 @@ def check_points(c, lab):
         c.check(want in got, "sync.points %s: %s" % (json.dumps(args), got))
 
 
-def unsent():
-    """clock.tx_trailer everywhere, an emulator without --tx-trailer."""
-    c = lslab.Checks("sync-unsent")
+def lab_files(name, extra):
+    """Checks named name (skip unless root), and TOPO and extra written to a
+    scratch directory: (checks, hosts, topology file, extra file)."""
+    c = lslab.Checks(name)
     if os.geteuid() != 0:
         print("SKIP: needs root")
         sys.exit(77)
-    n = len(TOPO["hosts"])
     tmp = tempfile.mkdtemp(prefix="ls-sync-")
     topo_file, extra_file = os.path.join(tmp, "topo.json"), os.path.join(tmp, "extra.json")
     json.dump(TOPO, open(topo_file, "w"))
+    json.dump(extra, open(extra_file, "w"))
+    return c, len(TOPO["hosts"]), topo_file, extra_file
+
+
+def unsent():
+    """clock.tx_trailer everywhere, an emulator without --tx-trailer."""
     extra = json.loads(json.dumps(EXTRA))
     for h in CLOCKS:
         extra[h]["clock"]["tx_trailer"] = True
-    json.dump(extra, open(extra_file, "w"))
+    c, n, topo_file, extra_file = lab_files("sync-unsent", extra)
     with lslab.FabricLab(topo_file, "unsent", ["--link", "memif", "--extra", extra_file]) as lab:
         def seen():
             try:
@@ -224,15 +230,8 @@ def main():
     if "unsent" in sys.argv[1:]:
         unsent()
         return
-    c = lslab.Checks("sync-sendtime" if SENDTIME else "sync-trailer" if TRAILER else "sync")
-    if os.geteuid() != 0:
-        print("SKIP: needs root")
-        sys.exit(77)
-    n = len(TOPO["hosts"])
-    tmp = tempfile.mkdtemp(prefix="ls-sync-")
-    topo_file, extra_file = os.path.join(tmp, "topo.json"), os.path.join(tmp, "extra.json")
-    json.dump(TOPO, open(topo_file, "w"))
-    json.dump(EXTRA, open(extra_file, "w"))
+    c, n, topo_file, extra_file = lab_files(
+        "sync-sendtime" if SENDTIME else "sync-trailer" if TRAILER else "sync", EXTRA)
     link = ["--link", "memif", "--rx-trailer"] if TRAILER else ["--link", "pcap"]
     if SENDTIME:
         link.append("--tx-trailer")
