@@ -1426,6 +1426,28 @@ elect(const struct ls_sync_node_conf *c, const struct ls_sync_nbr *nbrs, unsigne
 	return ref;
 }
 
+/*
+ * Synced to another reference, and no neighbour heard from within
+ * state_timeout: this node is cut off, not the last one standing. Taking
+ * the role alone would make fleet time its own clock, a jump of its whole
+ * offset (6 ms in the integration test's lab) under a bound of a few us
+ * that no longer holds the truth; holding over on the old reference's
+ * timeline keeps the readings right and the bound honest, widening with
+ * time (found by the integration test cutting a host's only link).
+ */
+static bool
+cut_off(const struct ls_sync_node_conf *c, const struct ls_sync_nbr *nbrs, unsigned int n,
+	uint64_t now, const struct ls_sync_state *s)
+{
+	if (!(s->flags & LS_SYNC_F_SYNCED) || (s->flags & LS_SYNC_F_REF) ||
+	    s->ref_id == c->self_id)
+		return false;
+	for (unsigned int j = 0; j < n; j++)
+		if (nbr_fresh(c, &nbrs[j], now))
+			return false;
+	return true;
+}
+
 static void
 become_reference(const struct ls_sync_node_conf *c, uint64_t now, struct ls_sync_state *s)
 {
@@ -1479,8 +1501,11 @@ ls_sync_node_update(const struct ls_sync_node_conf *c, const struct ls_sync_nbr 
 
 	ref = elect(c, nbrs, n, now, s);
 	if (ref != 0 && ref == c->self_id) {
-		become_reference(c, now, s);
-		return 0;
+		if (!cut_off(c, nbrs, n, now, s)) {
+			become_reference(c, now, s);
+			return 0;
+		}
+		ref = 0; /* hold over, below */
 	}
 
 	if (ref != 0 && ref_alive(s, c, ref, now) && n > 0)

@@ -18,7 +18,9 @@ every node over repeated readings; the reported bound contains the truth;
 the shared-memory reader (lsfleettime) agrees; synced one-way delays match
 the configured path delays in both directions, with the same host-stack
 constant forward and back (their difference is what sync error would show
-as); a restarted node rejoins and reconverges.
+as); a node cut off holds over and says so, its bound widening but
+holding the truth, and syncs again when its link is back; a restarted
+node rejoins and reconverges.
 
 With the argument "trailer" (meson test sync-fabric-trailer) the same runs
 over memif links with the emulator playing NICs with receive stamps
@@ -115,6 +117,42 @@ def measure(c, lab, n, rounds, what):
     c.check(inside >= 0.9 * total,
             "%s: the reported bound holds the truth in >= 90%% of readings (%d/%d)"
             % (what, inside, total))
+
+
+def holdover(c, lab, n):
+    """The last host's only link goes down: it holds over on its drift and
+    says so, its bound widens and still holds the truth, the others stay
+    synced; back up, it syncs again."""
+    def reading():
+        return errors(lab, n)[n]
+
+    def status(i):
+        return lslab.call(lab.sock(i), "sync")["state"]["status"]
+
+    _, rd, _, _ = reading()
+    w0 = rd["latest_ns"] - rd["earliest_ns"]
+    link = "h%d-%s" % (n, LEAF["h%d" % n])
+    lslab.call(lab.fab, "link.set", {"link": link, "up": False})
+    try:
+        t0 = time.time()
+        ok = lslab.wait_until(lambda: status(n) == "holdover", 10, step=0.1)
+        c.check(ok, "h%d cut off (%s down): it says holdover (%.1f s)" % (n, link, time.time() - t0))
+        time.sleep(2)
+        e, rd, st, truth = reading()
+        w1 = rd["latest_ns"] - rd["earliest_ns"]
+        c.check(st == "holdover" and w1 > w0 and rd["earliest_ns"] <= truth <= rd["latest_ns"],
+                "in holdover its bound widened (%.0f -> %.0f ns) and holds the truth (error %.0f ns)"
+                % (w0, w1, e))
+        c.check(abs(e) < ERR_BOUND_NS, "in holdover it stays within %d ns of the reference's clock "
+                "(%.0f ns)" % (ERR_BOUND_NS, e))
+        others = [status(i) for i in range(1, n)]
+        c.check(all(s in ("synced", "reference") for s in others),
+                "the others stay synced without it: %s" % others)
+    finally:
+        lslab.call(lab.fab, "link.set", {"link": link, "up": True})
+    t0 = time.time()
+    ok = lslab.wait_until(lambda: all_synced(lab, n), CONVERGE_S, step=0.25)
+    c.check(ok, "link back up: h%d synced again (%.1f s)" % (n, time.time() - t0))
 
 
 def expected_owd(a, b, frame_bytes):
@@ -366,6 +404,7 @@ def main():
                     "no frame carried a send-time trailer: %s, emulator %s"
                     % ([t["scheduled"] for t in ts], fc["tx_at"]))
 
+        holdover(c, lab, n)
         # A node that restarts rejoins and reconverges.
         subprocess.run([lslab.LAB, "restart-node", "--dir", lab.dir, "--node", "4",
                         "--fabric-core", "1", "--build", lslab.BUILD], check=True)

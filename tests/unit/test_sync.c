@@ -1879,6 +1879,45 @@ START_TEST(test_net_configured_reference)
 }
 END_TEST
 
+/*
+ * A node cut off from every neighbour (no announcements, no edges) for
+ * longer than ref_timeout holds over on its reference's timeline: it must
+ * not elect itself, which would make fleet time its own clock (a jump of
+ * its whole offset, under a narrow bound). Back in touch, it syncs again.
+ */
+START_TEST(test_net_cut_off)
+{
+	struct net w;
+	unsigned int x = 0, j, r; /* id 7 */
+	uint32_t ref;
+	double e;
+
+	net_init(&w, 6, ids6, 808);
+	net_mesh(&w);
+	net_run(&w, 50);
+	ck_assert(net_err(&w, 3) < 10);
+	ref = w.st[x].ref_id;
+	ck_assert_uint_eq(ref, 3);
+	for (j = 0; j < w.n; j++)
+		w.link[x][j] = w.link[j][x] = w.edge[x][j] = w.edge[j][x] = false;
+	/* 8 s: past state_timeout (3 s) and ref_timeout (5 s) */
+	for (r = 0; r < 80; r++) {
+		net_round(&w, 100 * MS);
+		ck_assert_uint_eq(w.st[x].flags, LS_SYNC_F_SYNCED | LS_SYNC_F_HOLDOVER);
+		ck_assert_uint_eq(w.st[x].ref_id, ref);
+	}
+	e = fabs(w.st[x].theta_ns - net_truth(&w, x, net_index(&w, 3)));
+	ck_assert_msg(e < 10, "cut-off holdover error %.3f ns after 8 s", e);
+	for (j = 1; j < w.n; j++)
+		ck_assert_uint_eq(w.st[j].flags & LS_SYNC_F_HOLDOVER, 0);
+	for (j = 0; j < w.n; j++)
+		w.link[x][j] = w.link[j][x] = w.edge[x][j] = w.edge[j][x] = j != x;
+	net_run(&w, 5);
+	ck_assert_uint_eq(w.st[x].flags, LS_SYNC_F_SYNCED);
+	ck_assert(net_err(&w, 3) < 10);
+}
+END_TEST
+
 START_TEST(test_net_holdover)
 {
 	struct net w;
@@ -2233,6 +2272,7 @@ sync_suite(void)
 	tcase_add_test(tc, test_net_reference_dies);
 	tcase_add_test(tc, test_net_configured_reference);
 	tcase_add_test(tc, test_net_holdover);
+	tcase_add_test(tc, test_net_cut_off);
 	tcase_add_test(tc, test_net_cluster);
 	suite_add_tcase(s, tc);
 
