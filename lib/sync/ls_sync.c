@@ -1448,10 +1448,33 @@ cut_off(const struct ls_sync_node_conf *c, const struct ls_sync_nbr *nbrs, unsig
 	return true;
 }
 
+/*
+ * Take or keep the reference role. Fleet time is the reference's mapping of
+ * its own clock, local - (theta + phi * (local - t0)). A node that takes
+ * the role while synced to another reference (the old one died, or a
+ * partition elected it) keeps the mapping it had, cluster share included:
+ * fleet time carries on along the old reference's timeline, at the rate it
+ * had, instead of stepping to this node's raw clock (a step of the whole
+ * offset between the two clocks, milliseconds in the lab, under bounds of a
+ * few us on both sides). A node that was not synced starts the timeline at
+ * its own clock. Either way the mapping is then fixed: theta moves along phi
+ * and nothing steers it, so the reference's readings are fleet time by
+ * definition (sigma 0).
+ */
 static void
 become_reference(const struct ls_sync_node_conf *c, uint64_t now, struct ls_sync_state *s)
 {
-	if (!(s->flags & LS_SYNC_F_REF) || s->ref_id != c->self_id) {
+	bool was_ref = (s->flags & LS_SYNC_F_REF) && s->ref_id == c->self_id;
+
+	if (was_ref || (s->flags & LS_SYNC_F_SYNCED)) {
+		s->theta_ns += s->phi * (double)ns_diff(now, s->t0);
+		if (!was_ref)
+			s->theta_ns += s->cluster_ns;
+	} else {
+		s->theta_ns = 0;
+		s->phi = 0;
+	}
+	if (!was_ref) {
 		/* Taking (or retaking, after a restart) the role: continue
 		 * above any ref_seq the mesh still repeats for us, or the
 		 * others would see our ref_seq "not rising" and call us dead. */
@@ -1469,8 +1492,6 @@ become_reference(const struct ls_sync_node_conf *c, uint64_t now, struct ls_sync
 	s->flags = LS_SYNC_F_SYNCED | LS_SYNC_F_REF;
 	s->t0 = now;
 	s->t_good = now;
-	s->theta_ns = 0;
-	s->phi = 0;
 	s->sigma_ns = 0;
 	s->phi_sigma = 0;
 	s->bound_sigma_ns = 0;

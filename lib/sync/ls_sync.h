@@ -574,8 +574,14 @@ void ls_sync_state_init(struct ls_sync_state *s, uint32_t node_id);
  *  - Reference: configured, else the lowest id among this node and the
  *    references announced by fresh neighbours (state_timeout_ns, a ref_seq
  *    that rose within ref_timeout_ns, hops < max_hops).
- *  - This node is the reference: theta = phi = 0, sigma 0, hops 0,
- *    ref_seq + 1, flags SYNCED|REF.
+ *  - This node is the reference: sigma 0, hops 0, ref_seq + 1, flags
+ *    SYNCED|REF, and its mapping fixed (theta moves along phi). Elected
+ *    unsynced, theta = phi = 0 (fleet time is its clock); taking the role
+ *    while SYNCED to another reference, it keeps its theta (plus
+ *    cluster_ns) and phi, so fleet time carries on along the old
+ *    reference's timeline instead of stepping to this node's clock.
+ *    A cut-off node (SYNCED, not the reference, no fresh neighbour) does
+ *    not take the role: it holds over.
  *  - Otherwise every fresh, SYNCED neighbour with the same reference and an
  *    edge gives a candidate theta_nbr(now') - o(now) and phi_nbr - drift,
  *    with sigma s = the edge's and the neighbour's together; weights 1/s^2,

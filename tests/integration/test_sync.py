@@ -19,7 +19,9 @@ the shared-memory reader (lsfleettime) agrees; synced one-way delays match
 the configured path delays in both directions, with the same host-stack
 constant forward and back (their difference is what sync error would show
 as); a node cut off holds over and says so, its bound widening but
-holding the truth, and syncs again when its link is back; a restarted
+holding the truth, and syncs again when its link is back; the reference
+cut off, the next lowest id takes over without stepping fleet time off
+its clock, and gives the role back when its link is back; a restarted
 node rejoins and reconverges.
 
 With the argument "trailer" (meson test sync-fabric-trailer) the same runs
@@ -153,6 +155,56 @@ def holdover(c, lab, n):
     t0 = time.time()
     ok = lslab.wait_until(lambda: all_synced(lab, n), CONVERGE_S, step=0.25)
     c.check(ok, "link back up: h%d synced again (%.1f s)" % (n, time.time() - t0))
+
+
+def failover(c, lab, n):
+    """The reference's only link goes down: once ref_timeout has passed, h2
+    (the next lowest id) takes the role and carries fleet time on along h1's
+    timeline instead of stepping to its own clock (milliseconds away). h1
+    is alive, only cut off, so its clock is still the truth. Back up, h1 is
+    the reference again for everyone."""
+    def state(i):
+        return lslab.call(lab.sock(i), "sync")["state"]
+
+    link = "h1-%s" % LEAF["h1"]
+    lslab.call(lab.fab, "link.set", {"link": link, "up": False})
+    try:
+        t0 = time.time()
+        worst = 0
+
+        def took_over():
+            nonlocal worst
+            for i, (e, _, _, _) in errors(lab, n).items():
+                if i > 1:
+                    worst = max(worst, abs(e))
+            return state(2)["status"] == "reference"
+
+        ok = lslab.wait_until(took_over, 15, step=0.25)
+        c.check(ok, "h1 cut off (%s down): h2 took the reference role (%.1f s)"
+                % (link, time.time() - t0))
+        for _ in range(8):
+            for i, (e, _, _, _) in errors(lab, n).items():
+                if i > 1:
+                    worst = max(worst, abs(e))
+            time.sleep(0.25)
+        st = [state(i) for i in range(2, n + 1)]
+        t = lslab.call(lab.sock(1), "clock")["tsc"]
+        gap = (lslab.call(lab.sock(2), "clock", {"tsc": t})["truth_at"]["local_ns"] -
+               lslab.call(lab.sock(1), "clock", {"tsc": t})["truth_at"]["local_ns"])
+        c.check(all(x["ref_id"] == 2 for x in st) and
+                all(x["status"] == "synced" for x in st[1:]),
+                "h2..h%d follow h2: %s" % (n, [(x["ref_id"], x["status"]) for x in st]))
+        c.check(worst < ERR_BOUND_NS,
+                "through the failover fleet time stayed within %d ns of h1's clock "
+                "(max %.0f ns; h2's own clock is %.0f us off it)"
+                % (ERR_BOUND_NS, worst, gap / 1e3))
+    finally:
+        lslab.call(lab.fab, "link.set", {"link": link, "up": True})
+    t0 = time.time()
+    ok = lslab.wait_until(lambda: all_synced(lab, n) and
+                          all(state(i)["ref_id"] == 1 for i in range(1, n + 1)),
+                          CONVERGE_S, step=0.25)
+    c.check(ok, "link back up: h1 is everyone's reference again (%.1f s)" % (time.time() - t0))
 
 
 def expected_owd(a, b, frame_bytes):
@@ -405,6 +457,7 @@ def main():
                     % ([t["scheduled"] for t in ts], fc["tx_at"]))
 
         holdover(c, lab, n)
+        failover(c, lab, n)
         # A node that restarts rejoins and reconverges.
         subprocess.run([lslab.LAB, "restart-node", "--dir", lab.dir, "--node", "4",
                         "--fabric-core", "1", "--build", lslab.BUILD], check=True)

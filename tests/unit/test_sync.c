@@ -1313,11 +1313,30 @@ net_index(const struct net *w, uint32_t id)
 	return 0;
 }
 
-/* True theta of node i (local - fleet) now, fleet = node ref's clock. */
+/*
+ * Fleet time now as node ref defines it: its clock through its own mapping.
+ * That is its raw clock unless it took the role from a dead reference and
+ * carries that one's timeline on (theta, phi not 0); a dead node's state is
+ * stale, so then its raw clock.
+ */
+static uint64_t
+net_fleet(const struct net *w, unsigned int ref)
+{
+	const struct ls_sync_state *s = &w->st[ref];
+	uint64_t local = clk_at(&w->k[ref], w->T);
+	struct ls_sync_reading rd;
+
+	if (w->dead[ref] || !(s->flags & LS_SYNC_F_REF))
+		return local;
+	ls_sync_fleet_read(s, &w->conf[ref], local, &rd);
+	return rd.fleet_ns;
+}
+
+/* True theta of node i (local - fleet) now, fleet as node ref defines it. */
 static double
 net_truth(const struct net *w, unsigned int i, unsigned int ref)
 {
-	return (double)(int64_t)(clk_at(&w->k[i], w->T) - clk_at(&w->k[ref], w->T));
+	return (double)(int64_t)(clk_at(&w->k[i], w->T) - net_fleet(w, ref));
 }
 
 /* Largest |theta - truth| over live nodes; all must be synced to ref_id. */
@@ -1326,12 +1345,14 @@ net_err(const struct net *w, uint32_t ref_id)
 {
 	unsigned int ref = net_index(w, ref_id), i;
 	double worst = 0;
+	/* fleet time runs (1 + r_ref)(1 - phi_ref) per true second */
+	double ref_phi = w->dead[ref] ? 0 : w->st[ref].phi;
+	uint64_t truth_fleet = net_fleet(w, ref);
 
 	for (i = 0; i < w->n; i++) {
 		const struct ls_sync_state *s = &w->st[i];
-		double tphi = 1 - (1 + w->k[ref].r) / (1 + w->k[i].r);
+		double tphi = 1 - (1 + w->k[ref].r) * (1 - ref_phi) / (1 + w->k[i].r);
 		struct ls_sync_reading rd;
-		uint64_t truth_fleet = clk_at(&w->k[ref], w->T);
 
 		if (w->dead[i])
 			continue;
@@ -1345,6 +1366,25 @@ net_err(const struct net *w, uint32_t ref_id)
 		ls_sync_fleet_read(s, &w->conf[i], clk_at(&w->k[i], w->T), &rd);
 		ck_assert(rd.earliest_ns <= truth_fleet && truth_fleet <= rd.latest_ns);
 		worst = fmax(worst, fabs((double)(int64_t)(rd.fleet_ns - truth_fleet)));
+	}
+	return worst;
+}
+
+/* Largest |reading - node tl's raw clock| over live synced nodes: how far
+ * fleet time has moved off the timeline tl started. */
+static double
+net_off_timeline(const struct net *w, unsigned int tl)
+{
+	uint64_t want = clk_at(&w->k[tl], w->T);
+	double worst = 0;
+
+	for (unsigned int i = 0; i < w->n; i++) {
+		struct ls_sync_reading rd;
+
+		if (w->dead[i] || !(w->st[i].flags & LS_SYNC_F_SYNCED))
+			continue;
+		ls_sync_fleet_read(&w->st[i], &w->conf[i], clk_at(&w->k[i], w->T), &rd);
+		worst = fmax(worst, fabs((double)(int64_t)(rd.fleet_ns - want)));
 	}
 	return worst;
 }
@@ -1762,11 +1802,18 @@ START_TEST(test_net_wrong_group)
 }
 END_TEST
 
+/*
+ * The reference dies: the others hold together for ref_timeout, then the
+ * next lowest id takes over and carries fleet time on along the dead one's
+ * timeline (no step: the readings never leave it by more than the
+ * estimates' error). It comes back and the lowest id wins again, now with
+ * its own clock, which the timeline still is.
+ */
 START_TEST(test_net_reference_dies)
 {
 	struct net w;
 	unsigned int r, i, dead = 1; /* ids6[1] == 3 */
-	double e;
+	double e, off = 0, prev = 0, step = 0, now_off;
 
 	net_init(&w, 6, ids6, 505);
 	net_mesh(&w);
@@ -1782,6 +1829,10 @@ START_TEST(test_net_reference_dies)
 				ck_assert_uint_eq(w.st[i].ref_id, 3);
 				ck_assert(!(w.st[i].flags & LS_SYNC_F_REF));
 			}
+		now_off = net_off_timeline(&w, dead);
+		step = fmax(step, fabs(now_off - prev));
+		prev = now_off;
+		off = fmax(off, now_off);
 	}
 	/* Then the next lowest (4) takes over; nobody else ever claims it. */
 	for (r = 0; r < 60; r++) {
@@ -1790,20 +1841,38 @@ START_TEST(test_net_reference_dies)
 			if (!w.dead[i] && (w.st[i].flags & LS_SYNC_F_REF))
 				ck_assert_msg(w.id[i] == 4, "node %u claims the reference",
 					      w.id[i]);
+		now_off = net_off_timeline(&w, dead);
+		step = fmax(step, fabs(now_off - prev));
+		prev = now_off;
+		off = fmax(off, now_off);
 	}
 	e = net_err(&w, 4);
-	printf("after the reference died: worst error %.3f ns\n", e);
+	printf("after the reference died: worst error %.3f ns; fleet time within %.0f ns of "
+	       "the dead reference's timeline (4's clock is %.0f ns off it), largest "
+	       "change in a round %.0f ns\n",
+	       e, off, net_truth(&w, net_index(&w, 4), dead), step);
 	ck_assert(e < 10);
 	ck_assert(w.st[net_index(&w, 4)].flags & LS_SYNC_F_REF);
+	/* 10 s without the reference: only its drift estimate's error adds up */
+	ck_assert_msg(off < 50, "fleet time %.1f ns off the old timeline", off);
+	ck_assert_msg(step < 5, "fleet time stepped %.1f ns in a round", step);
 
 	/* It comes back, counting ref_seq from 1 again: the mesh takes that for
 	 * a restart (not a dead reference's stale value) and the lowest id wins
 	 * again. */
 	ls_sync_state_init(&w.st[dead], 3);
 	w.dead[dead] = false;
-	net_run(&w, 30);
+	for (r = 0; r < 30; r++) {
+		net_round(&w, 100 * MS);
+		now_off = net_off_timeline(&w, dead);
+		step = fmax(step, fabs(now_off - prev));
+		prev = now_off;
+		off = fmax(off, now_off);
+	}
 	e = net_err(&w, 3);
 	ck_assert(e < 10);
+	ck_assert_msg(off < 50, "fleet time %.1f ns off the old timeline", off);
+	ck_assert_msg(step < 50, "fleet time stepped %.1f ns when 3 came back", step);
 }
 END_TEST
 
