@@ -1389,6 +1389,22 @@ net_off_timeline(const struct net *w, unsigned int tl)
 	return worst;
 }
 
+/* Watches fleet time against node tl's raw clock round by round: the
+ * largest distance from it, and the largest change between rounds (a step). */
+struct timeline_watch {
+	double off, step, prev;
+};
+
+static void
+timeline_watch(struct timeline_watch *tw, const struct net *w, unsigned int tl)
+{
+	double now = net_off_timeline(w, tl);
+
+	tw->step = fmax(tw->step, fabs(now - tw->prev));
+	tw->prev = now;
+	tw->off = fmax(tw->off, now);
+}
+
 static void
 net_run(struct net *w, unsigned int rounds)
 {
@@ -1805,15 +1821,16 @@ END_TEST
 /*
  * The reference dies: the others hold together for ref_timeout, then the
  * next lowest id takes over and carries fleet time on along the dead one's
- * timeline (no step: the readings never leave it by more than the
- * estimates' error). It comes back and the lowest id wins again, now with
- * its own clock, which the timeline still is.
+ * timeline: no step, the readings leave it only by what the drift
+ * estimates' error adds up to. It comes back and the lowest id wins again
+ * with its own clock, which the timeline still is to within that error.
  */
 START_TEST(test_net_reference_dies)
 {
 	struct net w;
 	unsigned int r, i, dead = 1; /* ids6[1] == 3 */
-	double e, off = 0, prev = 0, step = 0, now_off;
+	struct timeline_watch tw = {0};
+	double e;
 
 	net_init(&w, 6, ids6, 505);
 	net_mesh(&w);
@@ -1829,10 +1846,7 @@ START_TEST(test_net_reference_dies)
 				ck_assert_uint_eq(w.st[i].ref_id, 3);
 				ck_assert(!(w.st[i].flags & LS_SYNC_F_REF));
 			}
-		now_off = net_off_timeline(&w, dead);
-		step = fmax(step, fabs(now_off - prev));
-		prev = now_off;
-		off = fmax(off, now_off);
+		timeline_watch(&tw, &w, dead);
 	}
 	/* Then the next lowest (4) takes over; nobody else ever claims it. */
 	for (r = 0; r < 60; r++) {
@@ -1841,21 +1855,18 @@ START_TEST(test_net_reference_dies)
 			if (!w.dead[i] && (w.st[i].flags & LS_SYNC_F_REF))
 				ck_assert_msg(w.id[i] == 4, "node %u claims the reference",
 					      w.id[i]);
-		now_off = net_off_timeline(&w, dead);
-		step = fmax(step, fabs(now_off - prev));
-		prev = now_off;
-		off = fmax(off, now_off);
+		timeline_watch(&tw, &w, dead);
 	}
 	e = net_err(&w, 4);
 	printf("after the reference died: worst error %.3f ns; fleet time within %.0f ns of "
 	       "the dead reference's timeline (4's clock is %.0f ns off it), largest "
 	       "change in a round %.0f ns\n",
-	       e, off, net_truth(&w, net_index(&w, 4), dead), step);
+	       e, tw.off, net_truth(&w, net_index(&w, 4), dead), tw.step);
 	ck_assert(e < 10);
 	ck_assert(w.st[net_index(&w, 4)].flags & LS_SYNC_F_REF);
 	/* 10 s without the reference: only its drift estimate's error adds up */
-	ck_assert_msg(off < 50, "fleet time %.1f ns off the old timeline", off);
-	ck_assert_msg(step < 5, "fleet time stepped %.1f ns in a round", step);
+	ck_assert_msg(tw.off < 50, "fleet time %.1f ns off the old timeline", tw.off);
+	ck_assert_msg(tw.step < 5, "fleet time stepped %.1f ns in a round", tw.step);
 
 	/* It comes back, counting ref_seq from 1 again: the mesh takes that for
 	 * a restart (not a dead reference's stale value) and the lowest id wins
@@ -1864,15 +1875,12 @@ START_TEST(test_net_reference_dies)
 	w.dead[dead] = false;
 	for (r = 0; r < 30; r++) {
 		net_round(&w, 100 * MS);
-		now_off = net_off_timeline(&w, dead);
-		step = fmax(step, fabs(now_off - prev));
-		prev = now_off;
-		off = fmax(off, now_off);
+		timeline_watch(&tw, &w, dead);
 	}
 	e = net_err(&w, 3);
 	ck_assert(e < 10);
-	ck_assert_msg(off < 50, "fleet time %.1f ns off the old timeline", off);
-	ck_assert_msg(step < 50, "fleet time stepped %.1f ns when 3 came back", step);
+	ck_assert_msg(tw.off < 50, "fleet time %.1f ns off the old timeline", tw.off);
+	ck_assert_msg(tw.step < 50, "fleet time stepped %.1f ns when 3 came back", tw.step);
 }
 END_TEST
 
