@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "ls_clock.h"
+#include "ls_test.h"
 
 #define T_NS_PER_S 1000000000ULL
 #define HOUR_NS (3600ULL * T_NS_PER_S)
@@ -488,14 +489,4 @@ clock_suite(void)
 	return s;
 }
 
-int
-main(void)
-{
-	SRunner *sr = srunner_create(clock_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+LS_TEST_MAIN(clock_suite)

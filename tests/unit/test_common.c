@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "ls_common.h"
+#include "ls_test.h"
 
 START_TEST(test_addr_parse)
 {
@@ -200,14 +201,4 @@ common_suite(void)
 	return s;
 }
 
-int
-main(void)
-{
-	SRunner *sr = srunner_create(common_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+LS_TEST_MAIN(common_suite)

@@ -20,8 +20,7 @@
 #include <unistd.h>
 
 #include "ls_config.h"
-
-static char tmpdir[256];
+#include "ls_test.h"
 
 /* A valid minimal base: one node, one IPv4 port. */
 #define NODE "'node': {'name': 'n1', 'id': 7}"
@@ -32,26 +31,11 @@ static char tmpdir[256];
 #define ONE_PORT(extra) \
 	"{" NODE ", 'ports': [{'name': 'p0', 'dev': 'x', 'ipv4': '10.0.0.1/24', " extra "}]}"
 
-/* Write text (single quotes turned to double) to DIR/name; returns the path. */
-static const char *
-write_file(const char *name, const char *text, char *path, size_t len)
-{
-	FILE *f;
-
-	snprintf(path, len, "%s/%s", tmpdir, name);
-	f = fopen(path, "w");
-	ck_assert_ptr_nonnull(f);
-	for (const char *p = text; *p != '\0'; p++)
-		fputc(*p == '\'' ? '"' : *p, f);
-	fclose(f);
-	return path;
-}
-
 static int
 load_text(const char *text, struct ls_config *cfg, char *err, size_t errlen,
 	  char *path, size_t plen)
 {
-	write_file("t.json", text, path, plen);
+	ls_test_write_json("t.json", text, path, plen);
 	return ls_config_load(path, cfg, err, errlen);
 }
 
@@ -349,7 +333,7 @@ START_TEST(test_empty_file)
 	ck_assert_msg(strncmp(err, want, strlen(want)) == 0, "got \"%s\"", err);
 
 	/* a directory is not a config file */
-	ck_assert_int_eq(ls_config_load(tmpdir, &cfg, err, sizeof(err)), -EISDIR);
+	ck_assert_int_eq(ls_config_load(ls_test_tmpdir, &cfg, err, sizeof(err)), -EISDIR);
 
 	/* valid JSON, wrong shape */
 	EXACT("[1, 2]", "expected an object at the top level, got array");
@@ -363,7 +347,7 @@ START_TEST(test_missing_file)
 	struct ls_config cfg;
 	int rc;
 
-	snprintf(path, sizeof(path), "%s/does-not-exist.json", tmpdir);
+	snprintf(path, sizeof(path), "%s/does-not-exist.json", ls_test_tmpdir);
 	memset(&cfg, 0x5a, sizeof(cfg));
 	rc = ls_config_load(path, &cfg, err, sizeof(err));
 	ck_assert_int_eq(rc, -ENOENT);
@@ -857,43 +841,4 @@ config_suite(void)
 	return s;
 }
 
-/* Remove the files the tests wrote, then the directory. */
-static void
-cleanup_tmpdir(void)
-{
-	char path[512];
-	struct dirent *de;
-	DIR *d = opendir(tmpdir);
-
-	if (d == NULL)
-		return;
-	while ((de = readdir(d)) != NULL) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", tmpdir, de->d_name);
-		unlink(path);
-	}
-	closedir(d);
-	rmdir(tmpdir);
-}
-
-int
-main(void)
-{
-	const char *base = getenv("TMPDIR");
-	SRunner *sr;
-	int failed;
-
-	snprintf(tmpdir, sizeof(tmpdir), "%s/test_config.XXXXXX",
-		 base != NULL ? base : "/tmp");
-	if (mkdtemp(tmpdir) == NULL) {
-		perror("mkdtemp");
-		return EXIT_FAILURE;
-	}
-	sr = srunner_create(config_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	cleanup_tmpdir();
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+LS_TEST_MAIN_TMPDIR(config_suite, "test_config")

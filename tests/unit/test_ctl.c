@@ -34,6 +34,7 @@
 #include <jansson.h>
 
 #include "ls_ctl.h"
+#include "ls_test.h"
 
 #define TMO 5000 /* ms: generous, a passing test never waits this long */
 
@@ -983,14 +984,4 @@ ctl_suite(void)
 	return s;
 }
 
-int
-main(void)
-{
-	SRunner *sr = srunner_create(ctl_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+LS_TEST_MAIN(ctl_suite)

@@ -20,10 +20,10 @@
 #include <unistd.h>
 
 #include "ls_fabric.h"
+#include "ls_test.h"
 
 #define ERR_LEN 512
 
-static char tmpdir[256];
 
 /* -------------------------------------------------------------------------
  * Helpers
@@ -1220,33 +1220,19 @@ END_TEST
  * Files
  */
 
-static const char *
-write_file(const char *name, const char *text, char *path, size_t len)
-{
-	FILE *fp;
-
-	snprintf(path, len, "%s/%s", tmpdir, name);
-	fp = fopen(path, "w");
-	ck_assert_ptr_nonnull(fp);
-	for (const char *p = text; *p != '\0'; p++)
-		fputc(*p == '\'' ? '"' : *p, fp);
-	fclose(fp);
-	return path;
-}
-
 START_TEST(test_load_files)
 {
 	char path[512], err[ERR_LEN], want[700];
 	struct ls_fabric *f = NULL;
 	int rc;
 
-	write_file("good.json", "{" BASE "}", path, sizeof(path));
+	ls_test_write_json("good.json", "{" BASE "}", path, sizeof(path));
 	rc = ls_fab_load(path, &f, err, sizeof(err));
 	ck_assert_msg(rc == 0, "%s", err);
 	ck_assert_str_eq(f->file, path);
 	ls_fab_free(f);
 
-	write_file("syntax.json", "{\n  'switches': [\n    {'name': 'a',}\n  ]\n}\n", path,
+	ls_test_write_json("syntax.json", "{\n  'switches': [\n    {'name': 'a',}\n  ]\n}\n", path,
 		   sizeof(path));
 	rc = ls_fab_load(path, &f, err, sizeof(err));
 	ck_assert_int_eq(rc, -EINVAL);
@@ -1254,22 +1240,22 @@ START_TEST(test_load_files)
 	snprintf(want, sizeof(want), "%s: line 3 column ", path);
 	ck_assert_msg(strncmp(err, want, strlen(want)) == 0, "\"%s\"", err);
 
-	write_file("dup.json", "{'hosts': [], 'hosts': []}", path, sizeof(path));
+	ls_test_write_json("dup.json", "{'hosts': [], 'hosts': []}", path, sizeof(path));
 	ck_assert_int_eq(ls_fab_load(path, &f, err, sizeof(err)), -EINVAL);
 	ck_assert_msg(strstr(err, "duplicate") != NULL, "\"%s\"", err);
 
-	write_file("empty.json", "", path, sizeof(path));
+	ls_test_write_json("empty.json", "", path, sizeof(path));
 	ck_assert_int_eq(ls_fab_load(path, &f, err, sizeof(err)), -EINVAL);
 	ck_assert_msg(strstr(err, "empty file") != NULL, "\"%s\"", err);
 
-	write_file("bad.json", "{" BASE ", 'x': 1}", path, sizeof(path));
+	ls_test_write_json("bad.json", "{" BASE ", 'x': 1}", path, sizeof(path));
 	ck_assert_int_eq(ls_fab_load(path, &f, err, sizeof(err)), -EINVAL);
 	snprintf(want, sizeof(want), "%s: x: unknown key", path);
 	ck_assert_str_eq(err, want);
 
-	snprintf(path, sizeof(path), "%s/missing.json", tmpdir);
+	snprintf(path, sizeof(path), "%s/missing.json", ls_test_tmpdir);
 	ck_assert_int_eq(ls_fab_load(path, &f, err, sizeof(err)), -ENOENT);
-	ck_assert_int_eq(ls_fab_load(tmpdir, &f, err, sizeof(err)), -EISDIR);
+	ck_assert_int_eq(ls_fab_load(ls_test_tmpdir, &f, err, sizeof(err)), -EISDIR);
 	unlink(path);
 }
 END_TEST
@@ -1368,42 +1354,4 @@ fabric_suite(void)
 	return s;
 }
 
-static void
-cleanup_tmpdir(void)
-{
-	char path[512];
-	struct dirent *de;
-	DIR *d = opendir(tmpdir);
-
-	if (d == NULL)
-		return;
-	while ((de = readdir(d)) != NULL) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", tmpdir, de->d_name);
-		unlink(path);
-	}
-	closedir(d);
-	rmdir(tmpdir);
-}
-
-int
-main(void)
-{
-	const char *base = getenv("TMPDIR");
-	SRunner *sr;
-	int failed;
-
-	snprintf(tmpdir, sizeof(tmpdir), "%s/test_fabric.XXXXXX",
-		 base != NULL ? base : "/tmp");
-	if (mkdtemp(tmpdir) == NULL) {
-		perror("mkdtemp");
-		return EXIT_FAILURE;
-	}
-	sr = srunner_create(fabric_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	cleanup_tmpdir();
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+LS_TEST_MAIN_TMPDIR(fabric_suite, "test_fabric")

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "ls_fleettime.h"
+#include "ls_test.h"
 
 #define BASE 1700000000000000000ULL
 
@@ -331,15 +332,4 @@ fleettime_suite(void)
 	return s;
 }
 
-int
-main(void)
-{
-	SRunner *sr;
-	int failed;
-
-	sr = srunner_create(fleettime_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+LS_TEST_MAIN(fleettime_suite)

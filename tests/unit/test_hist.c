@@ -17,33 +17,15 @@
 #include <string.h>
 
 #include "ls_hist.h"
+#include "ls_test.h"
 
 #define NSAMP 200000
 
-/* splitmix64: small, seedable, good enough to shape test distributions. */
-static uint64_t rng_state;
-
-static uint64_t
-rng_next(void)
-{
-	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-/* Uniform in (0, 1): never 0, so log() is safe. */
-static double
-rng_unit(void)
-{
-	return ((double)(rng_next() >> 11) + 0.5) / 9007199254740992.0;
-}
-
+/* Box-Muller on (0, 1) draws: this suite's distributions were shaped with it. */
 static double
 rng_normal(void)
 {
-	return sqrt(-2.0 * log(rng_unit())) * cos(2.0 * M_PI * rng_unit());
+	return sqrt(-2.0 * log(ls_rng_unit_open())) * cos(2.0 * M_PI * ls_rng_unit_open());
 }
 
 static int
@@ -130,7 +112,7 @@ START_TEST(test_bucket_contains_every_octave)
 	uint64_t base, off;
 	int e, i;
 
-	rng_state = 1;
+	ls_rng_seed(1);
 	for (e = 0; e < 64; e++) {
 		base = 1ULL << e;
 		check_mag(base);
@@ -138,7 +120,7 @@ START_TEST(test_bucket_contains_every_octave)
 		check_mag(base + 1);
 		check_mag(base | (base - 1)); /* top of the octave */
 		for (i = 0; i < 2000; i++) {
-			off = e == 0 ? 0 : rng_next() & (base - 1);
+			off = e == 0 ? 0 : ls_rng_next() & (base - 1);
 			check_mag(base | off);
 		}
 	}
@@ -198,9 +180,9 @@ START_TEST(test_quantile_uniform)
 {
 	size_t i;
 
-	rng_state = 11;
+	ls_rng_seed(11);
 	for (i = 0; i < NSAMP; i++)
-		samples[i] = (int64_t)(rng_next() % 10000000);
+		samples[i] = (int64_t)(ls_rng_next() % 10000000);
 	check_quantiles("uniform", samples, NSAMP);
 }
 END_TEST
@@ -210,9 +192,9 @@ START_TEST(test_quantile_small_exact)
 	size_t i;
 
 	/* Small magnitudes have width-1 buckets: quantiles must be exact. */
-	rng_state = 12;
+	ls_rng_seed(12);
 	for (i = 0; i < NSAMP; i++)
-		samples[i] = (int64_t)(rng_next() % 32);
+		samples[i] = (int64_t)(ls_rng_next() % 32);
 	check_quantiles("small", samples, NSAMP);
 }
 END_TEST
@@ -221,9 +203,9 @@ START_TEST(test_quantile_exponential)
 {
 	size_t i;
 
-	rng_state = 13;
+	ls_rng_seed(13);
 	for (i = 0; i < NSAMP; i++)
-		samples[i] = (int64_t)(-50000.0 * log(rng_unit()));
+		samples[i] = (int64_t)(-50000.0 * log(ls_rng_unit_open()));
 	check_quantiles("exponential", samples, NSAMP);
 }
 END_TEST
@@ -232,7 +214,7 @@ START_TEST(test_quantile_lognormal)
 {
 	size_t i;
 
-	rng_state = 14;
+	ls_rng_seed(14);
 	for (i = 0; i < NSAMP; i++)
 		samples[i] = (int64_t)exp(10.0 + 1.5 * rng_normal());
 	check_quantiles("lognormal", samples, NSAMP);
@@ -243,9 +225,9 @@ START_TEST(test_quantile_bimodal)
 {
 	size_t i;
 
-	rng_state = 15;
+	ls_rng_seed(15);
 	for (i = 0; i < NSAMP; i++) {
-		if (rng_next() % 100 < 97)
+		if (ls_rng_next() % 100 < 97)
 			samples[i] = (int64_t)(8000.0 + 300.0 * rng_normal());
 		else
 			samples[i] = (int64_t)(3000000.0 + 200000.0 * rng_normal());
@@ -258,9 +240,9 @@ START_TEST(test_quantile_negative)
 {
 	size_t i;
 
-	rng_state = 16;
+	ls_rng_seed(16);
 	for (i = 0; i < NSAMP; i++)
-		samples[i] = -1000 - (int64_t)(rng_next() % 5000000);
+		samples[i] = -1000 - (int64_t)(ls_rng_next() % 5000000);
 	check_quantiles("negative", samples, NSAMP);
 }
 END_TEST
@@ -270,7 +252,7 @@ START_TEST(test_quantile_mixed_sign)
 	size_t i;
 
 	/* Raw one-way delays between offset clocks straddle zero. */
-	rng_state = 17;
+	ls_rng_seed(17);
 	for (i = 0; i < NSAMP; i++)
 		samples[i] = (int64_t)(20000.0 + 100000.0 * rng_normal());
 	check_quantiles("mixed", samples, NSAMP);
@@ -299,10 +281,10 @@ START_TEST(test_quantile_wide_range)
 	size_t i;
 
 	/* Log-uniform over every octave the histogram resolves, both signs. */
-	rng_state = 18;
+	ls_rng_seed(18);
 	for (i = 0; i < NSAMP; i++) {
-		double mag = exp(rng_unit() * log((double)(1ULL << LS_HIST_MAX_EXP) - 1));
-		samples[i] = (int64_t)mag * ((rng_next() & 1) ? -1 : 1);
+		double mag = exp(ls_rng_unit_open() * log((double)(1ULL << LS_HIST_MAX_EXP) - 1));
+		samples[i] = (int64_t)mag * ((ls_rng_next() & 1) ? -1 : 1);
 	}
 	check_quantiles("wide", samples, NSAMP);
 }
@@ -341,13 +323,13 @@ START_TEST(test_merge_equals_add_all)
 
 	for (j = 0; j < 3; j++)
 		part[j] = new_hist();
-	rng_state = 21;
+	ls_rng_seed(21);
 	for (i = 0; i < NSAMP; i++) {
 		v = (int64_t)(30000.0 + 200000.0 * rng_normal());
 		if (i % 1000 == 0)
-			v = (int64_t)(rng_next() >> 1); /* some saturate */
+			v = (int64_t)(ls_rng_next() >> 1); /* some saturate */
 		ls_hist_add(all, v);
-		ls_hist_add(part[rng_next() % 3], v);
+		ls_hist_add(part[ls_rng_next() % 3], v);
 	}
 	/* Merging into an empty histogram must take min/max as they are. */
 	for (j = 0; j < 3; j++)
@@ -383,14 +365,14 @@ START_TEST(test_add_n_equals_add)
 	struct ls_hist *one = new_hist(), *batch = new_hist();
 	static int64_t v[300];
 
-	rng_state = 33;
+	ls_rng_seed(33);
 	for (int round = 0; round < 2000; round++) {
-		unsigned int n = (unsigned int)(rng_next() % 300);
+		unsigned int n = (unsigned int)(ls_rng_next() % 300);
 
 		for (unsigned int i = 0; i < n; i++) {
-			v[i] = (int64_t)(rng_next() % 2000000) - 100000;
-			if (rng_next() % 500 == 0) /* some saturate, both signs */
-				v[i] = (int64_t)(rng_next() >> 24) * (rng_next() & 1 ? 1 : -1);
+			v[i] = (int64_t)(ls_rng_next() % 2000000) - 100000;
+			if (ls_rng_next() % 500 == 0) /* some saturate, both signs */
+				v[i] = (int64_t)(ls_rng_next() >> 24) * (ls_rng_next() & 1 ? 1 : -1);
 			ls_hist_add(one, v[i]);
 		}
 		ls_hist_add_n(batch, v, n);
@@ -505,19 +487,17 @@ hist_suite(void)
 	return s;
 }
 
-int
-main(void)
+static int
+alloc_samples(void)
 {
-	SRunner *sr;
-	int failed;
-
 	samples = malloc(NSAMP * sizeof(*samples));
-	if (samples == NULL)
-		return EXIT_FAILURE;
-	sr = srunner_create(hist_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	free(samples);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return samples == NULL ? -1 : 0;
 }
+
+static void
+free_samples(void)
+{
+	free(samples);
+}
+
+LS_TEST_MAIN_WITH(hist_suite, alloc_samples, free_samples)

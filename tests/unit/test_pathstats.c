@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "ls_pathstats.h"
+#include "ls_test.h"
 
 #define NS      1ULL
 #define US      (1000 * NS)
@@ -760,14 +761,4 @@ pathstats_suite(void)
 	return s;
 }
 
-int
-main(void)
-{
-	SRunner *sr = srunner_create(pathstats_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+LS_TEST_MAIN(pathstats_suite)

@@ -17,6 +17,7 @@
 #include <rte_ip.h>
 
 #include "ls_pkt.h"
+#include "ls_test.h"
 
 static struct ls_mac mac_a = { { 0x02, 0x00, 0x00, 0x00, 0x00, 0x0a } };
 static struct ls_mac mac_b = { { 0x02, 0x00, 0x00, 0x00, 0x00, 0x0b } };
@@ -1222,18 +1223,4 @@ pkt_suite(void)
 	return s;
 }
 
-int
-main(void)
-{
-	SRunner *sr = srunner_create(pkt_suite());
-	int failed;
-
-	/* Fork mode (check's default, forced here): a crash in the parser is
-	 * a failed test, not a dead runner.
-	 */
-	srunner_set_fork_status(sr, CK_FORK);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+LS_TEST_MAIN(pkt_suite)

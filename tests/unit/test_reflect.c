@@ -15,6 +15,7 @@
 #include "ls_pkt.h"
 #include "ls_reflect.h"
 #include "ls_stamp.h"
+#include "ls_test.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ULL;
 
@@ -239,13 +240,11 @@ START_TEST(test_unknown_tlv_goes_generic)
 }
 END_TEST
 
-int
-main(void)
+static Suite *
+reflect_suite(void)
 {
 	Suite *s = suite_create("reflect");
 	TCase *tc = tcase_create("fast_vs_generic");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_valid_identical);
@@ -253,9 +252,7 @@ main(void)
 	tcase_add_test(tc, test_refuses_what_needs_the_generic_path);
 	tcase_add_test(tc, test_unknown_tlv_goes_generic);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return s;
 }
+
+LS_TEST_MAIN(reflect_suite)

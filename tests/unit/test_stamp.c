@@ -12,6 +12,7 @@
 
 #include "ls_common.h"
 #include "ls_stamp.h"
+#include "ls_test.h"
 
 /* 2021-01-01T00:00:00Z plus a fraction, in ns since 1970 */
 #define T_2021 1609459200ULL
@@ -510,14 +511,4 @@ stamp_suite(void)
 	return s;
 }
 
-int
-main(void)
-{
-	SRunner *sr = srunner_create(stamp_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+LS_TEST_MAIN(stamp_suite)

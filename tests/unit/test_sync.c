@@ -27,46 +27,18 @@
 #include <string.h>
 
 #include "ls_sync.h"
+#include "ls_test.h"
 
 #define BASE 1700000000000000000ULL
 #define MS 1e6
 #define US 1e3
 #define SEC 1e9
 
-/* splitmix64: small, seedable. */
-static uint64_t rng_state;
-
-static uint64_t
-rng_next(void)
-{
-	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-/* Uniform in [0, 1). */
-static double
-rng_unit(void)
-{
-	return (double)(rng_next() >> 11) / 9007199254740992.0;
-}
-
-/* Standard normal (Box-Muller). */
-static double
-rng_normal(void)
-{
-	double u = 1.0 - rng_unit();
-
-	return sqrt(-2.0 * log(u)) * cos(2.0 * M_PI * rng_unit());
-}
-
 /* Uniform in [-a, a). */
 static double
 rng_sym(double a)
 {
-	return a * (2.0 * rng_unit() - 1.0);
+	return a * (2.0 * ls_rng_unit() - 1.0);
 }
 
 /* ---- simulated clocks and probes ------------------------------------- */
@@ -138,20 +110,20 @@ draw_noise(enum noise nz, double *qf, double *qr)
 {
 	switch (nz) {
 	case NOISE_HEAVY:
-		*qf = rng_unit() < 0.1 ? 0 : 500 * US * rng_unit();
-		*qr = rng_unit() < 0.1 ? 0 : 500 * US * rng_unit();
+		*qf = ls_rng_unit() < 0.1 ? 0 : 500 * US * ls_rng_unit();
+		*qr = ls_rng_unit() < 0.1 ? 0 : 500 * US * ls_rng_unit();
 		break;
 	case NOISE_HEAVY20:
-		*qf = 20 * rng_unit() + (rng_unit() < 0.1 ? 0 : 500 * US * rng_unit());
-		*qr = 20 * rng_unit() + (rng_unit() < 0.1 ? 0 : 500 * US * rng_unit());
+		*qf = 20 * ls_rng_unit() + (ls_rng_unit() < 0.1 ? 0 : 500 * US * ls_rng_unit());
+		*qr = 20 * ls_rng_unit() + (ls_rng_unit() < 0.1 ? 0 : 500 * US * ls_rng_unit());
 		break;
 	case NOISE_FWD_HEAVY:
-		*qf = rng_unit() < 0.05 ? 0 : 100 * US * rng_unit();
-		*qr = rng_unit() < 0.05 ? 0 : 10 * US * rng_unit();
+		*qf = ls_rng_unit() < 0.05 ? 0 : 100 * US * ls_rng_unit();
+		*qr = ls_rng_unit() < 0.05 ? 0 : 10 * US * ls_rng_unit();
 		break;
 	case NOISE_LIGHT:
-		*qf = rng_unit() < 0.2 ? 0 : 200 * US * rng_unit();
-		*qr = rng_unit() < 0.2 ? 0 : 200 * US * rng_unit();
+		*qf = ls_rng_unit() < 0.2 ? 0 : 200 * US * ls_rng_unit();
+		*qr = ls_rng_unit() < 0.2 ? 0 : 200 * US * ls_rng_unit();
 		break;
 	}
 }
@@ -169,7 +141,7 @@ feed_pairs(struct ls_sync_est *e, const struct path *p, double T0, double T1, do
 
 	for (T = T0; T < T1; T += every) {
 		struct ls_sync_probe a, b;
-		double qf = 0, qr = 0, xf = 0, xr = 0, u = rng_unit();
+		double qf = 0, qr = 0, xf = 0, xr = 0, u = ls_rng_unit();
 
 		draw_noise(nz, &qf, &qr);
 		if (u < 0.1)
@@ -301,7 +273,7 @@ check_fit_accuracy(enum noise nz, double tol_off, double tol_drift)
 			struct ls_sync_fit f;
 			double Tend = 3600 * SEC + seed * 12345.678 * MS;
 
-			rng_state = seed * 1000 + i;
+			ls_rng_seed(seed * 1000 + i);
 			ck_assert_int_eq(fit_path(&p, &c, Tend, nz, &e, &f), 0);
 			ck_assert(f.ok);
 			ck_assert_uint_eq(f.t_ref, clk_at(&p.a, Tend));
@@ -350,7 +322,7 @@ START_TEST(test_fit_asymmetry)
 
 	p.df = 22 * US; /* forward 2 us slower than reverse */
 	ls_sync_est_conf_default(&c);
-	rng_state = 77;
+	ls_rng_seed(77);
 	ck_assert_int_eq(fit_path(&p, &c, T, NOISE_HEAVY, &e, &f), 0);
 	ck_assert_msg(fabs(f.offset_ns - path_offset(&p, T) - 1000) < 3, "err %.3f",
 		      f.offset_ns - path_offset(&p, T));
@@ -358,7 +330,7 @@ START_TEST(test_fit_asymmetry)
 	ls_sync_est_free(&e);
 
 	c.asym_ns = 2000;
-	rng_state = 77;
+	ls_rng_seed(77);
 	ck_assert_int_eq(fit_path(&p, &c, T, NOISE_HEAVY, &e, &f), 0);
 	ck_assert_msg(fabs(f.offset_ns - path_offset(&p, T)) < 3, "err %.3f",
 		      f.offset_ns - path_offset(&p, T));
@@ -395,7 +367,7 @@ START_TEST(test_fit_outliers)
 
 	ls_sync_est_conf_default(&c);
 	/* Three forward samples 50 us below the envelope, on one line. */
-	rng_state = 5;
+	ls_rng_seed(5);
 	ck_assert_int_eq(ls_sync_est_init(&e, &c, 1024), 0);
 	feed_pairs(&e, &p, T - 2 * SEC + 5 * MS, T, 10 * MS, NOISE_HEAVY);
 	add_bad_pair(&e, &p, T - 1.6 * SEC + 1 * MS, 50 * US, true);
@@ -411,7 +383,7 @@ START_TEST(test_fit_outliers)
 
 	/* Without rejection the same data is far off: the test has teeth. */
 	c.outlier_ns = 0;
-	rng_state = 5;
+	ls_rng_seed(5);
 	ck_assert_int_eq(ls_sync_est_init(&e, &c, 1024), 0);
 	feed_pairs(&e, &p, T - 2 * SEC + 5 * MS, T, 10 * MS, NOISE_HEAVY);
 	add_bad_pair(&e, &p, T - 1.6 * SEC + 1 * MS, 50 * US, true);
@@ -425,7 +397,7 @@ START_TEST(test_fit_outliers)
 	/* One reverse outlier at the newest end of the window (nothing later
 	 * to interpolate against) and one forward at the oldest end. */
 	ls_sync_est_conf_default(&c);
-	rng_state = 6;
+	ls_rng_seed(6);
 	ck_assert_int_eq(ls_sync_est_init(&e, &c, 1024), 0);
 	add_bad_pair(&e, &p, T - 2 * SEC + 1 * MS, 30 * US, true);
 	feed_pairs(&e, &p, T - 2 * SEC + 5 * MS, T - 1 * MS, 10 * MS, NOISE_HEAVY);
@@ -485,14 +457,14 @@ START_TEST(test_envelope_direct)
 	unsigned int i;
 
 	ls_sync_est_conf_default(&c);
-	rng_state = 11;
+	ls_rng_seed(11);
 	for (i = 0; i < N; i++) {
 		double t = -2e9 + i * (2e9 / N);
 
 		fw[i].t = t;
-		fw[i].d = floor_ns + off + b * t + (i % 17 == 0 ? 0 : 1e5 * rng_unit());
+		fw[i].d = floor_ns + off + b * t + (i % 17 == 0 ? 0 : 1e5 * ls_rng_unit());
 		rv[i].t = t + 50000;
-		rv[i].d = floor_ns - off - b * rv[i].t + (i % 13 == 0 ? 0 : 1e5 * rng_unit());
+		rv[i].d = floor_ns - off - b * rv[i].t + (i % 13 == 0 ? 0 : 1e5 * ls_rng_unit());
 	}
 	ck_assert_int_eq(ls_sync_envelope_fit(fw, N, rv, N, &c, &f), 0);
 	ck_assert_msg(fabs(f.offset_ns - off) < 1e-6, "offset %.9f", f.offset_ns);
@@ -501,7 +473,7 @@ START_TEST(test_envelope_direct)
 	ck_assert_uint_eq(f.t_ref, 0);
 	/* Shuffled input: same answer. */
 	for (i = N - 1; i > 0; i--) {
-		unsigned int k = (unsigned int)(rng_next() % (i + 1));
+		unsigned int k = (unsigned int)(ls_rng_next() % (i + 1));
 		struct ls_sync_pt x = fw[i];
 
 		fw[i] = fw[k];
@@ -568,7 +540,7 @@ START_TEST(test_baselines)
 	/* Forward queueing heavier: PTP's mean is pulled forward by about half
 	 * the difference in mean queueing, NTP by whatever the min-RTT probe
 	 * met, the envelope not at all. */
-	rng_state = 21;
+	ls_rng_seed(21);
 	ck_assert_int_eq(fit_path(&p, &c, T, NOISE_FWD_HEAVY, &e, &f), 0);
 	truth = path_offset(&p, T);
 	ls_sync_est_baselines(&e, clk_at(&p.a, T), 0, &bl);
@@ -671,7 +643,7 @@ floor_run(const struct path *p, uint64_t seed, double gap_ns, double secs,
 	struct ls_sync_est e;
 	double T, Tf = 0;
 
-	rng_state = seed;
+	ls_rng_seed(seed);
 	ls_sync_est_conf_default(&conf);
 	conf.purity_tol_ns = 200;
 	ck_assert_int_eq(ls_sync_est_init(&e, &conf, 4096), 0);
@@ -709,16 +681,16 @@ static void
 sparse_floor_queues(double T, double *qf, double *qr)
 {
 	(void)T;
-	*qf = rng_unit() < 0.01 ? 0 : 20 * US + 500 * US * rng_unit();
-	*qr = rng_unit() < 0.01 ? 0 : 20 * US + 500 * US * rng_unit();
+	*qf = ls_rng_unit() < 0.01 ? 0 : 20 * US + 500 * US * ls_rng_unit();
+	*qr = ls_rng_unit() < 0.01 ? 0 : 20 * US + 500 * US * ls_rng_unit();
 }
 
 /* Forward meets its floor only in the first second, reverse throughout. */
 static void
 early_fwd_floor_queues(double T, double *qf, double *qr)
 {
-	*qf = T < 1 * SEC && rng_unit() < 0.05 ? 0 : 20 * US + 500 * US * rng_unit();
-	*qr = rng_unit() < 0.01 ? 0 : 20 * US + 500 * US * rng_unit();
+	*qf = T < 1 * SEC && ls_rng_unit() < 0.05 ? 0 : 20 * US + 500 * US * ls_rng_unit();
+	*qr = ls_rng_unit() < 0.01 ? 0 : 20 * US + 500 * US * ls_rng_unit();
 }
 
 START_TEST(test_floor_drift)
@@ -772,7 +744,7 @@ track_run(struct path *p, uint64_t seed, double gap_ns, double secs, double t_st
 	double T, Tf = 0;
 
 	memset(w, 0, sizeof(*w));
-	rng_state = seed;
+	ls_rng_seed(seed);
 	ls_sync_est_conf_default(&conf);
 	conf.purity_tol_ns = 200;
 	ck_assert_int_eq(ls_sync_est_init(&e, &conf, 1024), 0);
@@ -841,9 +813,9 @@ one_sided_queues(double T, double *qf, double *qr)
 {
 	bool clean = fmod(T, 6 * SEC) < 1.5 * SEC;
 
-	*qf = rng_unit() < 0.2 ? 0 : 50 * US * rng_unit();
-	*qr = clean ? (rng_unit() < 0.2 ? 0 : 100 * US * rng_unit())
-		    : 20 * US + 100 * US * rng_unit();
+	*qf = ls_rng_unit() < 0.2 ? 0 : 50 * US * ls_rng_unit();
+	*qr = clean ? (ls_rng_unit() < 0.2 ? 0 : 100 * US * ls_rng_unit())
+		    : 20 * US + 100 * US * ls_rng_unit();
 }
 
 START_TEST(test_track_one_sided)
@@ -867,8 +839,8 @@ static void
 heavy_queues(double T, double *qf, double *qr)
 {
 	(void)T;
-	*qf = rng_unit() < 0.02 ? 0 : 500 * US * rng_unit();
-	*qr = rng_unit() < 0.02 ? 0 : 500 * US * rng_unit();
+	*qf = ls_rng_unit() < 0.02 ? 0 : 500 * US * ls_rng_unit();
+	*qr = ls_rng_unit() < 0.02 ? 0 : 500 * US * ls_rng_unit();
 }
 
 START_TEST(test_track_heavy_load)
@@ -898,8 +870,8 @@ split_floor_queues(double T, double *qf, double *qr)
 	double ph = fmod(T, 12 * SEC);
 	bool f_clean = ph < 1.5 * SEC, r_clean = ph >= 6 * SEC && ph < 7.5 * SEC;
 
-	*qf = f_clean && rng_unit() < 0.2 ? 0 : 20 * US + 100 * US * rng_unit();
-	*qr = r_clean && rng_unit() < 0.2 ? 0 : 20 * US + 100 * US * rng_unit();
+	*qf = f_clean && ls_rng_unit() < 0.2 ? 0 : 20 * US + 100 * US * ls_rng_unit();
+	*qr = r_clean && ls_rng_unit() < 0.2 ? 0 : 20 * US + 100 * US * ls_rng_unit();
 }
 
 START_TEST(test_track_split_floors)
@@ -924,18 +896,18 @@ static void
 light_queues(double T, double *qf, double *qr)
 {
 	(void)T;
-	*qf = rng_unit() < 0.3 ? 0 : 50 * US * rng_unit();
-	*qr = rng_unit() < 0.3 ? 0 : 50 * US * rng_unit();
+	*qf = ls_rng_unit() < 0.3 ? 0 : 50 * US * ls_rng_unit();
+	*qr = ls_rng_unit() < 0.3 ? 0 : 50 * US * ls_rng_unit();
 }
 
 /* Both clocks of p wander: 20 ns per knot (N(0,1) steps), 122 knots. */
 static void
 add_wander(struct path *p, double *wa, double *wb, uint64_t seed)
 {
-	rng_state = seed;
+	ls_rng_seed(seed);
 	for (int i = 1; i < 122; i++) {
-		wa[i] = wa[i - 1] + 20 * rng_normal();
-		wb[i] = wb[i - 1] + 20 * rng_normal();
+		wa[i] = wa[i - 1] + 20 * ls_rng_normal();
+		wb[i] = wb[i - 1] + 20 * ls_rng_normal();
 	}
 	p->a.w = wa;
 	p->b.w = wb;
@@ -963,8 +935,8 @@ static void
 stamp_noise(double T, double *qf, double *qr)
 {
 	(void)T;
-	*qf = 2 * US * rng_unit();
-	*qr = 2 * US * rng_unit();
+	*qf = 2 * US * ls_rng_unit();
+	*qr = 2 * US * ls_rng_unit();
 }
 
 /*
@@ -1076,11 +1048,11 @@ START_TEST(test_fit_band)
 	struct ls_sync_fit free_fit, fixed;
 
 	ls_sync_est_conf_default(&conf);
-	rng_state = 77;
+	ls_rng_seed(77);
 	ck_assert_int_eq(fit_path(&p, &conf, 30 * SEC, NOISE_LIGHT, &e1, &free_fit), 0);
 	ck_assert(free_fit.band_ns == free_fit.half_gap_ns);
 	conf.fixed_drift = path_drift(&p) + 5e-6;
-	rng_state = 77;
+	ls_rng_seed(77);
 	ck_assert_int_eq(fit_path(&p, &conf, 30 * SEC, NOISE_LIGHT, &e2, &fixed), 0);
 	printf("fit_band: free half gap %.1f, 5 ppm off: half gap %.1f, band %.1f ns\n",
 	       free_fit.half_gap_ns, fixed.half_gap_ns, fixed.band_ns);
@@ -1199,7 +1171,7 @@ net_init(struct net *w, unsigned int n, const uint32_t *ids, uint64_t seed)
 	unsigned int i, j;
 
 	memset(w, 0, sizeof(*w));
-	rng_state = seed;
+	ls_rng_seed(seed);
 	w->n = n;
 	w->T = 1000 * SEC;
 	for (i = 0; i < n; i++) {
@@ -2080,7 +2052,7 @@ START_TEST(test_long_run)
 	double T, worst = 0, worst_late = 0;
 	unsigned int i, j, steps = 0;
 
-	rng_state = 808;
+	ls_rng_seed(808);
 	for (i = 0; i < N; i++) {
 		ls_sync_node_conf_default(&conf[i]);
 		conf[i].self_id = i + 1;
@@ -2370,15 +2342,4 @@ sync_suite(void)
 	return s;
 }
 
-int
-main(void)
-{
-	SRunner *sr;
-	int failed;
-
-	sr = srunner_create(sync_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+LS_TEST_MAIN(sync_suite)
