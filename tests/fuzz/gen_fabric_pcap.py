@@ -15,11 +15,13 @@ Addresses: h1 10.1.0.1 and h2 10.1.0.2 on leaf1, h3 10.2.0.1 and h4 10.2.0.2
 on leaf2 (fd00:1::/64 and fd00:2::/64 alike), leaf1 10.255.1.1.
 """
 import argparse
+import os
 import random
 import struct
 import sys
 
-from gen_fuzz_pcap import csum, write_pcap
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "lab"))
+from lspkt import csum, write_pcap  # noqa: E402
 
 H1_MAC = bytes.fromhex("020000000101")
 LEAF_MAC = bytes.fromhex("02fa00000003")

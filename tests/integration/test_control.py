@@ -18,10 +18,10 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "lab"))
 import lslab  # noqa: E402
 
-LOCKSTEPD = os.path.join(lslab.BUILD, "app", "lockstepd", "lockstepd")
+LOCKSTEPD = lslab.LOCKSTEPD
 
 
 class Conn:
@@ -80,18 +80,10 @@ def run_bad_config(c, tmp, text, key, what):
 
 def main():
     c = lslab.Checks("control")
-    if os.geteuid() != 0:
-        print("SKIP: needs root")
-        sys.exit(77)
+    lslab.need_root()
     tmp = tempfile.mkdtemp(prefix="ls-ctl-")
-    cfgp = os.path.join(tmp, "c1.json")
-    with open(cfgp, "w") as f:
-        json.dump(config(tmp), f)
-    sock = os.path.join(tmp, "c1.sock")
-    log = open(os.path.join(tmp, "c1.log"), "w")
-    d = subprocess.Popen([LOCKSTEPD, "--no-pci", "--no-huge", "-m", "256", "--lcores", "0@(0,1)",
-                          "--file-prefix", "lsctl%d" % os.getpid(), "--", "--config", cfgp],
-                         stdout=log, stderr=subprocess.STDOUT)
+    d = lslab.Daemon(config(tmp), tmp, "c1", prefix="lsctl%d" % os.getpid()).start()
+    cfgp, sock = d.cfg_path, d.sock
     try:
         c.check(lslab.wait_until(lambda: os.path.exists(sock), 20), "daemon created its socket")
         time.sleep(0.3)
@@ -209,13 +201,7 @@ def main():
         p = subprocess.run([ctl, "-s", os.path.join(tmp, "none.sock"), "status"], capture_output=True, text=True)
         c.check(p.returncode == 3 and "not running" in p.stderr, "lockstepctl exits 3 when no daemon")
     finally:
-        d.terminate()
-        try:
-            rc = d.wait(15)
-        except subprocess.TimeoutExpired:
-            d.kill()
-            rc = d.wait()
-        log.close()
+        rc = d.stop(15)
     c.check(rc == 0, "SIGTERM: exit status 0 (%d)" % rc)
     c.check(not os.path.exists(sock), "SIGTERM: socket file removed")
 
@@ -244,12 +230,7 @@ def main():
     # ahead of when they leave.
     g = json.loads(json.dumps(good)); g["clock"] = {"source": "nic", "tx_sched": True}
     g["control"]["socket"] = os.path.join(tmp, "txs.sock")
-    path = os.path.join(tmp, "txs.json")
-    with open(path, "w") as f:
-        json.dump(g, f)
-    p = subprocess.run([LOCKSTEPD, "--no-pci", "--no-huge", "-m", "256", "--lcores", "0@(0,1)",
-                        "--file-prefix", "lstxs%d" % os.getpid(), "--", "--config", path],
-                       capture_output=True, text=True, timeout=60)
+    p = lslab.Daemon(g, tmp, "txs", prefix="lstxs%d" % os.getpid()).run(timeout=60)
     out = p.stdout + p.stderr
     c.check(p.returncode != 0 and "does not send on a timestamp" in out and "p0" in out,
             "clock.tx_sched on a memif port: exit %d, port named: %s"

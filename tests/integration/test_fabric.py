@@ -28,7 +28,7 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "lab"))
 import lslab  # noqa: E402
 
 HOST_US, SPINE_US = 20, 300
@@ -116,9 +116,7 @@ def reset_all(lab):
 
 def main():
     c = lslab.Checks("fabric")
-    if os.geteuid() != 0:
-        print("SKIP: needs root")
-        sys.exit(77)
+    lslab.need_root()
     tmp = tempfile.mkdtemp(prefix="ls-fab-")
     topo_file = os.path.join(tmp, "topo.json")
     with open(topo_file, "w") as f:

@@ -13,7 +13,6 @@ the port, lockstepd's fresh starts must bring the link up, say so in its
 log, and carry probes (testpmd forwards them back with macswap, so the
 replies are lockstepd's own probes and do not match: we only count frames).
 """
-import json
 import os
 import shutil
 import subprocess
@@ -21,36 +20,30 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "lab"))
 import lslab  # noqa: E402
-
-LOCKSTEPD = os.path.join(lslab.BUILD, "app", "lockstepd", "lockstepd")
 
 
 def main():
     c = lslab.Checks("memif-connect")
-    if os.geteuid() != 0:
-        print("SKIP: needs root")
-        sys.exit(77)
+    lslab.need_root()
     testpmd = shutil.which("dpdk-testpmd")
     if testpmd is None:
         print("SKIP: no dpdk-testpmd (Debian package dpdk)")
         sys.exit(77)
     tmp = tempfile.mkdtemp(prefix="ls-memif-")
     msock = os.path.join(tmp, "m.sock")
-    cfgp = os.path.join(tmp, "c.json")
     sock = os.path.join(tmp, "c.sock")
-    with open(cfgp, "w") as f:
-        json.dump({
-            "node": {"name": "c", "id": 2},
-            "ports": [{"name": "l1",
-                       "dev": "net_memif7,role=client,id=0,socket=%s,socket-abstract=no" % msock,
-                       "mac": "02:00:00:00:02:01", "ipv4": "10.1.2.2/24"}],
-            "peers": [{"name": "s", "addr": "10.1.2.1"}],
-            "probe": {"interval_us": 100000, "paths": 1},
-            "control": {"socket": sock},
-            "idle": {"backoff": True},
-        }, f)
+    cfg = {
+        "node": {"name": "c", "id": 2},
+        "ports": [{"name": "l1",
+                   "dev": "net_memif7,role=client,id=0,socket=%s,socket-abstract=no" % msock,
+                   "mac": "02:00:00:00:02:01", "ipv4": "10.1.2.2/24"}],
+        "peers": [{"name": "s", "addr": "10.1.2.1"}],
+        "probe": {"interval_us": 100000, "paths": 1},
+        "control": {"socket": sock},
+        "idle": {"backoff": True},
+    }
     tag = "lsmc%d" % os.getpid()
     tp_log = open(os.path.join(tmp, "testpmd.log"), "w")
     tp = subprocess.Popen([testpmd, "-l", "0-1", "--no-huge", "-m", "256", "--no-pci",
@@ -59,19 +52,12 @@ def main():
                            "--", "-i", "--disable-device-start", "--total-num-mbufs=4096",
                            "--forward-mode=macswap"],
                           stdin=subprocess.PIPE, stdout=tp_log, stderr=subprocess.STDOUT, text=True)
-    d = None
-    log_path = os.path.join(tmp, "c.log")
+    d = lslab.Daemon(cfg, tmp, "c", prefix=tag)
     try:
         c.check(lslab.wait_until(lambda: os.path.exists(msock), 20),
                 "testpmd probed its memif server (socket there, device not started)")
-        d = subprocess.Popen([LOCKSTEPD, "--no-pci", "--no-huge", "-m", "256", "--lcores", "0@(0,1)",
-                              "--file-prefix", tag, "--", "--config", cfgp],
-                             stdout=open(log_path, "w"), stderr=subprocess.STDOUT)
-
-        def log():
-            with open(log_path) as f:
-                return f.read()
-
+        d.start()
+        log = d.log
         c.check(lslab.wait_until(lambda: "connecting again" in log(), 15),
                 "lockstepd was turned away and starts its port afresh")
         t0 = time.time()
@@ -93,9 +79,7 @@ def main():
                 "frames cross the link (lockstepd's port received %d)" % st["ports"][0]["rx_pkts"])
         c.check("carrying on without it" not in log(), "no port was given up on")
     finally:
-        if d is not None:
-            d.terminate()
-            d.wait(timeout=20)
+        d.stop(20)
         try:
             tp.stdin.write("quit\n")
             tp.stdin.flush()

@@ -10,49 +10,31 @@ size as its request (no amplification); the flooding source held to its
 burst; every light source still answered up to its burst (one source's
 flood does not starve the others); and every packet counted exactly once.
 """
-import json
 import os
-import struct
-import subprocess
 import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "lab"))
 import lslab  # noqa: E402
+import lspkt  # noqa: E402
 
-LOCKSTEPD = os.path.join(lslab.BUILD, "app", "lockstepd", "lockstepd")
 DUT_MAC = bytes.fromhex("020000000001")
 DUT_IP = bytes([10, 8, 0, 1])
 RATE, BURST = 100, 10
 
 
-def csum(b):
-    b += b"\0" * (len(b) & 1)
-    s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
-    while s >> 16:
-        s = (s & 0xffff) + (s >> 16)
-    return ~s & 0xffff
-
-
 def probe(src, seq, pad):
     """An RFC 8762 Session-Sender packet, with an unknown TLV as padding."""
-    stamp = struct.pack("!IQHH28x", seq, 0, 0x4101, 0)
-    stamp += struct.pack("!BBH", 0, 200, pad) + b"\0" * pad
-    ulen = 8 + len(stamp)
-    u = struct.pack("!HHHH", 49152, 862, ulen, 0) + stamp
-    c = csum(src + DUT_IP + struct.pack("!BBH", 0, 17, ulen) + u) or 0xffff
-    u = u[:6] + struct.pack("!H", c) + u[8:]
-    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + ulen, 0, 0x4000, 64, 17, 0, src, DUT_IP)
-    ip = ip[:10] + struct.pack("!H", csum(ip)) + ip[12:]
-    return DUT_MAC + bytes.fromhex("020000000099") + b"\x08\x00" + ip + u
+    stamp = lspkt.stamp_probe(seq, lspkt.tlv(200, b"\0" * pad))
+    u = lspkt.udp(src, DUT_IP, 49152, lspkt.STAMP_PORT, stamp)
+    ip = lspkt.ipv4(src, DUT_IP, 17, u, frag=0x4000)
+    return lspkt.eth(DUT_MAC, bytes.fromhex("020000000099"), lspkt.ETH_IP4, ip)
 
 
 def main():
     c = lslab.Checks("ratelimit")
-    if os.geteuid() != 0:
-        print("SKIP: needs root")
-        sys.exit(77)
+    lslab.need_root()
     tmp = tempfile.mkdtemp(prefix="ls-rl-")
     rx, tx = os.path.join(tmp, "rx.pcap"), os.path.join(tmp, "tx.pcap")
     heavy = bytes([10, 8, 0, 200])
@@ -62,10 +44,7 @@ def main():
         frames.append(probe(heavy, k, 40))
         if k % 2 == 0:
             frames.append(probe(light[(k // 2) % 10], k, k % 64))
-    with open(rx, "wb") as f:
-        f.write(struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 65535, 1))
-        for i, fr in enumerate(frames):
-            f.write(struct.pack("<IIII", 0, i, len(fr), len(fr)) + fr)
+    lspkt.write_pcap(rx, frames, first_us=0)
     sock = os.path.join(tmp, "rl.sock")
     cfg = {
         "node": {"name": "rl", "id": 9},
@@ -74,13 +53,7 @@ def main():
         "reflector": {"rate_pps": RATE, "burst": BURST},
         "control": {"socket": sock},
     }
-    cfgp = os.path.join(tmp, "rl.json")
-    with open(cfgp, "w") as f:
-        json.dump(cfg, f)
-    log = open(os.path.join(tmp, "rl.log"), "w")
-    d = subprocess.Popen([LOCKSTEPD, "--no-pci", "--no-huge", "-m", "256", "--lcores", "0@(0,1)",
-                          "--file-prefix", "lsrl%d" % os.getpid(), "--", "--config", cfgp],
-                         stdout=log, stderr=subprocess.STDOUT)
+    d = lslab.Daemon(cfg, tmp, "rl", prefix="lsrl%d" % os.getpid()).start()
     try:
         c.check(lslab.wait_until(lambda: os.path.exists(sock), 20), "daemon up")
         c.check(lslab.wait_until(lambda: lslab.call(sock, "status")["counters"]["rx_pkts"] >= len(frames), 30),
@@ -93,9 +66,7 @@ def main():
         c.check(cnt["rx_reflected"] + cnt["rx_rate_limited"] == len(frames),
                 "reflected %d + rate-limited %d" % (cnt["rx_reflected"], cnt["rx_rate_limited"]))
     finally:
-        d.terminate()
-        d.wait(15)
-        log.close()
+        d.stop(15)
     # pcap PMD timestamps are arrival at the writer; what matters is counts.
     # Allowance: the burst plus what the rate refills over the replay (generous).
     elapsed = max(1.0, time.time() - t0)

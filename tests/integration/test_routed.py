@@ -20,7 +20,7 @@ import ipaddress
 import json
 import struct
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "lab"))
 import lslab  # noqa: E402
 
 LOCKSTEPD = os.path.join(lslab.BUILD, "app", "lockstepd", "lockstepd")
@@ -32,9 +32,7 @@ def sh(*cmd, check=True):
 
 def main():
     c = lslab.Checks("routed")
-    if os.geteuid() != 0:
-        print("SKIP: needs root")
-        sys.exit(77)
+    lslab.need_root()
     tag = "lsr%d" % (os.getpid() % 100000)
     nsr, nsa, nsb = tag + "r", tag + "a", tag + "b"
     tmp = tempfile.mkdtemp(prefix="ls-routed-")

@@ -53,7 +53,7 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "lab"))
 import lslab  # noqa: E402
 
 ERR_BOUND_NS = 2000          # the issue's loose bound, stable on a noisy VM
@@ -280,9 +280,7 @@ def lab_files(name, extra):
     """Checks named name (skip unless root), and TOPO and extra written to a
     scratch directory: (checks, hosts, topology file, extra file)."""
     c = lslab.Checks(name)
-    if os.geteuid() != 0:
-        print("SKIP: needs root")
-        sys.exit(77)
+    lslab.need_root()
     tmp = tempfile.mkdtemp(prefix="ls-sync-")
     topo_file, extra_file = os.path.join(tmp, "topo.json"), os.path.join(tmp, "extra.json")
     json.dump(TOPO, open(topo_file, "w"))

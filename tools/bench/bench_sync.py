@@ -59,7 +59,7 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+sys.path.insert(0, os.path.join(ROOT, "tools", "lab"))
 import lslab  # noqa: E402
 
 SECS = float(os.environ.get("BENCH_SECS", "30"))

@@ -1,22 +1,33 @@
 # SPDX-License-Identifier: BSD-3-Clause
-"""Helpers for lockstep integration tests: bring a lab up and down with
-tools/lab/lab.sh, talk to control sockets, read pcap files, and count
-checks so each script ends with the plain "N passed, N failed" line.
+"""Helpers for the lab and its users (tests/integration, tools/bench): bring
+a lab up and down with tools/lab/lab.sh or start one lockstepd (Daemon),
+talk to control sockets, read pcap files (from lspkt), and count checks so
+each test script ends with the plain "N passed, N failed" line.
 
+Lives beside lab.sh; scripts elsewhere put tools/lab on sys.path first.
 Standard library only, so the tests run with Debian's python3 as is.
 """
 import json
 import os
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import time
 
+from lspkt import read_pcap, udp_of  # noqa: F401  (re-exported for the tests)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.environ.get("LS_BUILD", os.path.join(ROOT, "build"))
 LAB = os.path.join(ROOT, "tools", "lab", "lab.sh")
+LOCKSTEPD = os.path.join(BUILD, "app", "lockstepd", "lockstepd")
+
+
+def need_root(why="needs root"):
+    """Exit 77 (meson's SKIP) unless root: without root a test skips, never passes."""
+    if os.geteuid() != 0:
+        print("SKIP: " + why)
+        sys.exit(77)
 
 
 class CtlError(Exception):
@@ -87,9 +98,7 @@ class _Lab:
         sys.exit(128 + signum)
 
     def __enter__(self):
-        if os.geteuid() != 0:
-            print("SKIP: needs root (DPDK runtime files, network namespaces)")
-            sys.exit(77)
+        need_root("needs root (DPDK runtime files, network namespaces)")
         try:
             subprocess.run([LAB, "up"] + self.args, check=True, stdout=self.out)
         except BaseException:
@@ -114,6 +123,62 @@ class _Lab:
     def log(self, i):
         with open(os.path.join(self.dir, "n%d.log" % i)) as f:
             return f.read()
+
+
+class Daemon:
+    """One lockstepd on virtual devices (no PCI, no hugepages), for tests that
+    need a single daemon rather than a lab: cfg is written to DIR/NAME.json,
+    the output goes to DIR/NAME.log, and the EAL gets a file prefix of its
+    own (default "ls" NAME pid) so runs never share DPDK runtime files.
+
+    start() and stop() (SIGTERM, SIGKILL after a time-out; returns the exit
+    status, also kept in .rc), or a with block around both. run() instead
+    runs it to its exit with the output captured, for a daemon that must
+    refuse to start."""
+
+    def __init__(self, cfg, dir, name, prefix=None):
+        self.cfg_path = os.path.join(dir, name + ".json")
+        self.log_path = os.path.join(dir, name + ".log")
+        self.prefix = prefix or "ls%s%d" % (name, os.getpid())
+        self.sock = cfg.get("control", {}).get("socket")
+        self.proc, self.rc, self._log = None, None, None
+        with open(self.cfg_path, "w") as f:
+            json.dump(cfg, f)
+
+    def argv(self):
+        return [LOCKSTEPD, "--no-pci", "--no-huge", "-m", "256", "--lcores", "0@(0,1)",
+                "--file-prefix", self.prefix, "--", "--config", self.cfg_path]
+
+    def start(self):
+        self._log = open(self.log_path, "w")
+        self.proc = subprocess.Popen(self.argv(), stdout=self._log, stderr=subprocess.STDOUT)
+        return self
+
+    def stop(self, timeout=15):
+        if self.proc is not None:
+            self.proc.terminate()
+            try:
+                self.rc = self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.rc = self.proc.wait()
+            self.proc = None
+            self._log.close()
+        return self.rc
+
+    def run(self, timeout=60):
+        return subprocess.run(self.argv(), capture_output=True, text=True, timeout=timeout)
+
+    def log(self):
+        with open(self.log_path) as f:
+            return f.read()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
 
 
 class Lab(_Lab):
@@ -205,36 +270,3 @@ def path_totals(sock, peer):
     """{path index: counters} for one peer of one daemon."""
     r = call(sock, "path", {"peer": peer})
     return {p["path"]: p for p in r["paths"]}
-
-
-def read_pcap(path):
-    """Yield (ts_ns, frame bytes) from a pcap (micro or nanosecond)."""
-    with open(path, "rb") as f:
-        hdr = f.read(24)
-        magic = struct.unpack("<I", hdr[:4])[0]
-        if magic == 0xa1b23c4d:
-            scale = 1
-        elif magic == 0xa1b2c3d4:
-            scale = 1000
-        else:
-            raise ValueError("not a little-endian pcap: %x" % magic)
-        while True:
-            rh = f.read(16)
-            if len(rh) < 16:
-                return
-            sec, frac, incl, orig = struct.unpack("<IIII", rh)
-            yield sec * 10**9 + frac * scale, f.read(incl)
-
-
-def udp_of(frame):
-    """(src ip bytes, dst ip bytes, sport, dport, payload) for IPv4/IPv6 UDP, else None."""
-    et = struct.unpack("!H", frame[12:14])[0]
-    if et == 0x0800 and frame[23] == 17:
-        ihl = (frame[14] & 15) * 4
-        l4 = 14 + ihl
-        sp, dp = struct.unpack("!HH", frame[l4:l4 + 4])
-        return frame[26:30], frame[30:34], sp, dp, frame[l4 + 8:]
-    if et == 0x86dd and frame[20] == 17:
-        sp, dp = struct.unpack("!HH", frame[54:58])
-        return frame[22:38], frame[38:54], sp, dp, frame[62:]
-    return None
