@@ -29,10 +29,7 @@ cleanup() {
 	if [ -n "$DPID" ] && kill -0 "$DPID" 2>/dev/null; then
 		kill -KILL "$DPID" 2>/dev/null || true
 	fi
-	if [ $rc -ne 0 ] && [ -f "$TMP/daemon.log" ]; then
-		echo "---- lockstepd log (last 40 lines) ----" >&2
-		tail -n 40 "$TMP/daemon.log" >&2
-	fi
+	[ $rc -eq 0 ] || lsd_log_tail
 	# A fuzz failure is only useful if it can be replayed: the input is
 	# deterministic, and FUZZ_KEEP=1 keeps the files.
 	if [ $rc -ne 0 ]; then
@@ -49,14 +46,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# One control-socket request through lockstepctl: prints the result JSON,
-# exits non-zero with the error on ok:false.
-ctl() {
-	"$LS_BUILD/tools/lockstepctl/lockstepctl" -s "$SOCK" call "$1" "${2:-{\}}"
-}
-
-[ "$(id -u)" = 0 ] || { echo "SKIP: must run as root (DPDK)"; exit 77; }
-[ -x "$DAEMON" ] || fail "no lockstepd at $DAEMON (set LS_BUILD)"
+. "$HERE/../lsd_lib.sh"      # ctl, lsd_log_tail, lsd_require
+lsd_require "DPDK"
 
 IN=$TMP/fuzz.pcap
 OUT=$TMP/out.pcap

@@ -36,10 +36,7 @@ cleanup() {
 	fi
 	ip netns del "$NS_S" 2>/dev/null || true
 	ip netns del "$NS_D" 2>/dev/null || true
-	if [ $rc -ne 0 ] && [ -f "$TMP/daemon.log" ]; then
-		echo "---- lockstepd log (last 40 lines) ----" >&2
-		tail -n 40 "$TMP/daemon.log" >&2
-	fi
+	[ $rc -eq 0 ] || lsd_log_tail
 	rm -rf "$TMP"
 	rm -rf "/var/run/dpdk/$PREFIX"
 	exit $rc
@@ -47,14 +44,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# One control-socket request through lockstepctl: prints the result JSON,
-# exits non-zero with the error on ok:false.
-ctl() {
-	"$LS_BUILD/tools/lockstepctl/lockstepctl" -s "$SOCK" call "$1" "${2:-{\}}"
-}
-
-[ "$(id -u)" = 0 ] || { echo "SKIP: must run as root (namespaces, DPDK)"; exit 77; }
-[ -x "$DAEMON" ] || fail "no lockstepd at $DAEMON (set LS_BUILD)"
+. "$HERE/../lsd_lib.sh"      # ctl, lsd_log_tail, lsd_require
+lsd_require "namespaces, DPDK"
 command -v tshark >/dev/null || fail "tshark not installed"
 "$PY" -c 'import json, socket' || fail "$PY unusable"
 
