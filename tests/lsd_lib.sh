@@ -1,15 +1,35 @@
 # SPDX-License-Identifier: BSD-3-Clause
 #
 # Sourced by the shell tests that drive one lockstepd through its control
-# socket (tests/fuzz/test_fuzz.sh, tests/interop/test_interop.sh) once they
-# have set LS_BUILD, DAEMON, SOCK, TMP and fail(). Gives ctl(), lsd_log_tail
-# for a failed run's clean-up, and lsd_require (root, else SKIP; a built
-# daemon, else FAIL).
+# socket (tests/fuzz/test_fuzz.sh, tests/interop/test_interop.sh). Set NAME
+# (for messages), TAG (for the temporary directory), LS_BUILD and DAEMON
+# first. Gives TMP (a fresh directory), SOCK (the control socket in it),
+# DPID (set it to the daemon's pid), fail(), ctl(), and for the caller's
+# clean-up lsd_stop and lsd_log_tail; lsd_require checks root (else SKIP)
+# and the daemon binary (else FAIL).
+
+TMP=$(mktemp -d "/tmp/ls-$TAG.XXXXXX")
+SOCK=$TMP/ctl.sock
+DPID=
+
+fail() { echo "$NAME: FAIL: $*" >&2; exit 1; }
 
 # One control-socket request through lockstepctl: prints the result JSON,
 # exits non-zero with the error on ok:false.
 ctl() {
 	"$LS_BUILD/tools/lockstepctl/lockstepctl" -s "$SOCK" call "$1" "${2:-{\}}"
+}
+
+# lsd_stop [-KILL]: stop the daemon if it still runs: SIGTERM and up to
+# 5 s to exit, then SIGKILL; with -KILL at once.
+lsd_stop() {
+	if [ -n "$DPID" ] && kill -0 "$DPID" 2>/dev/null; then
+		if [ "${1:-}" != -KILL ]; then
+			kill -TERM "$DPID" 2>/dev/null || true
+			for _ in $(seq 50); do kill -0 "$DPID" 2>/dev/null || break; sleep 0.1; done
+		fi
+		kill -KILL "$DPID" 2>/dev/null || true
+	fi
 }
 
 # The daemon's last words, on stderr, when it wrote any.

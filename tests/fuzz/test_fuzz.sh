@@ -17,18 +17,13 @@ PY=/usr/bin/python3
 FUZZ_COUNT=${FUZZ_COUNT:-120000}
 FUZZ_SEED=${FUZZ_SEED:-8762}
 MIN_DELIVERED=100000
-TMP=$(mktemp -d /tmp/ls-fuzz.XXXXXX)
-SOCK=$TMP/ctl.sock
-DPID=
+NAME=test_fuzz TAG=fuzz
+. "$HERE/../lsd_lib.sh"      # TMP, SOCK, DPID, fail, ctl, lsd_stop, lsd_log_tail, lsd_require
 PREFIX="ls-fuzz$$"          # EAL runtime dir /var/run/dpdk/$PREFIX
-
-fail() { echo "test_fuzz: FAIL: $*" >&2; exit 1; }
 
 cleanup() {
 	local rc=$?
-	if [ -n "$DPID" ] && kill -0 "$DPID" 2>/dev/null; then
-		kill -KILL "$DPID" 2>/dev/null || true
-	fi
+	lsd_stop -KILL
 	[ $rc -eq 0 ] || lsd_log_tail
 	# A fuzz failure is only useful if it can be replayed: the input is
 	# deterministic, and FUZZ_KEEP=1 keeps the files.
@@ -45,8 +40,6 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-
-. "$HERE/../lsd_lib.sh"      # ctl, lsd_log_tail, lsd_require
 lsd_require "DPDK"
 
 IN=$TMP/fuzz.pcap

@@ -20,20 +20,13 @@ NS_S=ls-$SUF-s              # kernel STAMP sender
 NS_D=ls-$SUF-d              # lockstepd (device under test)
 VETH_S=v$SUF-s
 VETH_D=v$SUF-d
-TMP=$(mktemp -d /tmp/ls-interop.XXXXXX)
-SOCK=$TMP/ctl.sock
-DPID=
+NAME=test_interop TAG=interop
+. "$HERE/../lsd_lib.sh"      # TMP, SOCK, DPID, fail, ctl, lsd_stop, lsd_log_tail, lsd_require
 PREFIX="ls-$SUF"          # EAL runtime dir /var/run/dpdk/$PREFIX
-
-fail() { echo "test_interop: FAIL: $*" >&2; exit 1; }
 
 cleanup() {
 	local rc=$?
-	if [ -n "$DPID" ] && kill -0 "$DPID" 2>/dev/null; then
-		kill -TERM "$DPID" 2>/dev/null || true
-		for _ in $(seq 50); do kill -0 "$DPID" 2>/dev/null || break; sleep 0.1; done
-		kill -KILL "$DPID" 2>/dev/null || true
-	fi
+	lsd_stop
 	ip netns del "$NS_S" 2>/dev/null || true
 	ip netns del "$NS_D" 2>/dev/null || true
 	[ $rc -eq 0 ] || lsd_log_tail
@@ -43,8 +36,6 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-
-. "$HERE/../lsd_lib.sh"      # ctl, lsd_log_tail, lsd_require
 lsd_require "namespaces, DPDK"
 command -v tshark >/dev/null || fail "tshark not installed"
 "$PY" -c 'import json, socket' || fail "$PY unusable"
