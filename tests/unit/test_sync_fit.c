@@ -195,6 +195,21 @@ add_bad_pair(struct ls_sync_est *e, const struct path *p, double T, double by, b
 	ls_sync_est_add_pair(e, &a, &b);
 }
 
+/* Heavy-noise pairs over 2 s up to T, plus three forward samples 50 us
+ * below the envelope on one line; the estimator's fit at T. */
+static void
+three_forward_outliers(const struct ls_sync_est_conf *c, const struct path *p, double T,
+		       struct ls_sync_est *e, struct ls_sync_fit *f)
+{
+	ls_rng_seed(5);
+	ck_assert_int_eq(ls_sync_est_init(e, c, 1024), 0);
+	feed_pairs(e, p, T - 2 * SEC + 5 * MS, T, 10 * MS, NOISE_HEAVY);
+	add_bad_pair(e, p, T - 1.6 * SEC + 1 * MS, 50 * US, true);
+	add_bad_pair(e, p, T - 1.0 * SEC + 1 * MS, 50 * US, true);
+	add_bad_pair(e, p, T - 0.4 * SEC + 1 * MS, 50 * US, true);
+	ck_assert_int_eq(ls_sync_est_fit(e, clk_at(&p->a, T), f), 0);
+}
+
 START_TEST(test_fit_outliers)
 {
 	struct ls_sync_est_conf c;
@@ -205,13 +220,7 @@ START_TEST(test_fit_outliers)
 
 	ls_sync_est_conf_default(&c);
 	/* Three forward samples 50 us below the envelope, on one line. */
-	ls_rng_seed(5);
-	ck_assert_int_eq(ls_sync_est_init(&e, &c, 1024), 0);
-	feed_pairs(&e, &p, T - 2 * SEC + 5 * MS, T, 10 * MS, NOISE_HEAVY);
-	add_bad_pair(&e, &p, T - 1.6 * SEC + 1 * MS, 50 * US, true);
-	add_bad_pair(&e, &p, T - 1.0 * SEC + 1 * MS, 50 * US, true);
-	add_bad_pair(&e, &p, T - 0.4 * SEC + 1 * MS, 50 * US, true);
-	ck_assert_int_eq(ls_sync_est_fit(&e, clk_at(&p.a, T), &f), 0);
+	three_forward_outliers(&c, &p, T, &e, &f);
 	ck_assert_uint_eq(f.n_outliers, 3);
 	ck_assert_uint_eq(e.outliers, 3);
 	ck_assert_msg(fabs(f.offset_ns - path_offset(&p, T)) < 5, "err %.3f",
@@ -221,13 +230,7 @@ START_TEST(test_fit_outliers)
 
 	/* Without rejection the same data is far off: the test has teeth. */
 	c.outlier_ns = 0;
-	ls_rng_seed(5);
-	ck_assert_int_eq(ls_sync_est_init(&e, &c, 1024), 0);
-	feed_pairs(&e, &p, T - 2 * SEC + 5 * MS, T, 10 * MS, NOISE_HEAVY);
-	add_bad_pair(&e, &p, T - 1.6 * SEC + 1 * MS, 50 * US, true);
-	add_bad_pair(&e, &p, T - 1.0 * SEC + 1 * MS, 50 * US, true);
-	add_bad_pair(&e, &p, T - 0.4 * SEC + 1 * MS, 50 * US, true);
-	ck_assert_int_eq(ls_sync_est_fit(&e, clk_at(&p.a, T), &f), 0);
+	three_forward_outliers(&c, &p, T, &e, &f);
 	ck_assert_uint_eq(f.n_outliers, 0);
 	ck_assert(fabs(f.offset_ns - path_offset(&p, T)) > 1000);
 	ls_sync_est_free(&e);
