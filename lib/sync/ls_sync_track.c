@@ -40,13 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ls_sync.h"
-
-static inline int64_t
-ns_diff(uint64_t a, uint64_t b)
-{
-	return (int64_t)(a - b);
-}
+#include "ls_sync_priv.h"
 
 /* Oldest first: the i-th held entry. */
 static inline uint32_t
