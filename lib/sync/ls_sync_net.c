@@ -535,229 +535,304 @@ become_reference(const struct ls_sync_node_conf *c, uint64_t now, struct ls_sync
 	s->cluster_n = 0;
 }
 
-int
-ls_sync_node_update(const struct ls_sync_node_conf *c, const struct ls_sync_nbr *nbrs,
-		    unsigned int n, uint64_t now, struct ls_sync_state *s,
-		    struct ls_sync_nbr_use *use)
+/*
+ * Scratch for one step, one allocation in named parts: the candidates,
+ * the robust averages' working copy (phi_average's, then cluster_pool's,
+ * which puts this node first and so needs one more), and the cluster
+ * members picked from the candidates.
+ */
+struct node_scratch {
+	struct cand *cand;      /* n: one per usable neighbour */
+	struct cand *work;      /* n + 1 */
+	struct cand *members;   /* n */
+};
+
+static int
+scratch_alloc(struct node_scratch *sc, unsigned int n)
 {
-	double floor_ns = c->sigma_floor_ns > 0 ? c->sigma_floor_ns : LS_SYNC_SIGMA_MIN;
-	struct cand *cs = NULL;
-	unsigned int j, nc = 0, used = 0;
-	uint32_t ref;
+	struct cand *all = malloc((3 * (size_t)n + 1) * sizeof(*all));
 
-	if (use != NULL)
-		memset(use, 0, n * sizeof(*use));
-	s->node_id = c->self_id;
+	if (all == NULL)
+		return -ENOMEM;
+	sc->cand = all;
+	sc->work = all + n;
+	sc->members = all + 2 * (size_t)n + 1;
+	return 0;
+}
 
-	/* Who is still alive: every fresh announcement of a reference counts,
-	 * except from nodes in holdover, which repeat an old ref_seq. */
-	for (j = 0; j < n; j++)
+/* Who is still alive: every fresh announcement of a reference counts,
+ * except from nodes in holdover, which repeat an old ref_seq. */
+static void
+note_refs(const struct ls_sync_node_conf *c, const struct ls_sync_nbr *nbrs, unsigned int n,
+	  uint64_t now, struct ls_sync_state *s)
+{
+	for (unsigned int j = 0; j < n; j++)
 		if (nbr_announces_ref(c, &nbrs[j], now) &&
 		    !(nbrs[j].st.flags & LS_SYNC_F_HOLDOVER))
 			ref_note(s, c, nbrs[j].st.ref_id, nbrs[j].st.ref_seq, now);
+}
 
-	ref = elect(c, nbrs, n, now, s);
-	if (ref != 0 && ref == c->self_id) {
-		if (!cut_off(c, nbrs, n, now, s)) {
-			become_reference(c, now, s);
-			return 0;
+/* A neighbour that can offer a candidate: fresh, synced to ref, not in
+ * holdover, and we hold a fit of our edge to it. */
+static bool
+nbr_usable(const struct ls_sync_node_conf *c, const struct ls_sync_nbr *nb, uint32_t ref,
+	   uint64_t now)
+{
+	return nbr_announces_ref(c, nb, now) && nb->st.ref_id == ref &&
+	       !(nb->st.flags & LS_SYNC_F_HOLDOVER) && nb->has_edge && nb->edge.ok;
+}
+
+/* Our edge to a neighbour at now, as the candidate uses it. */
+struct edge_mix {
+	double o;               /* local_nbr - local_self */
+	double drift;           /* its drift, per tick of our clock */
+	double sigma;           /* its sigma (before the floor) */
+	double drift_apart;     /* the two sides' drift disagreement, its share */
+	double back;            /* two-sided minus one-sided, for the record */
+};
+
+/*
+ * Mix the neighbour's own estimate of the edge, from its probes to us (the
+ * same edge negated), into ours. Averaging the two directions cancels any
+ * bias both ends' measurements share, so they are averaged evenly while
+ * their sigmas are alike; when one side is much worse (it has not seen its
+ * floor in a while: ls_sync_track), by inverse variance. dt_n is now on
+ * the neighbour's clock, less its t0.
+ */
+static void
+edge_mix(const struct ls_sync_nbr *nb, double dt_n, struct edge_mix *m)
+{
+	const struct ls_sync_state *st = &nb->st;
+	double back = st->edge_back_ns + st->edge_back_drift * dt_n;
+	double b = st->edge_back_drift;
+	double w = two_sided_weight(nb->edge.sigma_ns, st->edge_back_sigma);
+	double apart = fabs(m->o + back); /* the two sides' disagreement */
+
+	m->back = -w * (m->o + back);
+	m->o = (1.0 - w) * m->o - w * back;
+	/* its drift is per tick of its clock: -b / (1 + b) per ours */
+	m->drift = (1.0 - w) * nb->edge.drift - w * b / (1.0 + b);
+	m->sigma = sqrt((1.0 - w) * (1.0 - w) * nb->edge.sigma_ns * nb->edge.sigma_ns +
+			w * w * st->edge_back_sigma * st->edge_back_sigma);
+	/*
+	 * The two sides measure one quantity with different probes: when they
+	 * disagree, one of them is that far off and nothing says which, so the
+	 * mix is off by up to the larger share of the disagreement, and its
+	 * sigma is at least half that (see docs/sync.md, "Lab notes": two-sided
+	 * edges).
+	 */
+	m->sigma = fmax(m->sigma, fmax(w, 1.0 - w) * apart / 2.0);
+	/* Likewise the drift: the wire carries no sigma for the neighbour's,
+	 * so their disagreement says how far the mix can be off. */
+	m->drift_apart = fmax(w, 1.0 - w) * fabs(nb->edge.drift + b / (1.0 + b)) / 2.0;
+}
+
+/*
+ * Neighbour j's offer: theta_nbr(now') - o(now) and phi_nbr - drift, with
+ * the edge's and the neighbour's uncertainty together. Returns false when
+ * the result is not finite.
+ */
+static bool
+cand_from_nbr(const struct ls_sync_node_conf *c, const struct ls_sync_nbr *nb, unsigned int j,
+	      uint64_t now, double floor_ns, struct cand *k)
+{
+	const struct ls_sync_state *st = &nb->st;
+	struct edge_mix m = {.drift = nb->edge.drift, .sigma = nb->edge.sigma_ns};
+	double dt_e, dt_n, se, sn;
+
+	/* Our edge at now: o = local_nbr - local_self. */
+	dt_e = (double)ns_diff(now, nb->edge.t_ref);
+	m.o = nb->edge.offset_ns + nb->edge.drift * dt_e;
+	/* The neighbour's clock reads now + o; its theta there. st->t0 is
+	 * on its clock, so difference the integers, then add o. */
+	dt_n = (double)ns_diff(now, st->t0) + m.o;
+	if (st->flags & LS_SYNC_F_EDGE)
+		edge_mix(nb, dt_n, &m);
+	k->back = m.back;
+	k->j = j;
+	k->theta = st->theta_ns + st->phi * dt_n - m.o;
+	/* d theta_self / d local_self: the neighbour's phi is per tick of
+	 * its clock, which runs (1 + drift) times ours. The product term
+	 * is 1e-8 at 100 ppm each: 100 ns over 10 s, not negligible. */
+	k->phi = st->phi * (1.0 + m.drift) - m.drift;
+	se = hypot(fmax(m.sigma, floor_ns), nb->edge.drift_sigma * dt_e);
+	sn = hypot(st->sigma_ns, st->phi_sigma * dt_n);
+	k->var = se * se + sn * sn;
+	k->phi_var = nb->edge.drift_sigma * nb->edge.drift_sigma + m.drift_apart * m.drift_apart +
+		     st->phi_sigma * st->phi_sigma;
+	/*
+	 * Residuals are judged against the candidate's whole uncertainty, the
+	 * neighbour's own included: a candidate that came through a
+	 * non-reference neighbour carries that node's error too. Judging by
+	 * the edge alone let a consensus of the reference's descendants cut
+	 * the reference's own edge, after which they drifted together with
+	 * nothing to hold them.
+	 */
+	k->s = fmax(sqrt(k->var), floor_ns);
+	/* And weighted by the same figure: weighted by the edge alone, a
+	 * neighbour far off but unsure of itself still pulled like a clean
+	 * edge (docs/sync.md, "Lab notes": candidate weights). */
+	k->w0 = 1.0 / (k->s * k->s);
+	/* shares our error: pooled into our readings (cluster_pool) */
+	k->cluster = c->cluster_ratio > 0 && sn > c->cluster_ratio * se;
+	return isfinite(k->theta) && isfinite(k->phi);
+}
+
+/* The usable neighbours' candidates into cs; returns how many. */
+static unsigned int
+gather(const struct ls_sync_node_conf *c, const struct ls_sync_nbr *nbrs, unsigned int n,
+       uint32_t ref, uint64_t now, double floor_ns, struct cand *cs)
+{
+	unsigned int nc = 0;
+
+	for (unsigned int j = 0; j < n; j++)
+		if (nbr_usable(c, &nbrs[j], ref, now) &&
+		    cand_from_nbr(c, &nbrs[j], j, now, floor_ns, &cs[nc]))
+			nc++;
+	return nc;
+}
+
+/* What the candidates kept by the average say together. */
+struct kept {
+	unsigned int used;      /* how many kept (weight > 0) */
+	double ssig;            /* their sigmas, weighted */
+	uint16_t hops;          /* the fewest hops among them */
+	uint32_t seq;           /* the highest ref_seq among them */
+};
+
+/* Tally the kept candidates, and report every one in use (when asked). */
+static void
+tally(const struct cand *cs, unsigned int nc, const struct ls_sync_nbr *nbrs, double est,
+      struct ls_sync_nbr_use *use, struct kept *kp)
+{
+	bool seq_set = false;
+
+	*kp = (struct kept){.hops = UINT16_MAX};
+	for (unsigned int i = 0; i < nc; i++) {
+		const struct ls_sync_state *st = &nbrs[cs[i].j].st;
+		double w = cs[i].w;
+
+		if (use != NULL) {
+			struct ls_sync_nbr_use *u = &use[cs[i].j];
+
+			u->used = w > 0;
+			u->weight = w;
+			u->residual_ns = cs[i].theta - est;
+			u->rejected = w == 0;
+			u->scale_ns = cs[i].s;
+			u->back_ns = cs[i].back;
 		}
-		ref = 0; /* hold over, below */
-	}
-
-	if (ref != 0 && ref_alive(s, c, ref, now) && n > 0)
-		cs = malloc((3 * n + 1) * sizeof(*cs)); /* then phi_average's, cluster_pool's */
-	for (j = 0; cs != NULL && j < n; j++) {
-		const struct ls_sync_nbr *nb = &nbrs[j];
-		const struct ls_sync_state *st = &nb->st;
-		struct cand *k = &cs[nc];
-		double dt_e, o, dt_n, se, sn, dd, se_two = nb->edge.sigma_ns, dd_apart = 0;
-
-		if (!nbr_announces_ref(c, nb, now) || st->ref_id != ref ||
-		    (st->flags & LS_SYNC_F_HOLDOVER) || !nb->has_edge || !nb->edge.ok)
+		if (w == 0)
 			continue;
-		/* Our edge at now: o = local_nbr - local_self. */
-		dt_e = (double)ns_diff(now, nb->edge.t_ref);
-		o = nb->edge.offset_ns + nb->edge.drift * dt_e;
-		/* The neighbour's clock reads now + o; its theta there. st->t0 is
-		 * on its clock, so difference the integers, then add o. */
-		dt_n = (double)ns_diff(now, st->t0) + o;
-		if (st->flags & LS_SYNC_F_EDGE) {
-			/* Its own estimate of the edge, from its probes to us: the
-			 * same edge negated. Averaging the two directions cancels
-			 * any bias both ends' measurements share, so they are
-			 * averaged evenly while their sigmas are alike; when one
-			 * side is much worse (it has not seen its floor in a
-			 * while: ls_sync_track), by inverse variance. */
-			double back = st->edge_back_ns + st->edge_back_drift * dt_n;
-			double b = st->edge_back_drift;
-			double w = two_sided_weight(nb->edge.sigma_ns, st->edge_back_sigma);
-			double apart = fabs(o + back); /* the two sides' disagreement */
-
-			k->back = -w * (o + back);
-			o = (1.0 - w) * o - w * back;
-			/* its drift is per tick of its clock: -b / (1 + b) per ours */
-			dd = (1.0 - w) * nb->edge.drift - w * b / (1.0 + b);
-			se_two = sqrt((1.0 - w) * (1.0 - w) * nb->edge.sigma_ns * nb->edge.sigma_ns +
-				      w * w * st->edge_back_sigma * st->edge_back_sigma);
-			/*
-			 * The two sides measure one quantity with different
-			 * probes: when they disagree, one of them is that far
-			 * off and nothing says which, so the mix is off by up
-			 * to the larger share of the disagreement, and its
-			 * sigma is at least half that (the 3 sigma bound then
-			 * covers it with room to spare). At 90% load
-			 * a side that had never seen one of its floors claimed
-			 * 0.4 us while 14 us off, and its neighbour's side said
-			 * so.
-			 */
-			se_two = fmax(se_two, fmax(w, 1.0 - w) * apart / 2.0);
-			/* Likewise the drift: the wire carries no sigma for the
-			 * neighbour's, so their disagreement is what says how far
-			 * the mix can be off. After a restart in the lab, the
-			 * reference's fit of the restarted node was 40 ppm off
-			 * for seconds while ours claimed 0.2 ppm, and the mix,
-			 * 3 ppm off, claimed 0.2 and cut the right candidates. */
-			dd_apart = fmax(w, 1.0 - w) * fabs(nb->edge.drift + b / (1.0 + b)) / 2.0;
-		} else {
-			dd = nb->edge.drift;
-			k->back = 0;
+		kp->used++;
+		kp->ssig += w * cs[i].s;
+		if (st->hops < kp->hops)
+			kp->hops = st->hops;
+		if (!seq_set || seq_after(st->ref_seq, kp->seq)) {
+			kp->seq = st->ref_seq;
+			seq_set = true;
 		}
-		k->j = j;
-		k->theta = st->theta_ns + st->phi * dt_n - o;
-		/* d theta_self / d local_self: the neighbour's phi is per tick of
-		 * its clock, which runs (1 + drift) times ours. The product term
-		 * is 1e-8 at 100 ppm each: 100 ns over 10 s, not negligible. */
-		k->phi = st->phi * (1.0 + dd) - dd;
-		se = hypot(fmax(se_two, floor_ns), nb->edge.drift_sigma * dt_e);
-		sn = hypot(st->sigma_ns, st->phi_sigma * dt_n);
-		k->var = se * se + sn * sn;
-		k->phi_var = nb->edge.drift_sigma * nb->edge.drift_sigma + dd_apart * dd_apart +
-			     st->phi_sigma * st->phi_sigma;
-		/*
-		 * Residuals are judged against the candidate's whole
-		 * uncertainty, the neighbour's own included: a candidate that
-		 * came through a non-reference neighbour carries that node's
-		 * error too. Judging by the edge alone let a consensus of the
-		 * reference's descendants cut the reference's own edge, after
-		 * which they drifted together with nothing to hold them.
-		 */
-		k->s = fmax(sqrt(k->var), floor_ns);
-		/*
-		 * And weighted by the same figure. Weighted by the edge alone,
-		 * a neighbour far off but unsure of itself (a wide scale) still
-		 * pulled like a clean edge: at 90% load two nodes on one leaf,
-		 * each a few sigma inside the other's wide scale, moved the
-		 * estimate off the reference's candidate, whose narrow scale
-		 * then cut it, and the two followed each other 300 us away.
-		 */
-		k->w0 = 1.0 / (k->s * k->s);
-		/* shares our error: pooled into our readings (cluster_pool) */
-		k->cluster = c->cluster_ratio > 0 && sn > c->cluster_ratio * se;
-		if (!isfinite(k->theta) || !isfinite(k->phi))
-			continue;
-		nc++;
 	}
+}
 
-	if (nc > 0) {
-		double est, sw = 0, ssig = 0;
-		uint16_t hops = UINT16_MAX;
-		uint32_t seq = 0;
-		bool seq_set = false;
-		unsigned int i, nk = 0;
+/*
+ * The cluster's pooled estimate for our readings (cluster_pool), est when
+ * no candidate is in our cluster. *pool_sigma and *members as cluster_pool
+ * sets them (sigma and 0 without a cluster).
+ */
+static double
+pool_cluster(const struct ls_sync_node_conf *c, struct node_scratch *sc, unsigned int nc,
+	     double est, double sigma, struct ls_sync_nbr_use *use, double *pool_sigma,
+	     unsigned int *members)
+{
+	unsigned int i, nk = 0;
+	double pooled;
 
-		/*
-		 * Start from the reference's own candidate when it is a
-		 * neighbour, else from the weighted median. The other
-		 * candidates all derive from the reference through their
-		 * nodes: when several of those are wrong together (a neighbour
-		 * that just restarted, its errors passed on), their median
-		 * would win and cut the reference's edge, and the non-reference
-		 * nodes would then drift off as one with nothing to hold them.
-		 * The price: an edge to the reference that is itself bad is not
-		 * voted down by the nodes that derive from it, unless it says
-		 * so (ref_start).
-		 */
-		est = robust_average(c, cs, nc, nbrs, ref, THETA_TOL, &sw);
-		for (i = 0; i < nc; i++) {
-			const struct ls_sync_state *st = &nbrs[cs[i].j].st;
-			double w = cs[i].w;
+	*pool_sigma = sigma;
+	*members = 0;
+	for (i = 0; i < nc; i++)
+		if (sc->cand[i].cluster)
+			sc->members[nk++] = sc->cand[i];
+	if (nk == 0)
+		return est;
+	pooled = cluster_pool(c, est, sigma, sc->members, nk, sc->work, pool_sigma, members);
+	for (i = 0; use != NULL && i < nk; i++) {
+		const struct cand *k = &sc->work[1 + i]; /* cluster_pool put us first */
 
-			if (use != NULL) {
-				struct ls_sync_nbr_use *u = &use[cs[i].j];
-
-				u->used = w > 0;
-				u->weight = w;
-				u->residual_ns = cs[i].theta - est;
-				u->rejected = w == 0;
-				u->scale_ns = cs[i].s;
-				u->back_ns = cs[i].back;
-			}
-			if (w == 0)
-				continue;
-			used++;
-			ssig += w * cs[i].s;
-			if (st->hops < hops)
-				hops = st->hops;
-			if (!seq_set || seq_after(st->ref_seq, seq)) {
-				seq = st->ref_seq;
-				seq_set = true;
-			}
-		}
-		if (used > 0 && sw > 0) {
-			const struct ls_sync_ref_seen *e = ref_find(s, ref);
-			double pooled = est, pool_sigma;
-			unsigned int members = 0;
-
-			s->theta_ns = est;
-			s->phi = phi_average(c, cs, nc, cs + n, nbrs, ref, &s->phi_sigma);
-			/*
-			 * The weighted mean of the candidates' sigmas, not the
-			 * inverse-variance sigma 1/sqrt(sum w): the candidates are
-			 * not independent (all derive from the reference, often
-			 * through each other), and the latter let two neighbours
-			 * vouch for each other, each round shrinking both sigmas
-			 * until any loaded edge looked clean. |sum w e| <= sum w |e|
-			 * holds whatever the correlation, so a node's sigma never
-			 * claims more than its candidates do.
-			 */
-			s->sigma_ns = fmax(ssig / sw, floor_ns);
-			pool_sigma = s->sigma_ns;
-			for (i = 0; i < nc; i++)
-				if (cs[i].cluster)
-					cs[2 * n + 1 + nk++] = cs[i];
-			if (nk > 0) {
-				pooled = cluster_pool(c, est, s->sigma_ns, cs + 2 * n + 1, nk, cs + n,
-						      &pool_sigma, &members);
-				for (i = 0; use != NULL && i < nk; i++) {
-					const struct cand *k = &cs[n + 1 + i];
-
-					use[k->j].cluster = true;
-					use[k->j].cluster_weight = k->w;
-				}
-			}
-			s->cluster_ns = pooled - est;
-			s->cluster_n = (uint16_t)members;
-			s->bound_sigma_ns = fmax(fmax(s->sigma_ns, pool_sigma),
-						 anchored_sigma(cs, nc, nbrs, pooled));
-			s->hops = hops < UINT16_MAX ? (uint16_t)(hops + 1) : UINT16_MAX;
-			s->ref_id = ref;
-			s->ref_seq = seq;
-			s->ref_seq_at = e != NULL ? e->at : now;
-			s->flags = LS_SYNC_F_SYNCED;
-			s->t0 = now;
-			s->t_good = now;
-			free(cs);
-			return (int)used;
-		}
-		used = 0;
+		use[k->j].cluster = true;
+		use[k->j].cluster_weight = k->w;
 	}
-	free(cs);
+	return pooled;
+}
 
+/*
+ * The robust average of the nc candidates, adopted as the node's state.
+ * Returns how many neighbours it used, 0 when the average kept none (the
+ * state is then untouched but for use[]).
+ */
+static int
+adopt(const struct ls_sync_node_conf *c, const struct ls_sync_nbr *nbrs, uint32_t ref,
+      uint64_t now, double floor_ns, struct node_scratch *sc, unsigned int nc,
+      struct ls_sync_state *s, struct ls_sync_nbr_use *use)
+{
+	const struct ls_sync_ref_seen *e;
+	double est, sw = 0, pooled, pool_sigma;
+	unsigned int members;
+	struct kept kp;
+
+	/*
+	 * Start from the reference's own candidate when it is a neighbour,
+	 * else from the weighted median. The other candidates all derive from
+	 * the reference through their nodes: when several of those are wrong
+	 * together (a neighbour that just restarted, its errors passed on),
+	 * their median would win and cut the reference's edge, and the
+	 * non-reference nodes would then drift off as one with nothing to hold
+	 * them. The price: an edge to the reference that is itself bad is not
+	 * voted down by the nodes that derive from it, unless it says so
+	 * (ref_start).
+	 */
+	est = robust_average(c, sc->cand, nc, nbrs, ref, THETA_TOL, &sw);
+	tally(sc->cand, nc, nbrs, est, use, &kp);
+	if (kp.used == 0 || !(sw > 0))
+		return 0;
+	e = ref_find(s, ref);
+	s->theta_ns = est;
+	s->phi = phi_average(c, sc->cand, nc, sc->work, nbrs, ref, &s->phi_sigma);
+	/*
+	 * The weighted mean of the candidates' sigmas, not the inverse-variance
+	 * sigma 1/sqrt(sum w): the candidates are not independent (all derive
+	 * from the reference, often through each other), and the latter let
+	 * two neighbours vouch for each other, each round shrinking both sigmas
+	 * until any loaded edge looked clean. |sum w e| <= sum w |e| holds
+	 * whatever the correlation, so a node's sigma never claims more than
+	 * its candidates do.
+	 */
+	s->sigma_ns = fmax(kp.ssig / sw, floor_ns);
+	pooled = pool_cluster(c, sc, nc, est, s->sigma_ns, use, &pool_sigma, &members);
+	s->cluster_ns = pooled - est;
+	s->cluster_n = (uint16_t)members;
+	s->bound_sigma_ns = fmax(fmax(s->sigma_ns, pool_sigma),
+				 anchored_sigma(sc->cand, nc, nbrs, pooled));
+	s->hops = kp.hops < UINT16_MAX ? (uint16_t)(kp.hops + 1) : UINT16_MAX;
+	s->ref_id = ref;
+	s->ref_seq = kp.seq;
+	s->ref_seq_at = e != NULL ? e->at : now;
+	s->flags = LS_SYNC_F_SYNCED;
+	s->t0 = now;
+	s->t_good = now;
+	return (int)kp.used;
+}
+
+/*
+ * No candidate. A node that was synced holds over: theta carried along phi
+ * to now so the announcement stays anchored near the present; sigma stays,
+ * the reading's bound grows with now - t_good instead. One that never was
+ * stays unsynced.
+ */
+static void
+hold_over(uint64_t now, struct ls_sync_state *s)
+{
 	if (s->flags & LS_SYNC_F_SYNCED) {
-		/* Holdover: carry theta along phi to now so the announcement stays
-		 * anchored near the present; sigma stays, the reading's bound
-		 * grows with now - t_good instead. */
 		s->theta_ns += s->phi * (double)ns_diff(now, s->t0);
 		s->t0 = now;
 		s->flags = LS_SYNC_F_SYNCED | LS_SYNC_F_HOLDOVER;
@@ -767,7 +842,40 @@ ls_sync_node_update(const struct ls_sync_node_conf *c, const struct ls_sync_nbr 
 		s->ref_id = 0;
 		s->hops = UINT16_MAX;
 	}
-	return 0;
+}
+
+int
+ls_sync_node_update(const struct ls_sync_node_conf *c, const struct ls_sync_nbr *nbrs,
+		    unsigned int n, uint64_t now, struct ls_sync_state *s,
+		    struct ls_sync_nbr_use *use)
+{
+	double floor_ns = c->sigma_floor_ns > 0 ? c->sigma_floor_ns : LS_SYNC_SIGMA_MIN;
+	struct node_scratch sc = {0};
+	unsigned int nc = 0;
+	uint32_t ref;
+	int used = 0;
+
+	if (use != NULL)
+		memset(use, 0, n * sizeof(*use));
+	s->node_id = c->self_id;
+	note_refs(c, nbrs, n, now, s);
+	ref = elect(c, nbrs, n, now, s);
+	if (ref != 0 && ref == c->self_id) {
+		if (!cut_off(c, nbrs, n, now, s)) {
+			become_reference(c, now, s);
+			return 0;
+		}
+		ref = 0; /* hold over, below */
+	}
+	/* Out of memory, like no usable neighbour: hold over. */
+	if (ref != 0 && ref_alive(s, c, ref, now) && n > 0 && scratch_alloc(&sc, n) == 0)
+		nc = gather(c, nbrs, n, ref, now, floor_ns, sc.cand);
+	if (nc > 0)
+		used = adopt(c, nbrs, ref, now, floor_ns, &sc, nc, s, use);
+	free(sc.cand);
+	if (used == 0)
+		hold_over(now, s);
+	return used;
 }
 
 /* ---- reading fleet time ----------------------------------------------- */
