@@ -411,6 +411,101 @@ side_load(struct side *s, const struct ls_sync_pt *src, uint32_t n)
 	return k;
 }
 
+/* Widen [*tmin, *tmax] to the times of s's live samples. */
+static void
+live_times(const struct side *s, double *tmin, double *tmax)
+{
+	for (uint32_t i = 0; i < s->n; i++)
+		if (!s->gone[i]) {
+			*tmin = fmin(*tmin, s->p[i].t);
+			*tmax = fmax(*tmax, s->p[i].t);
+		}
+}
+
+/*
+ * Fit the slope, then drop outliers round by round and refit, until a
+ * round finds none or LS_SYNC_MAX_OUTLIERS are gone. Returns the slope;
+ * the sides' hulls are those at it, *drops how many went. need is the
+ * fewest samples a side keeps; cand holds n + 2 doubles.
+ */
+static double
+fit_rounds(struct side *f, struct side *r, const struct ls_sync_est_conf *conf, uint32_t need,
+	   double *cand, uint32_t *drops)
+{
+	double b;
+
+	*drops = 0;
+	for (;;) {
+		uint32_t k, got = 0;
+
+		f->nh = build_hull(f, f->hull);
+		r->nh = build_hull(r, r->hull);
+		b = isnan(conf->fixed_drift) ?
+		    best_slope(f, f->hull, f->nh, r, r->hull, r->nh, conf->max_drift, cand) :
+		    conf->fixed_drift;
+		if (!(conf->outlier_ns > 0) || *drops >= LS_SYNC_MAX_OUTLIERS)
+			break;
+		/* Smallest group first, either side; a side never goes below
+		 * min_points and the fit never drops more than the maximum. */
+		for (k = 1; k <= LS_SYNC_OUTLIER_GROUP && got == 0; k++) {
+			if (*drops + k > LS_SYNC_MAX_OUTLIERS)
+				break;
+			if (f->live >= need + k)
+				got = drop_outliers(f, r, true, b, k, conf->outlier_ns,
+						    conf->sigma_m, conf->max_drift, cand);
+			if (got == 0 && r->live >= need + k)
+				got = drop_outliers(r, f, false, b, k, conf->outlier_ns,
+						    conf->sigma_m, conf->max_drift, cand);
+		}
+		if (got == 0)
+			break;
+		*drops += got;
+	}
+	return b;
+}
+
+/* The fit at slope b into out, from the sides as fit_rounds left them. */
+static void
+fit_result(const struct side *f, const struct side *r, double b, uint32_t drops,
+	   const struct ls_sync_est_conf *conf, double *cand, struct ls_sync_fit *out)
+{
+	double fe, re, tmin = INFINITY, tmax = -INFINITY, half_span;
+	uint32_t i;
+
+	fe = env_min(f, f->hull, f->nh, b, &i);
+	out->sup_fwd = f->p[i];
+	re = env_min(r, r->hull, r->nh, b, &i);
+	out->sup_rev = r->p[i];
+	out->has_sup = true;
+	out->ok = true;
+	out->t_ref = 0;
+	out->drift = b;
+	out->offset_ns = 0.5 * (fe - re) - 0.5 * conf->asym_ns;
+	out->half_gap_ns = 0.5 * (fe + re);
+	/* At a fixed slope the band is narrower than the widest one (a wrong
+	 * slope narrows it): judge the window's floors by the widest. */
+	out->band_ns = out->half_gap_ns;
+	if (!isnan(conf->fixed_drift)) {
+		double bf = best_slope(f, f->hull, f->nh, r, r->hull, r->nh, conf->max_drift, cand);
+
+		out->band_ns = fmax(out->half_gap_ns, 0.5 * (env_min(f, f->hull, f->nh, bf, NULL) +
+							     env_min(r, r->hull, r->nh, bf, NULL)));
+	}
+	out->n_fwd = f->live;
+	out->n_rev = r->live;
+	out->n_outliers = drops;
+	/* cand is free again and holds n + 2 doubles: enough for either side. */
+	out->sigma_ns = fmax(conf->sigma_floor_ns,
+			     0.5 * hypot(side_spread(f, b, fe, conf->sigma_m, cand),
+					 side_spread(r, b, re, conf->sigma_m, cand)));
+	live_times(f, &tmin, &tmax);
+	live_times(r, &tmin, &tmax);
+	/* A window of one instant says nothing about drift: 1 ns keeps the
+	 * figure finite (and enormous). */
+	half_span = fmax(0.5 * (tmax - tmin), 1.0);
+	out->drift_sigma = out->sigma_ns / half_span;
+}
+
 int
 ls_sync_envelope_fit(const struct ls_sync_pt *fwd, uint32_t n_fwd,
 		     const struct ls_sync_pt *rev, uint32_t n_rev,
@@ -420,15 +515,17 @@ ls_sync_envelope_fit(const struct ls_sync_pt *fwd, uint32_t n_fwd,
 	uint32_t need = conf->min_points > 0 ? conf->min_points : 1;
 	size_t n = (size_t)n_fwd + n_rev;
 	struct ls_sync_pt *pts = NULL;
-	uint32_t *idx = NULL;
+	uint32_t *idx = NULL, drops;
 	uint8_t *gone = NULL;
-	double *cand = NULL, b, fe, re, tmin = INFINITY, tmax = -INFINITY, half_span;
-	uint32_t drops = 0, i;
+	double *cand = NULL, b;
 	int rc = 0;
 
 	memset(out, 0, sizeof(*out));
 	if (n_fwd < need || n_rev < need)
 		return -ENODATA;
+	/* One array of each kind, the forward side's part first: samples,
+	 * dropped flags, and hull indices (each side's hull, then its
+	 * leave_out hull). cand holds best_slope's breakpoints. */
 	pts = malloc(n * sizeof(*pts));
 	idx = malloc(2 * n * sizeof(*idx));
 	gone = calloc(n, 1);
@@ -449,74 +546,8 @@ ls_sync_envelope_fit(const struct ls_sync_pt *fwd, uint32_t n_fwd,
 		rc = -ENODATA;
 		goto done;
 	}
-
-	for (;;) {
-		uint32_t k, got = 0;
-
-		f.nh = build_hull(&f, f.hull);
-		r.nh = build_hull(&r, r.hull);
-		b = isnan(conf->fixed_drift) ?
-		    best_slope(&f, f.hull, f.nh, &r, r.hull, r.nh, conf->max_drift, cand) :
-		    conf->fixed_drift;
-		if (!(conf->outlier_ns > 0) || drops >= LS_SYNC_MAX_OUTLIERS)
-			break;
-		/* Smallest group first, either side; a side never goes below
-		 * min_points and the fit never drops more than the maximum. */
-		for (k = 1; k <= LS_SYNC_OUTLIER_GROUP && got == 0; k++) {
-			if (drops + k > LS_SYNC_MAX_OUTLIERS)
-				break;
-			if (f.live >= need + k)
-				got = drop_outliers(&f, &r, true, b, k, conf->outlier_ns,
-						    conf->sigma_m, conf->max_drift, cand);
-			if (got == 0 && r.live >= need + k)
-				got = drop_outliers(&r, &f, false, b, k, conf->outlier_ns,
-						    conf->sigma_m, conf->max_drift, cand);
-		}
-		if (got == 0)
-			break;
-		drops += got;
-	}
-
-	fe = env_min(&f, f.hull, f.nh, b, &i);
-	out->sup_fwd = f.p[i];
-	re = env_min(&r, r.hull, r.nh, b, &i);
-	out->sup_rev = r.p[i];
-	out->has_sup = true;
-	out->ok = true;
-	out->t_ref = 0;
-	out->drift = b;
-	out->offset_ns = 0.5 * (fe - re) - 0.5 * conf->asym_ns;
-	out->half_gap_ns = 0.5 * (fe + re);
-	/* At a fixed slope the band is narrower than the widest one (a wrong
-	 * slope narrows it): judge the window's floors by the widest. */
-	out->band_ns = out->half_gap_ns;
-	if (!isnan(conf->fixed_drift)) {
-		double bf = best_slope(&f, f.hull, f.nh, &r, r.hull, r.nh, conf->max_drift, cand);
-
-		out->band_ns = fmax(out->half_gap_ns, 0.5 * (env_min(&f, f.hull, f.nh, bf, NULL) +
-							     env_min(&r, r.hull, r.nh, bf, NULL)));
-	}
-	out->n_fwd = f.live;
-	out->n_rev = r.live;
-	out->n_outliers = drops;
-	/* cand is free again and holds n + 2 doubles: enough for either side. */
-	out->sigma_ns = fmax(conf->sigma_floor_ns,
-			     0.5 * hypot(side_spread(&f, b, fe, conf->sigma_m, cand),
-					 side_spread(&r, b, re, conf->sigma_m, cand)));
-	for (i = 0; i < f.n; i++)
-		if (!f.gone[i]) {
-			tmin = fmin(tmin, f.p[i].t);
-			tmax = fmax(tmax, f.p[i].t);
-		}
-	for (i = 0; i < r.n; i++)
-		if (!r.gone[i]) {
-			tmin = fmin(tmin, r.p[i].t);
-			tmax = fmax(tmax, r.p[i].t);
-		}
-	/* A window of one instant says nothing about drift: 1 ns keeps the
-	 * figure finite (and enormous). */
-	half_span = fmax(0.5 * (tmax - tmin), 1.0);
-	out->drift_sigma = out->sigma_ns / half_span;
+	b = fit_rounds(&f, &r, conf, need, cand, &drops);
+	fit_result(&f, &r, b, drops, conf, cand, out);
 done:
 	free(pts);
 	free(idx);
@@ -524,4 +555,3 @@ done:
 	free(cand);
 	return rc;
 }
-

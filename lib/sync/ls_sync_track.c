@@ -430,64 +430,115 @@ joint_entry(const struct ls_sync_track *k, const struct ls_sync_fit *j, uint64_t
 }
 
 /*
- * The entries track k gives at now (at most TRACK_ENTRIES), offsets
- * relative to its newest window carried to now plus shift.
+ * The floor track k's windows are judged by: their least half gap, or,
+ * when joined at this drift their support samples leave a narrower band
+ * (*joint, when *has_joint), that band.
+ *
+ * The joint entry is the envelope of every held window's support samples
+ * at this drift, so a forward floor met in one window and a reverse floor
+ * met in another, seconds apart, make one clean estimate where each window
+ * alone missed one of them. Its half gap at this slope (not the widest:
+ * over a minute a free slope tilts to wherever the two sides' floors sit)
+ * also bounds the floor the windows are judged by; a wrong drift narrows
+ * it, which only judges them more harshly. What the drift's error does to
+ * its offset is its lever: how far its support samples lie from now.
+ */
+static double
+judge_floor(const struct ls_sync_track *k, double drift, double drift_sigma, double wander_ns,
+	    const struct ls_sync_est_conf *conf, struct ls_sync_fit *joint, bool *has_joint)
+{
+	double g0 = least_gap(k);
+
+	*has_joint = conf != NULL && support_fit(k, 0, conf, drift, joint) == 0 &&
+		     isfinite(joint->offset_ns) && isfinite(joint->half_gap_ns);
+	if (!*has_joint || !(joint->half_gap_ns < g0 - wander_margin(k, wander_ns)))
+		return g0;
+	/*
+	 * Joined, the windows leave a narrower band than any one of them, by
+	 * more than wander would: none met both floors, and the joined band is
+	 * the floor they are judged by. It is that only at the true slope,
+	 * which lies within 3 drift sigmas of this one; the band is concave in
+	 * the slope, so the least of that range is at one of its ends.
+	 */
+	g0 = joint->half_gap_ns;
+	for (int sgn = -1; sgn <= 1; sgn += 2) {
+		struct ls_sync_fit q;
+
+		if (drift_sigma > 0 &&
+		    support_fit(k, 0, conf, drift + sgn * 3 * drift_sigma, &q) == 0)
+			g0 = fmin(g0, q.half_gap_ns);
+	}
+	return g0;
+}
+
+/*
+ * How many windows each probe is in, in units of the four of a 2 s window
+ * fitted every 500 ms. The filter's measurement variance, sigma^2 / 16,
+ * was set there: fitted more often, the same samples are in more windows,
+ * and as many more entries at that variance would count them that many
+ * more times. The variance grows with the overlap instead, so the filter
+ * weighs a second of probes alike at any sync.interval_ms.
+ */
+static double
+window_overlap(const struct ls_sync_track *k, const struct ls_sync_est_conf *conf)
+{
+	double spacing;
+
+	if (conf == NULL || k->n < 2)
+		return 1.0;
+	spacing = (double)ns_diff(k->t[slot(k, k->n - 1)], k->t[slot(k, 0)]) / (k->n - 1);
+	return spacing > 0 ? fmax(1.0, (double)conf->window_ns / spacing / 4.0) : 1.0;
+}
+
+/*
+ * The joint entries of the recent windows alone (the last 4, 8, 16 and
+ * 32 s) into en; returns how many. The joint entry takes each side's
+ * deepest floor held, however old, and wander makes an old floor worth
+ * less than a slightly shallower recent one: these weigh that trade as
+ * every other entry does, by excess over the floor plus age.
+ */
+static uint32_t
+recent_joints(const struct ls_sync_track *k, uint64_t now, double drift, double drift_sigma,
+	      double wander_ns, const struct ls_sync_est_conf *conf, double g0, double shift,
+	      struct entry *en)
+{
+	uint32_t m = 0, prev_from = 0, last = slot(k, k->n - 1);
+
+	for (uint32_t h = 0; h < JOINT_RECENT; h++) {
+		uint64_t horizon = (JOINT_RECENT_NS << h);
+		uint32_t from = k->n - 1;
+		struct ls_sync_fit q;
+
+		while (from > 0 && ns_diff(k->t[last], k->t[slot(k, from - 1)]) <= (int64_t)horizon)
+			from--;
+		if (from == 0 || from == prev_from || k->n - from < 2)
+			continue;
+		prev_from = from;
+		if (support_fit(k, from, conf, drift, &q) != 0 || !isfinite(q.offset_ns) ||
+		    !isfinite(q.half_gap_ns))
+			continue;
+		joint_entry(k, &q, now, g0, shift, drift_sigma, wander_ns, &en[m]);
+		m++;
+	}
+	return m;
+}
+
+/*
+ * The entries track k gives at now (at most TRACK_ENTRIES): its windows,
+ * its joint entry and the recent joint entries, offsets relative to its
+ * newest window carried to now plus shift.
  */
 static uint32_t
 track_entries(const struct ls_sync_track *k, uint64_t now, double drift, double drift_sigma,
 	      double wander_ns, const struct ls_sync_est_conf *conf, double shift, uint32_t src,
 	      struct entry *en)
 {
-	uint32_t i, m, last = slot(k, k->n - 1), prev_from = 0;
+	uint32_t i, m, last = slot(k, k->n - 1);
 	struct ls_sync_fit joint;
 	bool has_joint;
-	double g0 = least_gap(k), overlap = 1.0;
+	double g0 = judge_floor(k, drift, drift_sigma, wander_ns, conf, &joint, &has_joint);
+	double overlap = window_overlap(k, conf);
 
-	/*
-	 * The joint entry: the envelope of every held window's support samples
-	 * at this drift, so a forward floor met in one window and a reverse
-	 * floor met in another, seconds apart, make one clean estimate where
-	 * each window alone missed one of them. Its half gap at this slope (not
-	 * the widest: over a minute a free slope tilts to wherever the two
-	 * sides' floors sit) also bounds the floor the windows are judged by;
-	 * a wrong drift narrows it, which only judges them more harshly. What
-	 * the drift's error does to its offset is its lever: how far its
-	 * support samples lie from now.
-	 */
-	has_joint = conf != NULL && support_fit(k, 0, conf, drift, &joint) == 0 &&
-		    isfinite(joint.offset_ns) && isfinite(joint.half_gap_ns);
-	if (has_joint && joint.half_gap_ns < g0 - wander_margin(k, wander_ns)) {
-		/*
-		 * Joined, the windows leave a narrower band than any one of
-		 * them, by more than wander would: none met both floors, and
-		 * the joined band is the floor they are judged by. It is that
-		 * only at the true slope, which lies within 3 drift sigmas of
-		 * this one; the band is concave in the slope, so the least of
-		 * that range is at one of its ends.
-		 */
-		g0 = joint.half_gap_ns;
-		for (int sgn = -1; sgn <= 1; sgn += 2) {
-			struct ls_sync_fit q;
-
-			if (drift_sigma > 0 &&
-			    support_fit(k, 0, conf, drift + sgn * 3 * drift_sigma, &q) == 0)
-				g0 = fmin(g0, q.half_gap_ns);
-		}
-	}
-	/*
-	 * The filter's measurement variance, sigma^2 / 16, was set with windows
-	 * fitted every 500 ms over 2 s: each sample in four windows. Fitted
-	 * more often, the same samples are in more windows, and as many more
-	 * entries at that variance would count them that many more times: the
-	 * variance grows with the overlap instead, so the filter weighs a
-	 * second of probes alike at any sync.interval_ms.
-	 */
-	if (conf != NULL && k->n >= 2) {
-		double spacing = (double)ns_diff(k->t[last], k->t[slot(k, 0)]) / (k->n - 1);
-
-		if (spacing > 0)
-			overlap = fmax(1.0, (double)conf->window_ns / spacing / 4.0);
-	}
 	/* Offsets as differences from the newest entry moved to now: offsets
 	 * are ~1e7 ns and agree to ~1 ns, the differences keep the digits. */
 	for (i = 0; i < k->n; i++) {
@@ -505,30 +556,7 @@ track_entries(const struct ls_sync_track *k, uint64_t now, double drift, double 
 	if (has_joint) {
 		joint_entry(k, &joint, now, g0, shift, drift_sigma, wander_ns, &en[m]);
 		m++;
-		/*
-		 * The joint entry takes each side's deepest floor held, however
-		 * old, and wander makes an old floor worth less than a slightly
-		 * shallower recent one. The joint entries of the recent windows
-		 * alone (the last 4, 8, 16 and 32 s) weigh that trade as every
-		 * other entry does: by excess over the floor plus age.
-		 */
-		for (uint32_t h = 0; h < JOINT_RECENT; h++) {
-			uint64_t horizon = (JOINT_RECENT_NS << h);
-			uint32_t from = k->n - 1;
-			struct ls_sync_fit q;
-
-			while (from > 0 && ns_diff(k->t[last], k->t[slot(k, from - 1)]) <=
-					   (int64_t)horizon)
-				from--;
-			if (from == 0 || from == prev_from || k->n - from < 2)
-				continue;
-			prev_from = from;
-			if (support_fit(k, from, conf, drift, &q) != 0 || !isfinite(q.offset_ns) ||
-			    !isfinite(q.half_gap_ns))
-				continue;
-			joint_entry(k, &q, now, g0, shift, drift_sigma, wander_ns, &en[m]);
-			m++;
-		}
+		m += recent_joints(k, now, drift, drift_sigma, wander_ns, conf, g0, shift, &en[m]);
 	}
 	for (i = 0; i < m; i++)
 		en[i].src = src;
