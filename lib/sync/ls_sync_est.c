@@ -35,12 +35,12 @@ ls_sync_est_init(struct ls_sync_est *e, const struct ls_sync_est_conf *conf, uin
 	e->ring = calloc(c, sizeof(*e->ring));
 	e->pure = calloc(c, sizeof(*e->pure));
 	e->chunk = calloc(LS_SYNC_FLOOR_CHUNKS, sizeof(*e->chunk));
-	if (e->ring == NULL || e->pure == NULL || e->chunk == NULL) {
-		ls_sync_est_free(e);
-		return -ENOMEM;
+	if (e->ring != NULL && e->pure != NULL && e->chunk != NULL) {
+		e->cap = c;
+		return 0;
 	}
-	e->cap = c;
-	return 0;
+	ls_sync_est_free(e);
+	return -ENOMEM;
 }
 
 void

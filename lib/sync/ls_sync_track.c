@@ -339,45 +339,39 @@ struct entry {
 	uint32_t src; /* which track it came from */
 };
 
+/* The workspace of ls_sync_track_fit_many: one allocation, the arrays
+ * after the header (doubles first, so each stays aligned). */
 struct ls_sync_track_ws {
 	unsigned int max_tracks;
-	struct entry *en;
-	uint32_t *ord;
-	double *lag;
-	double *dsig;
+	struct entry *en;       /* max_tracks * TRACK_ENTRIES */
+	double *lag;            /* max_tracks */
+	double *dsig;           /* max_tracks */
+	uint32_t *ord;          /* max_tracks * TRACK_ENTRIES */
 };
 
 struct ls_sync_track_ws *
 ls_sync_track_ws_create(unsigned int max_tracks)
 {
+	size_t ne = (size_t)max_tracks * TRACK_ENTRIES;
 	struct ls_sync_track_ws *ws;
 
 	if (max_tracks == 0)
 		return NULL;
-	ws = calloc(1, sizeof(*ws));
+	ws = calloc(1, sizeof(*ws) + ne * sizeof(*ws->en) + 2 * (size_t)max_tracks * sizeof(double) +
+			       ne * sizeof(*ws->ord));
 	if (ws == NULL)
 		return NULL;
 	ws->max_tracks = max_tracks;
-	ws->en = calloc((size_t)max_tracks * TRACK_ENTRIES, sizeof(*ws->en));
-	ws->ord = calloc((size_t)max_tracks * TRACK_ENTRIES, sizeof(*ws->ord));
-	ws->lag = calloc(max_tracks, sizeof(*ws->lag));
-	ws->dsig = calloc(max_tracks, sizeof(*ws->dsig));
-	if (ws->en == NULL || ws->ord == NULL || ws->lag == NULL || ws->dsig == NULL) {
-		ls_sync_track_ws_free(ws);
-		return NULL;
-	}
+	ws->en = (struct entry *)(ws + 1);
+	ws->lag = (double *)(ws->en + ne);
+	ws->dsig = ws->lag + max_tracks;
+	ws->ord = (uint32_t *)(ws->dsig + max_tracks);
 	return ws;
 }
 
 void
 ls_sync_track_ws_free(struct ls_sync_track_ws *ws)
 {
-	if (ws == NULL)
-		return;
-	free(ws->en);
-	free(ws->ord);
-	free(ws->lag);
-	free(ws->dsig);
 	free(ws);
 }
 
