@@ -183,9 +183,8 @@ two_sided_weight(double s_own, double s_back)
  * does not derive from the others; when it contradicts their median, they
  * may be wrong together (ls_sync_node_update). But when it is so unsure
  * that it cannot tell them apart, starting from it only gets the sure ones
- * cut: in the first seconds at 90% load in the lab, a node whose edge to
- * the reference was 120 us off (and said 250 us) cut its neighbour's
- * candidate, 2 us from the truth, for being 60 of its own sigmas away.
+ * cut (see docs/sync.md, "Lab notes behind the code": where the average
+ * starts).
  */
 static double
 ref_start(const struct ls_sync_node_conf *c, struct cand *cs, unsigned int n,
@@ -319,12 +318,11 @@ robust_average(const struct ls_sync_node_conf *c, struct cand *cs, unsigned int 
  * theta moves along its phi between steps. Weighted by theta, a group
  * joined to the rest by weak edges shares one wrong drift and walks off
  * along it. Robust, starting from the reference's candidate, for the same
- * reason as theta: in the first seconds at 90% load in the lab, the nodes
- * of the far leaf all claimed one drift 1 to 2 ppm off within 0.1 ppm, and
- * averaged in by inverse variance they dragged the reference's own leaf,
- * whose edges to it are clean, half a microsecond off at every step.
- * The sigma is the weighted mean of the candidates' sigmas, for the reason
- * theta's is (no vouching; ls_sync_node_update). tmp holds nc candidates.
+ * reason as theta: a far group sure of one wrong drift must not drag the
+ * reference's clean neighbours (docs/sync.md, "Lab notes behind the code":
+ * the node's drift). The sigma is the weighted mean of the candidates'
+ * sigmas, for the reason theta's is (no vouching; ls_sync_node_update).
+ * tmp holds nc candidates.
  */
 static double
 phi_average(const struct ls_sync_node_conf *c, const struct cand *cs, unsigned int nc,
@@ -350,16 +348,16 @@ phi_average(const struct ls_sync_node_conf *c, const struct cand *cs, unsigned i
 }
 
 /*
- * The sigma a node's own readings promise. The averaged sigma comes from
- * the neighbours' own sigmas, and neighbours joined to each other by good
- * edges but to the reference only by bad ones vouch for each other: at 90%
- * load in the lab the bound held the truth in 70% of readings. So the
- * promise must also cover the anchor, the candidate closest to the
- * reference (fewest hops, then least scale; the reference itself when it
- * is a neighbour): the truth is within 3 scale of it if its bound holds,
- * and the estimate is |est - anchor| from it. Only the reading uses it:
- * announced, it weakened the ties that hold a group together and made
- * loaded runs worse.
+ * The sigma a node's own readings promise. The averaged sigma comes from the
+ * neighbours' own sigmas, and neighbours joined to each other by good edges but
+ * to the reference only by bad ones vouch for each other, and the bound then
+ * misses the truth under load (docs/sync.md, "Lab notes behind the code": the
+ * anchored bound). So the promise must also cover the anchor, the candidate
+ * closest to the reference (fewest hops, then least scale; the reference itself
+ * when it is a neighbour): the truth is within 3 scale of it if its bound
+ * holds, and the estimate is |est - anchor| from it. Only the reading uses it:
+ * announced, it weakened the ties that hold a group together and made loaded
+ * runs worse.
  */
 static double
 anchored_sigma(const struct cand *cs, unsigned int n, const struct ls_sync_nbr *nbrs,
@@ -381,25 +379,22 @@ anchored_sigma(const struct cand *cs, unsigned int n, const struct ls_sync_nbr *
 }
 
 /*
- * A node's cluster: neighbours whose own sigma is more than cluster_ratio
- * times our edge's to them. Such a neighbour sits behind the same weak
- * links as we do (a rack-mate across loaded spines): our edge to it is far
- * surer than either of us knows where the fleet is. In the announced
- * average it is one candidate among the others, at the weight of its own
- * sigma, so each node of a leaf settles between what its own edges say and
- * what its neighbours' do (at equal weights, halfway), and the leaf's nodes
- * sit apart by about half of what their own edges disagree by. At 90% load
- * in the lab the far leaf's three nodes sat up to 4 us apart while the
- * edges between them agreed to 0.3 us, and the mean of the three converged
- * seconds before any one of them did. So a node's readings, not its
- * announcement, are the robust average of its theta and its cluster
- * neighbours' thetas through our edges: every member reads about the
- * members' mean, and they agree to within their edges and one step's
- * movement. Announced, the pool would count each neighbour twice (it is
- * already a candidate) and feed back around the leaf: the vouching
- * ls_sync_node_update avoids. The reference is never in a cluster (its
- * sigma is 0). tmp holds 1 + nk entries; the members' pool weights are
- * left in tmp[1 + i].w.
+ * A node's cluster: neighbours whose own sigma is more than cluster_ratio times
+ * our edge's to them. Such a neighbour sits behind the same weak links as we do
+ * (a rack-mate across loaded spines): our edge to it is far surer than either
+ * of us knows where the fleet is. In the announced average it is one candidate
+ * among the others, at the weight of its own sigma, so each node of a leaf
+ * settles between what its own edges say and what its neighbours' do (at equal
+ * weights, halfway), and the leaf's nodes sit apart by about half of what their
+ * own edges disagree by, while their mean converges first (docs/sync.md, "Lab
+ * notes behind the code": clusters). So a node's readings, not its
+ * announcement, are the robust average of its theta and its cluster neighbours'
+ * thetas through our edges: every member reads about the members' mean, and
+ * they agree to within their edges and one step's movement. Announced, the pool
+ * would count each neighbour twice (it is already a candidate) and feed back
+ * around the leaf: the vouching ls_sync_node_update avoids. The reference is
+ * never in a cluster (its sigma is 0). tmp holds 1 + nk entries; the members'
+ * pool weights are left in tmp[1 + i].w.
  */
 static double
 cluster_pool(const struct ls_sync_node_conf *c, double est, double sigma,
@@ -618,8 +613,8 @@ edge_mix(const struct ls_sync_nbr *nb, double dt_n, struct edge_mix *m)
 	 * The two sides measure one quantity with different probes: when they
 	 * disagree, one of them is that far off and nothing says which, so the
 	 * mix is off by up to the larger share of the disagreement, and its
-	 * sigma is at least half that (see docs/sync.md, "Lab notes": two-sided
-	 * edges).
+	 * sigma is at least half that (see docs/sync.md, "Lab notes behind
+	 * the code": two-sided edges).
 	 */
 	m->sigma = fmax(m->sigma, fmax(w, 1.0 - w) * apart / 2.0);
 	/* Likewise the drift: the wire carries no sigma for the neighbour's,
@@ -671,7 +666,7 @@ cand_from_nbr(const struct ls_sync_node_conf *c, const struct ls_sync_nbr *nb, u
 	k->s = fmax(sqrt(k->var), floor_ns);
 	/* And weighted by the same figure: weighted by the edge alone, a
 	 * neighbour far off but unsure of itself still pulled like a clean
-	 * edge (docs/sync.md, "Lab notes": candidate weights). */
+	 * edge (docs/sync.md, "Lab notes behind the code": candidate weights). */
 	k->w0 = 1.0 / (k->s * k->s);
 	/* shares our error: pooled into our readings (cluster_pool) */
 	k->cluster = c->cluster_ratio > 0 && sn > c->cluster_ratio * se;

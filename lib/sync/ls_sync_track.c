@@ -264,8 +264,7 @@ ls_slope(const struct ls_sync_track *k, double g0, double *sigma)
 	 * chi-square: the windows' sigmas are relative weights, not gospel.
 	 * But not below what the windows' own bounds allow: the few cleanest
 	 * windows dominate the fit and can agree with each other while sharing
-	 * a bias (at 90% load in the lab, two such windows a few seconds apart
-	 * set a slope 3 to 6 ppm off with a standard error of 0.6).
+	 * a bias (docs/sync.md, "Lab notes behind the code": the track's slope).
 	 */
 	*sigma = fmax(sqrt(sw / den * fmax(chi / (k->n - 2), 1.0)), bnd);
 	return b;
@@ -384,13 +383,10 @@ ls_sync_track_ws_free(struct ls_sync_track_ws *ws)
  * the 4th-lowest sample on each side lies above the envelope, and where
  * the samples' density near the floor is flat, the lowest lies about a
  * quarter of that above the true floor (the k-th of N uniform samples
- * lies k / (N + 1) of the way up). In the one-path simulation without
- * wander (tools/bench/sim_track) a window was 16.5 ns off rms at 0% load
- * while its sigma was about 58 ns. Weighted by sigma^2 the filter took the
- * windows for four times noisier than they are and averaged them over
- * seconds of walk; weighted by (sigma / 4)^2, the edge's rms error there
- * fell from 30 to 26 ns at 0% load, 33 to 29 ns at 50% and 54 to 50 ns at
- * 90%. The excess e stays whole: a window that missed a floor is off by up
+ * lies k / (N + 1) of the way up). Weighted by sigma^2 the filter took the
+ * windows for four times noisier than they are (docs/sync.md, "Lab notes
+ * behind the code": the filter's measurement variance). The excess e stays
+ * whole: a window that missed a floor is off by up
  * to e, and by how much within that nothing says.
  */
 static void
@@ -575,11 +571,9 @@ tau_cmp(const void *x, const void *y, void *arg)
  *
  * Why not a weighted average: the entries' errors are not independent. An
  * entry t seconds old is off by the walk since then, and that walk is
- * shared by every older entry. Averaged with weights 1 / u^2, a dozen
- * entries 5 to 15 s old outweighed the newest few together, and the track
- * followed the walk 4 to 6 s late: in the lab at 0% load with exact
- * receive stamps and 28 ns/sqrt(s) between two clocks, a path's track was
- * 48 to 80 ns off (std), further than its newest window alone (40 to 67).
+ * shared by every older entry. Averaged with weights 1 / u^2, the many
+ * older entries outweigh the newest few and the track follows the walk
+ * seconds late (docs/sync.md, "Lab notes behind the code": why a filter).
  * The filter is the least-squares answer for exactly that error structure
  * (independent noise per entry, plus a walk since it). Entries of several
  * tracks (the paths to one peer) go through one filter: every path sees
