@@ -243,10 +243,10 @@ int ls_sync_est_fit(struct ls_sync_est *e, uint64_t now, struct ls_sync_fit *out
  * Why: the envelope fit needs both directions' floors in one window to
  * place the offset, and its slope tilts when one side met its floor only
  * early and the other only late. Under heavy load on a leaf-spine path
- * (two busy links each way) a window seldom holds both, so in the lab at
- * 90% load windows' slopes were tens to hundreds of ppm off for the first
- * seconds, and the track's slope through them, from 2.5 s on, for 2 to 3
- * seconds more. But every sample that met an empty queue lies on one line
+ * (two busy links each way) a window seldom holds both, and windows'
+ * slopes are far off for the first seconds, the track's slope through
+ * them for a few more (docs/sync.md, "Lab notes behind the code": floor
+ * drift). But every sample that met an empty queue lies on one line
  * per direction: forward delays on floor + o(t), reverse ones on floor -
  * o(t). So each direction's lower hull, where it spans the middle of the
  * horizon, has the drift as its slope (minus it, in reverse) as soon as
@@ -258,9 +258,8 @@ int ls_sync_est_fit(struct ls_sync_est *e, uint64_t now, struct ls_sync_fit *out
  * far it moved, at least the wander's slope over the edge (wander_ns /
  * sqrt(its length)). The result is the two sides' mean; its uncertainty
  * the larger of half their difference (their queues are independent) and
- * the surer side's movement. In a simulation of the lab's 90% load
- * (on/off bursts at twice the line rate through two hops each way, 100
- * seeds), no result that claimed < 0.3 ppm was more than 0.2 ppm off.
+ * the surer side's movement (how well that holds under simulated load:
+ * docs/sync.md, "Lab notes behind the code": floor drift).
  * @param wander_ns  oscillator wander, ns per sqrt(s)
  * @param sigma      out: the uncertainty (NaN with the result)
  * @return the drift d(B - A)/d(A), or NaN when a direction has no hull

@@ -40,13 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ls_sync.h"
-
-static inline int64_t
-ns_diff(uint64_t a, uint64_t b)
-{
-	return (int64_t)(a - b);
-}
+#include "ls_sync_priv.h"
 
 /* Oldest first: the i-th held entry. */
 static inline uint32_t
@@ -270,8 +264,7 @@ ls_slope(const struct ls_sync_track *k, double g0, double *sigma)
 	 * chi-square: the windows' sigmas are relative weights, not gospel.
 	 * But not below what the windows' own bounds allow: the few cleanest
 	 * windows dominate the fit and can agree with each other while sharing
-	 * a bias (at 90% load in the lab, two such windows a few seconds apart
-	 * set a slope 3 to 6 ppm off with a standard error of 0.6).
+	 * a bias (docs/sync.md, "Lab notes behind the code": the track's slope).
 	 */
 	*sigma = fmax(sqrt(sw / den * fmax(chi / (k->n - 2), 1.0)), bnd);
 	return b;
@@ -345,45 +338,39 @@ struct entry {
 	uint32_t src; /* which track it came from */
 };
 
+/* The workspace of ls_sync_track_fit_many: one allocation, the arrays
+ * after the header (doubles first, so each stays aligned). */
 struct ls_sync_track_ws {
 	unsigned int max_tracks;
-	struct entry *en;
-	uint32_t *ord;
-	double *lag;
-	double *dsig;
+	struct entry *en;       /* max_tracks * TRACK_ENTRIES */
+	double *lag;            /* max_tracks */
+	double *dsig;           /* max_tracks */
+	uint32_t *ord;          /* max_tracks * TRACK_ENTRIES */
 };
 
 struct ls_sync_track_ws *
 ls_sync_track_ws_create(unsigned int max_tracks)
 {
+	size_t ne = (size_t)max_tracks * TRACK_ENTRIES;
 	struct ls_sync_track_ws *ws;
 
 	if (max_tracks == 0)
 		return NULL;
-	ws = calloc(1, sizeof(*ws));
+	ws = calloc(1, sizeof(*ws) + ne * sizeof(*ws->en) + 2 * (size_t)max_tracks * sizeof(double) +
+			       ne * sizeof(*ws->ord));
 	if (ws == NULL)
 		return NULL;
 	ws->max_tracks = max_tracks;
-	ws->en = calloc((size_t)max_tracks * TRACK_ENTRIES, sizeof(*ws->en));
-	ws->ord = calloc((size_t)max_tracks * TRACK_ENTRIES, sizeof(*ws->ord));
-	ws->lag = calloc(max_tracks, sizeof(*ws->lag));
-	ws->dsig = calloc(max_tracks, sizeof(*ws->dsig));
-	if (ws->en == NULL || ws->ord == NULL || ws->lag == NULL || ws->dsig == NULL) {
-		ls_sync_track_ws_free(ws);
-		return NULL;
-	}
+	ws->en = (struct entry *)(ws + 1);
+	ws->lag = (double *)(ws->en + ne);
+	ws->dsig = ws->lag + max_tracks;
+	ws->ord = (uint32_t *)(ws->dsig + max_tracks);
 	return ws;
 }
 
 void
 ls_sync_track_ws_free(struct ls_sync_track_ws *ws)
 {
-	if (ws == NULL)
-		return;
-	free(ws->en);
-	free(ws->ord);
-	free(ws->lag);
-	free(ws->dsig);
 	free(ws);
 }
 
@@ -396,13 +383,10 @@ ls_sync_track_ws_free(struct ls_sync_track_ws *ws)
  * the 4th-lowest sample on each side lies above the envelope, and where
  * the samples' density near the floor is flat, the lowest lies about a
  * quarter of that above the true floor (the k-th of N uniform samples
- * lies k / (N + 1) of the way up). In the one-path simulation without
- * wander (tools/bench/sim_track) a window was 16.5 ns off rms at 0% load
- * while its sigma was about 58 ns. Weighted by sigma^2 the filter took the
- * windows for four times noisier than they are and averaged them over
- * seconds of walk; weighted by (sigma / 4)^2, the edge's rms error there
- * fell from 30 to 26 ns at 0% load, 33 to 29 ns at 50% and 54 to 50 ns at
- * 90%. The excess e stays whole: a window that missed a floor is off by up
+ * lies k / (N + 1) of the way up). Weighted by sigma^2 the filter took the
+ * windows for four times noisier than they are (docs/sync.md, "Lab notes
+ * behind the code": the filter's measurement variance). The excess e stays
+ * whole: a window that missed a floor is off by up
  * to e, and by how much within that nothing says.
  */
 static void
@@ -436,64 +420,115 @@ joint_entry(const struct ls_sync_track *k, const struct ls_sync_fit *j, uint64_t
 }
 
 /*
- * The entries track k gives at now (at most TRACK_ENTRIES), offsets
- * relative to its newest window carried to now plus shift.
+ * The floor track k's windows are judged by: their least half gap, or,
+ * when joined at this drift their support samples leave a narrower band
+ * (*joint, when *has_joint), that band.
+ *
+ * The joint entry is the envelope of every held window's support samples
+ * at this drift, so a forward floor met in one window and a reverse floor
+ * met in another, seconds apart, make one clean estimate where each window
+ * alone missed one of them. Its half gap at this slope (not the widest:
+ * over a minute a free slope tilts to wherever the two sides' floors sit)
+ * also bounds the floor the windows are judged by; a wrong drift narrows
+ * it, which only judges them more harshly. What the drift's error does to
+ * its offset is its lever: how far its support samples lie from now.
+ */
+static double
+judge_floor(const struct ls_sync_track *k, double drift, double drift_sigma, double wander_ns,
+	    const struct ls_sync_est_conf *conf, struct ls_sync_fit *joint, bool *has_joint)
+{
+	double g0 = least_gap(k);
+
+	*has_joint = conf != NULL && support_fit(k, 0, conf, drift, joint) == 0 &&
+		     isfinite(joint->offset_ns) && isfinite(joint->half_gap_ns);
+	if (!*has_joint || !(joint->half_gap_ns < g0 - wander_margin(k, wander_ns)))
+		return g0;
+	/*
+	 * Joined, the windows leave a narrower band than any one of them, by
+	 * more than wander would: none met both floors, and the joined band is
+	 * the floor they are judged by. It is that only at the true slope,
+	 * which lies within 3 drift sigmas of this one; the band is concave in
+	 * the slope, so the least of that range is at one of its ends.
+	 */
+	g0 = joint->half_gap_ns;
+	for (int sgn = -1; sgn <= 1; sgn += 2) {
+		struct ls_sync_fit q;
+
+		if (drift_sigma > 0 &&
+		    support_fit(k, 0, conf, drift + sgn * 3 * drift_sigma, &q) == 0)
+			g0 = fmin(g0, q.half_gap_ns);
+	}
+	return g0;
+}
+
+/*
+ * How many windows each probe is in, in units of the four of a 2 s window
+ * fitted every 500 ms. The filter's measurement variance, sigma^2 / 16,
+ * was set there: fitted more often, the same samples are in more windows,
+ * and as many more entries at that variance would count them that many
+ * more times. The variance grows with the overlap instead, so the filter
+ * weighs a second of probes alike at any sync.interval_ms.
+ */
+static double
+window_overlap(const struct ls_sync_track *k, const struct ls_sync_est_conf *conf)
+{
+	double spacing;
+
+	if (conf == NULL || k->n < 2)
+		return 1.0;
+	spacing = (double)ns_diff(k->t[slot(k, k->n - 1)], k->t[slot(k, 0)]) / (k->n - 1);
+	return spacing > 0 ? fmax(1.0, (double)conf->window_ns / spacing / 4.0) : 1.0;
+}
+
+/*
+ * The joint entries of the recent windows alone (the last 4, 8, 16 and
+ * 32 s) into en; returns how many. The joint entry takes each side's
+ * deepest floor held, however old, and wander makes an old floor worth
+ * less than a slightly shallower recent one: these weigh that trade as
+ * every other entry does, by excess over the floor plus age.
+ */
+static uint32_t
+recent_joints(const struct ls_sync_track *k, uint64_t now, double drift, double drift_sigma,
+	      double wander_ns, const struct ls_sync_est_conf *conf, double g0, double shift,
+	      struct entry *en)
+{
+	uint32_t m = 0, prev_from = 0, last = slot(k, k->n - 1);
+
+	for (uint32_t h = 0; h < JOINT_RECENT; h++) {
+		uint64_t horizon = (JOINT_RECENT_NS << h);
+		uint32_t from = k->n - 1;
+		struct ls_sync_fit q;
+
+		while (from > 0 && ns_diff(k->t[last], k->t[slot(k, from - 1)]) <= (int64_t)horizon)
+			from--;
+		if (from == 0 || from == prev_from || k->n - from < 2)
+			continue;
+		prev_from = from;
+		if (support_fit(k, from, conf, drift, &q) != 0 || !isfinite(q.offset_ns) ||
+		    !isfinite(q.half_gap_ns))
+			continue;
+		joint_entry(k, &q, now, g0, shift, drift_sigma, wander_ns, &en[m]);
+		m++;
+	}
+	return m;
+}
+
+/*
+ * The entries track k gives at now (at most TRACK_ENTRIES): its windows,
+ * its joint entry and the recent joint entries, offsets relative to its
+ * newest window carried to now plus shift.
  */
 static uint32_t
 track_entries(const struct ls_sync_track *k, uint64_t now, double drift, double drift_sigma,
 	      double wander_ns, const struct ls_sync_est_conf *conf, double shift, uint32_t src,
 	      struct entry *en)
 {
-	uint32_t i, m, last = slot(k, k->n - 1), prev_from = 0;
+	uint32_t i, m, last = slot(k, k->n - 1);
 	struct ls_sync_fit joint;
 	bool has_joint;
-	double g0 = least_gap(k), overlap = 1.0;
+	double g0 = judge_floor(k, drift, drift_sigma, wander_ns, conf, &joint, &has_joint);
+	double overlap = window_overlap(k, conf);
 
-	/*
-	 * The joint entry: the envelope of every held window's support samples
-	 * at this drift, so a forward floor met in one window and a reverse
-	 * floor met in another, seconds apart, make one clean estimate where
-	 * each window alone missed one of them. Its half gap at this slope (not
-	 * the widest: over a minute a free slope tilts to wherever the two
-	 * sides' floors sit) also bounds the floor the windows are judged by;
-	 * a wrong drift narrows it, which only judges them more harshly. What
-	 * the drift's error does to its offset is its lever: how far its
-	 * support samples lie from now.
-	 */
-	has_joint = conf != NULL && support_fit(k, 0, conf, drift, &joint) == 0 &&
-		    isfinite(joint.offset_ns) && isfinite(joint.half_gap_ns);
-	if (has_joint && joint.half_gap_ns < g0 - wander_margin(k, wander_ns)) {
-		/*
-		 * Joined, the windows leave a narrower band than any one of
-		 * them, by more than wander would: none met both floors, and
-		 * the joined band is the floor they are judged by. It is that
-		 * only at the true slope, which lies within 3 drift sigmas of
-		 * this one; the band is concave in the slope, so the least of
-		 * that range is at one of its ends.
-		 */
-		g0 = joint.half_gap_ns;
-		for (int sgn = -1; sgn <= 1; sgn += 2) {
-			struct ls_sync_fit q;
-
-			if (drift_sigma > 0 &&
-			    support_fit(k, 0, conf, drift + sgn * 3 * drift_sigma, &q) == 0)
-				g0 = fmin(g0, q.half_gap_ns);
-		}
-	}
-	/*
-	 * The filter's measurement variance, sigma^2 / 16, was set with windows
-	 * fitted every 500 ms over 2 s: each sample in four windows. Fitted
-	 * more often, the same samples are in more windows, and as many more
-	 * entries at that variance would count them that many more times: the
-	 * variance grows with the overlap instead, so the filter weighs a
-	 * second of probes alike at any sync.interval_ms.
-	 */
-	if (conf != NULL && k->n >= 2) {
-		double spacing = (double)ns_diff(k->t[last], k->t[slot(k, 0)]) / (k->n - 1);
-
-		if (spacing > 0)
-			overlap = fmax(1.0, (double)conf->window_ns / spacing / 4.0);
-	}
 	/* Offsets as differences from the newest entry moved to now: offsets
 	 * are ~1e7 ns and agree to ~1 ns, the differences keep the digits. */
 	for (i = 0; i < k->n; i++) {
@@ -511,30 +546,7 @@ track_entries(const struct ls_sync_track *k, uint64_t now, double drift, double 
 	if (has_joint) {
 		joint_entry(k, &joint, now, g0, shift, drift_sigma, wander_ns, &en[m]);
 		m++;
-		/*
-		 * The joint entry takes each side's deepest floor held, however
-		 * old, and wander makes an old floor worth less than a slightly
-		 * shallower recent one. The joint entries of the recent windows
-		 * alone (the last 4, 8, 16 and 32 s) weigh that trade as every
-		 * other entry does: by excess over the floor plus age.
-		 */
-		for (uint32_t h = 0; h < JOINT_RECENT; h++) {
-			uint64_t horizon = (JOINT_RECENT_NS << h);
-			uint32_t from = k->n - 1;
-			struct ls_sync_fit q;
-
-			while (from > 0 && ns_diff(k->t[last], k->t[slot(k, from - 1)]) <=
-					   (int64_t)horizon)
-				from--;
-			if (from == 0 || from == prev_from || k->n - from < 2)
-				continue;
-			prev_from = from;
-			if (support_fit(k, from, conf, drift, &q) != 0 || !isfinite(q.offset_ns) ||
-			    !isfinite(q.half_gap_ns))
-				continue;
-			joint_entry(k, &q, now, g0, shift, drift_sigma, wander_ns, &en[m]);
-			m++;
-		}
+		m += recent_joints(k, now, drift, drift_sigma, wander_ns, conf, g0, shift, &en[m]);
 	}
 	for (i = 0; i < m; i++)
 		en[i].src = src;
@@ -559,11 +571,9 @@ tau_cmp(const void *x, const void *y, void *arg)
  *
  * Why not a weighted average: the entries' errors are not independent. An
  * entry t seconds old is off by the walk since then, and that walk is
- * shared by every older entry. Averaged with weights 1 / u^2, a dozen
- * entries 5 to 15 s old outweighed the newest few together, and the track
- * followed the walk 4 to 6 s late: in the lab at 0% load with exact
- * receive stamps and 28 ns/sqrt(s) between two clocks, a path's track was
- * 48 to 80 ns off (std), further than its newest window alone (40 to 67).
+ * shared by every older entry. Averaged with weights 1 / u^2, the many
+ * older entries outweigh the newest few and the track follows the walk
+ * seconds late (docs/sync.md, "Lab notes behind the code": why a filter).
  * The filter is the least-squares answer for exactly that error structure
  * (independent noise per entry, plus a walk since it). Entries of several
  * tracks (the paths to one peer) go through one filter: every path sees

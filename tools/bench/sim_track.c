@@ -249,86 +249,193 @@ path_step(struct ls_sync_est *e, struct ls_sync_track *k, uint64_t now, double b
 	return !isnan(*b) && ls_sync_track_fit(k, now, *b, *sig, between, &e->conf, fit) == 0;
 }
 
+/* One seed's paths: estimators, tracks, and the true time of the next pair. */
+struct paths {
+	int n;
+	double between;         /* wander between the two clocks, told the tracks */
+	double tp;
+	struct ls_sync_est e[MAX_PATHS];
+	struct ls_sync_track k[MAX_PATHS];
+	struct ls_sync_track_ws *ws;
+};
+
+/* The step-th half second, at true time t: feed pairs up to t, fit, score. */
+typedef void step_fn(struct paths *p, int step, double t, void *arg);
+
+/*
+ * Every seed: fresh clocks and paths (and, START=1, empty hops), then steps
+ * at STEP_NS, 2 STEP_NS, ... (steps of them).
+ */
+static int
+run_seeds(double wander, int seeds, int steps, int npaths, step_fn *step, void *arg)
+{
+	static struct paths p;
+
+	p.n = npaths;
+	p.between = wander * sqrt(2.0);
+	p.ws = ls_sync_track_ws_create(MAX_PATHS);
+	if (p.ws == NULL)
+		return 1;
+	for (int sd = 0; sd < seeds; sd++) {
+		p.tp = 1e6;
+		if (seed_setup(sd, wander, npaths, p.e, p.k) != 0)
+			return 1;
+		for (int x = 0; onoff && x < 8; x++)
+			hop_init(&(&hops[0][0][0])[x], load_at_ns);
+		for (int i = 1; i <= steps; i++)
+			step(&p, i, i * STEP_NS, arg);
+		for (int j = 0; j < npaths; j++)
+			ls_sync_est_free(&p.e[j]);
+	}
+	ls_sync_track_ws_free(p.ws);
+	return 0;
+}
+
+/* START=1: the edge's |error| per half-second bin, over all seeds. */
+struct startup_score {
+	double err[START_BINS][4096];
+	int nerr[START_BINS];
+};
+
+static void
+startup_step(struct paths *p, int step, double t, void *arg)
+{
+	struct startup_score *ss = arg;
+	double b[MAX_PATHS], sig[MAX_PATHS];
+	struct ls_sync_fit win[MAX_PATHS], fit[MAX_PATHS], edge;
+	const struct ls_sync_track *kp[MAX_PATHS];
+	const struct ls_sync_est_conf *cp[MAX_PATHS];
+	uint64_t now = stamp(&clk_a, t);
+	double truth = (double)(int64_t)(stamp(&clk_b, t) - now);
+	int nf = 0, carried = 0, bin = step - 1;
+
+	for (; p->tp < t;
+	     p->tp += p->tp < START_ACQ_NS ? START_PAIR_NS / START_ACQ_RATE : START_PAIR_NS)
+		for (int j = 0; j < p->n; j++)
+			feed_pair(&p->e[j], j, p->tp + j * 2e6 / p->n, 5000 + 200.0 * j);
+	for (int j = 0; j < p->n; j++) {
+		carried += path_step(&p->e[j], &p->k[j], now, p->between, &b[j], &sig[j], &win[j],
+				     &fit[j]);
+		if (!fit[j].ok)
+			continue;
+		kp[nf] = &p->k[j];
+		cp[nf] = &p->e[j].conf;
+		b[nf] = b[j];
+		sig[nf] = sig[j];
+		fit[nf++] = fit[j];
+	}
+	/* the edge as lockstepd's edge_fit makes it */
+	if (ls_sync_combine(fit, nf, now, &edge) != 0)
+		return;
+	if (carried == nf) {
+		struct ls_sync_fit many;
+
+		if (ls_sync_track_fit_many(kp, b, sig, nf, now, p->between, cp, p->ws, &many) == 0 &&
+		    isfinite(many.offset_ns))
+			edge.offset_ns = many.offset_ns;
+	}
+	if (ss->nerr[bin] < 4096)
+		ss->err[bin][ss->nerr[bin]++] = fabs(edge.offset_ns - truth);
+}
+
 static int
 startup(double wander, int seeds, double secs, int npaths)
 {
-	double between = wander * sqrt(2.0);
 	int bins = (int)fmin(START_BINS, secs * 2);
-	static double err[START_BINS][4096];
-	int nerr[START_BINS] = {0};
-	struct ls_sync_track_ws *ws = ls_sync_track_ws_create(MAX_PATHS);
-	struct ls_sync_est e[MAX_PATHS];
-	static struct ls_sync_track k[MAX_PATHS];
+	static struct startup_score ss;
 
-	if (ws == NULL)
+	if (run_seeds(wander, seeds, bins, npaths, startup_step, &ss) != 0)
 		return 1;
-	for (int sd = 0; sd < seeds; sd++) {
-		double tp = 1e6;
-
-		if (seed_setup(sd, wander, npaths, e, k) != 0)
-			return 1;
-		for (int x = 0; x < 8; x++)
-			hop_init(&(&hops[0][0][0])[x], load_at_ns);
-		for (int bin = 0; bin < bins; bin++) {
-			double t = (bin + 1) * STEP_NS, b[MAX_PATHS], sig[MAX_PATHS];
-			struct ls_sync_fit win[MAX_PATHS], fit[MAX_PATHS], edge;
-			const struct ls_sync_track *kp[MAX_PATHS];
-			const struct ls_sync_est_conf *cp[MAX_PATHS];
-			uint64_t now = stamp(&clk_a, t);
-			double truth = (double)(int64_t)(stamp(&clk_b, t) - now);
-			int nf = 0, carried = 0;
-
-			for (; tp < t; tp += tp < START_ACQ_NS ? START_PAIR_NS / START_ACQ_RATE :
-								  START_PAIR_NS)
-				for (int j = 0; j < npaths; j++)
-					feed_pair(&e[j], j, tp + j * 2e6 / npaths, 5000 + 200.0 * j);
-			for (int j = 0; j < npaths; j++) {
-				carried += path_step(&e[j], &k[j], now, between, &b[j], &sig[j],
-						     &win[j], &fit[j]);
-				if (!fit[j].ok)
-					continue;
-				kp[nf] = &k[j];
-				cp[nf] = &e[j].conf;
-				b[nf] = b[j];
-				sig[nf] = sig[j];
-				fit[nf++] = fit[j];
-			}
-			/* the edge as lockstepd's edge_fit makes it */
-			if (ls_sync_combine(fit, nf, now, &edge) != 0)
-				continue;
-			if (carried == nf) {
-				struct ls_sync_fit many;
-
-				if (ls_sync_track_fit_many(kp, b, sig, nf, now, between, cp, ws,
-							   &many) == 0 && isfinite(many.offset_ns))
-					edge.offset_ns = many.offset_ns;
-			}
-			if (nerr[bin] < 4096)
-				err[bin][nerr[bin]++] = fabs(edge.offset_ns - truth);
-		}
-		for (int j = 0; j < npaths; j++)
-			ls_sync_est_free(&e[j]);
-	}
-	ls_sync_track_ws_free(ws);
 	printf("start-up: wander %.0f ns/sqrt(s) per clock, stamp jitter 0..%.0f ns, on/off "
 	       "load %.2f on two hops each way, %d paths, %d seeds; the edge's |error| per "
 	       "half second:\n   t_s   n   rms_ns   p99_ns  over_500ns\n", wander, jit_ns, load,
 	       npaths, seeds);
 	for (int bin = 0; bin < bins; bin++) {
-		double sq = 0;
-		int over = 0;
+		double sq = 0, *err = ss.err[bin];
+		int over = 0, n = ss.nerr[bin];
 
-		if (nerr[bin] == 0)
+		if (n == 0)
 			continue;
-		qsort(err[bin], nerr[bin], sizeof(double), dbl_cmp);
-		for (int i = 0; i < nerr[bin]; i++) {
-			sq += err[bin][i] * err[bin][i];
-			over += err[bin][i] > 500;
+		qsort(err, n, sizeof(double), dbl_cmp);
+		for (int i = 0; i < n; i++) {
+			sq += err[i] * err[i];
+			over += err[i] > 500;
 		}
-		printf("  %4.1f %3d %8.0f %8.0f %10.0f%%\n", (bin + 1) * STEP_NS * 1e-9, nerr[bin],
-		       sqrt(sq / nerr[bin]), err[bin][(int)(0.99 * (nerr[bin] - 1))],
-		       100.0 * over / nerr[bin]);
+		printf("  %4.1f %3d %8.0f %8.0f %10.0f%%\n", (bin + 1) * STEP_NS * 1e-9, n,
+		       sqrt(sq / n), err[(int)(0.99 * (n - 1))], 100.0 * over / n);
 	}
+	return 0;
+}
+
+/* The steady state: every score, over the steps from 15 s on. */
+struct steady_score {
+	struct score sc[S_N];
+	long n;
+};
+
+static void
+steady_step(struct paths *p, int step, double t, void *arg)
+{
+	struct steady_score *ss = arg;
+	struct ls_sync_fit win[MAX_PATHS], fit[MAX_PATHS], many, avg;
+	const struct ls_sync_track *kp[MAX_PATHS];
+	const struct ls_sync_est_conf *cp[MAX_PATHS];
+	double b[MAX_PATHS], sig[MAX_PATHS];
+	uint64_t now = stamp(&clk_a, t);
+	double truth = (double)(int64_t)(stamp(&clk_b, t) - now);
+	int nf = 0;
+
+	(void)step;
+	/* each path's pairs every 20 ms, the paths staggered; path j's
+	 * floor 5 us + 200 ns j (links of other lengths) */
+	for (; p->tp < t; p->tp += PAIR_EVERY_NS)
+		for (int j = 0; j < p->n; j++)
+			feed_pair(&p->e[j], j, p->tp + j * PAIR_EVERY_NS / p->n, 5000 + 200.0 * j);
+	for (int j = 0; j < p->n; j++) {
+		struct ls_sync_est *e = &p->e[j];
+
+		/* as lockstepd's path_fit: the track's drift once it spans 2.5 s */
+		b[j] = ls_sync_track_drift(&p->k[j], 2500000000ULL, &e->conf, p->between, &sig[j]);
+		e->conf.fixed_drift = b[j];
+		kp[j] = &p->k[j];
+		cp[j] = &e->conf;
+		if (ls_sync_est_fit(e, now, &win[j]) != 0)
+			break;
+		ls_sync_track_add(&p->k[j], &win[j]);
+		if (isnan(b[j]) ||
+		    ls_sync_track_fit(&p->k[j], now, b[j], sig[j], p->between, &e->conf, &fit[j]) != 0)
+			break;
+		nf++;
+	}
+	if (nf < p->n || t < 15e9)
+		return;
+	if (ls_sync_track_fit_many(kp, b, sig, p->n, now, p->between, cp, p->ws, &many) != 0 ||
+	    ls_sync_combine(fit, p->n, now, &avg) != 0)
+		return;
+	score(&ss->sc[S_WIN], win[0].offset_ns - truth, win[0].sigma_ns);
+	score(&ss->sc[S_TRACK], fit[0].offset_ns - truth, fit[0].sigma_ns);
+	score(&ss->sc[S_MANY], many.offset_ns - truth, many.sigma_ns);
+	score(&ss->sc[S_AVG], avg.offset_ns - truth, avg.sigma_ns);
+	ss->n++;
+}
+
+static int
+steady(double wander, int seeds, double secs, int npaths)
+{
+	struct steady_score ss = {0};
+	int steps = 0;
+
+	while ((steps + 1) * STEP_NS <= secs * 1e9)
+		steps++;
+	if (run_seeds(wander, seeds, steps, npaths, steady_step, &ss) != 0 || ss.n == 0)
+		return 1;
+	printf("wander %.0f ns/sqrt(s) per clock, stamp jitter 0..%.0f ns, load %.2f, %d paths, "
+	       "%d seeds x %.0f s, %ld steps from 15 s on:\n",
+	       wander, jit_ns, load, npaths, seeds, secs, ss.n);
+	for (int i = 0; i < S_N; i++)
+		printf("  %-24s rms error %6.1f ns, mean sigma %6.1f ns, error > 3 sigma %.1f%%\n",
+		       score_name[i], sqrt(ss.sc[i].sq / ss.n), ss.sc[i].sig / ss.n,
+		       100.0 * ss.sc[i].over / ss.n);
 	return 0;
 }
 
@@ -339,12 +446,6 @@ main(int argc, char **argv)
 	int seeds = argc > 2 ? atoi(argv[2]) : 8;
 	double secs = argc > 3 ? atof(argv[3]) : 120;
 	int npaths = argc > 4 ? atoi(argv[4]) : 4;
-	double between = wander * sqrt(2.0);
-	struct score sc[S_N] = {{0}};
-	struct ls_sync_track_ws *ws;
-	struct ls_sync_est e[MAX_PATHS];
-	struct ls_sync_track k[MAX_PATHS];
-	long n = 0;
 
 	if (getenv("JIT") != NULL)
 		jit_ns = atof(getenv("JIT"));
@@ -367,66 +468,5 @@ main(int argc, char **argv)
 			MAX_PATHS);
 		return 2;
 	}
-	ws = ls_sync_track_ws_create(MAX_PATHS);
-	if (ws == NULL)
-		return 1;
-	for (int sd = 0; sd < seeds; sd++) {
-		double tp = 1e6;
-
-		if (seed_setup(sd, wander, npaths, e, k) != 0)
-			return 1;
-		for (double t = STEP_NS; t <= secs * 1e9; t += STEP_NS) {
-			struct ls_sync_fit win[MAX_PATHS], fit[MAX_PATHS], many, avg;
-			const struct ls_sync_track *kp[MAX_PATHS];
-			const struct ls_sync_est_conf *cp[MAX_PATHS];
-			double b[MAX_PATHS], sig[MAX_PATHS];
-			uint64_t now = stamp(&clk_a, t);
-			double truth = (double)(int64_t)(stamp(&clk_b, t) - now);
-			int nf = 0;
-
-			/* each path's pairs every 20 ms, the paths staggered; path j's
-			 * floor 5 us + 200 ns j (links of other lengths) */
-			for (; tp < t; tp += PAIR_EVERY_NS)
-				for (int j = 0; j < npaths; j++)
-					feed_pair(&e[j], j, tp + j * PAIR_EVERY_NS / npaths, 5000 + 200.0 * j);
-			for (int j = 0; j < npaths; j++) {
-				/* as lockstepd's path_fit: the track's drift once it
-				 * spans 2.5 s */
-				b[j] = ls_sync_track_drift(&k[j], 2500000000ULL, &e[j].conf, between,
-							   &sig[j]);
-				e[j].conf.fixed_drift = b[j];
-				kp[j] = &k[j];
-				cp[j] = &e[j].conf;
-				if (ls_sync_est_fit(&e[j], now, &win[j]) != 0)
-					break;
-				ls_sync_track_add(&k[j], &win[j]);
-				if (isnan(b[j]) || ls_sync_track_fit(&k[j], now, b[j], sig[j], between,
-								     &e[j].conf, &fit[j]) != 0)
-					break;
-				nf++;
-			}
-			if (nf < npaths || t < 15e9)
-				continue;
-			if (ls_sync_track_fit_many(kp, b, sig, npaths, now, between, cp, ws, &many) != 0 ||
-			    ls_sync_combine(fit, npaths, now, &avg) != 0)
-				continue;
-			score(&sc[S_WIN], win[0].offset_ns - truth, win[0].sigma_ns);
-			score(&sc[S_TRACK], fit[0].offset_ns - truth, fit[0].sigma_ns);
-			score(&sc[S_MANY], many.offset_ns - truth, many.sigma_ns);
-			score(&sc[S_AVG], avg.offset_ns - truth, avg.sigma_ns);
-			n++;
-		}
-		for (int j = 0; j < npaths; j++)
-			ls_sync_est_free(&e[j]);
-	}
-	ls_sync_track_ws_free(ws);
-	if (n == 0)
-		return 1;
-	printf("wander %.0f ns/sqrt(s) per clock, stamp jitter 0..%.0f ns, load %.2f, %d paths, "
-	       "%d seeds x %.0f s, %ld steps from 15 s on:\n",
-	       wander, jit_ns, load, npaths, seeds, secs, n);
-	for (int i = 0; i < S_N; i++)
-		printf("  %-24s rms error %6.1f ns, mean sigma %6.1f ns, error > 3 sigma %.1f%%\n",
-		       score_name[i], sqrt(sc[i].sq / n), sc[i].sig / n, 100.0 * sc[i].over / n);
-	return 0;
+	return steady(wander, seeds, secs, npaths);
 }

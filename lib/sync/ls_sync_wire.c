@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The announcement's wire form: a fixed LS_SYNC_WIRE_LEN-byte record,
+ * big-endian, values as scaled integers (ls_sync.h has the layout). Fixed
+ * point rather than doubles so the record reads the same on any host, and
+ * saturated so a runaway estimate cannot wrap into a plausible one.
+ */
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+#include "ls_sync.h"
+
+/* ---- wire form -------------------------------------------------------- */
+
+static void
+put16(uint8_t *b, uint16_t v)
+{
+	b[0] = (uint8_t)(v >> 8);
+	b[1] = (uint8_t)v;
+}
+
+static void
+put32(uint8_t *b, uint32_t v)
+{
+	put16(b, (uint16_t)(v >> 16));
+	put16(b + 2, (uint16_t)v);
+}
+
+static void
+put64(uint8_t *b, uint64_t v)
+{
+	put32(b, (uint32_t)(v >> 32));
+	put32(b + 4, (uint32_t)v);
+}
+
+static uint16_t
+get16(const uint8_t *b)
+{
+	return (uint16_t)((b[0] << 8) | b[1]);
+}
+
+static uint32_t
+get32(const uint8_t *b)
+{
+	return ((uint32_t)get16(b) << 16) | get16(b + 2);
+}
+
+static uint64_t
+get64(const uint8_t *b)
+{
+	return ((uint64_t)get32(b) << 32) | get32(b + 4);
+}
+
+/* v in units, rounded, saturated to int64; NaN -> 0. */
+static int64_t
+sat_i64(double v)
+{
+	if (isnan(v))
+		return 0;
+	if (v >= 9223372036854775808.0)
+		return INT64_MAX;
+	if (v <= -9223372036854775808.0)
+		return INT64_MIN;
+	return llround(v);
+}
+
+/* v in units, rounded, saturated to int32; NaN -> 0. */
+static int32_t
+sat_i32(double v)
+{
+	int64_t x = sat_i64(v);
+
+	return x > INT32_MAX ? INT32_MAX : x < INT32_MIN ? INT32_MIN : (int32_t)x;
+}
+
+/* v in units, rounded, saturated to uint32; NaN -> max (unknown = worst). */
+static uint32_t
+sat_u32(double v)
+{
+	if (isnan(v) || v >= 4294967295.0)
+		return UINT32_MAX;
+	if (v <= 0)
+		return 0;
+	return (uint32_t)llround(v);
+}
+
+#define WIRE_VERSION 2 /* 2: edge_back_drift int32, edge_back_sigma */
+
+void
+ls_sync_wire_encode(const struct ls_sync_state *s, uint8_t *buf)
+{
+	buf[0] = WIRE_VERSION;
+	buf[1] = s->flags;
+	put16(buf + 2, s->hops);
+	put32(buf + 4, s->node_id);
+	put32(buf + 8, s->ref_id);
+	put32(buf + 12, s->ref_seq);
+	put64(buf + 16, s->t0);
+	put64(buf + 24, (uint64_t)sat_i64(s->theta_ns * 256.0));
+	put64(buf + 32, (uint64_t)sat_i64(s->phi * 1e15));
+	put32(buf + 40, sat_u32(s->sigma_ns * 256.0));
+	put32(buf + 44, sat_u32(s->phi_sigma * 1e12));
+	put64(buf + 48, (uint64_t)sat_i64(s->edge_back_ns * 256.0));
+	put32(buf + 56, (uint32_t)sat_i32(s->edge_back_drift * 1e12));
+	put32(buf + 60, sat_u32(s->edge_back_sigma * 256.0));
+}
+
+void
+ls_sync_wire_put_edge(uint8_t *buf, double edge_ns, double drift, double sigma_ns)
+{
+	buf[1] |= LS_SYNC_F_EDGE;
+	put64(buf + 48, (uint64_t)sat_i64(edge_ns * 256.0));
+	put32(buf + 56, (uint32_t)sat_i32(drift * 1e12));
+	put32(buf + 60, sat_u32(sigma_ns * 256.0));
+}
+
+int
+ls_sync_wire_decode(const uint8_t *buf, struct ls_sync_state *s)
+{
+	unsigned int i;
+
+	for (i = 0; i < LS_SYNC_WIRE_LEN && buf[i] == 0; i++)
+		;
+	if (i == LS_SYNC_WIRE_LEN || buf[0] != WIRE_VERSION)
+		return -EBADMSG;
+	memset(s, 0, sizeof(*s));
+	s->flags = buf[1];
+	s->hops = get16(buf + 2);
+	s->node_id = get32(buf + 4);
+	s->ref_id = get32(buf + 8);
+	s->ref_seq = get32(buf + 12);
+	s->t0 = get64(buf + 16);
+	s->theta_ns = (double)(int64_t)get64(buf + 24) / 256.0;
+	s->phi = (double)(int64_t)get64(buf + 32) * 1e-15;
+	s->sigma_ns = (double)get32(buf + 40) / 256.0;
+	s->phi_sigma = (double)get32(buf + 44) * 1e-12;
+	s->edge_back_ns = (double)(int64_t)get64(buf + 48) / 256.0;
+	s->edge_back_drift = (double)(int32_t)get32(buf + 56) * 1e-12;
+	s->edge_back_sigma = (double)get32(buf + 60) / 256.0;
+	return 0;
+}
