@@ -45,13 +45,22 @@ pmd() { # pmd NAME LCORES VDEV... -- testpmd args
 	PIDS+=($!)
 }
 # fabric_up BUILD TOPO NAME SETTLE: BUILD's emulator busy-polling on core 1
-# (control socket $TMP/fab.ctl), given SETTLE seconds to come up.
+# (control socket $TMP/fab.ctl), given SETTLE seconds and then up to 10 s
+# more for its socket (a loaded machine starts it slowly).
 fabric_up() {
+	local pid
 	"$1/app/fabric/lockstep-fabric" -l 1 --no-pci --no-huge -m 512 --file-prefix "$PRE$3" \
 		-- --topo "$2" --dir "$TMP" --socket "$TMP/fab.ctl" --sample-us 0 \
 		> "$TMP/$3.log" 2>&1 &
-	PIDS+=($!)
+	pid=$!
+	PIDS+=("$pid")
 	sleep "$4"
+	for _ in $(seq 100); do
+		[ -S "$TMP/fab.ctl" ] && return 0
+		kill -0 "$pid" 2>/dev/null || { tail -n 20 "$TMP/$3.log" >&2; fail "lockstep-fabric failed to start"; }
+		sleep 0.1
+	done
+	fail "lockstep-fabric: no control socket after 10 s"
 }
 fab_tx() { # the emulator's transmitted packets so far
 	"$1/tools/lockstepctl/lockstepctl" -s "$TMP/fab.ctl" call status |
