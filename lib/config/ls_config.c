@@ -66,6 +66,7 @@ enum field_kind {
 	FK_STR,   /* string of min..size-1 bytes copied into char[size] */
 	FK_ENUM,  /* string out of names[], its index stored like FK_INT */
 	FK_OBJ,   /* nested object described by sub (same base + off) */
+	FK_ARR,   /* JSON array of [min, max] entries: fn() does the entries */
 	FK_FUNC,  /* anything else: fn() does type check and store */
 };
 
@@ -108,6 +109,8 @@ struct field {
 	.off = offsetof(T, m), .size = MSIZE(T, m), .names = (choices) }
 #define F_OBJ(k, off_, s, fl) { .key = (k), .kind = FK_OBJ, .flags = (fl), \
 	.off = (off_), .sub = &(s) }
+#define F_ARRAY(k, T, m, lo, hi, f, fl) { .key = (k), .kind = FK_ARR, .flags = (fl), \
+	.off = offsetof(T, m), .size = MSIZE(T, m), .min = (lo), .max = (hi), .fn = (f) }
 #define F_FUNC(k, T, m, f, fl) { .key = (k), .kind = FK_FUNC, .flags = (fl), \
 	.off = offsetof(T, m), .size = MSIZE(T, m), .fn = (f) }
 
@@ -193,23 +196,43 @@ parse_object(struct pctx *c, const char *path, const json_t *obj,
 	return s->post != NULL ? s->post(c, path, obj, base) : 0;
 }
 
+/* The JSON type a kind of field wants, if v is not of it; FK_OBJ and FK_FUNC check their own. */
+static const char *
+json_kind_missing(enum field_kind kind, const json_t *v)
+{
+	switch (kind) {
+	case FK_INT:
+		return json_is_integer(v) ? NULL : "integer";
+	case FK_NUM:
+		return json_is_number(v) ? NULL : "number";
+	case FK_BOOL:
+		return json_is_boolean(v) ? NULL : "boolean";
+	case FK_STR:
+	case FK_ENUM:
+		return json_is_string(v) ? NULL : "string";
+	case FK_ARR:
+		return json_is_array(v) ? NULL : "array";
+	default:
+		return NULL;
+	}
+}
+
 static int
 parse_field(struct pctx *c, const char *path, const json_t *v, void *base,
 	    const struct field *f)
 {
 	char *dst = (char *)base + f->off;
 	char q[LS_JSONV_QUOTE_MAX + 4];
+	const char *want = json_kind_missing(f->kind, v);
 	const char *s = NULL;
 	size_t len, i;
-	int rc;
 
+	if (want != NULL)
+		return ls_jsonv_fail(&c->jv, path, "expected %s, got %s", want, ls_jsonv_kind(v));
 	switch (f->kind) {
 	case FK_INT: {
-		json_int_t x;
+		json_int_t x = json_integer_value(v);
 
-		if (!json_is_integer(v))
-			return ls_jsonv_fail(&c->jv, path, "expected integer, got %s", ls_jsonv_kind(v));
-		x = json_integer_value(v);
 		if (x < f->min || x > f->max)
 			return ls_jsonv_fail(&c->jv, path, "must be between %lld and %lld, got %lld",
 				    f->min, f->max, (long long)x);
@@ -220,11 +243,8 @@ parse_field(struct pctx *c, const char *path, const json_t *v, void *base,
 		return 0;
 	}
 	case FK_NUM: {
-		double x;
+		double x = json_number_value(v);
 
-		if (!json_is_number(v))
-			return ls_jsonv_fail(&c->jv, path, "expected number, got %s", ls_jsonv_kind(v));
-		x = json_number_value(v);
 		if (!(x >= f->dmin && x <= f->dmax))
 			return ls_jsonv_fail(&c->jv, path, "must be between %g and %g, got %g",
 				    f->dmin, f->dmax, x);
@@ -232,18 +252,13 @@ parse_field(struct pctx *c, const char *path, const json_t *v, void *base,
 		return 0;
 	}
 	case FK_BOOL: {
-		bool b;
+		bool b = json_is_true(v);
 
-		if (!json_is_boolean(v))
-			return ls_jsonv_fail(&c->jv, path, "expected boolean, got %s", ls_jsonv_kind(v));
-		b = json_is_true(v);
 		memcpy(dst, &b, sizeof(b));
 		return 0;
 	}
 	case FK_STR:
-		rc = want_string(c, path, v, &s);
-		if (rc < 0)
-			return rc;
+		s = json_string_value(v);
 		len = strlen(s);
 		/* an embedded NUL would silently shorten the value */
 		if (len != json_string_length(v))
@@ -265,9 +280,7 @@ parse_field(struct pctx *c, const char *path, const json_t *v, void *base,
 	case FK_ENUM: {
 		char list[128] = "";
 
-		rc = want_string(c, path, v, &s);
-		if (rc < 0)
-			return rc;
+		s = json_string_value(v);
 		for (i = 0; f->names[i] != NULL; i++) {
 			if (strcmp(s, f->names[i]) == 0) {
 				store_int(dst, f->size, (long long)i);
@@ -284,6 +297,15 @@ parse_field(struct pctx *c, const char *path, const json_t *v, void *base,
 	}
 	case FK_OBJ:
 		return parse_object(c, path, v, f->sub, dst);
+	case FK_ARR:
+		len = json_array_size(v);
+		if (f->min > 0 && (len < (size_t)f->min || len > (size_t)f->max))
+			return ls_jsonv_fail(&c->jv, path, "must have %lld to %lld entries, got %zu",
+				    f->min, f->max, len);
+		if (len > (size_t)f->max)
+			return ls_jsonv_fail(&c->jv, path, "must have at most %lld entries, got %zu",
+				    f->max, len);
+		return f->fn(c, path, v, dst, f);
 	case FK_FUNC:
 		return f->fn(c, path, v, dst, f);
 	}
@@ -291,97 +313,53 @@ parse_field(struct pctx *c, const char *path, const json_t *v, void *base,
 }
 
 /*
- * Address helpers (FK_FUNC callbacks).
- */
-
-static int
-addr_common(struct pctx *c, const char *path, const json_t *v, int family,
-	    struct ls_addr *out)
-{
-	char q[LS_JSONV_QUOTE_MAX + 4];
-	const char *s = NULL;
-	int rc;
-
-	rc = want_string(c, path, v, &s);
-	if (rc < 0)
-		return rc;
-	if (ls_addr_parse(s, out) < 0)
-		return ls_jsonv_fail(&c->jv, path, "not an IP address: \"%s\"", ls_jsonv_quote(q, sizeof(q), s));
-	if (family != 0 && out->family != family)
-		return ls_jsonv_fail(&c->jv, path, "must be an IPv%d address, got \"%s\"", family,
-			    ls_jsonv_quote(q, sizeof(q), s));
-	if (!ls_addr_is_unicast(out))
-		return ls_jsonv_fail(&c->jv, path, "must be a unicast address, got \"%s\"",
-			    ls_jsonv_quote(q, sizeof(q), s));
-	return 0;
-}
-
-static int
-fn_addr(struct pctx *c, const char *path, const json_t *v, void *dst,
-	const struct field *f)
-{
-	(void)f;
-	return addr_common(c, path, v, 0, dst);
-}
-
-static int
-fn_addr4(struct pctx *c, const char *path, const json_t *v, void *dst,
-	 const struct field *f)
-{
-	(void)f;
-	return addr_common(c, path, v, LS_AF_INET, dst);
-}
-
-static int
-fn_addr6(struct pctx *c, const char *path, const json_t *v, void *dst,
-	 const struct field *f)
-{
-	(void)f;
-	return addr_common(c, path, v, LS_AF_INET6, dst);
-}
-
-/*
- * Interface prefix. The "/len" is required: ls_prefix_parse would read a bare
- * address as a host route, which on an interface means "nothing is on-link"
- * and is almost always a forgotten length.
+ * Addresses and interface prefixes: one FK_FUNC callback, told by the field
+ * which one it reads (max: 1 for a prefix) and the address family the key
+ * wants (min: LS_AF_INET, LS_AF_INET6 or 0 for either).
+ *
+ * A prefix needs its "/len": ls_prefix_parse would read a bare address as a
+ * host route, which on an interface means "nothing is on-link" and is almost
+ * always a forgotten length.
  */
 static int
-prefix_common(struct pctx *c, const char *path, const json_t *v, int family,
-	      struct ls_prefix *out)
+fn_ip(struct pctx *c, const char *path, const json_t *v, void *dst,
+      const struct field *f)
 {
+	int family = (int)f->min;
+	bool prefix = f->max != 0;
 	char q[LS_JSONV_QUOTE_MAX + 4];
 	const char *s = NULL;
+	struct ls_addr *a;
 	int rc;
 
 	rc = want_string(c, path, v, &s);
 	if (rc < 0)
 		return rc;
 	ls_jsonv_quote(q, sizeof(q), s);
-	if (strchr(s, '/') == NULL || ls_prefix_parse(s, out) < 0)
-		return ls_jsonv_fail(&c->jv, path, "not an IPv%d prefix (%s): \"%s\"", family,
-			    family == LS_AF_INET ? "a.b.c.d/len" : "x::y/len", q);
-	if (out->addr.family != family)
-		return ls_jsonv_fail(&c->jv, path, "must be an IPv%d prefix, got \"%s\"", family, q);
-	if (!ls_addr_is_unicast(&out->addr))
+	if (prefix) {
+		struct ls_prefix *p = dst;
+
+		if (strchr(s, '/') == NULL || ls_prefix_parse(s, p) < 0)
+			return ls_jsonv_fail(&c->jv, path, "not an IPv%d prefix (%s): \"%s\"", family,
+				    family == LS_AF_INET ? "a.b.c.d/len" : "x::y/len", q);
+		a = &p->addr;
+	} else {
+		a = dst;
+		if (ls_addr_parse(s, a) < 0)
+			return ls_jsonv_fail(&c->jv, path, "not an IP address: \"%s\"", q);
+	}
+	if (family != 0 && a->family != family)
+		return ls_jsonv_fail(&c->jv, path, "must be an IPv%d %s, got \"%s\"", family,
+			    prefix ? "prefix" : "address", q);
+	if (!ls_addr_is_unicast(a))
 		return ls_jsonv_fail(&c->jv, path, "must be a unicast address, got \"%s\"", q);
 	return 0;
 }
 
-static int
-fn_prefix4(struct pctx *c, const char *path, const json_t *v, void *dst,
-	   const struct field *f)
-{
-	(void)f;
-	return prefix_common(c, path, v, LS_AF_INET, dst);
-}
-
-static int
-fn_prefix6(struct pctx *c, const char *path, const json_t *v, void *dst,
-	   const struct field *f)
-{
-	(void)f;
-	return prefix_common(c, path, v, LS_AF_INET6, dst);
-}
+#define F_IP(k, T, m, fam, pfx, fl) { .key = (k), .kind = FK_FUNC, .flags = (fl), \
+	.off = offsetof(T, m), .size = MSIZE(T, m), .min = (fam), .max = (pfx), .fn = fn_ip }
+#define F_ADDR(k, T, m, fam, fl)	F_IP(k, T, m, fam, 0, fl)
+#define F_PREFIX(k, T, m, fam, fl)	F_IP(k, T, m, fam, 1, fl)
 
 /* MAC: ls_mac_parse accepts exactly "xx:xx:xx:xx:xx:xx" (or '-'). */
 static int
@@ -528,10 +506,10 @@ static const struct field port_fields[] = {
 	F_STR("name", PORT, name, 1, F_REQ | F_NAME),
 	F_STR("dev", PORT, dev, 1, F_REQ),
 	F_FUNC("mac", PORT, mac, fn_mac, 0),
-	F_FUNC("ipv4", PORT, ipv4, fn_prefix4, 0),
-	F_FUNC("ipv6", PORT, ipv6, fn_prefix6, 0),
-	F_FUNC("gateway4", PORT, gateway4, fn_addr4, 0),
-	F_FUNC("gateway6", PORT, gateway6, fn_addr6, 0),
+	F_PREFIX("ipv4", PORT, ipv4, LS_AF_INET, 0),
+	F_PREFIX("ipv6", PORT, ipv6, LS_AF_INET6, 0),
+	F_ADDR("gateway4", PORT, gateway4, LS_AF_INET, 0),
+	F_ADDR("gateway6", PORT, gateway6, LS_AF_INET6, 0),
 	F_INT("lcore", PORT, lcore, -1, 1023, 0),
 	F_INT("rx_desc", PORT, rx_desc, 64, 16384, F_POW2),
 	F_INT("tx_desc", PORT, tx_desc, 64, 16384, F_POW2),
@@ -551,22 +529,15 @@ static int
 fn_ports(struct pctx *c, const char *path, const json_t *v, void *dst,
 	 const struct field *f)
 {
-	struct ls_config *cfg = c->out;
+	struct ls_conf_port *ports = dst;
 	char ipath[LS_JSONV_PATH_LEN], kpath[LS_JSONV_PATH_LEN];
 	char q[LS_JSONV_QUOTE_MAX + 4], d[LS_JSONV_QUOTE_MAX + 4];
-	size_t n, i, j;
+	size_t n = json_array_size(v), i, j;
 	int rc;
 
-	(void)dst;
 	(void)f;
-	if (!json_is_array(v))
-		return ls_jsonv_fail(&c->jv, path, "expected array, got %s", ls_jsonv_kind(v));
-	n = json_array_size(v);
-	if (n < 1 || n > LS_MAX_PORTS)
-		return ls_jsonv_fail(&c->jv, path, "must have 1 to %d entries, got %zu",
-			    LS_MAX_PORTS, n);
 	for (i = 0; i < n; i++) {
-		struct ls_conf_port *p = &cfg->ports[i];
+		struct ls_conf_port *p = &ports[i];
 
 		memset(p, 0, sizeof(*p));
 		p->lcore = -1;
@@ -578,7 +549,7 @@ fn_ports(struct pctx *c, const char *path, const json_t *v, void *dst,
 		if (rc < 0)
 			return rc;
 		for (j = 0; j < i; j++) {
-			const struct ls_conf_port *o = &cfg->ports[j];
+			const struct ls_conf_port *o = &ports[j];
 			size_t dl = dev_name_len(p->dev);
 
 			if (strcmp(o->name, p->name) == 0)
@@ -595,7 +566,7 @@ fn_ports(struct pctx *c, const char *path, const json_t *v, void *dst,
 					    ls_jsonv_quote(q, sizeof(q), d), path, j);
 			}
 		}
-		cfg->n_ports = (unsigned int)(i + 1);
+		c->out->n_ports = (unsigned int)(i + 1);
 	}
 	return 0;
 }
@@ -632,7 +603,7 @@ peer_post(struct pctx *c, const char *path, const json_t *obj, void *base)
 #define PEER struct ls_conf_peer
 static const struct field peer_fields[] = {
 	F_STR("name", PEER, name, 1, F_REQ | F_NAME),
-	F_FUNC("addr", PEER, addr, fn_addr, F_REQ),
+	F_ADDR("addr", PEER, addr, 0, F_REQ),
 	F_STR("port", PEER, port, 1, 0),
 	F_INT("interval_us", PEER, interval_us, 100, 60000000, 0),
 	F_INT("paths", PEER, paths, 1, LS_MAX_PATHS, 0),
@@ -648,17 +619,11 @@ fn_peers(struct pctx *c, const char *path, const json_t *v, void *dst,
 {
 	struct ls_config *cfg = c->out;
 	char ipath[LS_JSONV_PATH_LEN], kpath[LS_JSONV_PATH_LEN];
-	size_t n, i, j;
+	size_t n = json_array_size(v), i, j;
 	int rc;
 
 	(void)dst;
 	(void)f;
-	if (!json_is_array(v))
-		return ls_jsonv_fail(&c->jv, path, "expected array, got %s", ls_jsonv_kind(v));
-	n = json_array_size(v);
-	if (n > LS_MAX_PEERS)
-		return ls_jsonv_fail(&c->jv, path, "must have at most %d entries, got %zu",
-			    LS_MAX_PEERS, n);
 	if (n == 0)
 		return 0;
 	cfg->peers = calloc(n, sizeof(*cfg->peers));
@@ -796,20 +761,18 @@ static const struct field capture_fields[] = {
 #undef CAP
 static const struct schema capture_schema = SCHEMA(capture_fields, NULL);
 
-#define SYNC struct ls_conf_sync
 static const struct field sync_fields[] = {
-	F_BOOL("enabled", SYNC, enabled),
-	F_INT("window_ms", SYNC, window_ms, 100, 600000, 0),
-	F_INT("interval_ms", SYNC, interval_ms, 10, 60000, 0),
-	F_INT("purity_tol_ns", SYNC, purity_tol_ns, 0, 1000000000, 0),
-	F_INT("outlier_ns", SYNC, outlier_ns, 0, 1000000000, 0),
-	F_INT("reference", SYNC, reference, 0, UINT32_MAX, 0),
-	F_NUMBER("holdover_ppm", SYNC, holdover_ppm, 0.0, 1000.0),
-	F_NUMBER("wander_ns", SYNC, wander_ns, 0.0, 1e6),
-	F_NUMBER("asym_bound_ns", SYNC, asym_bound_ns, 0.0, 1e9),
-	F_STR("shm", SYNC, shm, 0, 0),
+	F_BOOL("enabled", struct ls_conf_sync, enabled),
+	F_INT("window_ms", struct ls_conf_sync, window_ms, 100, 600000, 0),
+	F_INT("interval_ms", struct ls_conf_sync, interval_ms, 10, 60000, 0),
+	F_INT("purity_tol_ns", struct ls_conf_sync, purity_tol_ns, 0, 1000000000, 0),
+	F_INT("outlier_ns", struct ls_conf_sync, outlier_ns, 0, 1000000000, 0),
+	F_INT("reference", struct ls_conf_sync, reference, 0, UINT32_MAX, 0),
+	F_NUMBER("holdover_ppm", struct ls_conf_sync, holdover_ppm, 0.0, 1000.0),
+	F_NUMBER("wander_ns", struct ls_conf_sync, wander_ns, 0.0, 1e6),
+	F_NUMBER("asym_bound_ns", struct ls_conf_sync, asym_bound_ns, 0.0, 1e9),
+	F_STR("shm", struct ls_conf_sync, shm, 0, 0),
 };
-#undef SYNC
 static const struct schema sync_schema = SCHEMA(sync_fields, NULL);
 
 static const struct field log_fields[] = {
@@ -821,9 +784,9 @@ static const struct schema log_schema = SCHEMA(log_fields, NULL);
 /* Dependency order: node (socket default, seed) first, ports before peers. */
 static const struct field top_fields[] = {
 	F_OBJ("node", 0, node_schema, F_REQ),
-	F_FUNC("ports", CFG, ports, fn_ports, F_REQ),
+	F_ARRAY("ports", CFG, ports, 1, LS_MAX_PORTS, fn_ports, F_REQ),
 	F_OBJ("probe", offsetof(CFG, probe), probe_schema, 0),
-	F_FUNC("peers", CFG, peers, fn_peers, 0),
+	F_ARRAY("peers", CFG, peers, 0, LS_MAX_PEERS, fn_peers, 0),
 	F_OBJ("reflector", offsetof(CFG, reflector), reflector_schema, 0),
 	F_OBJ("clock", offsetof(CFG, clock), clock_schema, 0),
 	F_OBJ("control", offsetof(CFG, control), control_schema, 0),
@@ -925,16 +888,15 @@ int
 ls_config_load(const char *path, struct ls_config *cfg, char *err, size_t errlen)
 {
 	const struct ls_jsonv jv = { .src = path, .err = err, .errlen = errlen };
-	json_t *root;
+	json_t *root = NULL;
 	int rc;
 
-	if (err != NULL && errlen > 0)
-		err[0] = '\0';
+	/* Failed, cfg is left empty; err always holds the reason (ls_jsonv_load
+	 * writes it on every failure, ls_config_from_json clears or writes it). */
 	memset(cfg, 0, sizeof(*cfg));
 	rc = ls_jsonv_load(&jv, sizeof(cfg->file) - 1, &root);
-	if (rc < 0)
-		return rc;
-	rc = ls_config_from_json(root, path, cfg, err, errlen);
+	if (rc == 0)
+		rc = ls_config_from_json(root, path, cfg, err, errlen);
 	json_decref(root);
 	return rc;
 }

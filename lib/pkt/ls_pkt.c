@@ -737,6 +737,28 @@ ls_pkt_set_ce(uint8_t *l3, uint8_t family)
  * buf itself (a switch answering from the very mbuf that expired), where
  * the headers we write overlap the bytes being quoted.
  */
+
+/*
+ * Move the quote behind the ICMP header: the original datagram (no more than
+ * its header says, dgram_len) up to qmax bytes. Its length or -ENOSPC.
+ */
+static int
+te_quote(uint8_t *buf, uint32_t cap, uint32_t ip_hlen, const uint8_t *orig,
+	 uint32_t orig_len, uint32_t dgram_len, uint32_t qmax)
+{
+	uint32_t hdrs = ETH_HLEN + ip_hlen + ICMP_HLEN;
+	uint32_t q = orig_len;
+
+	if (dgram_len < q)
+		q = dgram_len;
+	if (q > qmax)
+		q = qmax;
+	if (cap < hdrs || cap - hdrs < q)
+		return -ENOSPC;
+	memmove(buf + hdrs, orig, q);
+	return (int)q;
+}
+
 static int
 build_te4(uint8_t *buf, uint32_t cap, const struct ls_mac *src_mac,
 	  const struct ls_mac *dst_mac, const struct ls_addr *router,
@@ -747,6 +769,7 @@ build_te4(uint8_t *buf, uint32_t cap, const struct ls_mac *src_mac,
 	uint32_t q, tlen;
 	uint8_t dst[4];
 	uint16_t ck;
+	int rc;
 
 	if (orig_len < IPV4_HLEN || (orig[0] >> 4) != 4)
 		return -EINVAL;
@@ -754,18 +777,13 @@ build_te4(uint8_t *buf, uint32_t cap, const struct ls_mac *src_mac,
 	 * length smaller than a header shrink the quote below one: the
 	 * sender needs the header to match the error to its packet.
 	 */
-	q = orig_len;
 	tlen = rd16(orig + 2);
-	if (tlen >= IPV4_HLEN && tlen < q)
-		q = tlen;
-	if (q > TE4_QUOTE_MAX)
-		q = TE4_QUOTE_MAX;
-	if (cap < ETH_HLEN + IPV4_HLEN + ICMP_HLEN ||
-	    cap - (ETH_HLEN + IPV4_HLEN + ICMP_HLEN) < q)
-		return -ENOSPC;
-
 	memcpy(dst, orig + 12, 4);
-	memmove(icmp + ICMP_HLEN, orig, q);
+	rc = te_quote(buf, cap, IPV4_HLEN, orig, orig_len, tlen >= IPV4_HLEN ? tlen : orig_len,
+		      TE4_QUOTE_MAX);
+	if (rc < 0)
+		return rc;
+	q = (uint32_t)rc;
 
 	put_eth(buf, dst_mac->b, src_mac->b, RTE_ETHER_TYPE_IPV4);
 	ip->version_ihl = RTE_IPV4_VHL_DEF;
@@ -801,20 +819,16 @@ build_te6(uint8_t *buf, uint32_t cap, const struct ls_mac *src_mac,
 	uint32_t q;
 	uint8_t dst[16];
 	uint16_t ck;
+	int rc;
 
 	if (orig_len < IPV6_HLEN || (orig[0] >> 4) != 6)
 		return -EINVAL;
-	q = orig_len;
-	if (IPV6_HLEN + (uint32_t)rd16(orig + 4) < q)
-		q = IPV6_HLEN + rd16(orig + 4);
-	if (q > TE6_QUOTE_MAX)
-		q = TE6_QUOTE_MAX;
-	if (cap < ETH_HLEN + IPV6_HLEN + ICMP_HLEN ||
-	    cap - (ETH_HLEN + IPV6_HLEN + ICMP_HLEN) < q)
-		return -ENOSPC;
-
 	memcpy(dst, orig + 8, 16);
-	memmove(icmp + ICMP_HLEN, orig, q);
+	rc = te_quote(buf, cap, IPV6_HLEN, orig, orig_len, IPV6_HLEN + (uint32_t)rd16(orig + 4),
+		      TE6_QUOTE_MAX);
+	if (rc < 0)
+		return rc;
+	q = (uint32_t)rc;
 
 	put_eth(buf, dst_mac->b, src_mac->b, RTE_ETHER_TYPE_IPV6);
 	put_ipv6(buf + ETH_HLEN, 0, 0, (uint16_t)(ICMP_HLEN + q), IPPROTO_ICMPV6,

@@ -151,6 +151,20 @@ ls_csum_add(uint64_t sum, uint64_t v)
 	return sum + (sum < v);
 }
 
+/**
+ * Add the n bytes (4, 2 or 1, a constant) at p, zero-padded to 32 bits: in
+ * either byte order the padding moves the bytes by a multiple of 16 bits,
+ * which is the same sum modulo 0xffff.
+ */
+static inline __attribute__((always_inline)) uint64_t
+ls_csum_add_short(uint64_t sum, const uint8_t *p, size_t n)
+{
+	uint32_t w = 0;
+
+	memcpy(&w, p, n);
+	return ls_csum_add(sum, w);
+}
+
 /** Add len bytes at buf to a partial sum, 64 bits at a time. */
 static inline __attribute__((always_inline)) uint64_t
 ls_csum_bytes(const void *buf, size_t len, uint64_t sum)
@@ -178,27 +192,17 @@ ls_csum_bytes(const void *buf, size_t len, uint64_t sum)
 		sum = ls_csum_add(sum, w);
 	}
 	if (len >= 4) {
-		uint32_t w;
-
-		memcpy(&w, p, 4);
-		sum = ls_csum_add(sum, w);
+		sum = ls_csum_add_short(sum, p, 4);
 		p += 4;
 		len -= 4;
 	}
 	if (len >= 2) {
-		uint16_t w;
-
-		memcpy(&w, p, 2);
-		sum = ls_csum_add(sum, w);
+		sum = ls_csum_add_short(sum, p, 2);
 		p += 2;
 		len -= 2;
 	}
-	if (len) {
-		uint16_t w = 0;
-
-		memcpy(&w, p, 1);
-		sum = ls_csum_add(sum, w);
-	}
+	if (len)
+		sum = ls_csum_add_short(sum, p, 1);
 	return sum;
 }
 

@@ -154,16 +154,38 @@ get_ts(const uint8_t *p, uint16_t err_est)
 	return ls_stamp_ts_get(p, (err_est & LS_STAMP_EE_Z) != 0);
 }
 
+/*
+ * Both packets open with the same four fields at the same offsets
+ * (RFC 8762 4.2.1 and 4.3.1): sequence number, timestamp, error estimate
+ * and SSID (RFC 8972). put_head also zeroes the rest of the base packet.
+ */
+static void
+put_head(uint8_t *buf, uint32_t seq, uint64_t ts_ns, uint16_t err_est, uint16_t ssid)
+{
+	memset(buf, 0, LS_STAMP_BASE_LEN);
+	put32(buf + OFF_SEQ, seq);
+	put_ts(buf + OFF_TS, ts_ns, err_est);
+	put16(buf + OFF_ERR, err_est);
+	put16(buf + OFF_SSID, ssid);
+}
+
+/* The error estimate first: its Z bit says how to read the timestamp. */
+static void
+get_head(const uint8_t *buf, uint32_t *seq, uint64_t *ts_ns, uint16_t *err_est,
+	 uint16_t *ssid)
+{
+	*seq = get32(buf + OFF_SEQ);
+	*err_est = get16(buf + OFF_ERR);
+	*ts_ns = get_ts(buf + OFF_TS, *err_est);
+	*ssid = get16(buf + OFF_SSID);
+}
+
 int
 ls_stamp_encode_sender(uint8_t *buf, size_t cap, const struct ls_stamp_sender *s)
 {
 	if (cap < LS_STAMP_BASE_LEN)
 		return -ENOSPC;
-	memset(buf, 0, LS_STAMP_BASE_LEN);
-	put32(buf + OFF_SEQ, s->seq);
-	put_ts(buf + OFF_TS, s->ts_ns, s->err_est);
-	put16(buf + OFF_ERR, s->err_est);
-	put16(buf + OFF_SSID, s->ssid);
+	put_head(buf, s->seq, s->ts_ns, s->err_est, s->ssid);
 	return LS_STAMP_BASE_LEN;
 }
 
@@ -172,10 +194,7 @@ ls_stamp_decode_sender(const uint8_t *buf, size_t len, struct ls_stamp_sender *s
 {
 	if (len < LS_STAMP_BASE_LEN)
 		return -EMSGSIZE;
-	s->seq = get32(buf + OFF_SEQ);
-	s->err_est = get16(buf + OFF_ERR);
-	s->ts_ns = get_ts(buf + OFF_TS, s->err_est);
-	s->ssid = get16(buf + OFF_SSID);
+	get_head(buf, &s->seq, &s->ts_ns, &s->err_est, &s->ssid);
 	return 0;
 }
 
@@ -185,11 +204,7 @@ ls_stamp_encode_reflector(uint8_t *buf, size_t cap,
 {
 	if (cap < LS_STAMP_BASE_LEN)
 		return -ENOSPC;
-	memset(buf, 0, LS_STAMP_BASE_LEN);
-	put32(buf + OFF_SEQ, r->seq);
-	put_ts(buf + OFF_TS, r->tx_ns, r->err_est);
-	put16(buf + OFF_ERR, r->err_est);
-	put16(buf + OFF_SSID, r->ssid);
+	put_head(buf, r->seq, r->tx_ns, r->err_est, r->ssid);
 	put_ts(buf + OFF_RX_TS, r->rx_ns, r->err_est);
 	put32(buf + OFF_S_SEQ, r->sender_seq);
 	put_ts(buf + OFF_S_TS, r->sender_ts_ns, r->sender_err_est);
@@ -204,10 +219,7 @@ ls_stamp_decode_reflector(const uint8_t *buf, size_t len,
 {
 	if (len < LS_STAMP_BASE_LEN)
 		return -EMSGSIZE;
-	r->seq = get32(buf + OFF_SEQ);
-	r->err_est = get16(buf + OFF_ERR);
-	r->tx_ns = get_ts(buf + OFF_TS, r->err_est);
-	r->ssid = get16(buf + OFF_SSID);
+	get_head(buf, &r->seq, &r->tx_ns, &r->err_est, &r->ssid);
 	r->rx_ns = get_ts(buf + OFF_RX_TS, r->err_est);
 	r->sender_seq = get32(buf + OFF_S_SEQ);
 	r->sender_err_est = get16(buf + OFF_S_ERR);

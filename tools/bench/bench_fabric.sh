@@ -4,6 +4,7 @@
 # Benchmark (not a test) of lockstep-fabric, run as root from the repo root:
 #
 #   LS_BUILD=build BENCH_SECS=5 tools/bench/bench_fabric.sh
+#   BENCH_BASE=HEAD~1 tools/bench/bench_fabric.sh   # the forwarding rate of that commit too
 #
 # 1. Forwarding rate on one core, against dpdk-testpmd --forward-mode=io on
 #    the same vdevs and core in the same run. The issue asks for memif; on a
@@ -16,27 +17,13 @@
 #    probing each other across it (an idle path); the emulator reports how
 #    late each delivery left versus the time its model computed
 #    (status.delivery_lateness_ns): the error it adds to configured
-#    propagation + serialization.
+#    propagation + serialization. Today's build only, also with BENCH_BASE.
 set -euo pipefail
-LS_BUILD=${LS_BUILD:-./build}
+. "$(dirname "$0")/lib.sh"
+
 SECS=${BENCH_SECS:-5}
 TESTPMD=${TESTPMD:-dpdk-testpmd}
-TMP=$(mktemp -d /tmp/ls-bench-fab.XXXXXX)
-PIDS=()
-PRE=lsbf$$
-
-fail() { echo "bench_fabric: $*" >&2; exit 1; }
-cleanup() {
-	local rc=$?
-	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-	sleep 0.5
-	for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
-	rm -rf "$TMP" /var/run/dpdk/"$PRE"*
-	exit $rc
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-[ "$(id -u)" = 0 ] || fail "must run as root"
+bench_init bench_fabric fab
 
 cat > "$TMP/topo.json" <<'JSON'
 {"defaults": {"link": {"delay_ns": 1000, "rate_bps": 100000000000, "buffer_bytes": 16777216, "mtu": 9000}},
@@ -57,6 +44,28 @@ pmd() { # pmd NAME LCORES VDEV... -- testpmd args
 		> "$TMP/$name.log" 2>&1 &
 	PIDS+=($!)
 }
+# fabric_up BUILD TOPO NAME SETTLE: BUILD's emulator busy-polling on core 1
+# (control socket $TMP/fab.ctl), given SETTLE seconds and then up to 10 s
+# more for its socket (a loaded machine starts it slowly).
+fabric_up() {
+	local pid
+	"$1/app/fabric/lockstep-fabric" -l 1 --no-pci --no-huge -m 512 --file-prefix "$PRE$3" \
+		-- --topo "$2" --dir "$TMP" --socket "$TMP/fab.ctl" --sample-us 0 \
+		> "$TMP/$3.log" 2>&1 &
+	pid=$!
+	PIDS+=("$pid")
+	sleep "$4"
+	for _ in $(seq 100); do
+		[ -S "$TMP/fab.ctl" ] && return 0
+		kill -0 "$pid" 2>/dev/null || { tail -n 20 "$TMP/$3.log" >&2; fail "lockstep-fabric failed to start"; }
+		sleep 0.1
+	done
+	fail "lockstep-fabric: no control socket after 10 s"
+}
+fab_tx() { # the emulator's transmitted packets so far
+	"$1/tools/lockstepctl/lockstepctl" -s "$TMP/fab.ctl" call status |
+		/usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["counters"]["tx_pkts"])'
+}
 rx_pps() { # median of the sink's last Rx-pps samples
 	grep -a "Rx-pps" "$TMP/sink.log" | tail -n "$SECS" | awk '{print $2}' | sort -n |
 		awk '{a[NR]=$1} END {print (NR ? a[int((NR+1)/2)] : 0)}'
@@ -65,7 +74,7 @@ stop_all() {
 	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
 	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
 	PIDS=()
-	rm -f "$TMP"/*.sock
+	rm -f "$TMP"/*.sock "$TMP/fab.ctl"
 }
 gen_and_sink() { # gen and sink on CPU 0 (two lcores each: testpmd needs a forwarding lcore)
 	pmd sink '0@0,1@0' "$(memif client "$TMP/h2.sock")" -- --forward-mode=rxonly
@@ -88,23 +97,7 @@ echo "bench_fabric: memif rig ceiling (txonly -> rxonly, both on CPU 0): $rig pk
 # CPU-bound forwarding on one core, the same vdevs for both contestants: h1 is
 # a pcap of 64-byte UDP packets (10.1.0.1 -> 10.1.0.2) replayed forever, h2 a
 # null port that drops what it is sent.
-/usr/bin/python3 - "$TMP/h1.pcap" <<'PY'
-import struct, sys
-def csum(b):
-    s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
-    while s >> 16:
-        s = (s & 0xffff) + (s >> 16)
-    return ~s & 0xffff
-with open(sys.argv[1], "wb") as f:
-    f.write(struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 65535, 1))
-    for i in range(64):
-        u = struct.pack("!HHHH", 49152 + i, 862, 8 + 10, 0) + bytes(10)
-        ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(u), 0, 0x4000, 64, 17, 0,
-                         bytes([10, 1, 0, 1]), bytes([10, 1, 0, 2]))
-        ip = ip[:10] + struct.pack("!H", csum(ip)) + ip[12:]
-        fr = bytes.fromhex("02fa00000001020000000001") + b"\x08\x00" + ip + u
-        f.write(struct.pack("<IIII", 0, i, len(fr), len(fr)) + fr)
-PY
+bench_pcap udp "$TMP/h1.pcap"
 H1="net_pcap0,rx_pcap=$TMP/h1.pcap,infinite_rx=1"
 H2="net_null0,no-rx=1"
 /usr/bin/python3 - "$TMP/topo.json" "$H1" "$H2" <<'PY'
@@ -120,24 +113,27 @@ io=$(grep -a -A 12 "statistics for port 1" "$TMP/io.log" | grep -a "Tx-pps" | ta
 	awk '{print $2}' | sort -n | awk '{a[NR]=$1} END {print (NR ? a[int((NR+1)/2)] : 0)}')
 stop_all
 
-"$LS_BUILD/app/fabric/lockstep-fabric" -l 1 --no-pci --no-huge -m 512 --file-prefix "${PRE}fab" \
-	-- --topo "$TMP/topo.json" --dir "$TMP" --socket "$TMP/fab.ctl" --sample-us 0 \
-	> "$TMP/fab.log" 2>&1 &
-PIDS+=($!)
-sleep 2
-CTL="$LS_BUILD/tools/lockstepctl/lockstepctl -s $TMP/fab.ctl"
-a=$($CTL call status | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["counters"]["tx_pkts"])')
-t0=$(date +%s.%N)
-sleep "$SECS"
-b=$($CTL call status | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["counters"]["tx_pkts"])')
-t1=$(date +%s.%N)
-fab=$(awk -v a="$a" -v b="$b" -v t0="$t0" -v t1="$t1" 'BEGIN { printf "%.0f", (b - a) / (t1 - t0) }')
-stop_all
+# forward LABEL BUILD: BUILD's emulator on core 1 for SECS; pkt/s in $RESULT.
+forward() {
+	local a b
+	fabric_up "$2" "$TMP/topo.json" fab 2
+	a=$(fab_tx "$2")
+	t0=$(date +%s.%N)
+	sleep "$SECS"
+	b=$(fab_tx "$2")
+	t1=$(date +%s.%N)
+	RESULT=$(awk -v a="$a" -v b="$b" -v t0="$t0" -v t1="$t1" 'BEGIN { printf "%.0f", (b - a) / (t1 - t0) }')
+	stop_all
+	[ -z "$1" ] || echo "bench_fabric:   lockstep-fabric$1: $RESULT pkt/s"
+}
+bench_rounds forward
+fab=$TODAY
 
 echo "bench_fabric: forwarding 64-byte packets h1 -> leaf -> h2 on core 1, ${SECS} s, pcap in / null out:"
 echo "bench_fabric:   testpmd io:       $io pkt/s"
 echo "bench_fabric:   lockstep-fabric:  $fab pkt/s"
 awk -v a="$fab" -v b="$io" 'BEGIN { if (b > 0) printf "bench_fabric:   ratio fabric / io: %.3f\n", a / b }'
+bench_summary pkt/s "$io" "testpmd io"
 
 # Fidelity: the emulator alone on core 1, busy; two lockstepd on core 0.
 cat > "$TMP/topo2.json" <<'JSON'
@@ -147,11 +143,7 @@ cat > "$TMP/topo2.json" <<'JSON'
  "hosts": [{"name": "h1", "leaf": "leaf1", "ipv4": "10.1.0.1/24"},
            {"name": "h2", "leaf": "leaf1", "ipv4": "10.1.0.2/24"}]}
 JSON
-"$LS_BUILD/app/fabric/lockstep-fabric" -l 1 --no-pci --no-huge -m 512 --file-prefix "${PRE}fab2" \
-	-- --topo "$TMP/topo2.json" --dir "$TMP" --socket "$TMP/fab.ctl" --sample-us 0 \
-	> "$TMP/fab2.log" 2>&1 &
-PIDS+=($!)
-sleep 1.5
+fabric_up "$LS_BUILD" "$TMP/topo2.json" fab2 1.5
 for i in 1 2; do
 	o=$((3 - i))
 	cat > "$TMP/n$i.json" <<JSON

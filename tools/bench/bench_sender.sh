@@ -9,49 +9,26 @@
 #   sudo tools/bench/bench_sender.sh             # from the repo root
 #   LS_BUILD=/tmp/build BENCH_CORE=1 BENCH_SECS=10 BENCH_PEERS=64 BENCH_PATHS=8 \
 #       sudo -E tools/bench/bench_sender.sh
+#   BENCH_BASE=HEAD~1 sudo -E tools/bench/bench_sender.sh   # and that commit, interleaved
 #
 # The port is net_null with no-rx=1: TX frees the packets, RX is always
 # empty, so the core does nothing but send. net_null cannot answer ARP, so
 # every peer has a static next-hop "mac" (no resolution needed).
 #
 # It also prints the memory per peer-path, from sizeof() of the daemon's
-# structs (compiled here against the tree's headers).
+# structs (compiled here against the tree's headers; today's tree only).
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 
-REPO=$(cd "$(dirname "$0")/../.." && pwd)
-LS_BUILD=${LS_BUILD:-./build}
-DAEMON=$LS_BUILD/app/lockstepd/lockstepd
+REPO=$BENCH_REPO
 PY=/usr/bin/python3
 CORE=${BENCH_CORE:-1}
 SECS=${BENCH_SECS:-10}
 NPEERS=${BENCH_PEERS:-64}
 NPATHS=${BENCH_PATHS:-8}
 INTERVAL_US=${BENCH_INTERVAL_US:-100}
-TMP=$(mktemp -d /tmp/ls-bench-snd.XXXXXX)
+bench_init bench_sender snd
 SOCK=$TMP/ctl.sock
-PREFIX=ls-bench-snd$$
-PIDS=()
-
-fail() { echo "bench_sender: $*" >&2; exit 1; }
-
-cleanup() {
-	local rc=$?
-	for p in "${PIDS[@]}"; do
-		kill -KILL "$p" 2>/dev/null || true
-	done
-	rm -rf "$TMP" "/var/run/dpdk/$PREFIX"
-	exit $rc
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-# One control-socket request through lockstepctl: prints the result JSON.
-ctl() {
-	"$LS_BUILD/tools/lockstepctl/lockstepctl" -s "$SOCK" call "$1"
-}
-
-[ "$(id -u)" = 0 ] || fail "must run as root"
-[ -x "$DAEMON" ] || fail "no lockstepd at $DAEMON (set LS_BUILD)"
 
 # --- memory per peer-path (sizeof) ----------------------------------------------
 if command -v cc >/dev/null && pkg-config --exists libdpdk; then
@@ -95,37 +72,24 @@ cfg = {
 json.dump(cfg, open(out, "w"), indent=1)
 EOF
 
-"$DAEMON" --no-pci --no-huge -m 1024 --file-prefix "$PREFIX" -l "$CORE" \
-	-- --config "$TMP/bench.json" >"$TMP/ls.log" 2>&1 &
-LPID=$!
-PIDS+=("$LPID")
-for _ in $(seq 100); do
-	[ -S "$SOCK" ] && ctl status >/dev/null 2>&1 && break
-	kill -0 "$LPID" 2>/dev/null || { cat "$TMP/ls.log" >&2; fail "lockstepd failed to start"; }
-	sleep 0.1
-done
-for _ in $(seq 100); do
-	[ "$(ctl status | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["n_peers"])')" = "$NPEERS" ] && break
-	sleep 0.1
-done
-resolved=0
-for _ in $(seq 50); do
-	resolved=$(ctl peers | "$PY" -c 'import json,sys; print(sum(p["state"] != "resolving" for p in json.load(sys.stdin)))')
-	[ "$resolved" = "$NPEERS" ] && break
-	sleep 0.1
-done
-[ "$resolved" = "$NPEERS" ] || fail "only $resolved of $NPEERS peers resolved (static mac ignored?)"
+# send LABEL BUILD: one lockstepd run; probes/s in $RESULT.
+send() {
+	local resolved=0
 
-sleep 1
-ctl status >"$TMP/s0.json"
-t0=$(date +%s.%N)
-sleep "$SECS"
-ctl status >"$TMP/s1.json"
-t1=$(date +%s.%N)
-kill -TERM "$LPID"
-wait "$LPID" || fail "lockstepd exited with status $?"
-
-"$PY" - "$TMP/s0.json" "$TMP/s1.json" "$t0" "$t1" "$NPEERS" "$NPATHS" "$INTERVAL_US" "$CORE" <<'EOF'
+	bench_daemon "$2" "$TMP/bench.json" "$PRE" "$CORE"
+	for _ in $(seq 100); do
+		[ "$(ctl "$2" status | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["n_peers"])')" = "$NPEERS" ] && break
+		sleep 0.1
+	done
+	for _ in $(seq 50); do
+		resolved=$(ctl "$2" peers | "$PY" -c 'import json,sys; print(sum(p["state"] != "resolving" for p in json.load(sys.stdin)))')
+		[ "$resolved" = "$NPEERS" ] && break
+		sleep 0.1
+	done
+	[ "$resolved" = "$NPEERS" ] || fail "only $resolved of $NPEERS peers resolved (static mac ignored?)"
+	bench_window "$2"
+	"$PY" - "$TMP/s0.json" "$TMP/s1.json" "$t0" "$t1" "$NPEERS" "$NPATHS" "$INTERVAL_US" "$CORE" \
+		"$1" "$TMP/rate" <<'EOF'
 import json, sys
 a, b = (json.load(open(f)) for f in sys.argv[1:3])
 dt = float(sys.argv[4]) - float(sys.argv[3])
@@ -133,10 +97,15 @@ npeers, npaths, ival, core = map(int, sys.argv[5:9])
 d = lambda k: b["counters"][k] - a["counters"][k]
 want = npeers * npaths * 2 * 1e6 / ival
 got = d("tx_probes") / dt
-print("bench_sender: core %d, %.1f s: %d peers x %d paths, pair every %d us = %.2f M probes/s "
+print("bench_sender:%s core %d, %.1f s: %d peers x %d paths, pair every %d us = %.2f M probes/s "
       "requested; sent %.2f M probes/s (%.0f%%); port tx %.2f M/s; tx_dropped %d, "
       "alloc_failed %d, probes_unresolved %d, rx during run %d" % (
-      core, dt, npeers, npaths, ival, want / 1e6, got / 1e6, 100 * got / want,
+      sys.argv[9], core, dt, npeers, npaths, ival, want / 1e6, got / 1e6, 100 * got / want,
       (b["ports"][0]["tx_pkts"] - a["ports"][0]["tx_pkts"]) / dt / 1e6,
       d("tx_dropped"), d("alloc_failed"), d("probes_unresolved"), d("rx_pkts")))
+open(sys.argv[10], "w").write("%.0f\n" % got)
 EOF
+	RESULT=$(cat "$TMP/rate")
+}
+bench_rounds send
+bench_summary probes/s "$((NPEERS * NPATHS * 2 * 1000000 / INTERVAL_US))" requested
