@@ -34,8 +34,7 @@
 
 #include <rte_jhash.h>
 
-#include "ls_fabric.h"
-#include "ls_jsonv.h"
+#include "ls_fabric_priv.h"
 
 /* Built-in link parameters: a 10 Gb/s link with 1 us of cable and switch. */
 #define DEF_DELAY_NS 1000ULL
@@ -408,9 +407,8 @@ get_array(struct ls_jsonv *c, const json_t *root, const char *key, bool required
 	return 0;
 }
 
-/* Where in the file node i came from, for messages about it. */
-static const char *
-node_path(const struct ls_fabric *f, uint16_t i, char *buf)
+const char *
+ls_fab_node_path(const struct ls_fabric *f, uint16_t i, char *buf)
 {
 	if (i < f->n_switches)
 		snprintf(buf, LS_JSONV_PATH_LEN, "switches[%u]", (unsigned int)i);
@@ -468,7 +466,7 @@ check_node_name(struct ls_jsonv *c, const struct ls_fabric *f, uint16_t self,
 		if (strcmp(f->nodes[j].name, f->nodes[self].name) == 0)
 			return ls_jsonv_fail(c, ls_jsonv_key(kpath, parent, "name"),
 				    "duplicate name \"%s\" (also %s)", f->nodes[self].name,
-				    node_path(f, j, opath));
+				    ls_fab_node_path(f, j, opath));
 	return 0;
 }
 
@@ -496,6 +494,27 @@ set_link_name(struct ls_jsonv *c, struct ls_fabric *f, uint16_t li, const char *
 	return 0;
 }
 
+/* What every node starts with: only known keys, its kind, a unique name.
+ * Hosts may carry link parameter keys (for their host link). */
+static int
+node_begin(struct ls_jsonv *c, struct ls_fabric *f, uint16_t idx, const char *path,
+	   const json_t *obj, const char *const *keys, enum ls_fab_kind kind)
+{
+	struct ls_fab_node *n = &f->nodes[idx];
+	const char *name;
+	int rc;
+
+	rc = check_keys(c, path, obj, keys, kind == LS_FAB_HOST);
+	if (rc < 0)
+		return rc;
+	n->kind = kind;
+	rc = get_str(c, path, obj, "name", true, LS_FAB_NAME - 1, true, &name);
+	if (rc < 0)
+		return rc;
+	snprintf(n->name, sizeof(n->name), "%s", name);
+	return check_node_name(c, f, idx, path);
+}
+
 /* Parse switches[i] into nodes[i]. */
 static int
 parse_switch(struct ls_jsonv *c, struct ls_fabric *f, uint16_t i, const json_t *obj)
@@ -503,20 +522,12 @@ parse_switch(struct ls_jsonv *c, struct ls_fabric *f, uint16_t i, const json_t *
 	static const char *const roles[] = { "leaf", "spine", NULL };
 	struct ls_fab_node *n = &f->nodes[i];
 	char path[LS_JSONV_PATH_LEN], kpath[LS_JSONV_PATH_LEN], q[LS_JSONV_QUOTE_MAX + 4];
-	const char *name, *role;
+	const char *role;
 	const json_t *v;
 	int rc;
 
 	snprintf(path, sizeof(path), "switches[%u]", (unsigned int)i);
-	rc = check_keys(c, path, obj, switch_keys, false);
-	if (rc < 0)
-		return rc;
-	n->kind = LS_FAB_SWITCH;
-	rc = get_str(c, path, obj, "name", true, LS_FAB_NAME - 1, true, &name);
-	if (rc < 0)
-		return rc;
-	snprintf(n->name, sizeof(n->name), "%s", name);
-	rc = check_node_name(c, f, i, path);
+	rc = node_begin(c, f, i, path, obj, switch_keys, LS_FAB_SWITCH);
 	if (rc < 0)
 		return rc;
 	rc = get_str(c, path, obj, "role", true, 255, false, &role);
@@ -581,9 +592,9 @@ find_node(const struct ls_fabric *f, uint16_t n, const char *name)
 	return -1;
 }
 
-/* Resolve links[i].a / .b to a switch. */
+/* Resolve a key naming a switch (links[i].a / .b, hosts[i].leaf). */
 static int
-link_end(struct ls_jsonv *c, struct ls_fabric *f, const char *path, const json_t *obj,
+switch_ref(struct ls_jsonv *c, struct ls_fabric *f, const char *path, const json_t *obj,
 	 const char *key, uint16_t *out)
 {
 	char kpath[LS_JSONV_PATH_LEN], q[LS_JSONV_QUOTE_MAX + 4];
@@ -619,61 +630,6 @@ chan_init(struct ls_fabric *f, uint16_t id, uint16_t link, uint16_t from, uint16
 	ch->rng = 0x9e3779b97f4a7c15ULL * (uint64_t)(id + 1) ^ 0x6c6f7373ULL;
 }
 
-/* Slot of an address in f->addr_tab: looked up for every packet the
- * emulator routes, so a multiply-mix rather than jhash. */
-static inline uint32_t
-addr_slot_hash(const struct ls_addr *a)
-{
-	uint64_t h = a->family;
-	uint64_t v0, v1;
-
-	if (a->family == LS_AF_INET)
-		return ls_fab_addr_hash_v4(a->a); /* shared with the inline lookup */
-	memcpy(&v0, a->a, 8);
-	memcpy(&v1, a->a + 8, 8);
-	h ^= v0 ^ (v1 * 0xc2b2ae3d27d4eb4fULL);
-	h *= 0x9e3779b97f4a7c15ULL;
-	return (uint32_t)(h >> 32);
-}
-
-/* Address equality without a memcmp call (per packet). */
-static inline bool
-addr_same(const struct ls_addr *x, const struct ls_addr *y)
-{
-	if (x->family != y->family)
-		return false;
-	if (x->family == LS_AF_INET) {
-		uint32_t a, b;
-
-		memcpy(&a, x->a, 4);
-		memcpy(&b, y->a, 4);
-		return a == b;
-	}
-	{
-		uint64_t a0, a1, b0, b1;
-
-		memcpy(&a0, x->a, 8);
-		memcpy(&a1, x->a + 8, 8);
-		memcpy(&b0, y->a, 8);
-		memcpy(&b1, y->a + 8, 8);
-		return a0 == b0 && a1 == b1;
-	}
-}
-
-/* Insert a host's address (node idx) into the lookup table. */
-static void
-addr_tab_add(struct ls_fabric *f, const struct ls_addr *a, uint16_t idx)
-{
-	uint32_t h;
-
-	if (a->family == 0)
-		return;
-	h = addr_slot_hash(a);
-	while (f->addr_tab[h & (LS_FAB_ADDR_TAB - 1)] != 0)
-		h++;
-	f->addr_tab[h & (LS_FAB_ADDR_TAB - 1)] = (uint16_t)(idx + 1);
-}
-
 static int
 parse_host(struct ls_jsonv *c, struct ls_fabric *f, uint16_t hi, uint16_t li,
 	   const json_t *obj, const struct ls_fab_chan_params *base,
@@ -681,35 +637,24 @@ parse_host(struct ls_jsonv *c, struct ls_fabric *f, uint16_t hi, uint16_t li,
 {
 	uint16_t idx = (uint16_t)(f->n_switches + hi);
 	struct ls_fab_node *n = &f->nodes[idx];
-	char path[LS_JSONV_PATH_LEN], kpath[LS_JSONV_PATH_LEN], q[LS_JSONV_QUOTE_MAX + 4];
+	char path[LS_JSONV_PATH_LEN], kpath[LS_JSONV_PATH_LEN];
 	struct ls_fab_chan_params p[2];
 	struct ls_prefix p4, p6;
-	const char *name, *leaf, *dev = NULL;
-	int rc, l;
+	const char *dev = NULL;
+	uint16_t l;
+	int rc;
 
 	snprintf(path, sizeof(path), "hosts[%u]", (unsigned int)hi);
-	rc = check_keys(c, path, obj, host_keys, true);
+	rc = node_begin(c, f, idx, path, obj, host_keys, LS_FAB_HOST);
+	if (rc == 0)
+		rc = switch_ref(c, f, path, obj, "leaf", &l);
 	if (rc < 0)
 		return rc;
-	n->kind = LS_FAB_HOST;
-	rc = get_str(c, path, obj, "name", true, LS_FAB_NAME - 1, true, &name);
-	if (rc < 0)
-		return rc;
-	snprintf(n->name, sizeof(n->name), "%s", name);
-	rc = check_node_name(c, f, idx, path);
-	if (rc < 0)
-		return rc;
-	rc = get_str(c, path, obj, "leaf", true, 255, false, &leaf);
-	if (rc < 0)
-		return rc;
-	ls_jsonv_key(kpath, path, "leaf");
-	l = find_node(f, f->n_switches, leaf);
-	if (l < 0)
-		return ls_jsonv_fail(c, kpath, "no switch named \"%s\"", ls_jsonv_quote(q, sizeof(q), leaf));
 	if (strcmp(f->nodes[l].role, "leaf") != 0)
-		return ls_jsonv_fail(c, kpath, "\"%s\" is a %s, hosts attach to leaves",
+		return ls_jsonv_fail(c, ls_jsonv_key(kpath, path, "leaf"),
+			    "\"%s\" is a %s, hosts attach to leaves",
 			    f->nodes[l].name, f->nodes[l].role);
-	n->leaf = (uint16_t)l;
+	n->leaf = l;
 
 	memset(&p4, 0, sizeof(p4));
 	memset(&p6, 0, sizeof(p6));
@@ -746,182 +691,84 @@ parse_host(struct ls_jsonv *c, struct ls_fabric *f, uint16_t hi, uint16_t li,
 		return rc;
 	n->up_chan = (uint16_t)(2 * li);
 	n->down_chan = (uint16_t)(2 * li + 1);
-	chan_init(f, n->up_chan, li, idx, (uint16_t)l, &p[0]);
-	chan_init(f, n->down_chan, li, (uint16_t)l, idx, &p[1]);
-	addr_tab_add(f, &n->addr4, idx);
-	addr_tab_add(f, &n->addr6, idx);
+	chan_init(f, n->up_chan, li, idx, l, &p[0]);
+	chan_init(f, n->down_chan, li, l, idx, &p[1]);
+	ls_fab_addr_add(f, &n->addr4, idx);
+	ls_fab_addr_add(f, &n->addr6, idx);
 	return 0;
 }
 
-/* Checks over the whole fabric, once every piece parsed on its own. */
+/* One layer of link defaults, when the file has it. */
 static int
-check_fabric(struct ls_jsonv *c, struct ls_fabric *f, uint16_t n_sw_links)
+default_layer(struct ls_jsonv *c, const char *path, const json_t *v,
+	      struct ls_fab_chan_params *p, char *bm)
 {
-	uint16_t queue[LS_FAB_MAX_NODES];
-	bool seen[LS_FAB_MAX_NODES];
-	char path[LS_JSONV_PATH_LEN];
-	bool spines = false;
-	int v4_host = -1, v6_host = -1;
-	unsigned int qh = 0, qt = 0;
-
-	for (uint16_t i = 0; i < f->n_switches; i++)
-		spines = spines || strcmp(f->nodes[i].role, "spine") == 0;
-
-	/* a leaf with no way up is a wiring mistake, not a design */
-	for (uint16_t i = 0; spines && i < f->n_switches; i++) {
-		bool up = false;
-
-		if (strcmp(f->nodes[i].role, "leaf") != 0)
-			continue;
-		for (uint16_t k = 0; k < n_sw_links && !up; k++) {
-			const struct ls_fab_chan *ch = &f->chans[2 * k];
-			uint16_t other = ch->from == i ? ch->to : ch->to == i ? ch->from : i;
-
-			up = other != i && strcmp(f->nodes[other].role, "spine") == 0;
-		}
-		if (!up)
-			return ls_jsonv_fail(c, node_path(f, i, path),
-				    "leaf \"%s\" has no link to a spine", f->nodes[i].name);
-	}
-
-	/* outgoing channel lists, in channel id order (ECMP order) */
-	for (uint16_t k = 0; k < f->n_chans; k++) {
-		struct ls_fab_node *n = &f->nodes[f->chans[k].from];
-
-		if (n->kind != LS_FAB_SWITCH)
-			continue;
-		if (n->n_out >= LS_ARRAY_SIZE(n->out))
-			return ls_jsonv_fail(c, node_path(f, f->chans[k].from, path),
-				    "more than %zu links (hosts included)",
-				    LS_ARRAY_SIZE(n->out));
-		n->out[n->n_out++] = k;
-	}
-
-	/* every host reaches the first one: the switch graph is connected where it matters */
-	memset(seen, 0, sizeof(seen));
-	queue[qt++] = f->nodes[f->n_switches].leaf;
-	seen[queue[0]] = true;
-	while (qh < qt) {
-		uint16_t u = queue[qh++];
-
-		for (uint16_t k = 0; k < n_sw_links; k++) {
-			const struct ls_fab_chan *ch = &f->chans[2 * k];
-			uint16_t w;
-
-			if (ch->from == u)
-				w = ch->to;
-			else if (ch->to == u)
-				w = ch->from;
-			else
-				continue;
-			if (!seen[w]) {
-				seen[w] = true;
-				queue[qt++] = w;
-			}
-		}
-	}
-	for (uint16_t i = f->n_switches; i < f->n_nodes; i++) {
-		if (!seen[f->nodes[i].leaf])
-			return ls_jsonv_fail(c, node_path(f, i, path), "cannot reach %s",
-				    f->nodes[f->n_switches].name);
-		if (v4_host < 0 && f->nodes[i].addr4.family != 0)
-			v4_host = i;
-		if (v6_host < 0 && f->nodes[i].addr6.family != 0)
-			v6_host = i;
-	}
-
-	/* switches source ICMP errors in the family of the packet they answer */
-	for (uint16_t i = 0; i < f->n_switches; i++) {
-		const struct ls_fab_node *n = &f->nodes[i];
-		char hpath[LS_JSONV_PATH_LEN];
-
-		if (v4_host >= 0 && n->addr4.family == 0)
-			return ls_jsonv_fail(c, node_path(f, i, path),
-				    "needs an \"ipv4\" address: %s (%s) uses IPv4 and switches source ICMP errors",
-				    node_path(f, (uint16_t)v4_host, hpath),
-				    f->nodes[v4_host].name);
-		if (v6_host >= 0 && n->addr6.family == 0)
-			return ls_jsonv_fail(c, node_path(f, i, path),
-				    "needs an \"ipv6\" address: %s (%s) uses IPv6 and switches source ICMP errors",
-				    node_path(f, (uint16_t)v6_host, hpath),
-				    f->nodes[v6_host].name);
-	}
-	return 0;
-}
-
-static int
-build(struct ls_jsonv *c, const json_t *root, struct ls_fabric *f)
-{
-	struct ls_fab_chan_params dl = {
-		.delay_ns = DEF_DELAY_NS, .rate_bps = DEF_RATE_BPS,
-		.buffer_bytes = DEF_BUFFER, .ecn_bytes = DEF_ECN, .loss = 0,
-		.mtu = DEF_MTU,
-	};
-	struct ls_fab_chan_params dh;
-	char dl_bm[LS_JSONV_PATH_LEN] = "", dh_bm[LS_JSONV_PATH_LEN] = "", path[LS_JSONV_PATH_LEN];
-	const char **link_src = NULL;
-	const json_t *defaults, *switches, *links, *hosts, *v;
-	size_t n_sw, n_l, n_h;
 	int rc;
 
-	rc = check_keys(c, "", root, top_keys, false);
-	if (rc < 0)
-		return rc;
+	if (v == NULL)
+		return 0;
+	rc = check_keys(c, path, v, no_keys, true);
+	if (rc == 0)
+		rc = apply_params(c, path, v, p, bm);
+	if (rc == 0)
+		rc = check_params(c, p, bm);
+	return rc;
+}
 
-	/* defaults: built-in <- defaults.link <- defaults.host_link (host links) */
-	defaults = json_object_get(root, "defaults");
+/* Defaults: built-in <- defaults.link (dl) <- defaults.host_link (dh, for
+ * host links); *_bm is the deepest path that set a key, for messages. */
+static int
+parse_defaults(struct ls_jsonv *c, const json_t *root, struct ls_fab_chan_params *dl,
+	       char *dl_bm, struct ls_fab_chan_params *dh, char *dh_bm)
+{
+	const json_t *defaults = json_object_get(root, "defaults");
+	int rc;
+
 	if (defaults != NULL) {
 		rc = check_keys(c, "defaults", defaults, defaults_keys, false);
 		if (rc < 0)
 			return rc;
 	}
-	v = defaults != NULL ? json_object_get(defaults, "link") : NULL;
-	if (v != NULL) {
-		rc = check_keys(c, "defaults.link", v, no_keys, true);
-		if (rc == 0)
-			rc = apply_params(c, "defaults.link", v, &dl, dl_bm);
-		if (rc == 0)
-			rc = check_params(c, &dl, dl_bm);
-		if (rc < 0)
-			return rc;
-	}
-	dh = dl;
-	memcpy(dh_bm, dl_bm, sizeof(dh_bm));
-	v = defaults != NULL ? json_object_get(defaults, "host_link") : NULL;
-	if (v != NULL) {
-		rc = check_keys(c, "defaults.host_link", v, no_keys, true);
-		if (rc == 0)
-			rc = apply_params(c, "defaults.host_link", v, &dh, dh_bm);
-		if (rc == 0)
-			rc = check_params(c, &dh, dh_bm);
-		if (rc < 0)
-			return rc;
-	}
-
-	v = json_object_get(root, "convergence_ms");
-	if (v != NULL) {
-		json_int_t ms;
-
-		if (!json_is_integer(v))
-			return ls_jsonv_fail(c, "convergence_ms", "expected integer, got %s",
-				    ls_jsonv_kind(v));
-		ms = json_integer_value(v);
-		if (ms < 0 || ms > MAX_CONV_MS)
-			return ls_jsonv_fail(c, "convergence_ms", "must be between 0 and %lld, got %lld",
-				    MAX_CONV_MS, (long long)ms);
-		f->convergence_ns = (uint64_t)ms * 1000000ULL;
-	}
-
-	rc = get_array(c, root, "switches", true, &switches);
-	if (rc == 0)
-		rc = get_array(c, root, "links", false, &links);
-	if (rc == 0)
-		rc = get_array(c, root, "hosts", true, &hosts);
+	rc = default_layer(c, "defaults.link",
+			   defaults != NULL ? json_object_get(defaults, "link") : NULL, dl, dl_bm);
 	if (rc < 0)
 		return rc;
-	n_sw = json_array_size(switches);
-	n_l = links != NULL ? json_array_size(links) : 0;
-	n_h = json_array_size(hosts);
+	*dh = *dl;
+	memcpy(dh_bm, dl_bm, LS_JSONV_PATH_LEN);
+	return default_layer(c, "defaults.host_link",
+			     defaults != NULL ? json_object_get(defaults, "host_link") : NULL,
+			     dh, dh_bm);
+}
+
+static int
+parse_convergence(struct ls_jsonv *c, const json_t *root, struct ls_fabric *f)
+{
+	const json_t *v = json_object_get(root, "convergence_ms");
+	json_int_t ms;
+
+	if (v == NULL)
+		return 0;
+	if (!json_is_integer(v))
+		return ls_jsonv_fail(c, "convergence_ms", "expected integer, got %s",
+			    ls_jsonv_kind(v));
+	ms = json_integer_value(v);
+	if (ms < 0 || ms > MAX_CONV_MS)
+		return ls_jsonv_fail(c, "convergence_ms", "must be between 0 and %lld, got %lld",
+			    MAX_CONV_MS, (long long)ms);
+	f->convergence_ns = (uint64_t)ms * 1000000ULL;
+	return 0;
+}
+
+/* Numbering (switches, then hosts; switch links, then one link per host) and
+ * the arrays it sizes. *link_src gets a "links[i]"/"hosts[i]" label per
+ * link, for duplicate-name messages, all in one buffer at (*link_src)[0]. */
+static int
+alloc_fabric(struct ls_jsonv *c, struct ls_fabric *f, size_t n_sw, size_t n_l, size_t n_h,
+	     const char ***link_src)
+{
+	static const size_t lab = 24;
+	char *labels;
+
 	if (n_sw + n_h > LS_FAB_MAX_NODES)
 		return ls_jsonv_fail(c, "hosts", "too many nodes: %zu switches + %zu hosts, at most %d",
 			    n_sw, n_h, LS_FAB_MAX_NODES);
@@ -934,85 +781,106 @@ build(struct ls_jsonv *c, const json_t *root, struct ls_fabric *f)
 	f->n_chans = (uint16_t)(2 * f->n_links);
 	f->chans = calloc(f->n_chans, sizeof(*f->chans));
 	f->routes = calloc((size_t)f->n_nodes * f->n_nodes, sizeof(*f->routes));
-	/* "links[3]" / "hosts[0]" per link, for duplicate-name messages */
-	link_src = calloc(f->n_links, sizeof(*link_src));
-	if (f->chans == NULL || f->routes == NULL || link_src == NULL) {
-		rc = -ENOMEM;
-		ls_jsonv_fail(c, NULL, "out of memory");
-		goto out;
+	*link_src = calloc(f->n_links, sizeof(**link_src));
+	if (f->chans == NULL || f->routes == NULL || *link_src == NULL)
+		goto oom;
+	labels = calloc(f->n_links, lab);
+	if (labels == NULL)
+		goto oom;
+	for (size_t i = 0; i < f->n_links; i++) {
+		if (i < n_l)
+			snprintf(labels + i * lab, lab, "links[%zu]", i);
+		else
+			snprintf(labels + i * lab, lab, "hosts[%zu]", i - n_l);
+		(*link_src)[i] = labels + i * lab;
 	}
-	{
-		/* one buffer for every "links[i]"/"hosts[i]" label */
-		static const size_t lab = 24;
-		char *labels = calloc(f->n_links, lab);
+	return 0;
+oom:
+	ls_jsonv_fail(c, NULL, "out of memory");
+	return -ENOMEM;
+}
 
-		if (labels == NULL) {
-			rc = -ENOMEM;
-			ls_jsonv_fail(c, NULL, "out of memory");
-			goto out;
-		}
-		for (size_t i = 0; i < f->n_links; i++) {
-			if (i < n_l)
-				snprintf(labels + i * lab, lab, "links[%zu]", i);
-			else
-				snprintf(labels + i * lab, lab, "hosts[%zu]", i - n_l);
-			link_src[i] = labels + i * lab;
-		}
-	}
+/* Parse links[i] into link i and its channels 2i (a -> b) and 2i + 1. */
+static int
+parse_link(struct ls_jsonv *c, struct ls_fabric *f, size_t i, const json_t *obj,
+	   const struct ls_fab_chan_params *dl, const char *dl_bm, const char *const *link_src)
+{
+	char path[LS_JSONV_PATH_LEN], kpath[LS_JSONV_PATH_LEN];
+	struct ls_fab_chan_params p[2];
+	const char *name;
+	uint16_t a, b;
+	int rc;
 
-	for (size_t i = 0; i < n_sw; i++) {
+	snprintf(path, sizeof(path), "links[%zu]", i);
+	rc = check_keys(c, path, obj, link_keys, true);
+	if (rc == 0)
+		rc = get_str(c, path, obj, "name", false, LS_FAB_NAME - 1, true, &name);
+	if (rc == 0)
+		rc = switch_ref(c, f, path, obj, "a", &a);
+	if (rc == 0)
+		rc = switch_ref(c, f, path, obj, "b", &b);
+	if (rc < 0)
+		return rc;
+	if (a == b)
+		return ls_jsonv_fail(c, ls_jsonv_key(kpath, path, "b"),
+				     "same switch as \"a\" (\"%s\"): a link to itself",
+				     f->nodes[a].name);
+	rc = link_params(c, path, obj, dl, dl_bm, "ab", "ba", p);
+	if (rc == 0)
+		rc = set_link_name(c, f, (uint16_t)i, path, name, f->nodes[a].name,
+				   f->nodes[b].name, link_src);
+	if (rc < 0)
+		return rc;
+	chan_init(f, (uint16_t)(2 * i), (uint16_t)i, a, b, &p[0]);
+	chan_init(f, (uint16_t)(2 * i + 1), (uint16_t)i, b, a, &p[1]);
+	return 0;
+}
+
+static int
+build(struct ls_jsonv *c, const json_t *root, struct ls_fabric *f)
+{
+	struct ls_fab_chan_params dl = {
+		.delay_ns = DEF_DELAY_NS, .rate_bps = DEF_RATE_BPS,
+		.buffer_bytes = DEF_BUFFER, .ecn_bytes = DEF_ECN, .loss = 0,
+		.mtu = DEF_MTU,
+	};
+	struct ls_fab_chan_params dh;
+	char dl_bm[LS_JSONV_PATH_LEN] = "", dh_bm[LS_JSONV_PATH_LEN] = "";
+	const char **link_src = NULL;
+	const json_t *switches, *links, *hosts;
+	size_t n_sw, n_l, n_h;
+	int rc;
+
+	rc = check_keys(c, "", root, top_keys, false);
+	if (rc == 0)
+		rc = parse_defaults(c, root, &dl, dl_bm, &dh, dh_bm);
+	if (rc == 0)
+		rc = parse_convergence(c, root, f);
+	if (rc == 0)
+		rc = get_array(c, root, "switches", true, &switches);
+	if (rc == 0)
+		rc = get_array(c, root, "links", false, &links);
+	if (rc == 0)
+		rc = get_array(c, root, "hosts", true, &hosts);
+	if (rc < 0)
+		return rc;
+	n_sw = json_array_size(switches);
+	n_l = links != NULL ? json_array_size(links) : 0;
+	n_h = json_array_size(hosts);
+	rc = alloc_fabric(c, f, n_sw, n_l, n_h, &link_src);
+	for (size_t i = 0; rc == 0 && i < n_sw; i++)
 		rc = parse_switch(c, f, (uint16_t)i, json_array_get(switches, i));
-		if (rc < 0)
-			goto out;
-	}
-
-	for (size_t i = 0; i < n_l; i++) {
-		const json_t *obj = json_array_get(links, i);
-		struct ls_fab_chan_params p[2];
-		const char *name;
-		uint16_t a, b;
-
-		snprintf(path, sizeof(path), "links[%zu]", i);
-		rc = check_keys(c, path, obj, link_keys, true);
-		if (rc == 0)
-			rc = get_str(c, path, obj, "name", false, LS_FAB_NAME - 1, true, &name);
-		if (rc == 0)
-			rc = link_end(c, f, path, obj, "a", &a);
-		if (rc == 0)
-			rc = link_end(c, f, path, obj, "b", &b);
-		if (rc < 0)
-			goto out;
-		if (a == b) {
-			char kpath[LS_JSONV_PATH_LEN];
-
-			rc = ls_jsonv_fail(c, ls_jsonv_key(kpath, path, "b"),
-				  "same switch as \"a\" (\"%s\"): a link to itself",
-				  f->nodes[a].name);
-			goto out;
-		}
-		rc = link_params(c, path, obj, &dl, dl_bm, "ab", "ba", p);
-		if (rc == 0)
-			rc = set_link_name(c, f, (uint16_t)i, path, name, f->nodes[a].name,
-					   f->nodes[b].name, link_src);
-		if (rc < 0)
-			goto out;
-		chan_init(f, (uint16_t)(2 * i), (uint16_t)i, a, b, &p[0]);
-		chan_init(f, (uint16_t)(2 * i + 1), (uint16_t)i, b, a, &p[1]);
-	}
-
-	for (size_t i = 0; i < n_h; i++) {
+	for (size_t i = 0; rc == 0 && i < n_l; i++)
+		rc = parse_link(c, f, i, json_array_get(links, i), &dl, dl_bm, link_src);
+	for (size_t i = 0; rc == 0 && i < n_h; i++)
 		rc = parse_host(c, f, (uint16_t)i, (uint16_t)(n_l + i), json_array_get(hosts, i),
 				&dh, dh_bm, link_src);
-		if (rc < 0)
-			goto out;
+	if (rc == 0)
+		rc = ls_fab_check(c, f, (uint16_t)n_l);
+	if (rc == 0) {
+		f->route_next_ns = UINT64_MAX;
+		ls_fab_routes_compute(f);
 	}
-
-	rc = check_fabric(c, f, (uint16_t)n_l);
-	if (rc < 0)
-		goto out;
-	f->route_next_ns = UINT64_MAX;
-	ls_fab_routes_compute(f);
-out:
 	if (link_src != NULL) {
 		free((void *)(uintptr_t)link_src[0]);
 		free(link_src);
@@ -1097,30 +965,5 @@ ls_fab_link_find(const struct ls_fabric *f, const char *name)
 	for (uint16_t i = 0; i < f->n_links; i++)
 		if (strcmp(f->link_names[i], name) == 0)
 			return i;
-	return -1;
-}
-
-/* Per packet in the emulator: a hash probe rather than a scan of every host. */
-int
-ls_fab_host_by_addr(const struct ls_fabric *f, const struct ls_addr *a)
-{
-	uint32_t h;
-
-	if (f == NULL || a == NULL ||
-	    (a->family != LS_AF_INET && a->family != LS_AF_INET6))
-		return -1;
-	if (a->family == LS_AF_INET)
-		return ls_fab_host_by_v4(f, a->a);
-	h = addr_slot_hash(a);
-	for (uint32_t k = 0; k < LS_FAB_ADDR_TAB; k++, h++) {
-		uint16_t e = f->addr_tab[h & (LS_FAB_ADDR_TAB - 1)];
-		const struct ls_fab_node *n;
-
-		if (e == 0)
-			return -1;
-		n = &f->nodes[e - 1];
-		if (addr_same(a->family == LS_AF_INET ? &n->addr4 : &n->addr6, a))
-			return e - 1;
-	}
 	return -1;
 }
