@@ -285,25 +285,29 @@ get_str(struct ls_jsonv *c, const char *parent, const json_t *obj, const char *k
 	return 0;
 }
 
-/* A switch address: plain unicast address of the given family. */
+/* An optional address key: *s NULL when absent; else kpath is its path and q
+ * (LS_JSONV_QUOTE_MAX + 4 bytes) its value quoted, for messages. */
 static int
-get_addr(struct ls_jsonv *c, const char *parent, const json_t *obj, const char *key,
-	 int family, struct ls_addr *out)
+get_quoted(struct ls_jsonv *c, const char *parent, const json_t *obj, const char *key,
+	   char *kpath, char *q, const char **s)
 {
-	char kpath[LS_JSONV_PATH_LEN], q[LS_JSONV_QUOTE_MAX + 4];
-	const char *s;
-	int rc;
+	int rc = get_str(c, parent, obj, key, false, 255, false, s);
 
-	rc = get_str(c, parent, obj, key, false, 255, false, &s);
-	if (rc < 0 || s == NULL)
+	if (rc < 0 || *s == NULL)
 		return rc;
 	ls_jsonv_key(kpath, parent, key);
-	ls_jsonv_quote(q, sizeof(q), s);
-	if (ls_addr_parse(s, out) < 0)
-		return ls_jsonv_fail(c, kpath, "not an IP address: \"%s\"", q);
-	if (out->family != family)
-		return ls_jsonv_fail(c, kpath, "must be an IPv%d address, got \"%s\"", family, q);
-	if (!ls_addr_is_unicast(out))
+	ls_jsonv_quote(q, LS_JSONV_QUOTE_MAX + 4, *s);
+	return 0;
+}
+
+/* An address of the family asked for (what: "address", "prefix"), unicast. */
+static int
+check_unicast(struct ls_jsonv *c, const char *kpath, const char *q, const struct ls_addr *a,
+	      int family, const char *what)
+{
+	if (a->family != family)
+		return ls_jsonv_fail(c, kpath, "must be an IPv%d %s, got \"%s\"", family, what, q);
+	if (!ls_addr_is_unicast(a))
 		return ls_jsonv_fail(c, kpath, "must be a unicast address, got \"%s\"", q);
 	return 0;
 }
@@ -334,28 +338,31 @@ host_part(const struct ls_prefix *p)
 	return 0;
 }
 
-/* A host interface address "addr/len": must be a usable host in its prefix. */
+/* An address key of the given family: a switch's plain unicast address
+ * (!prefix), or a host interface's "addr/len", a usable host in its prefix. */
 static int
-get_prefix(struct ls_jsonv *c, const char *parent, const json_t *obj, const char *key,
-	   int family, struct ls_prefix *out)
+get_ip(struct ls_jsonv *c, const char *parent, const json_t *obj, const char *key,
+       int family, bool prefix, struct ls_prefix *out)
 {
 	char kpath[LS_JSONV_PATH_LEN], q[LS_JSONV_QUOTE_MAX + 4];
 	const char *s;
 	int rc, hp;
 
-	rc = get_str(c, parent, obj, key, false, 255, false, &s);
+	rc = get_quoted(c, parent, obj, key, kpath, q, &s);
 	if (rc < 0 || s == NULL)
 		return rc;
-	ls_jsonv_key(kpath, parent, key);
-	ls_jsonv_quote(q, sizeof(q), s);
+	if (!prefix) {
+		if (ls_addr_parse(s, &out->addr) < 0)
+			return ls_jsonv_fail(c, kpath, "not an IP address: \"%s\"", q);
+		return check_unicast(c, kpath, q, &out->addr, family, "address");
+	}
 	/* a bare address would be a /32: almost always a forgotten length */
 	if (strchr(s, '/') == NULL || ls_prefix_parse(s, out) < 0)
 		return ls_jsonv_fail(c, kpath, "not an IPv%d prefix (%s): \"%s\"", family,
 			    family == LS_AF_INET ? "a.b.c.d/len" : "x::y/len", q);
-	if (out->addr.family != family)
-		return ls_jsonv_fail(c, kpath, "must be an IPv%d prefix, got \"%s\"", family, q);
-	if (!ls_addr_is_unicast(&out->addr))
-		return ls_jsonv_fail(c, kpath, "must be a unicast address, got \"%s\"", q);
+	rc = check_unicast(c, kpath, q, &out->addr, family, "prefix");
+	if (rc < 0)
+		return rc;
 	hp = host_part(out);
 	if (hp < 0)
 		return ls_jsonv_fail(c, kpath,
@@ -364,6 +371,18 @@ get_prefix(struct ls_jsonv *c, const char *parent, const json_t *obj, const char
 		return ls_jsonv_fail(c, kpath,
 			    "\"%s\" is the broadcast address of its prefix, not a host in it", q);
 	return 0;
+}
+
+/* A switch address, into *out (left as is when the key is absent). */
+static int
+get_addr(struct ls_jsonv *c, const char *parent, const json_t *obj, const char *key,
+	 int family, struct ls_addr *out)
+{
+	struct ls_prefix p = { .addr = *out };
+	int rc = get_ip(c, parent, obj, key, family, false, &p);
+
+	*out = p.addr;
+	return rc;
 }
 
 static int
@@ -658,11 +677,11 @@ parse_host(struct ls_jsonv *c, struct ls_fabric *f, uint16_t hi, uint16_t li,
 
 	memset(&p4, 0, sizeof(p4));
 	memset(&p6, 0, sizeof(p6));
-	rc = get_prefix(c, path, obj, "ipv4", LS_AF_INET, &p4);
+	rc = get_ip(c, path, obj, "ipv4", LS_AF_INET, true, &p4);
 	if (rc == 0)
 		rc = check_addr_unique(c, f, idx, &p4.addr, ls_jsonv_key(kpath, path, "ipv4"));
 	if (rc == 0)
-		rc = get_prefix(c, path, obj, "ipv6", LS_AF_INET6, &p6);
+		rc = get_ip(c, path, obj, "ipv6", LS_AF_INET6, true, &p6);
 	if (rc == 0)
 		rc = check_addr_unique(c, f, idx, &p6.addr, ls_jsonv_key(kpath, path, "ipv6"));
 	if (rc < 0)

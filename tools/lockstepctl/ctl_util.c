@@ -135,29 +135,37 @@ f_int(const json_t *j)
 	return f_str(j);
 }
 
-/* Nanoseconds shown as microseconds with one decimal. */
-const char *
-f_us(const json_t *j)
+/* A number divided by div, as fmt says; "-" when not a number. */
+static const char *
+f_real(const json_t *j, const char *fmt, double div)
 {
 	char *b;
 
 	if (!is_num(j))
 		return "-";
 	b = ring();
-	snprintf(b, 128, "%.1f", json_number_value(j) / 1000.0);
+	snprintf(b, 128, fmt, json_number_value(j) / div);
 	return b;
+}
+
+/* Nanoseconds shown as microseconds with one decimal. */
+const char *
+f_us(const json_t *j)
+{
+	return f_real(j, "%.1f", 1000.0);
 }
 
 const char *
 f_pct(const json_t *j)
 {
-	char *b;
+	return f_real(j, "%.2f%%", 1.0);
+}
 
-	if (!is_num(j))
-		return "-";
-	b = ring();
-	snprintf(b, 128, "%.2f%%", json_number_value(j));
-	return b;
+/* A boolean as up/down; "-" when not a boolean. */
+const char *
+f_updown(const json_t *j)
+{
+	return !json_is_boolean(j) ? "-" : json_is_true(j) ? "up" : "down";
 }
 
 const char *
@@ -204,6 +212,44 @@ tbl_init(struct table *t, size_t ncols, const char *const *hdr,
 	t->align = align;
 }
 
+/* A table whose columns, headers and alignment come from @cols. */
+void
+tbl_init_cols(struct table *t, const struct col *cols, size_t ncols)
+{
+	tbl_init(t, ncols, NULL, NULL);
+	t->cols = cols;
+}
+
+/* Cells [from, to) of a row: each column's key of @o, formatted. */
+void
+tbl_row(struct table *t, const json_t *o, size_t from, size_t to)
+{
+	for (size_t c = from; c < to; c++)
+		tbl_cell(t, t->cols[c].fmt(json_object_get(o, t->cols[c].key)));
+}
+
+/* An array of objects as a table, one row each. */
+void
+tbl_array(const json_t *arr, const struct col *cols, size_t ncols,
+	  const char *indent)
+{
+	struct table t;
+	json_t *e;
+	size_t i;
+
+	tbl_init_cols(&t, cols, ncols);
+	json_array_foreach((json_t *)arr, i, e)
+		tbl_row(&t, e, 0, ncols);
+	tbl_print(&t, indent);
+	tbl_free(&t);
+}
+
+static const char *
+hdr_at(const struct table *t, size_t c)
+{
+	return t->cols != NULL ? t->cols[c].hdr : t->hdr[c];
+}
+
 void
 tbl_cell(struct table *t, const char *text)
 {
@@ -236,12 +282,13 @@ tbl_print(const struct table *t, const char *indent)
 {
 	size_t *w = calloc(t->ncols, sizeof(*w));
 	size_t r, c, nrows = t->n / t->ncols;
+	bool has_hdr = t->hdr != NULL || t->cols != NULL;
 
 	if (w == NULL)
 		die_oom();
 	for (c = 0; c < t->ncols; c++)
-		if (t->hdr != NULL)
-			w[c] = width(t->hdr[c]);
+		if (has_hdr)
+			w[c] = width(hdr_at(t, c));
 	for (r = 0; r < nrows; r++)
 		for (c = 0; c < t->ncols; c++) {
 			size_t cw = width(t->cells[r * t->ncols + c]);
@@ -249,15 +296,17 @@ tbl_print(const struct table *t, const char *indent)
 			if (cw > w[c])
 				w[c] = cw;
 		}
-	for (r = t->hdr ? 0 : 1; r <= nrows; r++) {
+	for (r = has_hdr ? 0 : 1; r <= nrows; r++) {
 		fputs(indent, stdout);
 		for (c = 0; c < t->ncols; c++) {
-			const char *s = r == 0 ? t->hdr[c] :
+			const char *s = r == 0 ? hdr_at(t, c) :
 					t->cells[(r - 1) * t->ncols + c];
 			size_t pad = w[c] - width(s);
 			bool last = c + 1 == t->ncols;
 
-			if (t->align[c] == 'r')
+			char align = t->cols ? t->cols[c].align : t->align[c];
+
+			if (align == 'r')
 				printf("%*s%s", (int)pad, "", s);
 			else if (last)
 				fputs(s, stdout);

@@ -13,39 +13,42 @@
 #include "lockstepctl.h"
 
 
+/* The array under @key of object @r, or NULL when the reply is not so. */
+static const json_t *
+array_in(const json_t *r, const char *key)
+{
+	const json_t *a = json_is_object(r) ? json_object_get(r, key) : NULL;
+
+	return json_is_array(a) ? a : NULL;
+}
+
 int
 fmt_paths(const json_t *r)
 {
-	static const char *const hdr[] = {
-		"PEER", "PATH", "SPORT", "STATE", "SENT", "RECEIVED", "LOST",
-		"LOSS", "RTT_P50_µs", "RTT_P99_µs", "FWD_P50_µs",
-		"REV_P50_µs" };
-	const json_t *peers;
+	/* PEER is the peer's name; the rest are the path's keys. */
+	static const struct col cols[] = {
+		{ "PEER", "name", f_str, 'l' }, { "PATH", "path", f_str, 'r' },
+		{ "SPORT", "sport", f_str, 'r' }, { "STATE", "state", f_str, 'l' },
+		{ "SENT", "sent", f_int, 'r' }, { "RECEIVED", "received", f_int, 'r' },
+		{ "LOST", "lost", f_int, 'r' }, { "LOSS", "loss_pct", f_pct, 'r' },
+		{ "RTT_P50_µs", "rtt_p50_ns", f_us, 'r' },
+		{ "RTT_P99_µs", "rtt_p99_ns", f_us, 'r' },
+		{ "FWD_P50_µs", "fwd_p50_ns", f_us, 'r' },
+		{ "REV_P50_µs", "rev_p50_ns", f_us, 'r' },
+	};
+	const json_t *peers = array_in(r, "peers");
 	struct table t;
 	json_t *pe, *pa;
 	size_t i, j;
 
-	if (!json_is_object(r))
-		return EX_PROTO;
-	peers = json_object_get(r, "peers");
-	if (!json_is_array(peers))
+	if (peers == NULL)
 		return EX_PROTO;
 	printf("node %s, window %s\n\n", get_s(r, "node"), get_s(r, "window"));
-	tbl_init(&t, 12, hdr, "lrrlrrrrrrrr");
+	tbl_init_cols(&t, cols, N_COLS(cols));
 	json_array_foreach((json_t *)peers, i, pe) {
 		json_array_foreach(json_object_get(pe, "paths"), j, pa) {
-			tbl_cell(&t, get_s(pe, "name"));
-			tbl_cell(&t, get_s(pa, "path"));
-			tbl_cell(&t, get_s(pa, "sport"));
-			tbl_cell(&t, get_s(pa, "state"));
-			tbl_cell(&t, f_int(json_object_get(pa, "sent")));
-			tbl_cell(&t, f_int(json_object_get(pa, "received")));
-			tbl_cell(&t, f_int(json_object_get(pa, "lost")));
-			tbl_cell(&t, f_pct(json_object_get(pa, "loss_pct")));
-			tbl_cell(&t, f_us(json_object_get(pa, "rtt_p50_ns")));
-			tbl_cell(&t, f_us(json_object_get(pa, "rtt_p99_ns")));
-			tbl_cell(&t, f_us(json_object_get(pa, "fwd_p50_ns")));
-			tbl_cell(&t, f_us(json_object_get(pa, "rev_p50_ns")));
+			tbl_row(&t, pe, 0, 1);
+			tbl_row(&t, pa, 1, N_COLS(cols));
 		}
 	}
 	tbl_print(&t, "");
@@ -53,28 +56,59 @@ fmt_paths(const json_t *r)
 	return EX_OK;
 }
 
+/* One path's WINDOW x METRIC table: a window's counters on its first row. */
+static void
+path_windows(const json_t *ws)
+{
+	static const struct col cols[] = {
+		{ "WINDOW", NULL, NULL, 'l' }, { "SENT", "sent", f_int, 'r' },
+		{ "RECEIVED", "received", f_int, 'r' }, { "LOST", "lost", f_int, 'r' },
+		{ "LOSS", "loss_pct", f_pct, 'r' }, { "METRIC", NULL, NULL, 'l' },
+		{ "COUNT", "count", f_int, 'r' }, { "MIN_µs", "min", f_us, 'r' },
+		{ "P50_µs", "p50", f_us, 'r' }, { "P99_µs", "p99", f_us, 'r' },
+		{ "P99.9_µs", "p999", f_us, 'r' }, { "MAX_µs", "max", f_us, 'r' },
+		{ "MEAN_µs", "mean", f_us, 'r' },
+	};
+	static const char *const wins[] = { "1s", "10s", "60s" };
+	static const char *const metrics[] = { "rtt", "fwd", "rev" };
+	struct table t;
+	size_t w, m, k;
+
+	tbl_init_cols(&t, cols, N_COLS(cols));
+	for (w = 0; w < 3; w++) {
+		const json_t *win = json_object_get(ws, wins[w]);
+
+		if (!json_is_object(win))
+			continue;
+		for (m = 0; m < 3; m++) {
+			if (m == 0) {
+				tbl_cell(&t, wins[w]);
+				tbl_row(&t, win, 1, 5);
+			} else {
+				for (k = 0; k < 5; k++)
+					tbl_cell(&t, "");
+			}
+			tbl_cell(&t, metrics[m]);
+			tbl_row(&t, json_object_get(win, metrics[m]), 6, N_COLS(cols));
+		}
+	}
+	tbl_print(&t, "  ");
+	tbl_free(&t);
+}
+
 int
 fmt_path(const json_t *r)
 {
-	static const char *const hdr[] = {
-		"WINDOW", "SENT", "RECEIVED", "LOST", "LOSS", "METRIC", "COUNT",
-		"MIN_µs", "P50_µs", "P99_µs", "P99.9_µs", "MAX_µs", "MEAN_µs" };
-	static const char *const wins[] = { "1s", "10s", "60s" };
-	static const char *const metrics[] = { "rtt", "fwd", "rev" };
-	const json_t *paths;
+	const json_t *paths = array_in(r, "paths");
 	json_t *pa;
-	size_t i, w, m;
+	size_t i;
 
-	if (!json_is_object(r))
-		return EX_PROTO;
-	paths = json_object_get(r, "paths");
-	if (!json_is_array(paths))
+	if (paths == NULL)
 		return EX_PROTO;
 	printf("peer %s (%s)\n", get_s(r, "peer"), get_s(r, "addr"));
 	json_array_foreach((json_t *)paths, i, pa) {
 		const json_t *c = json_object_get(pa, "counters");
 		const json_t *ws = json_object_get(pa, "windows");
-		struct table t;
 
 		printf("\npath %s  sport %s  state %s\n", get_s(pa, "path"),
 		       get_s(pa, "sport"), get_s(pa, "state"));
@@ -85,41 +119,8 @@ fmt_path(const json_t *r)
 			       get_s(c, "lost"), get_s(c, "late"),
 			       get_s(c, "reordered"), get_s(c, "duplicated"),
 			       get_s(c, "unknown"));
-		if (!json_is_object(ws))
-			continue;
-		tbl_init(&t, 13, hdr, "lrrrrlrrrrrrr");
-		for (w = 0; w < 3; w++) {
-			const json_t *win = json_object_get(ws, wins[w]);
-
-			if (!json_is_object(win))
-				continue;
-			for (m = 0; m < 3; m++) {
-				const json_t *h = json_object_get(win,
-								  metrics[m]);
-				bool first = m == 0;
-
-				tbl_cell(&t, first ? wins[w] : "");
-				tbl_cell(&t, first ? f_int(json_object_get(
-					win, "sent")) : "");
-				tbl_cell(&t, first ? f_int(json_object_get(
-					win, "received")) : "");
-				tbl_cell(&t, first ? f_int(json_object_get(
-					win, "lost")) : "");
-				tbl_cell(&t, first ? f_pct(json_object_get(
-					win, "loss_pct")) : "");
-				tbl_cell(&t, metrics[m]);
-				tbl_cell(&t, f_int(json_object_get(h, "count")));
-				tbl_cell(&t, f_us(json_object_get(h, "min")));
-				tbl_cell(&t, f_us(json_object_get(h, "p50")));
-				tbl_cell(&t, f_us(json_object_get(h, "p99")));
-				tbl_cell(&t, f_us(json_object_get(h, "p999")));
-				tbl_cell(&t, f_us(json_object_get(h, "max")));
-				tbl_cell(&t, f_us(json_object_get(h, "mean")));
-			}
-		}
-		tbl_print(&t, "  ");
-		tbl_free(&t);
+		if (json_is_object(ws))
+			path_windows(ws);
 	}
 	return EX_OK;
 }
-

@@ -20,24 +20,16 @@
 int
 fmt_help(const json_t *result)
 {
-	static const char *const hdr[] = { "COMMAND", "ARGS", "DESCRIPTION" };
-	struct table t;
-	json_t *e;
-	size_t i;
+	static const struct col cols[] = {
+		{ "COMMAND", "cmd", f_str, 'l' }, { "ARGS", "usage", f_str, 'l' },
+		{ "DESCRIPTION", "help", f_str, 'l' },
+	};
 
 	if (!json_is_array(result))
 		return EX_PROTO;
-	tbl_init(&t, 3, hdr, "lll");
-	json_array_foreach((json_t *)result, i, e) {
-		tbl_cell(&t, get_s(e, "cmd"));
-		tbl_cell(&t, get_s(e, "usage"));
-		tbl_cell(&t, get_s(e, "help"));
-	}
-	tbl_print(&t, "");
-	tbl_free(&t);
+	tbl_array(result, cols, N_COLS(cols), "");
 	return EX_OK;
 }
-
 
 /* The clock's source, then whatever else it reports, inline. */
 static char *
@@ -121,33 +113,17 @@ status_head(const json_t *r)
 static void
 status_ports(const json_t *ports)
 {
-	static const char *const port_hdr[] = {
-		"PORT", "DEV", "ID", "MAC", "IPV4", "IPV6", "LCORE", "LINK",
-		"RX_PKTS", "TX_PKTS", "RX_MISSED" };
-	struct table t;
-	json_t *e;
-	size_t i;
+	static const struct col cols[] = {
+		{ "PORT", "name", f_str, 'l' }, { "DEV", "dev", f_str, 'l' },
+		{ "ID", "port_id", f_str, 'r' }, { "MAC", "mac", f_str, 'l' },
+		{ "IPV4", "ipv4", f_str, 'l' }, { "IPV6", "ipv6", f_str, 'l' },
+		{ "LCORE", "lcore", f_str, 'l' }, { "LINK", "link_up", f_updown, 'r' },
+		{ "RX_PKTS", "rx_pkts", f_int, 'r' }, { "TX_PKTS", "tx_pkts", f_int, 'r' },
+		{ "RX_MISSED", "rx_missed", f_int, 'r' },
+	};
 
 	printf("\nports:\n");
-	tbl_init(&t, 11, port_hdr, "llrllllrrrr");
-	json_array_foreach((json_t *)ports, i, e) {
-		const json_t *up = json_object_get(e, "link_up");
-
-		tbl_cell(&t, get_s(e, "name"));
-		tbl_cell(&t, get_s(e, "dev"));
-		tbl_cell(&t, get_s(e, "port_id"));
-		tbl_cell(&t, get_s(e, "mac"));
-		tbl_cell(&t, get_s(e, "ipv4"));
-		tbl_cell(&t, get_s(e, "ipv6"));
-		tbl_cell(&t, get_s(e, "lcore"));
-		tbl_cell(&t, !json_is_boolean(up) ? "-" :
-			     json_is_true(up) ? "up" : "down");
-		tbl_cell(&t, f_int(json_object_get(e, "rx_pkts")));
-		tbl_cell(&t, f_int(json_object_get(e, "tx_pkts")));
-		tbl_cell(&t, f_int(json_object_get(e, "rx_missed")));
-	}
-	tbl_print(&t, "  ");
-	tbl_free(&t);
+	tbl_array(ports, cols, N_COLS(cols), "  ");
 }
 
 static void
@@ -187,32 +163,19 @@ fmt_status(const json_t *r)
 int
 fmt_peers(const json_t *r)
 {
-	static const char *const hdr[] = {
-		"PEER", "ADDR", "PORT", "PATHS", "INTERVAL_µs", "STATE", "MAC",
-		"SENT", "RECEIVED", "LOST", "LOSS", "RTT_P50_µs" };
-	struct table t;
-	json_t *e;
-	size_t i;
+	static const struct col cols[] = {
+		{ "PEER", "name", f_str, 'l' }, { "ADDR", "addr", f_str, 'l' },
+		{ "PORT", "port", f_str, 'r' }, { "PATHS", "paths", f_str, 'r' },
+		{ "INTERVAL_µs", "interval_us", f_int, 'r' },
+		{ "STATE", "state", f_str, 'l' }, { "MAC", "mac", f_str, 'l' },
+		{ "SENT", "sent", f_int, 'r' }, { "RECEIVED", "received", f_int, 'r' },
+		{ "LOST", "lost", f_int, 'r' }, { "LOSS", "loss_pct", f_pct, 'r' },
+		{ "RTT_P50_µs", "rtt_p50_ns", f_us, 'r' },
+	};
 
 	if (!json_is_array(r))
 		return EX_PROTO;
-	tbl_init(&t, 12, hdr, "llrrrllrrrrr");
-	json_array_foreach((json_t *)r, i, e) {
-		tbl_cell(&t, get_s(e, "name"));
-		tbl_cell(&t, get_s(e, "addr"));
-		tbl_cell(&t, get_s(e, "port"));
-		tbl_cell(&t, get_s(e, "paths"));
-		tbl_cell(&t, f_int(json_object_get(e, "interval_us")));
-		tbl_cell(&t, get_s(e, "state"));
-		tbl_cell(&t, get_s(e, "mac"));
-		tbl_cell(&t, f_int(json_object_get(e, "sent")));
-		tbl_cell(&t, f_int(json_object_get(e, "received")));
-		tbl_cell(&t, f_int(json_object_get(e, "lost")));
-		tbl_cell(&t, f_pct(json_object_get(e, "loss_pct")));
-		tbl_cell(&t, f_us(json_object_get(e, "rtt_p50_ns")));
-	}
-	tbl_print(&t, "");
-	tbl_free(&t);
+	tbl_array(r, cols, N_COLS(cols), "");
 	return EX_OK;
 }
 

@@ -108,10 +108,22 @@ const char *f_str(const json_t *j);
 const char *f_int(const json_t *j);
 const char *f_us(const json_t *j);
 const char *f_pct(const json_t *j);
+const char *f_updown(const json_t *j);
 const char *f_uptime(const json_t *j);
 const char *get_s(const json_t *o, const char *key);
 
+#define N_COLS(a) (sizeof(a) / sizeof((a)[0]))
+
+/* A table column read from one key of a JSON object. */
+struct col {
+	const char *hdr;
+	const char *key;
+	const char *(*fmt)(const json_t *j);    /* f_str, f_int, f_us, ... */
+	char align;                             /* 'l' or 'r' */
+};
+
 struct table {
+	const struct col *cols; /* or NULL, and hdr/align below */
 	size_t ncols;
 	const char *const *hdr; /* NULL: no header line */
 	const char *align;      /* per column: 'l' or 'r' */
@@ -122,7 +134,11 @@ struct table {
 
 void tbl_init(struct table *t, size_t ncols, const char *const *hdr,
 	      const char *align);
+void tbl_init_cols(struct table *t, const struct col *cols, size_t ncols);
 void tbl_cell(struct table *t, const char *text);
+void tbl_row(struct table *t, const json_t *o, size_t from, size_t to);
+void tbl_array(const json_t *arr, const struct col *cols, size_t ncols,
+	       const char *indent);
 void tbl_print(const struct table *t, const char *indent);
 void tbl_free(struct table *t);
 int print_kv(const json_t *result);
