@@ -16,19 +16,41 @@
 
 #include "lockstepctl.h"
 
+static const struct col help_cols[] = {
+	{ "COMMAND", "cmd", f_str, 'l' }, { "ARGS", "usage", f_str, 'l' },
+	{ "DESCRIPTION", "help", f_str, 'l' },
+};
+
+static const struct col peer_cols[] = {
+	{ "PEER", "name", f_str, 'l' }, { "ADDR", "addr", f_str, 'l' },
+	{ "PORT", "port", f_str, 'r' }, { "PATHS", "paths", f_str, 'r' },
+	{ "INTERVAL_µs", "interval_us", f_int, 'r' },
+	{ "STATE", "state", f_str, 'l' }, { "MAC", "mac", f_str, 'l' },
+	{ "SENT", "sent", f_int, 'r' }, { "RECEIVED", "received", f_int, 'r' },
+	{ "LOST", "lost", f_int, 'r' }, { "LOSS", "loss_pct", f_pct, 'r' },
+	{ "RTT_P50_µs", "rtt_p50_ns", f_us, 'r' },
+};
+
+/* A reply that is an array of objects, one row each. */
+static int
+fmt_array(const json_t *r, const struct col *cols, size_t ncols)
+{
+	if (!json_is_array(r))
+		return EX_PROTO;
+	tbl_array(r, cols, ncols, "");
+	return EX_OK;
+}
 
 int
 fmt_help(const json_t *result)
 {
-	static const struct col cols[] = {
-		{ "COMMAND", "cmd", f_str, 'l' }, { "ARGS", "usage", f_str, 'l' },
-		{ "DESCRIPTION", "help", f_str, 'l' },
-	};
+	return fmt_array(result, help_cols, N_COLS(help_cols));
+}
 
-	if (!json_is_array(result))
-		return EX_PROTO;
-	tbl_array(result, cols, N_COLS(cols), "");
-	return EX_OK;
+int
+fmt_peers(const json_t *r)
+{
+	return fmt_array(r, peer_cols, N_COLS(peer_cols));
 }
 
 /* The clock's source, then whatever else it reports, inline. */
@@ -160,25 +182,6 @@ fmt_status(const json_t *r)
 	return EX_OK;
 }
 
-int
-fmt_peers(const json_t *r)
-{
-	static const struct col cols[] = {
-		{ "PEER", "name", f_str, 'l' }, { "ADDR", "addr", f_str, 'l' },
-		{ "PORT", "port", f_str, 'r' }, { "PATHS", "paths", f_str, 'r' },
-		{ "INTERVAL_µs", "interval_us", f_int, 'r' },
-		{ "STATE", "state", f_str, 'l' }, { "MAC", "mac", f_str, 'l' },
-		{ "SENT", "sent", f_int, 'r' }, { "RECEIVED", "received", f_int, 'r' },
-		{ "LOST", "lost", f_int, 'r' }, { "LOSS", "loss_pct", f_pct, 'r' },
-		{ "RTT_P50_µs", "rtt_p50_ns", f_us, 'r' },
-	};
-
-	if (!json_is_array(r))
-		return EX_PROTO;
-	tbl_array(r, cols, N_COLS(cols), "");
-	return EX_OK;
-}
-
 
 static double
 num(const json_t *o, const char *key)
@@ -187,7 +190,6 @@ num(const json_t *o, const char *key)
 
 	return json_is_number(v) ? json_number_value(v) : NAN;
 }
-
 
 int
 fmt_sync(const json_t *r)
@@ -252,7 +254,6 @@ fmt_sync(const json_t *r)
 	}
 	return EX_OK;
 }
-
 
 int
 fmt_raw(const json_t *result)
