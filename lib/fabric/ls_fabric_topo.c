@@ -8,20 +8,15 @@
  *    order, so the first typo is the one reported), every key is type and
  *    range checked against a table, and the key path in a message is the
  *    one a user would search the file for ("links[3].b", "hosts[0].mtu").
- *  - Link parameters come in layers: built-in defaults, "defaults.link"
- *    (and "defaults.host_link" on top of it for host links), the link's own
- *    keys, then the per-direction object ("ab"/"ba", for hosts "up"/"down").
- *    One table describes the parameter keys and one function applies a
- *    layer, so every layer is validated the same way. The rule that relates
- *    two keys (buffer >= mtu) is checked on the merged result and reported
- *    at the deepest layer that set either key: that is where the fix goes.
+ *  - Link parameters come in layers (built-in, defaults, the link, each
+ *    direction), all validated by one table: ls_fabric_params.c.
  *  - The whole fabric is validated before anyone may use it: names and
  *    addresses unique, link ends exist, hosts hang off leaves, every leaf
  *    has an uplink when there are spines, every host can reach every other
  *    host, and every switch has an address of each family the hosts use
  *    (it is the source of the ICMP errors the emulator generates). A fabric
  *    that loads is one the router and the emulator never have to second
- *    guess.
+ *    guess (ls_fabric_check.c).
  *  - Node and link numbering is fixed by file order (switches, then hosts;
  *    switch links, then one link per host), so channel ids, and with them
  *    ECMP choices and counters, are reproducible from the file alone.
@@ -36,50 +31,12 @@
 
 #include "ls_fabric_priv.h"
 
-/* Built-in link parameters: a 10 Gb/s link with 1 us of cable and switch. */
-#define DEF_DELAY_NS 1000ULL
-#define DEF_RATE_BPS 10000000000ULL
-#define DEF_BUFFER 1048576U
-#define DEF_ECN 131072U
-#define DEF_MTU 9000U
-
-#define MAX_DELAY_NS 10000000000ULL      /* 10 s: longer is a typo */
-#define MAX_RATE_BPS 10000000000000ULL   /* 10 Tb/s keeps the link math in 64 bits */
 #define MAX_CONV_MS 3600000LL            /* 1 hour */
-
-
-
-/*
- * Link parameter keys: one table for every layer. Integers may be written
- * in exponent form ("rate_bps": 1e11) as long as the value is whole: line
- * rates are unreadable otherwise.
- */
-enum pkind { PK_U64, PK_U32, PK_U16, PK_DBL };
-
-struct pfield {
-	const char *key;
-	enum pkind kind;
-	size_t off;
-	double min, max;
-};
-
-#define PF(k, kind, m, lo, hi) \
-	{ (k), (kind), offsetof(struct ls_fab_chan_params, m), (lo), (hi) }
-
-static const struct pfield pfields[] = {
-	PF("delay_ns", PK_U64, delay_ns, 0, (double)MAX_DELAY_NS),
-	PF("rate_bps", PK_U64, rate_bps, 1, (double)MAX_RATE_BPS),
-	PF("buffer_bytes", PK_U32, buffer_bytes, 0, 4294967295.0),
-	PF("ecn_bytes", PK_U32, ecn_bytes, 0, 4294967295.0),
-	PF("loss", PK_DBL, loss, 0, 1),
-	PF("mtu", PK_U16, mtu, 68, 65535),
-};
 
 /* Allowed keys per object kind; parameter keys are allowed where noted. */
 static const char *const top_keys[] = {
 	"defaults", "convergence_ms", "switches", "links", "hosts", NULL
 };
-static const char *const defaults_keys[] = { "link", "host_link", NULL };
 static const char *const switch_keys[] = {
 	"name", "role", "ipv4", "ipv6", "mac", "seed", NULL
 };
@@ -87,166 +44,6 @@ static const char *const link_keys[] = { "name", "a", "b", "ab", "ba", NULL };
 static const char *const host_keys[] = {
 	"name", "leaf", "ipv4", "ipv6", "mac", "dev", "up", "down", NULL
 };
-static const char *const no_keys[] = { NULL };
-
-static bool
-in_list(const char *const *keys, const char *k)
-{
-	for (; *keys != NULL; keys++)
-		if (strcmp(*keys, k) == 0)
-			return true;
-	return false;
-}
-
-static bool
-is_param_key(const char *k)
-{
-	for (size_t i = 0; i < LS_ARRAY_SIZE(pfields); i++)
-		if (strcmp(pfields[i].key, k) == 0)
-			return true;
-	return false;
-}
-
-/* Reject a non-object, then the first unknown key in file order. */
-static int
-check_keys(struct ls_jsonv *c, const char *path, const json_t *obj,
-	   const char *const *keys, bool params)
-{
-	char kpath[LS_JSONV_PATH_LEN];
-	const char *key;
-	json_t *val;
-
-	if (!json_is_object(obj))
-		return ls_jsonv_fail(c, path, "expected object, got %s", ls_jsonv_kind(obj));
-	/* jansson's iteration API is not const; nothing is modified */
-	json_object_foreach((json_t *)(uintptr_t)obj, key, val) {
-		if (in_list(keys, key) || (params && is_param_key(key)))
-			continue;
-		return ls_jsonv_fail(c, ls_jsonv_key(kpath, path, key), "unknown key");
-	}
-	return 0;
-}
-
-/*
- * Apply the parameter keys present in obj on top of *p. *bm_path follows the
- * deepest layer that set buffer_bytes or mtu (for the cross check).
- */
-static int
-apply_params(struct ls_jsonv *c, const char *path, const json_t *obj,
-	     struct ls_fab_chan_params *p, char *bm_path)
-{
-	char kpath[LS_JSONV_PATH_LEN];
-
-	for (size_t i = 0; i < LS_ARRAY_SIZE(pfields); i++) {
-		const struct pfield *pf = &pfields[i];
-		const json_t *v = json_object_get(obj, pf->key);
-		char *dst = (char *)p + pf->off;
-		double x;
-
-		if (v == NULL)
-			continue;
-		ls_jsonv_key(kpath, path, pf->key);
-		if (pf->kind == PK_DBL) {
-			if (!json_is_number(v))
-				return ls_jsonv_fail(c, kpath, "expected number, got %s",
-					    ls_jsonv_kind(v));
-			x = json_number_value(v);
-			if (!(x >= pf->min && x <= pf->max))
-				return ls_jsonv_fail(c, kpath, "must be between %g and %g, got %g",
-					    pf->min, pf->max, x);
-			memcpy(dst, &x, sizeof(x));
-		} else {
-			uint64_t u;
-
-			if (json_is_integer(v)) {
-				json_int_t iv = json_integer_value(v);
-
-				if ((double)iv < pf->min || (double)iv > pf->max)
-					return ls_jsonv_fail(c, kpath,
-						    "must be between %.0f and %.0f, got %lld",
-						    pf->min, pf->max, (long long)iv);
-				u = (uint64_t)iv;
-			} else if (json_is_real(v)) {
-				x = json_real_value(v);
-				if (x != floor(x))
-					return ls_jsonv_fail(c, kpath, "must be a whole number, got %g", x);
-				if (!(x >= pf->min && x <= pf->max))
-					return ls_jsonv_fail(c, kpath,
-						    "must be between %.0f and %.0f, got %g",
-						    pf->min, pf->max, x);
-				u = (uint64_t)x;
-			} else {
-				return ls_jsonv_fail(c, kpath, "expected integer, got %s",
-					    ls_jsonv_kind(v));
-			}
-			if (pf->kind == PK_U64) {
-				memcpy(dst, &u, sizeof(u));
-			} else if (pf->kind == PK_U32) {
-				uint32_t w = (uint32_t)u;
-
-				memcpy(dst, &w, sizeof(w));
-			} else {
-				uint16_t w = (uint16_t)u;
-
-				memcpy(dst, &w, sizeof(w));
-			}
-		}
-		if (strcmp(pf->key, "buffer_bytes") == 0 || strcmp(pf->key, "mtu") == 0)
-			snprintf(bm_path, LS_JSONV_PATH_LEN, "%s", path);
-	}
-	return 0;
-}
-
-/* The rule that ties two keys: a buffer must hold at least one full packet. */
-static int
-check_params(struct ls_jsonv *c, const struct ls_fab_chan_params *p, const char *bm_path)
-{
-	if (p->buffer_bytes < p->mtu)
-		return ls_jsonv_fail(c, bm_path,
-			    "buffer_bytes (%u) must be at least the mtu (%u)",
-			    p->buffer_bytes, (unsigned int)p->mtu);
-	return 0;
-}
-
-/*
- * Params of one link: base (defaults), the link object's own keys, then its
- * two direction objects. out[0] is a->b (host->leaf), out[1] b->a.
- */
-static int
-link_params(struct ls_jsonv *c, const char *path, const json_t *obj,
-	    const struct ls_fab_chan_params *base, const char *base_path,
-	    const char *dir_a, const char *dir_b, struct ls_fab_chan_params out[2])
-{
-	const char *dirs[2] = { dir_a, dir_b };
-	char common_bm[LS_JSONV_PATH_LEN], bm[LS_JSONV_PATH_LEN], dpath[LS_JSONV_PATH_LEN];
-	struct ls_fab_chan_params common = *base;
-	int rc;
-
-	snprintf(common_bm, sizeof(common_bm), "%s", base_path);
-	rc = apply_params(c, path, obj, &common, common_bm);
-	if (rc < 0)
-		return rc;
-	for (int d = 0; d < 2; d++) {
-		const json_t *v = json_object_get(obj, dirs[d]);
-
-		out[d] = common;
-		memcpy(bm, common_bm, sizeof(bm));
-		if (v != NULL) {
-			ls_jsonv_key(dpath, path, dirs[d]);
-			rc = check_keys(c, dpath, v, no_keys, true);
-			if (rc < 0)
-				return rc;
-			rc = apply_params(c, dpath, v, &out[d], bm);
-			if (rc < 0)
-				return rc;
-		}
-		rc = check_params(c, &out[d], bm);
-		if (rc < 0)
-			return rc;
-	}
-	return 0;
-}
-
 /*
  * A string key. name: a node or link name (charset, 1..LS_FAB_NAME-1).
  * Missing and not required: *out stays NULL.
@@ -523,7 +320,7 @@ node_begin(struct ls_jsonv *c, struct ls_fabric *f, uint16_t idx, const char *pa
 	const char *name;
 	int rc;
 
-	rc = check_keys(c, path, obj, keys, kind == LS_FAB_HOST);
+	rc = ls_fab_check_keys(c, path, obj, keys, kind == LS_FAB_HOST);
 	if (rc < 0)
 		return rc;
 	n->kind = kind;
@@ -538,7 +335,6 @@ node_begin(struct ls_jsonv *c, struct ls_fabric *f, uint16_t idx, const char *pa
 static int
 parse_switch(struct ls_jsonv *c, struct ls_fabric *f, uint16_t i, const json_t *obj)
 {
-	static const char *const roles[] = { "leaf", "spine", NULL };
 	struct ls_fab_node *n = &f->nodes[i];
 	char path[LS_JSONV_PATH_LEN], kpath[LS_JSONV_PATH_LEN], q[LS_JSONV_QUOTE_MAX + 4];
 	const char *role;
@@ -552,7 +348,7 @@ parse_switch(struct ls_jsonv *c, struct ls_fabric *f, uint16_t i, const json_t *
 	rc = get_str(c, path, obj, "role", true, 255, false, &role);
 	if (rc < 0)
 		return rc;
-	if (!in_list(roles, role))
+	if (strcmp(role, "leaf") != 0 && strcmp(role, "spine") != 0)
 		return ls_jsonv_fail(c, ls_jsonv_key(kpath, path, "role"),
 			    "must be one of \"leaf\", \"spine\", got \"%s\"",
 			    ls_jsonv_quote(q, sizeof(q), role));
@@ -702,7 +498,7 @@ parse_host(struct ls_jsonv *c, struct ls_fabric *f, uint16_t hi, uint16_t li,
 	if (dev != NULL)
 		snprintf(n->dev, sizeof(n->dev), "%s", dev);
 
-	rc = link_params(c, path, obj, base, base_path, "up", "down", p);
+	rc = ls_fab_link_params(c, path, obj, base, base_path, "up", "down", p);
 	if (rc < 0)
 		return rc;
 	rc = set_link_name(c, f, li, path, NULL, n->name, f->nodes[l].name, link_src);
@@ -715,48 +511,6 @@ parse_host(struct ls_jsonv *c, struct ls_fabric *f, uint16_t hi, uint16_t li,
 	ls_fab_addr_add(f, &n->addr4, idx);
 	ls_fab_addr_add(f, &n->addr6, idx);
 	return 0;
-}
-
-/* One layer of link defaults, when the file has it. */
-static int
-default_layer(struct ls_jsonv *c, const char *path, const json_t *v,
-	      struct ls_fab_chan_params *p, char *bm)
-{
-	int rc;
-
-	if (v == NULL)
-		return 0;
-	rc = check_keys(c, path, v, no_keys, true);
-	if (rc == 0)
-		rc = apply_params(c, path, v, p, bm);
-	if (rc == 0)
-		rc = check_params(c, p, bm);
-	return rc;
-}
-
-/* Defaults: built-in <- defaults.link (dl) <- defaults.host_link (dh, for
- * host links); *_bm is the deepest path that set a key, for messages. */
-static int
-parse_defaults(struct ls_jsonv *c, const json_t *root, struct ls_fab_chan_params *dl,
-	       char *dl_bm, struct ls_fab_chan_params *dh, char *dh_bm)
-{
-	const json_t *defaults = json_object_get(root, "defaults");
-	int rc;
-
-	if (defaults != NULL) {
-		rc = check_keys(c, "defaults", defaults, defaults_keys, false);
-		if (rc < 0)
-			return rc;
-	}
-	rc = default_layer(c, "defaults.link",
-			   defaults != NULL ? json_object_get(defaults, "link") : NULL, dl, dl_bm);
-	if (rc < 0)
-		return rc;
-	*dh = *dl;
-	memcpy(dh_bm, dl_bm, LS_JSONV_PATH_LEN);
-	return default_layer(c, "defaults.host_link",
-			     defaults != NULL ? json_object_get(defaults, "host_link") : NULL,
-			     dh, dh_bm);
 }
 
 static int
@@ -831,7 +585,7 @@ parse_link(struct ls_jsonv *c, struct ls_fabric *f, size_t i, const json_t *obj,
 	int rc;
 
 	snprintf(path, sizeof(path), "links[%zu]", i);
-	rc = check_keys(c, path, obj, link_keys, true);
+	rc = ls_fab_check_keys(c, path, obj, link_keys, true);
 	if (rc == 0)
 		rc = get_str(c, path, obj, "name", false, LS_FAB_NAME - 1, true, &name);
 	if (rc == 0)
@@ -844,7 +598,7 @@ parse_link(struct ls_jsonv *c, struct ls_fabric *f, size_t i, const json_t *obj,
 		return ls_jsonv_fail(c, ls_jsonv_key(kpath, path, "b"),
 				     "same switch as \"a\" (\"%s\"): a link to itself",
 				     f->nodes[a].name);
-	rc = link_params(c, path, obj, dl, dl_bm, "ab", "ba", p);
+	rc = ls_fab_link_params(c, path, obj, dl, dl_bm, "ab", "ba", p);
 	if (rc == 0)
 		rc = set_link_name(c, f, (uint16_t)i, path, name, f->nodes[a].name,
 				   f->nodes[b].name, link_src);
@@ -858,21 +612,16 @@ parse_link(struct ls_jsonv *c, struct ls_fabric *f, size_t i, const json_t *obj,
 static int
 build(struct ls_jsonv *c, const json_t *root, struct ls_fabric *f)
 {
-	struct ls_fab_chan_params dl = {
-		.delay_ns = DEF_DELAY_NS, .rate_bps = DEF_RATE_BPS,
-		.buffer_bytes = DEF_BUFFER, .ecn_bytes = DEF_ECN, .loss = 0,
-		.mtu = DEF_MTU,
-	};
-	struct ls_fab_chan_params dh;
+	struct ls_fab_chan_params dl, dh;
 	char dl_bm[LS_JSONV_PATH_LEN] = "", dh_bm[LS_JSONV_PATH_LEN] = "";
 	const char **link_src = NULL;
 	const json_t *switches, *links, *hosts;
 	size_t n_sw, n_l, n_h;
 	int rc;
 
-	rc = check_keys(c, "", root, top_keys, false);
+	rc = ls_fab_check_keys(c, "", root, top_keys, false);
 	if (rc == 0)
-		rc = parse_defaults(c, root, &dl, dl_bm, &dh, dh_bm);
+		rc = ls_fab_defaults(c, root, &dl, dl_bm, &dh, dh_bm);
 	if (rc == 0)
 		rc = parse_convergence(c, root, f);
 	if (rc == 0)
