@@ -26,8 +26,6 @@
  * Nothing here allocates (beyond mbufs), locks or makes a system call, except
  * the idle sleep, which never sleeps past the next scheduled event.
  */
-#include <errno.h>
-#include <math.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <time.h>
@@ -37,9 +35,7 @@
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
-#include <rte_mempool.h>
 #include <rte_prefetch.h>
-#include <rte_random.h>
 
 #include "event_heap.h"
 #include "fabric.h"
