@@ -20,7 +20,8 @@
 #include "ls_stamp.h"
 
 void
-lsf_probe_record(struct lsf_truth *t, const struct ls_pkt_info *pi, const struct rte_mbuf *m)
+lsf_probe_record(struct lsf_truth *t, const struct ls_pkt_info *pi,
+		 const struct rte_mbuf *m)
 {
 	const uint8_t *pl = rte_pktmbuf_mtod(m, const uint8_t *) + pi->payload_off;
 

@@ -78,7 +78,7 @@ is_param_key(const char *k)
 /* Reject a non-object, then the first unknown key in file order. */
 int
 ls_fab_check_keys(struct ls_jsonv *c, const char *path, const json_t *obj,
-	   const char *const *keys, bool params)
+		  const char *const *keys, bool params)
 {
 	char kpath[LS_JSONV_PATH_LEN];
 	const char *key;
@@ -182,8 +182,8 @@ check_params(struct ls_jsonv *c, const struct ls_fab_chan_params *p, const char 
  */
 int
 ls_fab_link_params(struct ls_jsonv *c, const char *path, const json_t *obj,
-	    const struct ls_fab_chan_params *base, const char *base_path,
-	    const char *dir_a, const char *dir_b, struct ls_fab_chan_params out[2])
+		   const struct ls_fab_chan_params *base, const char *base_path,
+		   const char *dir_a, const char *dir_b, struct ls_fab_chan_params out[2])
 {
 	const char *dirs[2] = { dir_a, dir_b };
 	char common_bm[LS_JSONV_PATH_LEN], bm[LS_JSONV_PATH_LEN], dpath[LS_JSONV_PATH_LEN];

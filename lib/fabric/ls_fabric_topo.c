@@ -44,6 +44,7 @@ static const char *const link_keys[] = { "name", "a", "b", "ab", "ba", NULL };
 static const char *const host_keys[] = {
 	"name", "leaf", "ipv4", "ipv6", "mac", "dev", "up", "down", NULL
 };
+
 /*
  * A string key. name: a node or link name (charset, 1..LS_FAB_NAME-1).
  * Missing and not required: *out stays NULL.
