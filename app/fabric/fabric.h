@@ -220,6 +220,19 @@ int lsf_loop(void *arg);
 int lsf_control_start(void);
 void lsf_control_stop(void);
 int lsf_msg_send(struct lsf_msg *m);
+
+/* truth.c: ground-truth records, lcore side */
 void lsf_truth_push(const struct lsf_truth *t);
+struct ls_pkt_info;
+void lsf_probe_record(struct lsf_truth *t, const struct ls_pkt_info *pi,
+		      const struct rte_mbuf *m);
+void lsf_sample_depths(uint64_t now);
+bool lsf_depths_pending(uint64_t now);
+
+/* traffic.c: generators, flaps and control messages, lcore side */
+void lsf_virtual_at(uint16_t node, uint32_t tag, uint64_t t);
+unsigned int lsf_run_gens(uint64_t now, uint64_t *next);
+void lsf_run_flaps(uint64_t now, uint64_t *next);
+void lsf_apply_msg(struct lsf_msg *msg, uint64_t now);
 
 #endif /* LS_FABRIC_APP_H */

@@ -18,15 +18,14 @@
  * next hops with the switch's seeded flow hash; ECT packets queued above a
  * link's threshold are CE-marked.
  *
- * Background traffic is made of "virtual" packets: items with no mbuf that
- * occupy links exactly like real ones (and so build real queues) and are
- * routed hop by hop by their generator's flow hash.
+ * Background traffic, link flaps and control messages are in traffic.c, the
+ * ground-truth records in truth.c, the heap in event_heap.h; this file moves
+ * the packets: host ingress, switching (the generic path and the IPv4 fast
+ * path), delivery to hosts, and the loop that ties them together.
  *
  * Nothing here allocates (beyond mbufs), locks or makes a system call, except
  * the idle sleep, which never sleeps past the next scheduled event.
  */
-#include <errno.h>
-#include <math.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <time.h>
@@ -36,10 +35,9 @@
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
-#include <rte_mempool.h>
 #include <rte_prefetch.h>
-#include <rte_random.h>
 
+#include "event_heap.h"
 #include "fabric.h"
 #include "ls_pkt.h"
 #include "ls_stamp.h"
@@ -68,141 +66,15 @@ lsf_now_any(void)
 	return ls_tsc_map_ns(&map, rte_rdtsc()) + LS_SIM_EPOCH_NS;
 }
 
-/* ---- the event heap --------------------------------------------------- */
 
-/* Channels with packets in flight, ordered by their oldest delivery time. A
- * channel's key changes only when its head leaves (the loop re-sifts it) or
- * when it goes from empty to busy (pushed), so keys are kept in the heap
- * itself rather than re-read from the (large) channel structs. */
-static struct {
-	uint16_t n;
-	struct {
-		uint64_t key;
-		uint16_t ch;
-	} e[LS_FAB_MAX_CHANS];
-	bool in[LS_FAB_MAX_CHANS];
-} heap;
+/* ---- the event heap (event_heap.h) ------------------------------------ */
 
-static inline uint64_t
-heap_min(void)
-{
-	return heap.n ? heap.e[0].key : UINT64_MAX;
-}
-
-static void
-sift_up(uint16_t i)
-{
-	while (i > 0) {
-		uint16_t p = (uint16_t)((i - 1) / 2);
-
-		if (heap.e[p].key <= heap.e[i].key)
-			break;
-		RTE_SWAP(heap.e[p], heap.e[i]);
-		i = p;
-	}
-}
-
-static void
-sift_down(uint16_t i)
-{
-	for (;;) {
-		uint16_t l = (uint16_t)(2 * i + 1), r = (uint16_t)(l + 1), m = i;
-
-		if (l < heap.n && heap.e[l].key < heap.e[m].key)
-			m = l;
-		if (r < heap.n && heap.e[r].key < heap.e[m].key)
-			m = r;
-		if (m == i)
-			return;
-		RTE_SWAP(heap.e[m], heap.e[i]);
-		i = m;
-	}
-}
-
-static void
-heap_insert(uint16_t c)
-{
-	heap.in[c] = true;
-	heap.e[heap.n].ch = c;
-	heap.e[heap.n].key = ls_fab_chan_head_ns(&G.fab->chans[c]);
-	sift_up(heap.n++);
-}
-
-/* A channel was given a packet: in the heap already (a burst), or now. */
-static __rte_always_inline void
-heap_push(uint16_t c)
-{
-	if (likely(heap.in[c]))
-		return;
-	heap_insert(c);
-}
-
-/* The top channel's head has left: re-key or remove it. Per event, so the
- * common case (its next packet is still the earliest of all: a burst on one
- * link) is a comparison with the two children, inline. */
-static inline void
-heap_fix_top(void)
-{
-	uint16_t c = heap.e[0].ch;
-	uint64_t k = ls_fab_chan_head_ns(&G.fab->chans[c]);
-
-	if (k != UINT64_MAX) {
-		heap.e[0].key = k;
-		if ((heap.n > 1 && heap.e[1].key < k) || (heap.n > 2 && heap.e[2].key < k))
-			sift_down(0);
-		return;
-	}
-	heap.in[c] = false;
-	heap.e[0] = heap.e[--heap.n];
-	if (heap.n)
-		sift_down(0);
-}
-
-/* ---- truth ------------------------------------------------------------- */
+struct lsf_heap lsf_heap;
 
 static bool
 is_probe(const struct ls_pkt_info *pi)
 {
 	return pi->dport == LS_STAMP_PORT || pi->sport == LS_STAMP_PORT;
-}
-
-static void
-probe_record(struct lsf_truth *t, const struct ls_pkt_info *pi, const struct rte_mbuf *m)
-{
-	const uint8_t *pl = rte_pktmbuf_mtod(m, const uint8_t *) + pi->payload_off;
-
-	t->family = pi->src.family;
-	memcpy(t->src, pi->src.a, 16);
-	memcpy(t->dst, pi->dst.a, 16);
-	t->sport = pi->sport;
-	t->dport = pi->dport;
-	t->reflected = pi->sport == LS_STAMP_PORT;
-	t->seq = 0;
-	/* The sender's sequence number: at 0 in a test packet, at 24 in a
-	 * reflected one (RFC 8762). */
-	if (pi->payload_len >= LS_STAMP_BASE_LEN) {
-		const uint8_t *q = pl + (t->reflected ? 24 : 0);
-
-		t->seq = (uint32_t)q[0] << 24 | (uint32_t)q[1] << 16 | (uint32_t)q[2] << 8 | q[3];
-	}
-}
-
-void
-lsf_truth_push(const struct lsf_truth *t)
-{
-	void *obj;
-
-	/* Records come from a mempool and go back to it once the control
-	 * thread has written them: no allocation here. */
-	if (rte_mempool_get(G.truth_pool, &obj) != 0) {
-		G.st.truth_dropped++;
-		return;
-	}
-	memcpy(obj, t, sizeof(*t));
-	if (rte_ring_mp_enqueue(G.truth, obj) != 0) {
-		rte_mempool_put(G.truth_pool, obj);
-		G.st.truth_dropped++;
-	}
 }
 
 /* ---- moving packets ---------------------------------------------------- */
@@ -231,7 +103,7 @@ enqueue_pkt(uint16_t ch, struct rte_mbuf *m, uint64_t t, const struct ls_pkt_inf
 			struct lsf_truth r = {.type = LSF_T_DROP, .verdict = (uint8_t)v,
 					      .chan = ch, .t_ns = t, .depth = depth};
 
-			probe_record(&r, pi, m);
+			lsf_probe_record(&r, pi, m);
 			lsf_truth_push(&r);
 		}
 		rte_pktmbuf_free(m);
@@ -247,7 +119,7 @@ enqueue_pkt(uint16_t ch, struct rte_mbuf *m, uint64_t t, const struct ls_pkt_inf
 				      .ser_ns = (uint32_t)(((uint64_t)it->bytes * 8000000000ULL +
 							    c->p.rate_bps - 1) / c->p.rate_bps)};
 
-		probe_record(&r, pi, m);
+		lsf_probe_record(&r, pi, m);
 		lsf_truth_push(&r);
 	}
 	heap_push(ch);
@@ -270,6 +142,22 @@ frame_set(struct rte_mbuf *m, const uint8_t *buf, int len)
 	return true;
 }
 
+/* A leaf's answer (len bytes in buf, built in place of m) goes back down
+ * the asking host's link; answered counts it. */
+static void
+leaf_reply(const struct ls_fab_node *h, struct rte_mbuf *m, const uint8_t *buf, int len,
+	   uint64_t *answered, uint64_t t)
+{
+	struct ls_pkt_info rpi = {0};
+
+	if (!frame_set(m, buf, len)) {
+		rte_pktmbuf_free(m);
+		return;
+	}
+	(*answered)++;
+	enqueue_pkt(h->down_chan, m, t, &rpi, 0);
+}
+
 /* A leaf answers for every address on a host's link but the host's own. */
 static void
 leaf_arp(uint16_t leaf, uint16_t host, struct rte_mbuf *m, const struct ls_pkt_info *pi,
@@ -277,7 +165,6 @@ leaf_arp(uint16_t leaf, uint16_t host, struct rte_mbuf *m, const struct ls_pkt_i
 {
 	struct ls_fab_node *h = &G.fab->nodes[host];
 	struct ls_fab_node *l = &G.fab->nodes[leaf];
-	struct ls_pkt_info rpi = {0};
 	uint8_t buf[64];
 	int len;
 
@@ -291,12 +178,7 @@ leaf_arp(uint16_t leaf, uint16_t host, struct rte_mbuf *m, const struct ls_pkt_i
 	}
 	len = ls_pkt_build_arp(buf, sizeof(buf), LS_ARP_REPLY, &l->mac, &pi->dst,
 			       &pi->arp_sha, &pi->src);
-	if (!frame_set(m, buf, len)) {
-		rte_pktmbuf_free(m);
-		return;
-	}
-	G.st.arp_answered++;
-	enqueue_pkt(h->down_chan, m, t, &rpi, 0);
+	leaf_reply(h, m, buf, len, &G.st.arp_answered, t);
 }
 
 static void
@@ -305,7 +187,6 @@ leaf_nd(uint16_t leaf, uint16_t host, struct rte_mbuf *m, const struct ls_pkt_in
 {
 	struct ls_fab_node *h = &G.fab->nodes[host];
 	struct ls_fab_node *l = &G.fab->nodes[leaf];
-	struct ls_pkt_info rpi = {0};
 	uint8_t buf[128];
 	int len;
 
@@ -319,12 +200,7 @@ leaf_nd(uint16_t leaf, uint16_t host, struct rte_mbuf *m, const struct ls_pkt_in
 	}
 	len = ls_pkt_build_na(buf, sizeof(buf), &l->mac, &pi->nd_target,
 			      pi->nd_has_lladdr ? &pi->nd_lladdr : &pi->src_mac, &pi->src);
-	if (!frame_set(m, buf, len)) {
-		rte_pktmbuf_free(m);
-		return;
-	}
-	G.st.nd_answered++;
-	enqueue_pkt(h->down_chan, m, t, &rpi, 0);
+	leaf_reply(h, m, buf, len, &G.st.nd_answered, t);
 }
 
 static void
@@ -629,298 +505,7 @@ to_host(uint16_t host, struct rte_mbuf *m, uint64_t deliver_ns)
 	rte_eth_tx_buffer(p->port_id, 0, p->txb, m);
 }
 
-/* ---- background traffic ---------------------------------------------- */
-
-/* Slots [0, gens_hi) and [0, flaps_hi) are all that were ever used (set by
- * apply_msg, on this lcore): the loop scans those instead of all 64 of each
- * on every iteration, which was a few percent of a busy loop's time with
- * none in use. */
-static int gens_hi, flaps_hi;
-
-static uint32_t
-gen_hash(const struct lsf_gen *gn, uint16_t sw, uint32_t flow)
-{
-	const struct ls_fabric *f = G.fab;
-	const struct ls_fab_node *s = &f->nodes[gn->src], *d = &f->nodes[gn->dst];
-	const struct ls_addr *sa = s->addr4.family ? &s->addr4 : &s->addr6;
-	const struct ls_addr *da = d->addr4.family ? &d->addr4 : &d->addr6;
-
-	return ls_fab_flow_hash(f->nodes[sw].seed, sa, da, 17, (uint16_t)(40000 + flow),
-				(uint16_t)(50000 + flow), 0);
-}
-
-static void
-enqueue_virtual(uint16_t ch, uint64_t t, uint32_t bytes, uint32_t tag, struct lsf_gen *gn)
-{
-	bool ce;
-
-	if (ls_fab_chan_enqueue(&G.fab->chans[ch], t, bytes, false, NULL, tag, &ce) != LS_FAB_OK) {
-		gn->dropped++;
-		G.st.gen_dropped++;
-		return;
-	}
-	heap_push(ch);
-}
-
-static void
-virtual_at(uint16_t node, uint32_t tag, uint64_t t)
-{
-	struct lsf_gen *gn = &G.gens[tag & 0xff];
-	int ch;
-
-	if (!gn->active || !gn->pair || G.fab->nodes[node].kind == LS_FAB_HOST)
-		return;
-	ch = ls_fab_next_hop(G.fab, node, gn->dst, gen_hash(gn, node, tag >> 8));
-	if (ch >= 0)
-		enqueue_virtual((uint16_t)ch, t, gn->pkt_bytes, tag, gn);
-}
-
-/* An exponential length with this mean (random on/off bursts). */
-static uint64_t
-exp_ns(uint64_t mean_ns)
-{
-	/* rte_rand() is 64 random bits; 1 - u is in (0, 1], so the log is finite */
-	double u = (double)(rte_rand() >> 11) * 0x1.0p-53;
-
-	return (uint64_t)(-(double)mean_ns * log(1.0 - u));
-}
-
-/*
- * A random burst from start_ns: it ends an exponential on-length later, and
- * its first packet goes a uniformly random part of one gap after its start.
- * Why the offset: a burst sends at first, first + gap, ... while before its
- * end, ceil((length - offset) / gap) packets; with no offset that is half a
- * packet more per burst than length / gap on average (0.7% over the rate
- * for the clock-sync benchmark's 90%: 75 packets a burst), with a uniform
- * one it is exactly length / gap.
- */
-static void
-gen_burst(struct lsf_gen *gn, uint64_t start_ns)
-{
-	gn->burst_end_ns = start_ns + exp_ns(gn->on_ns);
-	gn->next_ns = start_ns + (uint64_t)((double)(rte_rand() >> 11) * 0x1.0p-53 *
-					    (double)gn->gap_ns);
-}
-
-/*
- * Next send time after a packet of an on/off generator. Periodic bursts
- * keep a fixed phase between links, and a path that crosses two links whose
- * idle gaps never line up then never sees an empty queue (the clock-sync
- * benchmark met exactly that); random bursts (exponential on and off
- * lengths, the classic on/off source) have no phase.
- */
-static void
-gen_advance(struct lsf_gen *gn)
-{
-	gn->next_ns += gn->gap_ns;
-	if (gn->off_ns == 0)
-		return;
-	if (gn->random) {
-		/* a burst that sends nothing (shorter than its offset) is an
-		 * off period that much longer; bounded, for bursts far shorter
-		 * than a gap (the last one tried then sends its packet late) */
-		for (int k = 0; k < 16 && gn->next_ns >= gn->burst_end_ns; k++)
-			gen_burst(gn, gn->burst_end_ns + exp_ns(gn->off_ns));
-		return;
-	}
-	{
-		uint64_t period = gn->on_ns + gn->off_ns;
-		uint64_t phase = (gn->next_ns - gn->start_ns) % period;
-
-		if (phase >= gn->on_ns)
-			gn->next_ns += period - phase;
-	}
-}
-
-static unsigned int
-run_gens(uint64_t now, uint64_t *next)
-{
-	unsigned int work = 0;
-
-	for (int i = 0; i < gens_hi; i++) {
-		struct lsf_gen *gn = &G.gens[i];
-
-		if (!gn->active)
-			continue;
-		/* Bounded per loop so a generator cannot starve deliveries. */
-		for (int k = 0; k < 64 && gn->next_ns <= now; k++) {
-			uint32_t flow = gn->pair && gn->flows ? gn->seq % gn->flows : 0;
-			uint32_t tag = (uint32_t)i | flow << 8;
-
-			if (gn->pair)
-				enqueue_virtual(G.fab->nodes[gn->src].up_chan, gn->next_ns,
-						gn->pkt_bytes, tag, gn);
-			else
-				enqueue_virtual(gn->chan, gn->next_ns, gn->pkt_bytes, tag, gn);
-			gn->seq++;
-			gn->sent++;
-			G.st.gen_pkts++;
-			gen_advance(gn);
-			work++;
-		}
-		if (gn->next_ns < *next)
-			*next = gn->next_ns;
-	}
-	return work;
-}
-
-/* ---- link schedules, routing, control messages ----------------------- */
-
-static void
-chan_state(uint16_t ch, bool up, uint64_t now, uint64_t due)
-{
-	struct lsf_truth r = {.type = LSF_T_LINK, .chan = ch, .t_ns = now, .due_ns = due, .up = up};
-
-	if (G.fab->chans[ch].up == up)
-		return;
-	ls_fab_chan_set_up(G.fab, ch, up, now);
-	lsf_truth_push(&r);
-}
-
-static void
-run_flaps(uint64_t now, uint64_t *next)
-{
-	for (int i = 0; i < flaps_hi; i++) {
-		struct lsf_flap *fl = &G.flaps[i];
-
-		if (!fl->active)
-			continue;
-		if (now >= fl->next_ns) {
-			fl->is_down = !fl->is_down;
-			for (int k = 0; k < fl->n_chan; k++)
-				chan_state(fl->chan[k], !fl->is_down, now, fl->next_ns);
-			fl->next_ns += fl->is_down ? fl->down_ns : fl->every_ns - fl->down_ns;
-			if (!fl->is_down && fl->count && --fl->count == 0)
-				fl->active = false;
-		}
-		if (fl->active && fl->next_ns < *next)
-			*next = fl->next_ns;
-	}
-}
-
-/* Follow a flow hop by hop exactly as forwarding would hash it. */
-static int
-trace_route(struct lsf_msg *msg)
-{
-	const struct ls_fabric *f = G.fab;
-	const struct ls_fab_node *s = &f->nodes[msg->route.src], *d = &f->nodes[msg->route.dst];
-	const struct ls_addr *sa = msg->route.family == LS_AF_INET6 ? &s->addr6 : &s->addr4;
-	const struct ls_addr *da = msg->route.family == LS_AF_INET6 ? &d->addr6 : &d->addr4;
-	uint16_t node;
-
-	if (!sa->family || !da->family)
-		return -EAFNOSUPPORT;
-	msg->route.n = 0;
-	msg->route.chan[msg->route.n++] = s->up_chan;
-	node = s->leaf;
-	while (msg->route.n < 16) {
-		uint32_t h = ls_fab_flow_hash(f->nodes[node].seed, sa, da, msg->route.proto,
-					      msg->route.sport, msg->route.dport,
-					      msg->route.flow_label);
-		int ch = ls_fab_next_hop(f, node, msg->route.dst, h);
-
-		if (ch < 0)
-			return ch;
-		msg->route.chan[msg->route.n++] = (uint16_t)ch;
-		node = f->chans[ch].to;
-		if (f->nodes[node].kind == LS_FAB_HOST)
-			return 0;
-	}
-	return -ELOOP;
-}
-
-static void
-apply_msg(struct lsf_msg *msg, uint64_t now)
-{
-	int rc = 0;
-
-	switch (msg->type) {
-	case LSF_MSG_CHAN_SET:
-		if (msg->set_params) {
-			struct ls_fab_chan *c = &G.fab->chans[msg->chan];
-			uint64_t backlog = ls_fab_chan_depth(c, now);
-
-			c->p = msg->params;
-			/* The bytes still queued now drain at the new rate (packets
-			 * already scheduled keep their times; the FIFO never
-			 * reorders). Regression: a slowed link set back to full
-			 * rate reported a gigabyte of queue. */
-			if (backlog)
-				c->busy_until_ns = now + (backlog * 8000000000ULL +
-							  c->p.rate_bps - 1) / c->p.rate_bps;
-		}
-		if (msg->up >= 0)
-			chan_state(msg->chan, msg->up != 0, now, 0);
-		break;
-	case LSF_MSG_FLAP:
-		rc = -ENOSPC;
-		for (int i = 0; i < LSF_MAX_FLAPS; i++) {
-			if (!G.flaps[i].active) {
-				G.flaps[i] = msg->flap;
-				G.flaps[i].active = true;
-				G.flaps[i].is_down = false;
-				G.flaps[i].next_ns = now;
-				flaps_hi = RTE_MAX(flaps_hi, i + 1);
-				rc = i;
-				break;
-			}
-		}
-		break;
-	case LSF_MSG_GEN_START:
-		rc = -ENOSPC;
-		for (int i = 0; i < LSF_MAX_GENS; i++) {
-			if (!G.gens[i].active) {
-				G.gens[i] = msg->gen;
-				G.gens[i].active = true;
-				G.gens[i].start_ns = now;
-				G.gens[i].next_ns = now;
-				if (G.gens[i].random && G.gens[i].off_ns != 0)
-					gen_burst(&G.gens[i], now);
-				gens_hi = RTE_MAX(gens_hi, i + 1);
-				rc = i;
-				break;
-			}
-		}
-		break;
-	case LSF_MSG_GEN_STOP:
-		rc = -ENOENT;
-		for (int i = 0; i < LSF_MAX_GENS; i++) {
-			if (G.gens[i].active && strcmp(G.gens[i].name, msg->gen.name) == 0) {
-				G.gens[i].active = false;
-				rc = 0;
-			}
-		}
-		break;
-	case LSF_MSG_CONVERGENCE:
-		G.fab->convergence_ns = msg->convergence_ns;
-		break;
-	case LSF_MSG_ROUTE:
-		rc = trace_route(msg);
-		break;
-	}
-	msg->result = rc;
-	__atomic_store_n(&msg->done, 1, __ATOMIC_RELEASE);
-}
-
-/* ---- the loop ---------------------------------------------------------- */
-
-static uint64_t last_depth[LS_FAB_MAX_CHANS];
-
-static void
-sample_depths(uint64_t now)
-{
-	for (uint16_t c = 0; c < G.fab->n_chans; c++) {
-		uint64_t d = ls_fab_chan_depth(&G.fab->chans[c], now);
-
-		/* Only what changed: an idle fabric writes nothing. */
-		if (d != last_depth[c]) {
-			struct lsf_truth r = {.type = LSF_T_DEPTH, .chan = c, .t_ns = now, .depth = d};
-
-			lsf_truth_push(&r);
-			last_depth[c] = d;
-		}
-	}
-}
+/* ---- host ingress ---------------------------------------------------- */
 
 /* Just the IP family, traffic class and header offset: enough for a link to
  * decide ECN. */
@@ -987,39 +572,18 @@ rx_hosts(void)
 		uint64_t t_rx = lsf_now();
 		uint16_t n = rte_eth_rx_burst(p->port_id, 0, rx, LSF_BURST);
 		const uint16_t up = G.fab->nodes[p->host].up_chan;
+		uint64_t t_end;
 
 		if (n == 0)
 			continue;
-		/*
-		 * Ingress time: read right before this port's burst, not taken
-		 * from the loop's "now". With "now", a frame that arrived after
-		 * it was read (the loop lost its CPU, or earlier ports took a
-		 * while) entered the model before its sender sent it: probes
-		 * were 15-30 us ahead of their T1. Read after the burst, every
-		 * frame entered late by the burst's own copying out of the
-		 * ring, which is the emulator's time and not the network's, and
-		 * varies with the frames in the burst: in the clock-sync
-		 * benchmark at 50% load that widened the tail every envelope
-		 * floor rests on (per-window offset error 66 ns sd against about
-		 * 50 read before; docs/benchmarks.md). One read per port, not
-		 * the last read before (the loop's "now", or the end of the
-		 * last port with frames): that saved 40 ns of an idle pass, but
-		 * windows were 70 ns sd off again, likely as a port's frames
-		 * then entered earlier by the empty polls before it. A frame
-		 * the burst finds was in the ring when the burst began, or was
-		 * put there during it, after its sender stamped it (the stamp
-		 * comes before the sender's own copy into the ring), so the
-		 * time before is not ahead of any T1 unless the burst itself
-		 * was slow: then (the loop lost its CPU in it) the time after
-		 * is used, as before.
-		 */
-		{
-			uint64_t t_end = lsf_now();
-
-			if (unlikely(t_end - t_rx > LSF_RX_SLOW_NS)) {
-				t_rx = t_end;
-				G.st.slow_rx_bursts++;
-			}
+		/* Ingress time: read right before this port's burst, since
+		 * copying the burst out of the ring is the emulator's time, not
+		 * the network's; a slow burst (the loop lost its CPU in it)
+		 * enters at its end instead (docs/fabric.md, "Ingress time"). */
+		t_end = lsf_now();
+		if (unlikely(t_end - t_rx > LSF_RX_SLOW_NS)) {
+			t_rx = t_end;
+			G.st.slow_rx_bursts++;
 		}
 		for (uint16_t k = 0; k < n && k < 4; k++)
 			rte_prefetch0(rte_pktmbuf_mtod(rx[k], void *));
@@ -1071,11 +635,96 @@ rx_hosts(void)
 	return n_all;
 }
 
+
+/* ---- the loop ---------------------------------------------------------- */
+
+/* Every delivery due by now, in time order: each moves one item off its
+ * channel and on to a host, a switch, or (virtual) its generator's next hop. */
+static unsigned int
+deliver_due(uint64_t now)
+{
+	unsigned int work = 0;
+
+	while (heap_min() <= now) {
+		uint16_t c = heap_top();
+		struct ls_fab_chan *ch = &G.fab->chans[c];
+		const struct ls_fab_item *it = &ch->fifo[ch->head & (LS_FAB_FIFO - 1)];
+		/* What the event needs, read before its slot is released
+		 * (ls_fab_chan_pop without copying the whole item). */
+		struct rte_mbuf *m = it->pkt;
+		uint64_t t = it->deliver_ns;
+		uint32_t tag = it->tag;
+		bool lost = it->lost;
+		uint16_t to = ch->to;
+
+		ch->head++;
+		heap_fix_top();
+		G.st.events++;
+		work++;
+		if (m == NULL) {
+			if (!lost)
+				lsf_virtual_at(to, tag, t);
+			continue;
+		}
+		if (lost) {
+			rte_pktmbuf_free(m);
+			continue;
+		}
+		if (G.fab->nodes[to].kind == LS_FAB_HOST)
+			to_host(to, m, t);
+		else if (likely(tag & LSF_TAG_V4))
+			switch_v4_fast(to, c, m, t, tag);
+		else
+			at_switch(to, c, m, t);
+	}
+	return work;
+}
+
+/* Send what this pass delivered to hosts, then charge each its lateness:
+ * one clock read, after the packets really left. */
+static void
+flush_hosts(void)
+{
+	for (uint16_t i = 0; i < G.n_ports; i++)
+		rte_eth_tx_buffer_flush(G.ports[i].port_id, 0, G.ports[i].txb);
+	if (n_sent) {
+		uint64_t t = lsf_now();
+		int64_t late[RTE_DIM(sent_due)];
+
+		for (unsigned int i = 0; i < n_sent; i++)
+			late[i] = (int64_t)(t - sent_due[i]);
+		ls_hist_add_n(&G.late, late, n_sent);
+		n_sent = 0;
+	}
+}
+
+/* A pass with nothing to do: sleep, but wake ~10 us before the next event
+ * (the heap's, a generator's, a flap's or a due depth sample) and spin the
+ * rest. */
+static void
+idle_sleep(uint64_t now, uint64_t next, uint64_t next_sample)
+{
+	uint64_t budget = (uint64_t)G.idle_sleep_us * 1000;
+
+	/* The next depth sample bounds the sleep only while it has something
+	 * to record: waking every sample_ns for an idle fabric kept the loop
+	 * from ever sleeping. */
+	if (G.sample_ns && next_sample < next && lsf_depths_pending(now))
+		next = next_sample;
+	if (next != UINT64_MAX)
+		budget = next > now + 10000 ? RTE_MIN(budget, next - now - 10000) : 0;
+	if (budget >= 5000) {
+		struct timespec ts = {0, (long)budget};
+
+		nanosleep(&ts, NULL);
+		G.st.idle_sleeps++;
+	}
+}
+
 int
 lsf_loop(void *arg __rte_unused)
 {
 	uint64_t next_sample = 0, prev_poll = 0;
-	uint64_t hz = rte_get_tsc_hz();
 
 	/* Wake-ups within a microsecond or two of what we ask (default slack is
 	 * 50 us): the idle sleep must not make deliveries late. */
@@ -1091,94 +740,24 @@ lsf_loop(void *arg __rte_unused)
 			ls_hist_add(&G.poll_gap, (int64_t)(now - prev_poll));
 		prev_poll = now;
 
-		work += run_gens(now, &next);
-		run_flaps(now, &next);
+		work += lsf_run_gens(now, &next);
+		lsf_run_flaps(now, &next);
 		ls_fab_tick(G.fab, now);
-		while (heap_min() <= now) {
-			uint16_t c = heap.e[0].ch;
-			struct ls_fab_chan *ch = &G.fab->chans[c];
-			const struct ls_fab_item *it = &ch->fifo[ch->head & (LS_FAB_FIFO - 1)];
-			/* What the event needs, read before its slot is released
-			 * (ls_fab_chan_pop without copying the whole item). */
-			struct rte_mbuf *m = it->pkt;
-			uint64_t t = it->deliver_ns;
-			uint32_t tag = it->tag;
-			bool lost = it->lost;
-			uint16_t to = ch->to;
-
-			ch->head++;
-			heap_fix_top();
-			G.st.events++;
-			work++;
-			if (m == NULL) {
-				if (!lost)
-					virtual_at(to, tag, t);
-				continue;
-			}
-			if (lost) {
-				rte_pktmbuf_free(m);
-				continue;
-			}
-			if (G.fab->nodes[to].kind == LS_FAB_HOST)
-				to_host(to, m, t);
-			else if (likely(tag & LSF_TAG_V4))
-				switch_v4_fast(to, c, m, t, tag);
-			else
-				at_switch(to, c, m, t);
-		}
-		for (uint16_t i = 0; i < G.n_ports; i++)
-			rte_eth_tx_buffer_flush(G.ports[i].port_id, 0, G.ports[i].txb);
-		if (n_sent) {
-			uint64_t t = lsf_now();
-			int64_t late[RTE_DIM(sent_due)];
-
-			for (unsigned int i = 0; i < n_sent; i++)
-				late[i] = (int64_t)(t - sent_due[i]);
-			ls_hist_add_n(&G.late, late, n_sent);
-			n_sent = 0;
-		}
+		work += deliver_due(now);
+		flush_hosts();
 		while (rte_ring_sc_dequeue(G.msgs, (void **)&msg) == 0)
-			apply_msg(msg, now);
+			lsf_apply_msg(msg, now);
 		if (G.sample_ns && now >= next_sample) {
 			/* at a fresh time: packets taken in this pass entered at
 			 * their own (later) ingress times, and depth at the pass's
 			 * start time would count the gap as queued bytes */
-			sample_depths(lsf_now());
+			lsf_sample_depths(lsf_now());
 			next_sample = now + G.sample_ns;
 		}
 		if (heap_min() < next)
 			next = heap_min();
-		if (work == 0 && G.idle_sleep_us) {
-			/* Sleep, but wake ~10 us before the next event and spin the rest. */
-			uint64_t budget = (uint64_t)G.idle_sleep_us * 1000;
-
-			/*
-			 * The next depth sample bounds the sleep only while a queue
-			 * holds bytes or its last sample does not yet read 0: an
-			 * idle fabric records nothing, and waking every sample_ns
-			 * for it kept the loop from ever sleeping (100% of a CPU
-			 * the lab's daemons share).
-			 */
-			if (G.sample_ns && next_sample < next) {
-				for (uint16_t c = 0; c < G.fab->n_chans; c++) {
-					if (last_depth[c] != 0 ||
-					    ls_fab_chan_depth(&G.fab->chans[c], now) != 0) {
-						next = next_sample;
-						break;
-					}
-				}
-			}
-
-			if (next != UINT64_MAX)
-				budget = next > now + 10000 ? RTE_MIN(budget, next - now - 10000) : 0;
-			if (budget >= 5000) {
-				struct timespec ts = {0, (long)budget};
-
-				nanosleep(&ts, NULL);
-				G.st.idle_sleeps++;
-			}
-		}
-		(void)hz;
+		if (work == 0 && G.idle_sleep_us)
+			idle_sleep(now, next, next_sample);
 	}
 	return 0;
 }

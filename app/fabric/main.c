@@ -77,19 +77,18 @@ on_signal(int sig)
 static int
 parse_args(int argc, char **argv, const char **topo, bool *check)
 {
+	/* Long-only options get a capital letter getopt_long returns. */
 	static const struct option opts[] = {
-		{"topo", required_argument, NULL, 't'},
-		{"dir", required_argument, NULL, 'd'},
+		/* where things are */
+		{"topo", required_argument, NULL, 't'}, {"dir", required_argument, NULL, 'd'},
 		{"socket", required_argument, NULL, 's'},
-		{"truth", required_argument, NULL, 'T'},
-		{"sample-us", required_argument, NULL, 'S'},
+		/* ground truth */
+		{"truth", required_argument, NULL, 'T'}, {"sample-us", required_argument, NULL, 'S'},
 		{"hops", no_argument, NULL, 'H'},
-		{"idle-sleep-us", required_argument, NULL, 'I'},
-		{"no-fastpath", no_argument, NULL, 'F'},
-		{"rx-trailer", no_argument, NULL, 'R'},
-		{"tx-trailer", no_argument, NULL, 'X'},
-		{"check", no_argument, NULL, 'C'},
-		{"help", no_argument, NULL, 'h'},
+		/* how the loop runs, and which NIC it plays */
+		{"idle-sleep-us", required_argument, NULL, 'I'}, {"no-fastpath", no_argument, NULL, 'F'},
+		{"rx-trailer", no_argument, NULL, 'R'}, {"tx-trailer", no_argument, NULL, 'X'},
+		{"check", no_argument, NULL, 'C'}, {"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	char *end;

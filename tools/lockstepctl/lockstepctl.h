@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * lockstepctl's internal header: the types the rooms of the tool share.
+ *
+ *   lockstepctl.c  the command table, --help, global options, main
+ *   ctl_util.c     allocation, usage errors, cell formatting, tables, key: value
+ *   talk.c         connecting, one request, reply errors, run_single()
+ *   args.c         argument parsing and the table-driven request builder
+ *   fmt_status.c   help, status, peers, sync and raw formatters
+ *   fmt_paths.c    paths and path formatters
+ *   mesh.c         mesh and watch across several daemons
+ *
+ * Nothing here is exported beyond the tool.
+ */
+
+#ifndef LOCKSTEPCTL_H
+#define LOCKSTEPCTL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#define DEFAULT_SOCKET "/run/lockstep/lockstepd.sock"
+#define DEFAULT_DIR "/run/lockstep"
+#define DEFAULT_TIMEOUT_MS 5000
+
+/* Exit codes; keep in sync with usage() and docs/lockstepctl.md. */
+enum {
+	EX_OK = 0,        /* success */
+	EX_REPLY = 1,     /* the daemon replied an error */
+	EX_USAGE = 2,     /* bad command line */
+	EX_NODAEMON = 3,  /* socket missing or connection refused */
+	EX_PERM = 4,      /* permission denied on the socket */
+	EX_PROTO = 5,     /* timeout, or a reply we cannot make sense of */
+};
+
+struct cli {
+	const char *prog;
+	char **socks;       /* every -s/--socket given, in order */
+	size_t n_socks;
+	bool json;
+	int timeout_ms;
+};
+
+typedef int (*formatter)(const json_t *result);
+
+/* How an argument's text becomes a value in the request. */
+enum arg_kind {
+	ARG_STR,        /* as given */
+	ARG_UINT,       /* decimal up to optdef.max */
+	ARG_WINDOW,     /* 1s, 10s or 60s */
+	ARG_FILE,       /* a path, made absolute for the daemon */
+};
+
+/* One option of a subcommand; key/kind/max serve the request builder. */
+struct optdef {
+	const char *lname;  /* "--port" */
+	bool has_arg;
+	const char *key;    /* request key; NULL: not sent as is */
+	enum arg_kind kind;
+	unsigned long long max;
+};
+
+struct cli_cmd;
+typedef int (*cli_fn)(struct cli *cli, const struct cli_cmd *cmd, int argc,
+		      char **argv);
+
+#define MAX_OPTS 8
+#define MAX_POS 8
+
+struct parsed {
+	const char *val[MAX_OPTS]; /* NULL: not given; "" for flags */
+	char *pos[MAX_POS];
+	int npos;
+};
+
+/*
+ * A subcommand. Most are one daemon request whose arguments map one to
+ * one onto request keys: those leave @fn NULL and describe the request
+ * (@dcmd, @pos, @opts, @fmt), and cmd_request() builds it, as ovs-appctl
+ * leaves argument meaning to the server. @fn is for the few that do more.
+ */
+struct cli_cmd {
+	const char *name;   /* one or two words: "peer add" */
+	const char *args;   /* synopsis after the name */
+	const char *help;
+	cli_fn fn;          /* NULL: cmd_request() */
+	const char *dcmd;   /* daemon command */
+	formatter fmt;      /* how to print its result */
+	const char *pos[2]; /* request keys of the positionals, in order */
+	int min_pos;        /* how many positionals are required */
+	enum arg_kind pos_kind;
+	const struct optdef *opts;
+	/* extra check after parsing, before the request is built */
+	int (*check)(const struct cli_cmd *cmd, const struct parsed *p);
+};
+
+/* ctl_util.c */
+void die_oom(void) __attribute__((noreturn));
+char *xstrdup(const char *s);
+char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int usage_error(const struct cli_cmd *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+bool is_num(const json_t *j);
+const char *f_str(const json_t *j);
+const char *f_int(const json_t *j);
+const char *f_us(const json_t *j);
+const char *f_pct(const json_t *j);
+const char *f_updown(const json_t *j);
+const char *f_uptime(const json_t *j);
+const char *get_s(const json_t *o, const char *key);
+
+#define N_COLS(a) (sizeof(a) / sizeof((a)[0]))
+
+/* A table column read from one key of a JSON object. */
+struct col {
+	const char *hdr;
+	const char *key;
+	const char *(*fmt)(const json_t *j);    /* f_str, f_int, f_us, ... */
+	char align;                             /* 'l' or 'r' */
+};
+
+struct table {
+	const struct col *cols; /* or NULL, and hdr/align below */
+	size_t ncols;
+	const char *const *hdr; /* NULL: no header line */
+	const char *align;      /* per column: 'l' or 'r' */
+	char **cells;           /* row-major, ncols per row */
+	size_t n;               /* cells filled */
+	size_t cap;
+};
+
+void tbl_init(struct table *t, size_t ncols, const char *const *hdr,
+	      const char *align);
+void tbl_init_cols(struct table *t, const struct col *cols, size_t ncols);
+void tbl_cell(struct table *t, const char *text);
+void tbl_row(struct table *t, const json_t *o, size_t from, size_t to);
+void tbl_array(const json_t *arr, const struct col *cols, size_t ncols,
+	       const char *indent);
+void tbl_print(const struct table *t, const char *indent);
+void tbl_free(struct table *t);
+int print_kv(const json_t *result);
+
+/* talk.c */
+const char *default_socket(void);
+int request(const struct cli *cli, const char *path, const char *cmd,
+	    json_t *args, json_t **reply);
+void print_reply_error(const json_t *reply, const char *who);
+void print_json(const json_t *j);
+int run_single(struct cli *cli, const struct cli_cmd *cmd, const char *dcmd,
+	       json_t *args, formatter fmt);
+
+/* args.c */
+int parse_global(struct cli *cli, int argc, char **argv, int *i,
+		 bool *matched);
+int parse_args(struct cli *cli, const struct cli_cmd *cmd, int argc,
+	       char **argv, const struct optdef *defs, struct parsed *p,
+	       int min_pos, int max_pos);
+int parse_u64(const struct cli_cmd *cmd, const char *what, const char *s,
+	      unsigned long long max, unsigned long long *out);
+int check_window(const struct cli_cmd *cmd, const char *w);
+int cmd_request(struct cli *cli, const struct cli_cmd *cmd, int argc,
+		char **argv);
+int cmd_call(struct cli *cli, const struct cli_cmd *cmd, int argc,
+	     char **argv);
+
+/* fmt_status.c */
+int fmt_help(const json_t *result);
+int fmt_status(const json_t *r);
+int fmt_peers(const json_t *r);
+int fmt_sync(const json_t *r);
+int fmt_raw(const json_t *result);
+
+/* fmt_paths.c */
+int fmt_paths(const json_t *r);
+int fmt_path(const json_t *r);
+
+/* mesh.c */
+int cmd_mesh(struct cli *cli, const struct cli_cmd *cmd, int argc,
+	     char **argv);
+int cmd_watch(struct cli *cli, const struct cli_cmd *cmd, int argc,
+	      char **argv);
+
+#endif /* LOCKSTEPCTL_H */
