@@ -142,24 +142,6 @@ chans_of(json_t *args, uint16_t out[2], struct ls_ctl_req *req)
 }
 
 
-/* An optional number argument within [lo, hi]; 1 when present. */
-static int
-get_num(json_t *args, const char *key, double lo, double hi, double *out,
-	struct ls_ctl_req *req)
-{
-	json_t *v = json_object_get(args, key);
-
-	if (v == NULL)
-		return 0;
-	if (!json_is_number(v) || json_number_value(v) < lo || json_number_value(v) > hi) {
-		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.%s: expected a number in %g..%g",
-				   key, lo, hi);
-		return -1;
-	}
-	*out = json_number_value(v);
-	return 1;
-}
-
 static int
 host_arg(json_t *args, const char *key, uint16_t *out, struct ls_ctl_req *req)
 {
@@ -266,20 +248,18 @@ cmd_links(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_unu
 static void
 cmd_link_set(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 {
-	static const char *const keys[] = {"link", "dir", "up", "delay_ns", "rate_bps", "loss",
-					   "ecn_bytes", "buffer_bytes", NULL};
 	double delay = 0, rate = 0, loss = 0, ecn = 0, buf = 0;
 	int hd, hr, hl, he, hb, n, rc = 0;
 	json_t *up = json_object_get(args, "up");
 	uint16_t ch[2];
 
-	if (ls_ctl_check_keys(req, args, keys) < 0 || (n = chans_of(args, ch, req)) < 0)
+	if ((n = chans_of(args, ch, req)) < 0)
 		return;
-	if ((hd = get_num(args, "delay_ns", 0, 10e9, &delay, req)) < 0 ||
-	    (hr = get_num(args, "rate_bps", 1000, 1e13, &rate, req)) < 0 ||
-	    (hl = get_num(args, "loss", 0, 1, &loss, req)) < 0 ||
-	    (he = get_num(args, "ecn_bytes", 0, 4e9, &ecn, req)) < 0 ||
-	    (hb = get_num(args, "buffer_bytes", 1500, 4e9, &buf, req)) < 0)
+	if ((hd = ls_ctl_arg_num(req, args, "delay_ns", 0, 10e9, &delay)) < 0 ||
+	    (hr = ls_ctl_arg_num(req, args, "rate_bps", 1000, 1e13, &rate)) < 0 ||
+	    (hl = ls_ctl_arg_num(req, args, "loss", 0, 1, &loss)) < 0 ||
+	    (he = ls_ctl_arg_num(req, args, "ecn_bytes", 0, 4e9, &ecn)) < 0 ||
+	    (hb = ls_ctl_arg_num(req, args, "buffer_bytes", 1500, 4e9, &buf)) < 0)
 		return;
 	if (up != NULL && !json_is_boolean(up)) {
 		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.up: expected true or false");
@@ -325,16 +305,15 @@ cmd_link_set(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 static void
 cmd_link_flap(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 {
-	static const char *const keys[] = {"link", "dir", "down_ms", "every_ms", "count", NULL};
 	double down = -1, every = -1, count = 0;
 	struct lsf_msg *m;
 	uint16_t ch[2];
 	int n, rc;
 
-	if (ls_ctl_check_keys(req, args, keys) < 0 || (n = chans_of(args, ch, req)) < 0 ||
-	    get_num(args, "down_ms", 0.001, 3.6e6, &down, req) < 0 ||
-	    get_num(args, "every_ms", 0.001, 3.6e6, &every, req) < 0 ||
-	    get_num(args, "count", 0, 1e9, &count, req) < 0)
+	if ((n = chans_of(args, ch, req)) < 0 ||
+	    ls_ctl_arg_num(req, args, "down_ms", 0.001, 3.6e6, &down) < 0 ||
+	    ls_ctl_arg_num(req, args, "every_ms", 0.001, 3.6e6, &every) < 0 ||
+	    ls_ctl_arg_num(req, args, "count", 0, 1e9, &count) < 0)
 		return;
 	if (down < 0 || every < 0 || down >= every) {
 		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS,
@@ -364,14 +343,13 @@ cmd_link_flap(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 static void
 cmd_host_slow(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 {
-	static const char *const keys[] = {"host", "rate_bps", NULL};
 	struct lsf_msg *m;
 	double rate = -1;
 	uint16_t h;
 	int rc;
 
-	if (ls_ctl_check_keys(req, args, keys) < 0 || host_arg(args, "host", &h, req) < 0 ||
-	    get_num(args, "rate_bps", 1000, 1e13, &rate, req) < 0)
+	if (host_arg(args, "host", &h, req) < 0 ||
+	    ls_ctl_arg_num(req, args, "rate_bps", 1000, 1e13, &rate) < 0)
 		return;
 	if (rate < 0) {
 		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.rate_bps: required");
@@ -398,13 +376,11 @@ cmd_host_slow(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 static void
 cmd_routing_set(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 {
-	static const char *const keys[] = {"convergence_ms", NULL};
 	struct lsf_msg *m;
 	double ms = -1;
 	int rc;
 
-	if (ls_ctl_check_keys(req, args, keys) < 0 ||
-	    get_num(args, "convergence_ms", 0, 3.6e6, &ms, req) < 0)
+	if (ls_ctl_arg_num(req, args, "convergence_ms", 0, 3.6e6, &ms) < 0)
 		return;
 	if (ms < 0) {
 		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.convergence_ms: required");
@@ -427,8 +403,6 @@ cmd_routing_set(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 static void
 cmd_route(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 {
-	static const char *const keys[] = {"src", "dst", "sport", "dport", "proto", "family",
-					   "flow_label", NULL};
 	const char *fam = json_string_value(json_object_get(args, "family"));
 	double sport = 49152, dport = 862, proto = 17, fl = 0;
 	struct lsf_msg *m;
@@ -436,12 +410,12 @@ cmd_route(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 	json_t *a;
 	int rc;
 
-	if (ls_ctl_check_keys(req, args, keys) < 0 || host_arg(args, "src", &s, req) < 0 ||
+	if (host_arg(args, "src", &s, req) < 0 ||
 	    host_arg(args, "dst", &d, req) < 0 ||
-	    get_num(args, "sport", 0, 65535, &sport, req) < 0 ||
-	    get_num(args, "dport", 0, 65535, &dport, req) < 0 ||
-	    get_num(args, "proto", 0, 255, &proto, req) < 0 ||
-	    get_num(args, "flow_label", 0, 0xfffff, &fl, req) < 0)
+	    ls_ctl_arg_num(req, args, "sport", 0, 65535, &sport) < 0 ||
+	    ls_ctl_arg_num(req, args, "dport", 0, 65535, &dport) < 0 ||
+	    ls_ctl_arg_num(req, args, "proto", 0, 255, &proto) < 0 ||
+	    ls_ctl_arg_num(req, args, "flow_label", 0, 0xfffff, &fl) < 0)
 		return;
 	m = msg_new(LSF_MSG_ROUTE);
 	if (m == NULL) {
@@ -473,8 +447,6 @@ cmd_route(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 static void
 cmd_gen_start(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 {
-	static const char *const keys[] = {"name", "link", "dir", "src", "dst", "util", "rate_bps",
-					   "pkt_bytes", "on_us", "off_us", "random", "flows", NULL};
 	const char *name = json_string_value(json_object_get(args, "name"));
 	double util = -1, rate = -1, bytes = 1500, on = 0, off = 0, flows = 16;
 	struct lsf_gen *gn;
@@ -483,18 +455,16 @@ cmd_gen_start(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 	uint16_t ch[2];
 	int rc;
 
-	if (ls_ctl_check_keys(req, args, keys) < 0)
-		return;
 	if (name == NULL || strlen(name) == 0 || strlen(name) >= sizeof(gn->name)) {
 		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.name: required string (< 32)");
 		return;
 	}
-	if (get_num(args, "util", 0.001, 1.0, &util, req) < 0 ||
-	    get_num(args, "rate_bps", 1000, 1e13, &rate, req) < 0 ||
-	    get_num(args, "pkt_bytes", 64, 9216, &bytes, req) < 0 ||
-	    get_num(args, "on_us", 1, 1e9, &on, req) < 0 ||
-	    get_num(args, "off_us", 0, 1e9, &off, req) < 0 ||
-	    get_num(args, "flows", 1, 1 << 24, &flows, req) < 0)
+	if (ls_ctl_arg_num(req, args, "util", 0.001, 1.0, &util) < 0 ||
+	    ls_ctl_arg_num(req, args, "rate_bps", 1000, 1e13, &rate) < 0 ||
+	    ls_ctl_arg_num(req, args, "pkt_bytes", 64, 9216, &bytes) < 0 ||
+	    ls_ctl_arg_num(req, args, "on_us", 1, 1e9, &on) < 0 ||
+	    ls_ctl_arg_num(req, args, "off_us", 0, 1e9, &off) < 0 ||
+	    ls_ctl_arg_num(req, args, "flows", 1, 1 << 24, &flows) < 0)
 		return;
 	if ((util < 0) == (rate < 0)) {
 		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "give exactly one of args.util and args.rate_bps");
@@ -565,13 +535,10 @@ cmd_gen_start(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 static void
 cmd_gen_stop(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 {
-	static const char *const keys[] = {"name", NULL};
 	const char *name = json_string_value(json_object_get(args, "name"));
 	struct lsf_msg *m;
 	int rc;
 
-	if (ls_ctl_check_keys(req, args, keys) < 0)
-		return;
 	if (name == NULL) {
 		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.name: required string");
 		return;
@@ -655,12 +622,11 @@ truth_json(const struct lsf_truth *t)
 static void
 cmd_truth(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 {
-	static const char *const keys[] = {"max", NULL};
 	double max = 1000;
 	json_t *a;
 	uint64_t from;
 
-	if (ls_ctl_check_keys(req, args, keys) < 0 || get_num(args, "max", 1, LSF_KEEP_HOPS, &max, req) < 0)
+	if (ls_ctl_arg_num(req, args, "max", 1, LSF_KEEP_HOPS, &max) < 0)
 		return;
 	a = json_array();
 	from = C.n_hops > (uint64_t)max ? C.n_hops - (uint64_t)max : 0;
@@ -671,25 +637,46 @@ cmd_truth(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 				       "dropped", (json_int_t)LOAD(G.st.truth_dropped), "records", a));
 }
 
-static const struct {
-	const char *name, *usage, *help;
-	ls_ctl_cb cb;
-} commands[] = {
-	{"status", "", "switches, hosts (learnt MACs), counters, time", cmd_status},
-	{"links", "", "every link direction: state, parameters, queue depth, counters", cmd_links},
-	{"link.set", "{link, [dir], [up], [delay_ns], [rate_bps], [loss], [ecn_bytes], [buffer_bytes]}",
-	 "change a link (both directions unless dir is \"ab\" or \"ba\")", cmd_link_set},
-	{"link.flap", "{link, [dir], down_ms, every_ms, [count]}", "take a link down for down_ms every every_ms", cmd_link_flap},
-	{"host.slow", "{host, rate_bps}", "slow a host's last hop (a slow receiver)", cmd_host_slow},
-	{"routing.set", "{convergence_ms}", "how long ECMP keeps using a failed link", cmd_routing_set},
-	{"route", "{src, dst, [sport], [dport], [proto], [family], [flow_label]}",
-	 "the links a flow crosses, as forwarding hashes it", cmd_route},
-	{"gen.start", "{name, (link, [dir]) | (src, dst, [flows]), util | rate_bps, [pkt_bytes], [on_us, off_us, [random]]}",
-	 "start background traffic on a link or between hosts", cmd_gen_start},
-	{"gen.stop", "{name}", "stop a generator", cmd_gen_stop},
-	{"gens", "", "running generators", cmd_gens},
-	{"truth", "{[max]}", "recent per-probe hop and drop records", cmd_truth},
-};
+/* Every command with the argument keys lib/ctl lets through to it. */
+static void
+register_commands(struct ls_ctl *ctl)
+{
+	ls_ctl_register(ctl, "status", "", "switches, hosts (learnt MACs), counters, time",
+			cmd_status, NULL);
+	ls_ctl_register(ctl, "links", "",
+			"every link direction: state, parameters, queue depth, counters",
+			cmd_links, NULL);
+	ls_ctl_register_keys(ctl, "link.set",
+			     "{link, [dir], [up], [delay_ns], [rate_bps], [loss], [ecn_bytes], "
+			     "[buffer_bytes]}",
+			     "change a link (both directions unless dir is \"ab\" or \"ba\")",
+			     "link dir up delay_ns rate_bps loss ecn_bytes buffer_bytes",
+			     cmd_link_set, NULL);
+	ls_ctl_register_keys(ctl, "link.flap", "{link, [dir], down_ms, every_ms, [count]}",
+			     "take a link down for down_ms every every_ms",
+			     "link dir down_ms every_ms count", cmd_link_flap, NULL);
+	ls_ctl_register_keys(ctl, "host.slow", "{host, rate_bps}",
+			     "slow a host's last hop (a slow receiver)", "host rate_bps",
+			     cmd_host_slow, NULL);
+	ls_ctl_register_keys(ctl, "routing.set", "{convergence_ms}",
+			     "how long ECMP keeps using a failed link", "convergence_ms",
+			     cmd_routing_set, NULL);
+	ls_ctl_register_keys(ctl, "route",
+			     "{src, dst, [sport], [dport], [proto], [family], [flow_label]}",
+			     "the links a flow crosses, as forwarding hashes it",
+			     "src dst sport dport proto family flow_label", cmd_route, NULL);
+	ls_ctl_register_keys(ctl, "gen.start",
+			     "{name, (link, [dir]) | (src, dst, [flows]), util | rate_bps, "
+			     "[pkt_bytes], [on_us, off_us, [random]]}",
+			     "start background traffic on a link or between hosts",
+			     "name link dir src dst util rate_bps pkt_bytes on_us off_us random flows",
+			     cmd_gen_start, NULL);
+	ls_ctl_register_keys(ctl, "gen.stop", "{name}", "stop a generator", "name",
+			     cmd_gen_stop, NULL);
+	ls_ctl_register(ctl, "gens", "", "running generators", cmd_gens, NULL);
+	ls_ctl_register_keys(ctl, "truth", "{[max]}", "recent per-probe hop and drop records",
+			     "max", cmd_truth, NULL);
+}
 
 /* ---- the thread -------------------------------------------------------- */
 
@@ -771,9 +758,7 @@ lsf_control_start(void)
 		LSF_LOG(ERR, "control socket %s: %s", G.socket, strerror(errno));
 		return -errno;
 	}
-	for (size_t i = 0; i < RTE_DIM(commands); i++)
-		ls_ctl_register(C.ctl, commands[i].name, commands[i].usage, commands[i].help,
-				commands[i].cb, NULL);
+	register_commands(C.ctl);
 	rc = rte_ctrl_thread_create(&C.tid, "lsf-ctl", NULL, ctl_thread, NULL);
 	if (rc != 0)
 		return -rc;

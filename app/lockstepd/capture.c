@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <jansson.h>
 #include <pcap/pcap.h>
 
 #include <rte_cycles.h>
@@ -28,6 +29,7 @@
 #include <rte_ring.h>
 
 #include "lockstepd.h"
+#include "ls_ctl.h"
 
 static struct {
 	pcap_t *pcap;
@@ -39,6 +41,29 @@ static struct {
 	uint64_t dropped_at_start; /* lcore drop counters when we started */
 	bool truncated;            /* stopped because of max_bytes */
 } cap;
+
+/* The lcore side: a copy of m (at most snaplen bytes) for the control
+ * thread to write, or a counted drop. */
+void
+ls_capture_copy(struct ls_lcore *lc, struct rte_mbuf *m, uint64_t ts_ns, bool tx)
+{
+	struct rte_mbuf *c;
+
+	c = rte_pktmbuf_copy(m, g.cap.pool, 0, g.cap.snaplen);
+	if (c == NULL) {
+		lc->st.cap_dropped++;
+		return;
+	}
+	/* pkt_len of the copy is the captured length; keep the wire length. */
+	c->hash.usr = m->pkt_len;
+	*ls_cap_field(c) = (ts_ns & ~LS_CAP_TX_BIT) | (tx ? LS_CAP_TX_BIT : 0);
+	if (rte_ring_mp_enqueue(g.cap.ring, c) != 0) {
+		rte_pktmbuf_free(c);
+		lc->st.cap_dropped++;
+		return;
+	}
+	lc->st.cap_copied++;
+}
 
 static uint64_t
 lcore_cap_dropped(void)
@@ -189,4 +214,55 @@ ls_capture_status(struct ls_capture_status *st)
 	st->packets = cap.packets;
 	st->bytes = cap.bytes;
 	st->dropped = lcore_cap_dropped() - cap.dropped_at_start;
+}
+
+/* ---- commands ------------------------------------------------------------ */
+
+static void
+cmd_capture_start(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
+{
+	const char *file = json_string_value(json_object_get(args, "file"));
+	uint64_t snaplen = 0, max_bytes = 0;
+	char err[300];
+	int rc;
+
+	if (ls_ctl_arg_uint(req, args, "snaplen", 64, 65535, &snaplen) < 0 ||
+	    ls_ctl_arg_uint(req, args, "max_bytes", 4096, 1ULL << 40, &max_bytes) < 0)
+		return;
+	if (file == NULL || file[0] == '\0') {
+		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.file: required string (pcap path)");
+		return;
+	}
+	rc = ls_capture_start(file, (uint32_t)snaplen, max_bytes, err, sizeof(err));
+	if (rc < 0) {
+		ls_ctl_reply_error(req, rc == -EBUSY ? LS_CTL_E_BUSY : LS_CTL_E_BAD_ARGS, "%s", err);
+		return;
+	}
+	ls_ctl_reply_ok(req, json_pack("{s:s}", "file", file));
+}
+
+static void
+cmd_capture_stop(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_unused)
+{
+	struct ls_capture_status cs;
+
+	if (ls_capture_stop() < 0) {
+		ls_ctl_reply_error(req, LS_CTL_E_NOT_FOUND, "no capture running");
+		return;
+	}
+	ls_capture_status(&cs);
+	ls_ctl_reply_ok(req, json_pack("{s:s, s:I, s:I, s:I}", "file", cs.file,
+				       "packets", (json_int_t)cs.packets,
+				       "bytes", (json_int_t)cs.bytes,
+				       "dropped", (json_int_t)cs.dropped));
+}
+
+void
+lsd_capture_register(struct ls_ctl *ctl)
+{
+	ls_ctl_register_keys(ctl, "capture.start", "{file, [snaplen], [max_bytes]}",
+			     "write probes sent and received to a pcap",
+			     "file snaplen max_bytes", cmd_capture_start, NULL);
+	ls_ctl_register_keys(ctl, "capture.stop", "", "close the capture file", NULL,
+			     cmd_capture_stop, NULL);
 }

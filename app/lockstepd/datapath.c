@@ -26,91 +26,17 @@
 #include "lockstepd.h"
 #include "ls_stamp.h"
 
-uint64_t
-ls_jitter(struct ls_lcore *lc, uint64_t base_ns, unsigned int pct)
-{
-	uint64_t x = lc->prng, span;
+_Static_assert(LS_RX_BAD_ADDR - LS_RX_BAD_TRUNC == LS_PKT_ERR_MAX - 1,
+	       "one LS_RX_BAD_* per LS_PKT_ERR_*, in the same order");
 
-	/* xorshift64: jitter only needs to de-synchronise nodes, not be secure. */
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	lc->prng = x;
-	if (pct == 0)
-		return base_ns;
-	span = base_ns * pct / 100;
-	return base_ns - span + (x % (2 * span + 1));
-}
-
-void
-ls_capture_copy(struct ls_lcore *lc, struct rte_mbuf *m, uint64_t ts_ns, bool tx)
-{
-	struct rte_mbuf *c;
-
-	c = rte_pktmbuf_copy(m, g.cap.pool, 0, g.cap.snaplen);
-	if (c == NULL) {
-		lc->st.cap_dropped++;
-		return;
-	}
-	/* pkt_len of the copy is the captured length; keep the wire length. */
-	c->hash.usr = m->pkt_len;
-	*ls_cap_field(c) = (ts_ns & ~LS_CAP_TX_BIT) | (tx ? LS_CAP_TX_BIT : 0);
-	if (rte_ring_mp_enqueue(g.cap.ring, c) != 0) {
-		rte_pktmbuf_free(c);
-		lc->st.cap_dropped++;
-		return;
-	}
-	lc->st.cap_copied++;
-}
-
-void
-ls_tx_at(struct ls_lcore *lc, struct ls_port *p, struct rte_mbuf *m, uint64_t at)
-{
-	uint8_t *t;
-
-	if (p->tx_sched) {
-		/* the NIC holds the frame until its clock reads at */
-		*RTE_MBUF_DYNFIELD(m, p->tx_ts_field, rte_mbuf_timestamp_t *) = at;
-		m->ol_flags |= p->tx_ts_flag;
-		lc->st.tx_at++;
-		return;
-	}
-	/* the frame's own bytes are final (checksums, capture) by now */
-	t = (uint8_t *)rte_pktmbuf_append(m, LS_RX_TRAILER_LEN);
-	if (unlikely(t == NULL)) {
-		lc->st.tx_at_no_room++;
-		return;
-	}
-	ls_tx_trailer_put(t, at);
-	lc->st.tx_at++;
-}
-
-void
-ls_tx_frames(struct ls_lcore *lc, struct ls_port *p, struct rte_mbuf **m,
-	     uint16_t n, uint64_t *counter)
-{
-	uint16_t sent = rte_eth_tx_burst(p->port_id, 0, m, n);
-
-	*counter += sent;
-	if (unlikely(sent < n)) {
-		lc->st.tx_dropped += n - sent;
-		rte_pktmbuf_free_bulk(&m[sent], n - sent);
-	}
-}
-
+/* LS_PKT_ERR_TRUNC (-1) .. LS_PKT_ERR_ADDR (-8) -> LS_RX_BAD_TRUNC ..
+ * LS_RX_BAD_ADDR; anything else counts as a bad address, as it always has. */
 static inline enum ls_rx_disp
 bad_disp(int cls)
 {
-	switch (cls) {
-	case LS_PKT_ERR_TRUNC: return LS_RX_BAD_TRUNC;
-	case LS_PKT_ERR_L3: return LS_RX_BAD_L3;
-	case LS_PKT_ERR_CSUM: return LS_RX_BAD_CSUM;
-	case LS_PKT_ERR_FRAG: return LS_RX_BAD_FRAG;
-	case LS_PKT_ERR_ARP: return LS_RX_BAD_ARP;
-	case LS_PKT_ERR_ND: return LS_RX_BAD_ND;
-	case LS_PKT_ERR_VLAN: return LS_RX_BAD_VLAN;
-	default: return LS_RX_BAD_ADDR;
-	}
+	unsigned int i = (unsigned int)(-cls - 1);
+
+	return i < LS_PKT_ERR_MAX ? (enum ls_rx_disp)(LS_RX_BAD_TRUNC + i) : LS_RX_BAD_ADDR;
 }
 
 static inline bool

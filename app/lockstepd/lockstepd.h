@@ -51,30 +51,37 @@ extern int ls_logtype;
 #define LS_RESOLVE_REFRESH_NS (30ULL * 1000 * 1000 * 1000) /**< re-resolve a known neighbour */
 
 /* What happened to each received packet: exactly one per packet, so the
- * counters add up to rx_pkts (the fuzz test checks this). */
+ * counters add up to rx_pkts (the fuzz test checks this). One list gives
+ * the enum (LS_RX_*) and the counter names "status" shows; the BAD_ ones
+ * follow LS_PKT_ERR_* in order (datapath.c maps one onto the other). */
+#define LS_RX_DISP_LIST(_) \
+	_(REFLECTED, "rx_reflected")              /* STAMP test packet answered */ \
+	_(RATE_LIMITED, "rx_rate_limited")        /* STAMP test packet over its source's rate */ \
+	_(REFL_DISABLED, "rx_reflector_disabled") /* STAMP test packet, reflector off */ \
+	_(REFL_SHORT, "rx_stamp_short")    /* to the reflector port but shorter than 44 bytes */ \
+	_(REPLY, "rx_reply")               /* reflected packet matched to one of our paths */ \
+	_(REPLY_SHORT, "rx_reply_short")   /* from the reflector port, shorter than 44 bytes */ \
+	_(REPLY_NO_PEER, "rx_reply_no_peer") /* reflected, from an address that is no peer */ \
+	_(REPLY_NO_PATH, "rx_reply_no_path") /* reflected, to a port that is no path */ \
+	_(ARP, "rx_arp")                   /* ARP handled (answered or learnt) */ \
+	_(ND, "rx_nd")                     /* Neighbor Solicitation/Advertisement handled */ \
+	_(L2_OTHER, "rx_l2_not_ours")      /* Ethernet destination neither ours nor group */ \
+	_(L3_OTHER, "rx_l3_not_ours")      /* IP destination not ours, or ARP/ND for another */ \
+	_(UDP_OTHER, "rx_udp_other_port")  /* UDP to a port we do not serve */ \
+	_(OTHER, "rx_other")               /* well-formed but not for us (TCP, LLDP...) */ \
+	_(BAD_TRUNC, "rx_bad_truncated")   /* ls_pkt_parse rejections, one per reason */ \
+	_(BAD_L3, "rx_bad_l3") \
+	_(BAD_CSUM, "rx_bad_checksum") \
+	_(BAD_FRAG, "rx_bad_fragment") \
+	_(BAD_ARP, "rx_bad_arp") \
+	_(BAD_ND, "rx_bad_nd") \
+	_(BAD_VLAN, "rx_bad_vlan") \
+	_(BAD_ADDR, "rx_bad_address")
+
 enum ls_rx_disp {
-	LS_RX_REFLECTED = 0,   /* STAMP test packet answered */
-	LS_RX_RATE_LIMITED,    /* STAMP test packet over its source's rate */
-	LS_RX_REFL_DISABLED,   /* STAMP test packet, reflector off */
-	LS_RX_REFL_SHORT,      /* to the reflector port but shorter than 44 bytes */
-	LS_RX_REPLY,           /* reflected packet matched to one of our paths */
-	LS_RX_REPLY_SHORT,     /* from the reflector port, shorter than 44 bytes */
-	LS_RX_REPLY_NO_PEER,   /* reflected packet from an address that is no peer */
-	LS_RX_REPLY_NO_PATH,   /* reflected packet to a port that is no path */
-	LS_RX_ARP,             /* ARP handled (answered or learnt) */
-	LS_RX_ND,              /* Neighbor Solicitation/Advertisement handled */
-	LS_RX_L2_OTHER,        /* Ethernet destination neither ours nor broadcast/multicast */
-	LS_RX_L3_OTHER,        /* IP destination not ours, or ARP/ND for someone else */
-	LS_RX_UDP_OTHER,       /* UDP to a port we do not serve */
-	LS_RX_OTHER,           /* well-formed but not for us (TCP, other ICMP, LLDP...) */
-	LS_RX_BAD_TRUNC,       /* ls_pkt_parse rejections, one per reason */
-	LS_RX_BAD_L3,
-	LS_RX_BAD_CSUM,
-	LS_RX_BAD_FRAG,
-	LS_RX_BAD_ARP,
-	LS_RX_BAD_ND,
-	LS_RX_BAD_VLAN,
-	LS_RX_BAD_ADDR,
+#define LS_RX_DISP_ENUM(sym, name) LS_RX_ ## sym,
+	LS_RX_DISP_LIST(LS_RX_DISP_ENUM)
+#undef LS_RX_DISP_ENUM
 	LS_RX_DISP_MAX
 };
 
@@ -329,14 +336,14 @@ bool ls_port_bad_source(const struct ls_port *p, const struct ls_addr *src);
 /* datapath.c */
 int ls_lcore_main(void *arg);
 void ls_lcore_setup(struct ls_lcore *lc);
-uint64_t ls_jitter(struct ls_lcore *lc, uint64_t base_ns, unsigned int pct);
+
+/* tx.c */
 /* Ask for m to leave p at at (ls_clock_tx_ts): clock.tx_sched, in the
  * mbuf's TX timestamp for the NIC; clock.tx_trailer, in a send-time trailer
  * for the lab's emulator. */
 void ls_tx_at(struct ls_lcore *lc, struct ls_port *p, struct rte_mbuf *m, uint64_t at);
 void ls_tx_frames(struct ls_lcore *lc, struct ls_port *p, struct rte_mbuf **m,
 		  uint16_t n, uint64_t *counter);
-void ls_capture_copy(struct ls_lcore *lc, struct rte_mbuf *m, uint64_t ts_ns, bool tx);
 
 /* sender.c */
 void ls_sender_start_peer(struct ls_lcore *lc, struct ls_peer *peer);
@@ -375,33 +382,69 @@ void ls_neigh_rx_nd(struct ls_lcore *lc, struct ls_port *p, const struct ls_pkt_
 void ls_neigh_resolve(struct ls_lcore *lc, struct ls_peer *peer, uint64_t now_ns);
 void ls_peer_set_nexthop(struct ls_peer *peer);
 
-/* control.c */
-int ls_control_start(void);
-void ls_control_join(void);
+struct ls_ctl;
+struct ls_ctl_req;
+struct json_t;
+
+/* peer.c (control thread): the registry and the messages to the lcores */
 struct ls_peer *ls_peer_new(const struct ls_conf_peer *cp);
 void ls_peer_free(struct ls_peer *peer);
 int ls_msg_send(unsigned int lcore, struct ls_msg *m);
-int ls_control_add_config_peers(void);
-void ls_control_free_peers(void);
-int ls_log_level_from_name(const char *s);
-struct ls_peer *ls_control_peer_at(unsigned int i);
-unsigned int ls_control_peer_count(void);
+unsigned int lsd_peer_count(void);
+struct ls_peer *lsd_peer_at(unsigned int i);
+int lsd_peer_find(const char *name);
+int lsd_peer_find_addr(const struct ls_addr *a);
+int lsd_peer_arg(struct ls_ctl_req *req, struct json_t *args, const char **name);
+int lsd_peer_install(struct ls_peer *peer);
+int lsd_peer_uninstall(unsigned int idx);
+void lsd_peer_forget_all(void);
+int lsd_peer_set_interval(struct ls_peer *peer, uint32_t interval_us);
 /* Acquire an installed peer again (LS_MSG_PEER_ACQUIRE): 0 or negative errno. */
-int ls_control_peer_acquire(struct ls_peer *peer);
+int lsd_peer_acquire(struct ls_peer *peer);
+
+/* clock.c (control thread) */
+int lsd_clock_init(void);
+struct ls_clock *lsd_clock_reader(void);
+struct ls_clock *lsd_clock_query_reader(void);
+uint64_t lsd_clock_now(void);
+void lsd_clock_tick(uint64_t tsc);
+struct json_t *lsd_clock_json(void);
 /* Simulated clock's ground truth at a TSC reading (NULL unless SIM). */
-struct json_t *ls_control_truth_at(uint64_t tsc);
+struct json_t *lsd_clock_truth_at(uint64_t tsc);
+void lsd_clock_register(struct ls_ctl *ctl);
+
+/* log.c */
+int ls_log_level_from_name(const char *s);
+void lsd_log_set_level(int lvl);
+void lsd_log_register(struct ls_ctl *ctl);
+
+/* control.c */
+int ls_control_start(void);
+void ls_control_join(void);
+void ls_control_free_peers(void);
 
 /* sync.c (control thread) */
 int ls_sync_init(struct ls_clock *clock, struct ls_clock *q_clock);
 void ls_sync_fini(void);
 int ls_sync_peer_attach(struct ls_peer *peer);
 void ls_sync_peer_detach(struct ls_peer *peer);
+void lsd_sync_peer_forget(struct ls_peer *peer);
 void ls_sync_drain(void);
 void ls_sync_poll(uint64_t tsc);
-struct json_t;
 struct json_t *ls_sync_json(uint64_t tsc);
 struct json_t *ls_sync_peer_json(const struct ls_peer *peer);
 struct json_t *ls_sync_points_json(const struct ls_peer *peer, uint16_t path);
+/* sync_cmd.c */
+void lsd_sync_register(struct ls_ctl *ctl);
+
+/* fleettime.c (control thread): fleet time in shared memory */
+struct ls_sync_state;
+struct ls_sync_node_conf;
+int lsd_fleettime_open(const char *path);
+void lsd_fleettime_close(void);
+void lsd_fleettime_poll(uint64_t tsc, struct ls_clock *clock, const struct ls_sync_state *self,
+			const struct ls_sync_node_conf *nconf);
+uint64_t lsd_fleettime_updates(void);
 
 /* capture.c */
 int ls_capture_init(void);
@@ -414,5 +457,8 @@ struct ls_capture_status {
 	uint64_t packets, bytes, dropped;
 };
 void ls_capture_status(struct ls_capture_status *st);
+/* lcore side: copy m for the capture file */
+void ls_capture_copy(struct ls_lcore *lc, struct rte_mbuf *m, uint64_t ts_ns, bool tx);
+void lsd_capture_register(struct ls_ctl *ctl);
 
 #endif /* LOCKSTEPD_H */

@@ -40,8 +40,6 @@
 #include "lockstepd.h"
 #include "ls_stamp.h"
 
-RTE_LOG_REGISTER(ls_logtype, lockstep.daemon, INFO);
-
 struct ls_global g;
 
 static const char usage_text[] =
@@ -271,8 +269,7 @@ main(int argc, char **argv)
 		ls_config_free(&g.cfg);
 		return 1;
 	}
-	rte_log_set_level_pattern("lockstep*", (uint32_t)ls_log_level_from_name(g.cfg.log_level));
-	rte_log_set_level(ls_logtype, (uint32_t)ls_log_level_from_name(g.cfg.log_level));
+	lsd_log_set_level(ls_log_level_from_name(g.cfg.log_level));
 	g.refl_ptp = !g.cfg.reflector.ntp_format;
 	g.refl_ee = ls_stamp_err_est(false, g.refl_ptp, 12, 1);
 	g.send_ee = ls_stamp_err_est(false, true, 12, 1);

@@ -190,6 +190,23 @@ send_probes(struct ls_lcore *lc, struct ls_port *p, struct ls_peer_path *pp,
 static void pair_second_cb(struct rte_timer *t, void *arg);
 
 /* Time to the path's next pair: faster while it is acquiring. */
+/* base_ns give or take pct percent, so nodes do not probe in step. */
+static uint64_t
+jitter(struct ls_lcore *lc, uint64_t base_ns, unsigned int pct)
+{
+	uint64_t x = lc->prng, span;
+
+	/* xorshift64: jitter only needs to de-synchronise nodes, not be secure. */
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	lc->prng = x;
+	if (pct == 0)
+		return base_ns;
+	span = base_ns * pct / 100;
+	return base_ns - span + (x % (2 * span + 1));
+}
+
 static uint64_t
 pair_interval_ns(struct ls_peer_path *pp)
 {
@@ -215,7 +232,7 @@ path_timer_cb(struct rte_timer *t, void *arg)
 	uint16_t n = 0;
 	uint32_t pair_id;
 
-	rte_timer_reset(t, ns_to_ticks(ls_jitter(lc, pair_interval_ns(pp),
+	rte_timer_reset(t, ns_to_ticks(jitter(lc, pair_interval_ns(pp),
 						 g.cfg.probe.jitter_pct)),
 			SINGLE, rte_lcore_id(), path_timer_cb, pp);
 	if (unlikely(!peer->resolved)) {
@@ -288,7 +305,7 @@ ls_sender_start_peer(struct ls_lcore *lc, struct ls_peer *peer)
 
 		/* Spread the first pairs over one interval, not all at once. */
 		rte_timer_reset(&pp->tim,
-				ns_to_ticks(ls_jitter(lc, pair_interval_ns(pp) / 2, 100) + 1),
+				ns_to_ticks(jitter(lc, pair_interval_ns(pp) / 2, 100) + 1),
 				SINGLE, lc->lcore_id, path_timer_cb, pp);
 	}
 }

@@ -17,9 +17,13 @@
  *    (ls_sync_node_update) and publishes the result three ways: our state
  *    for the reflector to put into sync TLVs (g.sync_pub), each peer's
  *    clock relative to ours for synced one-way delays (peer->owd), and
- *    fleet time with its bound in shared memory (ls_fleettime.h), refreshed
+ *    fleet time with its bound in shared memory (fleettime.c), refreshed
  *    every 100 ms.
  *  - lcore, reflector side: fills sync TLVs from g.sync_pub (reflector.c).
+ *
+ * sync.c keeps its own list of the peers attached to it (control.c attaches
+ * each new peer and detaches it before freeing), so it never asks the
+ * registry above it; the one call down is peer.c's re-acquire message.
  *
  * Who solves: every node, for itself, from its neighbours' announcements
  * (a distributed Jacobi iteration of the weighted least-squares problem;
@@ -28,14 +32,11 @@
  * large the fleet.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <jansson.h>
 
@@ -45,12 +46,10 @@
 #include <rte_seqlock.h>
 
 #include "lockstepd.h"
-#include "ls_fleettime.h"
 #include "ls_sync.h"
 
 #define LS_SYNC_EST_CAP 1024        /* probes per path estimator */
 #define LS_SYNC_DRAIN_MAX 256       /* records per ring per drain call */
-#define LS_SYNC_SHM_NS 100000000ULL /* shared-memory refresh, 100 ms */
 #define LS_SYNC_STEP_SLACK_NS 20000 /* a probe off its edge by more than
 				     * its RTT/2 plus this is a clock step... */
 #define LS_SYNC_STEP_RUN 8          /* ...when this many in a row are: a bad edge
@@ -107,87 +106,20 @@ static struct {
 	struct ls_sync_est_conf econf;
 	double wander_ns;           /* sync.wander_ns: the tracks' allowance */
 	struct ls_sync_state self;
-	struct ls_clock *clock;     /* the control thread's readers (control.c): sync */
+	struct ls_clock *clock;     /* the control thread's readers (clock.c): sync */
 	struct ls_clock *q_clock;   /*   runs there too; q_clock for queries at a TSC */
-	uint64_t next_step_tsc, next_net_tsc, next_shm_tsc;
+	uint64_t next_step_tsc, next_net_tsc;
 	uint64_t step_tsc;          /* sync interval in TSC ticks */
 	uint64_t steps;             /* fit steps (each also a network step) */
 	uint64_t net_steps;         /* network steps */
 	uint64_t last_step_tsc;     /* when the last step ran (its "now") */
 	uint64_t recs, resets;
+	struct ls_peer *peers[LS_MAX_PEERS]; /* attached peers, in attach order */
+	unsigned int n_peers;
 	struct sync_node nodes[LS_SYNC_MAX_NBRS];
 	unsigned int n_nodes;
 	struct ls_sync_track_ws *ws; /* scratch for fitting an edge's tracks */
-	/* shared memory */
-	struct ls_fleettime_shm *shm;
-	uint64_t shm_prev_tsc, shm_prev_fleet;
 } S;
-
-/* Peers are listed by the control code; sync.c sees them through this. */
-
-/* ---- shared memory ------------------------------------------------------ */
-
-static int
-shm_open_file(const char *path)
-{
-	void *p;
-	int fd;
-
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return -errno;
-	if (ftruncate(fd, 4096) != 0) {
-		int e = errno;
-
-		close(fd);
-		return -e;
-	}
-	p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
-	if (p == MAP_FAILED)
-		return -errno;
-	S.shm = p;
-	memset(S.shm, 0, sizeof(*S.shm));
-	S.shm->magic = LS_FLEETTIME_MAGIC;
-	S.shm->version = LS_FLEETTIME_VERSION;
-	return 0;
-}
-
-/*
- * Publish TSC -> fleet time. The slope comes from the previous publication
- * to this one (both in the past: the simulated clock's reader only moves
- * forward), so a reader extrapolates the last 100 ms; between publications
- * that is exact for a linear clock and follows a simulated clock's wander
- * within its 100 ms change.
- */
-static void
-shm_publish(uint64_t tsc)
-{
-	struct ls_fleettime_shm v;
-	struct ls_sync_reading r, r1;
-	uint64_t local = ls_clock_from_tsc(S.clock, tsc);
-
-	ls_sync_fleet_read(&S.self, &S.nconf, local, &r);
-	ls_sync_fleet_read(&S.self, &S.nconf, local + 1000000000ULL, &r1);
-	memset(&v, 0, sizeof(v));
-	v.flags = r.flags & (LS_FT_SYNCED | LS_FT_HOLDOVER | LS_FT_REF);
-	v.ctr0 = tsc;
-	v.fleet0_ns = r.fleet_ns;
-	if (S.shm_prev_tsc != 0 && tsc > S.shm_prev_tsc && r.fleet_ns > S.shm_prev_fleet)
-		v.mult = (uint64_t)(((unsigned __int128)(r.fleet_ns - S.shm_prev_fleet) << 32) /
-				    (tsc - S.shm_prev_tsc));
-	else
-		v.mult = (uint64_t)(((unsigned __int128)1000000000ULL << 32) / rte_get_tsc_hz());
-	v.half0_ns = r.flags ? (uint64_t)llround(r.half_ns) : UINT64_MAX;
-	v.half_ppb = r.flags && r1.half_ns > r.half_ns ? (uint64_t)llround(r1.half_ns - r.half_ns) : 0;
-	v.stale_ns = 10 * LS_SYNC_SHM_NS;
-	v.node_id = g.cfg.node_id;
-	v.ref_id = S.self.ref_id;
-	v.updates = S.shm->updates + 1;
-	ls_fleettime_publish(S.shm, &v);
-	S.shm_prev_tsc = tsc;
-	S.shm_prev_fleet = r.fleet_ns;
-}
 
 /* ---- set-up --------------------------------------------------------------- */
 
@@ -239,7 +171,7 @@ ls_sync_init(struct ls_clock *clock, struct ls_clock *q_clock)
 	S.step_tsc = rte_get_tsc_hz() / 1000 * c->interval_ms;
 	S.next_step_tsc = rte_rdtsc() + S.step_tsc;
 	if (c->shm[0] != '\0') {
-		rc = shm_open_file(c->shm);
+		rc = lsd_fleettime_open(c->shm);
 		if (rc < 0) {
 			LS_LOG(ERR, "%s: sync.shm: cannot create %s: %s", g.cfg.file, c->shm,
 			       strerror(-rc));
@@ -256,17 +188,7 @@ ls_sync_init(struct ls_clock *clock, struct ls_clock *q_clock)
 void
 ls_sync_fini(void)
 {
-	if (S.shm != NULL) {
-		struct ls_fleettime_shm v = *S.shm;
-
-		/* readers see "unsynced", not a frozen mapping that looks fine */
-		v.flags = 0;
-		ls_fleettime_publish(S.shm, &v);
-		munmap(S.shm, 4096);
-		S.shm = NULL;
-		if (g.cfg.sync.shm[0] != '\0')
-			unlink(g.cfg.sync.shm);
-	}
+	lsd_fleettime_close();
 	ls_sync_track_ws_free(S.ws);
 	S.ws = NULL;
 }
@@ -284,6 +206,10 @@ ls_sync_peer_attach(struct ls_peer *peer)
 	ps = calloc(1, sizeof(*ps) + peer->n_paths * sizeof(ps->path[0]));
 	if (ps == NULL)
 		return -ENOMEM;
+	if (S.n_peers == LS_MAX_PEERS) {
+		free(ps);
+		return -ENOSPC;
+	}
 	ps->n_paths = peer->n_paths;
 	ec = S.econf;
 	ec.asym_ns = peer->asym_ns;
@@ -295,7 +221,20 @@ ls_sync_peer_attach(struct ls_peer *peer)
 			return -ENOMEM;
 		}
 	peer->sync = ps;
+	S.peers[S.n_peers++] = peer;
 	return 0;
+}
+
+/* Out of the list (a removal moves the last peer into the gap, as in the
+ * registry, so both keep one order); its estimators stay until detach. */
+void
+lsd_sync_peer_forget(struct ls_peer *peer)
+{
+	for (unsigned int i = 0; i < S.n_peers; i++)
+		if (S.peers[i] == peer) {
+			S.peers[i] = S.peers[--S.n_peers];
+			return;
+		}
 }
 
 void
@@ -305,6 +244,7 @@ ls_sync_peer_detach(struct ls_peer *peer)
 
 	if (ps == NULL)
 		return;
+	lsd_sync_peer_forget(peer);
 	/* records already queued for this peer name it: take them out first */
 	ls_sync_drain();
 	for (uint16_t i = 0; i < ps->n_paths; i++)
@@ -656,10 +596,10 @@ edge_fit(const struct ls_peer_sync *one, uint32_t node, uint64_t now, struct ls_
 	const struct ls_sync_track *k[EDGE_MAX_TRACKS];
 	const struct ls_sync_est_conf *conf[EDGE_MAX_TRACKS];
 	double b[EDGE_MAX_TRACKS], bs[EDGE_MAX_TRACKS];
-	unsigned int np = ls_control_peer_count(), nf = 0, nk = 0;
+	unsigned int np = S.n_peers, nf = 0, nk = 0;
 
 	for (unsigned int i = 0; i < np; i++) {
-		const struct ls_peer_sync *ps = ls_control_peer_at(i)->sync;
+		const struct ls_peer_sync *ps = S.peers[i]->sync;
 
 		if (ps == NULL || (one != NULL ? ps != one : ps->node_id != node))
 			continue;
@@ -700,11 +640,11 @@ step(void)
 {
 	uint64_t tsc = rte_rdtsc();
 	uint64_t now = ls_clock_from_tsc(S.clock, tsc);
-	unsigned int np = ls_control_peer_count();
+	unsigned int np = S.n_peers;
 
 	S.n_nodes = 0;
 	for (unsigned int i = 0; i < np; i++) {
-		struct ls_peer_sync *ps = ls_control_peer_at(i)->sync;
+		struct ls_peer_sync *ps = S.peers[i]->sync;
 		double md = NAN, msig = NAN;
 
 		if (ps == NULL)
@@ -716,7 +656,7 @@ step(void)
 		 * for probe.acquire_ms, as they did when it was added.
 		 */
 		if (ps->reacquire && ls_acquire_on() &&
-		    ls_control_peer_acquire(ls_control_peer_at(i)) == 0)
+		    lsd_peer_acquire(S.peers[i]) == 0)
 			ps->reacquired++;
 		ps->reacquire = false;
 		if (!mesh_drift(ps, &md, &msig))
@@ -732,7 +672,7 @@ step(void)
 	}
 	/* one neighbour per node id: IPv4 and IPv6 peers of a host are one edge */
 	for (unsigned int i = 0; i < np; i++) {
-		struct ls_peer_sync *ps = ls_control_peer_at(i)->sync;
+		struct ls_peer_sync *ps = S.peers[i]->sync;
 		struct sync_node *nd;
 
 		if (ps == NULL || ps->node_id == 0 || ps->node_id == g.cfg.node_id)
@@ -758,7 +698,7 @@ step(void)
 		unsigned int peers = 0;
 
 		for (unsigned int i = 0; i < np; i++) {
-			const struct ls_peer_sync *ps = ls_control_peer_at(i)->sync;
+			const struct ls_peer_sync *ps = S.peers[i]->sync;
 
 			if (ps != NULL && ps->node_id == nd->nbr.id) {
 				only = ps;
@@ -798,12 +738,12 @@ net_step(uint64_t now)
 {
 	struct ls_sync_nbr nbrs[LS_SYNC_MAX_NBRS];
 	struct ls_sync_nbr_use use[LS_SYNC_MAX_NBRS];
-	unsigned int np = ls_control_peer_count();
+	unsigned int np = S.n_peers;
 	uint8_t wire[LS_SYNC_WIRE_LEN];
 
 	/* each node's newest announcement over all its peers */
 	for (unsigned int i = 0; i < np; i++) {
-		const struct ls_peer_sync *ps = ls_control_peer_at(i)->sync;
+		const struct ls_peer_sync *ps = S.peers[i]->sync;
 		struct sync_node *nd;
 
 		if (ps == NULL || !ps->has_state || (nd = node_find(ps->node_id)) == NULL)
@@ -827,7 +767,7 @@ net_step(uint64_t now)
 	g.sync_pub.valid = true;
 	rte_seqlock_write_unlock(&g.sync_pub.lock);
 	for (unsigned int i = 0; i < np; i++)
-		publish_owd(ls_control_peer_at(i), now);
+		publish_owd(S.peers[i], now);
 }
 
 /*
@@ -867,10 +807,7 @@ ls_sync_poll(uint64_t tsc)
 			net_step(ls_clock_from_tsc(S.clock, rte_rdtsc()));
 		S.next_net_tsc = tsc + S.step_tsc / NET_STEPS_PER_FIT;
 	}
-	if (S.shm != NULL && tsc >= S.next_shm_tsc) {
-		shm_publish(tsc);
-		S.next_shm_tsc = tsc + rte_get_tsc_hz() / (1000000000ULL / LS_SYNC_SHM_NS);
-	}
+	lsd_fleettime_poll(tsc, S.clock, &S.self, &S.nconf);
 }
 
 /* ---- reporting ---------------------------------------------------------- */
@@ -927,7 +864,7 @@ ls_sync_json(uint64_t tsc)
 {
 	struct ls_sync_reading r;
 	uint64_t now, local;
-	unsigned int np = ls_control_peer_count();
+	unsigned int np = S.n_peers;
 	json_t *o, *nbrs;
 
 	if (!S.on)
@@ -947,9 +884,9 @@ ls_sync_json(uint64_t tsc)
 		      "counters", "records", (json_int_t)S.recs,
 		      "steps", (json_int_t)S.steps, "net_steps", (json_int_t)S.net_steps,
 		      "resets", (json_int_t)S.resets,
-		      "shm_updates", (json_int_t)(S.shm ? S.shm->updates : 0));
+		      "shm_updates", (json_int_t)lsd_fleettime_updates());
 	{
-		json_t *t = ls_control_truth_at(tsc);
+		json_t *t = lsd_clock_truth_at(tsc);
 
 		if (t != NULL)
 			json_object_set_new(o, "truth", t);
@@ -960,7 +897,7 @@ ls_sync_json(uint64_t tsc)
 		json_t *names = json_array(), *n;
 
 		for (unsigned int i = 0; i < np; i++) {
-			const struct ls_peer *peer = ls_control_peer_at(i);
+			const struct ls_peer *peer = S.peers[i];
 
 			if (peer->sync != NULL && peer->sync->node_id == nd->nbr.id)
 				json_array_append_new(names, json_string(peer->name));
