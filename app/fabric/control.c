@@ -79,6 +79,31 @@ msg_call(struct lsf_msg *m)
 	return rc;
 }
 
+/* A message for a command, or NULL with "out of memory" replied. */
+static struct lsf_msg *
+req_msg(struct ls_ctl_req *req, enum lsf_msg_type type)
+{
+	struct lsf_msg *m = msg_new(type);
+
+	if (m == NULL)
+		ls_ctl_reply_error(req, LS_CTL_E_INTERNAL, "out of memory");
+	return m;
+}
+
+/* msg_call(m) with a failure replied: -known as code and text, any other
+ * error as internal. Returns msg_call's result. */
+static int
+req_call(struct ls_ctl_req *req, struct lsf_msg *m, int known, const char *code,
+	 const char *text)
+{
+	int rc = msg_call(m);
+
+	if (rc < 0)
+		ls_ctl_reply_error(req, rc == -known ? code : LS_CTL_E_INTERNAL, "%s",
+				   rc == -known ? text : strerror(-rc));
+	return rc;
+}
+
 /* ---- naming ------------------------------------------------------------ */
 
 static const char *
@@ -320,23 +345,18 @@ cmd_link_flap(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 				   "args.down_ms and args.every_ms required, down_ms < every_ms");
 		return;
 	}
-	m = msg_new(LSF_MSG_FLAP);
-	if (m == NULL) {
-		ls_ctl_reply_error(req, LS_CTL_E_INTERNAL, "out of memory");
+	m = req_msg(req, LSF_MSG_FLAP);
+	if (m == NULL)
 		return;
-	}
 	m->flap.n_chan = (uint8_t)n;
 	m->flap.chan[0] = ch[0];
 	m->flap.chan[1] = n > 1 ? ch[1] : ch[0];
 	m->flap.down_ns = (uint64_t)(down * 1e6);
 	m->flap.every_ns = (uint64_t)(every * 1e6);
 	m->flap.count = (uint32_t)count;
-	rc = msg_call(m);
-	if (rc < 0) {
-		ls_ctl_reply_error(req, rc == -ENOSPC ? LS_CTL_E_BUSY : LS_CTL_E_INTERNAL,
-				   "%s", rc == -ENOSPC ? "too many flap schedules" : strerror(-rc));
+	rc = req_call(req, m, ENOSPC, LS_CTL_E_BUSY, "too many flap schedules");
+	if (rc < 0)
 		return;
-	}
 	ls_ctl_reply_ok(req, json_pack("{s:i}", "schedule", rc));
 }
 
@@ -346,7 +366,6 @@ cmd_host_slow(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 	struct lsf_msg *m;
 	double rate = -1;
 	uint16_t h;
-	int rc;
 
 	if (host_arg(args, "host", &h, req) < 0 ||
 	    ls_ctl_arg_num(req, args, "rate_bps", 1000, 1e13, &rate) < 0)
@@ -356,20 +375,15 @@ cmd_host_slow(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 		return;
 	}
 	/* A slow receiver is a slow last hop: the leaf -> host link. */
-	m = msg_new(LSF_MSG_CHAN_SET);
-	if (m == NULL) {
-		ls_ctl_reply_error(req, LS_CTL_E_INTERNAL, "out of memory");
+	m = req_msg(req, LSF_MSG_CHAN_SET);
+	if (m == NULL)
 		return;
-	}
 	m->chan = G.fab->nodes[h].down_chan;
 	m->params = G.fab->chans[m->chan].p;
 	m->params.rate_bps = (uint64_t)rate;
 	m->set_params = true;
-	rc = msg_call(m);
-	if (rc < 0) {
-		ls_ctl_reply_error(req, LS_CTL_E_INTERNAL, "%s", strerror(-rc));
+	if (req_call(req, m, 0, NULL, NULL) < 0)
 		return;
-	}
 	ls_ctl_reply_ok(req, chan_json(G.fab->nodes[h].down_chan, lsf_now_any()));
 }
 
@@ -378,7 +392,6 @@ cmd_routing_set(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 {
 	struct lsf_msg *m;
 	double ms = -1;
-	int rc;
 
 	if (ls_ctl_arg_num(req, args, "convergence_ms", 0, 3.6e6, &ms) < 0)
 		return;
@@ -386,17 +399,12 @@ cmd_routing_set(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.convergence_ms: required");
 		return;
 	}
-	m = msg_new(LSF_MSG_CONVERGENCE);
-	if (m == NULL) {
-		ls_ctl_reply_error(req, LS_CTL_E_INTERNAL, "out of memory");
+	m = req_msg(req, LSF_MSG_CONVERGENCE);
+	if (m == NULL)
 		return;
-	}
 	m->convergence_ns = (uint64_t)(ms * 1e6);
-	rc = msg_call(m);
-	if (rc < 0) {
-		ls_ctl_reply_error(req, LS_CTL_E_INTERNAL, "%s", strerror(-rc));
+	if (req_call(req, m, 0, NULL, NULL) < 0)
 		return;
-	}
 	ls_ctl_reply_ok(req, json_pack("{s:f}", "convergence_ms", ms));
 }
 
@@ -417,11 +425,9 @@ cmd_route(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 	    ls_ctl_arg_num(req, args, "proto", 0, 255, &proto) < 0 ||
 	    ls_ctl_arg_num(req, args, "flow_label", 0, 0xfffff, &fl) < 0)
 		return;
-	m = msg_new(LSF_MSG_ROUTE);
-	if (m == NULL) {
-		ls_ctl_reply_error(req, LS_CTL_E_INTERNAL, "out of memory");
+	m = req_msg(req, LSF_MSG_ROUTE);
+	if (m == NULL)
 		return;
-	}
 	m->route.src = s;
 	m->route.dst = d;
 	m->route.family = fam && strcmp(fam, "ipv6") == 0 ? LS_AF_INET6 : LS_AF_INET;
@@ -453,7 +459,6 @@ cmd_gen_start(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 	struct lsf_msg *m;
 	uint64_t ref_bps;
 	uint16_t ch[2];
-	int rc;
 
 	if (name == NULL || strlen(name) == 0 || strlen(name) >= sizeof(gn->name)) {
 		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.name: required string (< 32)");
@@ -470,11 +475,9 @@ cmd_gen_start(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "give exactly one of args.util and args.rate_bps");
 		return;
 	}
-	m = msg_new(LSF_MSG_GEN_START);
-	if (m == NULL) {
-		ls_ctl_reply_error(req, LS_CTL_E_INTERNAL, "out of memory");
+	m = req_msg(req, LSF_MSG_GEN_START);
+	if (m == NULL)
 		return;
-	}
 	gn = &m->gen;
 	snprintf(gn->name, sizeof(gn->name), "%s", name);
 	if (json_object_get(args, "link") != NULL) {
@@ -522,12 +525,8 @@ cmd_gen_start(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 		return;
 	}
 	gn->random = json_is_true(json_object_get(args, "random"));
-	rc = msg_call(m);
-	if (rc < 0) {
-		ls_ctl_reply_error(req, rc == -ENOSPC ? LS_CTL_E_BUSY : LS_CTL_E_INTERNAL, "%s",
-				   rc == -ENOSPC ? "too many generators" : strerror(-rc));
+	if (req_call(req, m, ENOSPC, LS_CTL_E_BUSY, "too many generators") < 0)
 		return;
-	}
 	ls_ctl_reply_ok(req, json_pack("{s:s, s:I}", "name", name,
 				       "rate_bps", (json_int_t)(rate > 0 ? rate : util * (double)ref_bps)));
 }
@@ -537,24 +536,17 @@ cmd_gen_stop(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 {
 	const char *name = json_string_value(json_object_get(args, "name"));
 	struct lsf_msg *m;
-	int rc;
 
 	if (name == NULL) {
 		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.name: required string");
 		return;
 	}
-	m = msg_new(LSF_MSG_GEN_STOP);
-	if (m == NULL) {
-		ls_ctl_reply_error(req, LS_CTL_E_INTERNAL, "out of memory");
+	m = req_msg(req, LSF_MSG_GEN_STOP);
+	if (m == NULL)
 		return;
-	}
 	snprintf(m->gen.name, sizeof(m->gen.name), "%s", name);
-	rc = msg_call(m);
-	if (rc < 0) {
-		ls_ctl_reply_error(req, rc == -ENOENT ? LS_CTL_E_NOT_FOUND : LS_CTL_E_INTERNAL,
-				   "%s", rc == -ENOENT ? "no such generator" : strerror(-rc));
+	if (req_call(req, m, ENOENT, LS_CTL_E_NOT_FOUND, "no such generator") < 0)
 		return;
-	}
 	ls_ctl_reply_ok(req, json_pack("{s:s}", "name", name));
 }
 

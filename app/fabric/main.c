@@ -31,6 +31,7 @@
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
 
+#include "../common/ls_app.h"
 #include "fabric.h"
 
 RTE_LOG_REGISTER(lsf_logtype, lockstep.fabric, INFO);
@@ -66,13 +67,6 @@ static const char usage_text[] =
 "  -h, --help             this text\n"
 "\n"
 "Exit status: 0 clean shutdown, 1 failure, 2 bad usage or topology.\n";
-
-static void
-on_signal(int sig)
-{
-	(void)sig;
-	G.quit = 1;
-}
 
 static int
 parse_args(int argc, char **argv, const char **topo, bool *check)
@@ -224,15 +218,11 @@ main(int argc, char **argv)
 	const char *topo = NULL;
 	bool check = false;
 	char err[512];
-	int dashdash = -1, rc, ret;
+	struct ls_app_argv av;
+	int rc, ret;
 
-	for (int i = 1; i < argc; i++)
-		if (strcmp(argv[i], "--") == 0) {
-			dashdash = i;
-			break;
-		}
-	if (parse_args(dashdash < 0 ? argc : argc - dashdash,
-		       dashdash < 0 ? argv : argv + dashdash, &topo, &check) < 0)
+	ls_app_split_argv(argc, argv, &av);
+	if (parse_args(av.app_argc, av.app_argv, &topo, &check) < 0)
 		return 2;
 	rc = ls_fab_load(topo, &G.fab, err, sizeof(err));
 	if (rc < 0) {
@@ -244,14 +234,13 @@ main(int argc, char **argv)
 		ls_fab_free(G.fab);
 		return 0;
 	}
-	ret = rte_eal_init(dashdash < 0 ? 1 : dashdash, argv);
+	ret = rte_eal_init(av.eal_argc, argv);
 	if (ret < 0) {
 		fprintf(stderr, "lockstep-fabric: EAL initialisation failed (EAL messages above)\n");
 		ls_fab_free(G.fab);
 		return 1;
 	}
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
+	ls_app_catch_signals(&G.quit);
 	mkdir(G.sock_dir, 0755);
 	for (unsigned int i = 0; i < LS_FAB_MAX_NODES; i++)
 		G.port_of_host[i] = -1;

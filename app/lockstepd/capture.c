@@ -68,12 +68,7 @@ ls_capture_copy(struct ls_lcore *lc, struct rte_mbuf *m, uint64_t ts_ns, bool tx
 static uint64_t
 lcore_cap_dropped(void)
 {
-	uint64_t n = 0;
-	unsigned int l;
-
-	RTE_LCORE_FOREACH(l)
-		n += __atomic_load_n(&g.lcores[l].st.cap_dropped, __ATOMIC_RELAXED);
-	return n;
+	return LSD_LCORES_SUM(cap_dropped);
 }
 
 int

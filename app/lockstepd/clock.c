@@ -107,12 +107,7 @@ rx_stamps_json(void)
 static uint64_t
 trailers_unsent(void)
 {
-	uint64_t n = 0;
-	unsigned int l;
-
-	RTE_LCORE_FOREACH(l)
-		n += __atomic_load_n(&g.lcores[l].st.tx_trailer_unsent, __ATOMIC_RELAXED);
-	return n;
+	return LSD_LCORES_SUM(tx_trailer_unsent);
 }
 
 /* Frames sent at their stamp (clock.tx_sched on the NIC, clock.tx_trailer

@@ -96,11 +96,10 @@ publish(uint64_t tsc, struct ls_clock *clock, const struct ls_sync_state *self,
 	v.flags = r.flags & (LS_FT_SYNCED | LS_FT_HOLDOVER | LS_FT_REF);
 	v.ctr0 = tsc;
 	v.fleet0_ns = r.fleet_ns;
-	if (fleet_shm.prev_tsc != 0 && tsc > fleet_shm.prev_tsc && r.fleet_ns > fleet_shm.prev_fleet)
-		v.mult = (uint64_t)(((unsigned __int128)(r.fleet_ns - fleet_shm.prev_fleet) << 32) /
-				    (tsc - fleet_shm.prev_tsc));
-	else
-		v.mult = (uint64_t)(((unsigned __int128)1000000000ULL << 32) / rte_get_tsc_hz());
+	v.mult = fleet_shm.prev_tsc != 0 ?
+		 ls_clock_slope_mult(fleet_shm.prev_tsc, fleet_shm.prev_fleet, tsc, r.fleet_ns) : 0;
+	if (v.mult == 0) /* the first publication, or fleet time stood still */
+		v.mult = ls_clock_slope_mult(0, 0, rte_get_tsc_hz(), LS_NS_PER_S);
 	v.half0_ns = r.flags ? (uint64_t)llround(r.half_ns) : UINT64_MAX;
 	v.half_ppb = r.flags && r1.half_ns > r.half_ns ? (uint64_t)llround(r1.half_ns - r.half_ns) : 0;
 	v.stale_ns = 10 * LS_SYNC_SHM_NS;

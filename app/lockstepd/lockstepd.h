@@ -21,11 +21,13 @@
 #define LOCKSTEPD_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <rte_byteorder.h>
 #include <rte_ether.h>
 #include <rte_hash.h>
+#include <rte_lcore.h>
 #include <rte_mbuf.h>
 #include <rte_mbuf_dyn.h>
 #include <rte_ring.h>
@@ -318,6 +320,20 @@ struct ls_global {
 };
 
 extern struct ls_global g;
+
+/* One lcore counter summed over all lcores (relaxed loads, see the top). */
+static inline uint64_t
+lsd_lcores_sum(size_t off)
+{
+	uint64_t n = 0;
+	unsigned int l;
+
+	RTE_LCORE_FOREACH(l)
+		n += __atomic_load_n((const uint64_t *)((const char *)&g.lcores[l].st + off),
+				     __ATOMIC_RELAXED);
+	return n;
+}
+#define LSD_LCORES_SUM(field) lsd_lcores_sum(offsetof(struct ls_lcore_stats, field))
 
 /* Capture timestamp dynfield: time in ns plus direction in the top bit. */
 #define LS_CAP_TX_BIT (1ULL << 63)

@@ -37,6 +37,7 @@
 #include <rte_timer.h>
 #include <rte_version.h>
 
+#include "../common/ls_app.h"
 #include "lockstepd.h"
 #include "ls_stamp.h"
 
@@ -67,13 +68,6 @@ static const char usage_text[] =
 "\n"
 "Exit status: 0 clean shutdown, 1 start-up or runtime failure, 2 bad usage\n"
 "or configuration.\n";
-
-static void
-on_signal(int sig)
-{
-	(void)sig;
-	g.quit = 1;
-}
 
 /* App options come after "--"; --help/--version also work alone, before any
  * EAL parsing, so they never need hugepages or root. */
@@ -227,24 +221,12 @@ main(int argc, char **argv)
 	const char *config = NULL;
 	bool check_only = false;
 	char err[LS_ERR_LEN];
-	int app_argc, ret, rc;
-	char **app_argv;
-	int dashdash = -1;
+	struct ls_app_argv av;
+	int ret, rc;
 
-	for (int i = 1; i < argc; i++)
-		if (strcmp(argv[i], "--") == 0) {
-			dashdash = i;
-			break;
-		}
-	if (dashdash < 0) {
-		/* Only --help/--version (or app options alone) make sense here. */
-		app_argc = argc;
-		app_argv = argv;
-	} else {
-		app_argc = argc - dashdash;
-		app_argv = argv + dashdash;
-	}
-	if (parse_app_args(app_argc, app_argv, &config, &check_only) < 0)
+	/* Without "--", only --help/--version (or app options alone) make sense. */
+	ls_app_split_argv(argc, argv, &av);
+	if (parse_app_args(av.app_argc, av.app_argv, &config, &check_only) < 0)
 		return 2;
 	rc = ls_config_load(config, &g.cfg, err, sizeof(err));
 	if (rc < 0) {
@@ -257,12 +239,7 @@ main(int argc, char **argv)
 		ls_config_free(&g.cfg);
 		return 0;
 	}
-	if (dashdash < 0) {
-		/* No EAL arguments at all: give the EAL just the program name. */
-		argc = 1;
-	}
-
-	ret = rte_eal_init(dashdash < 0 ? 1 : dashdash, argv);
+	ret = rte_eal_init(av.eal_argc, argv);
 	if (ret < 0) {
 		fprintf(stderr, "lockstepd: EAL initialisation failed%s%s (EAL messages above)\n",
 			rte_errno ? ": " : "", rte_errno ? rte_strerror(rte_errno) : "");
@@ -273,8 +250,7 @@ main(int argc, char **argv)
 	g.refl_ptp = !g.cfg.reflector.ntp_format;
 	g.refl_ee = ls_stamp_err_est(false, g.refl_ptp, 12, 1);
 	g.send_ee = ls_stamp_err_est(false, true, 12, 1);
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
+	ls_app_catch_signals(&g.quit);
 	g.start_tsc = rte_rdtsc();
 
 	rc = setup_pool();

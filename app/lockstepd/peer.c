@@ -86,9 +86,8 @@ ls_peer_new(const struct ls_conf_peer *cp)
 void
 ls_peer_free(struct ls_peer *peer)
 {
-	if (peer == NULL)
-		return;
-	free(peer->win);
+	/* both free nothing for NULL */
+	free(peer != NULL ? peer->win : NULL);
 	rte_free(peer);
 }
 
@@ -106,23 +105,39 @@ ls_msg_send(unsigned int lcore, struct ls_msg *m)
 	return -ETIMEDOUT;
 }
 
+/* A message about peer, or NULL. Messages live on the heap: after a
+ * time-out the lcore may still read one, so it is leaked, not freed. */
+static struct ls_msg *
+msg_new(struct ls_peer *peer, enum ls_msg_type type, uint32_t interval_us)
+{
+	struct ls_msg *m = calloc(1, sizeof(*m));
+
+	if (m != NULL) {
+		m->type = type;
+		m->peer = peer;
+		m->interval_us = interval_us;
+	}
+	return m;
+}
+
+/* Send m to the lcore that owns (or will own) its peer and wait. */
+static int
+msg_call(struct ls_msg *m)
+{
+	int rc = ls_msg_send(g.ports[m->peer->port_idx].lcore, m);
+
+	if (rc != -ETIMEDOUT)
+		free(m);
+	return rc;
+}
+
 /* One message about a peer to the lcore that owns (or will own) it. */
 static int
 peer_msg(struct ls_peer *peer, enum ls_msg_type type, uint32_t interval_us)
 {
-	struct ls_msg *m = calloc(1, sizeof(*m));
-	int rc;
+	struct ls_msg *m = msg_new(peer, type, interval_us);
 
-	if (m == NULL)
-		return -ENOMEM;
-	m->type = type;
-	m->peer = peer;
-	m->interval_us = interval_us;
-	rc = ls_msg_send(g.ports[peer->port_idx].lcore, m);
-	/* On a time-out the lcore may still read m: leak it rather than race. */
-	if (rc != -ETIMEDOUT)
-		free(m);
-	return rc;
+	return m != NULL ? msg_call(m) : -ENOMEM;
 }
 
 int
@@ -186,20 +201,14 @@ int
 lsd_peer_uninstall(unsigned int idx)
 {
 	struct ls_peer *peer = registry.peers[idx];
-	struct ls_msg *m = calloc(1, sizeof(*m));
-	int rc;
+	struct ls_msg *m = msg_new(peer, LS_MSG_PEER_DEL, 0);
 
 	if (m == NULL)
 		return -ENOMEM;
-	m->type = LS_MSG_PEER_DEL;
-	m->peer = peer;
 	/* Out of the registry first: nothing here reads it from now on. */
 	registry.peers[idx] = registry.peers[--registry.n_peers];
-	rc = ls_msg_send(g.ports[peer->port_idx].lcore, m);
-	if (rc == -ETIMEDOUT)
-		return rc;
-	free(m);
-	return 0;
+	/* whatever else the lcore says, it no longer holds the peer */
+	return msg_call(m) == -ETIMEDOUT ? -ETIMEDOUT : 0;
 }
 
 void

@@ -72,43 +72,25 @@ make_link_local(const struct ls_mac *mac, struct ls_addr *ll)
 	ll->a[15] = mac->b[5];
 }
 
+/* Offloads we use when the device has them, then rte_eth_dev_configure. */
 static int
-port_setup(struct ls_port *p, const struct ls_conf_port *cp, bool want_hw_ts)
+port_configure(struct ls_port *p, const struct ls_conf_port *cp,
+	       const struct rte_eth_dev_info *info, bool want_hw_ts)
 {
 	struct rte_eth_conf conf;
-	struct rte_eth_dev_info info;
-	struct rte_ether_addr ea;
-	uint16_t nb_rx = cp->rx_desc, nb_tx = cp->tx_desc;
 	int rc;
 
-	memset(p, 0, sizeof(*p));
-	p->conf = cp;
-	p->lcore = cp->lcore < 0 ? rte_get_main_lcore() : (unsigned int)cp->lcore;
-	if (!rte_lcore_is_enabled(p->lcore)) {
-		LS_LOG(ERR, "port %s: lcore %u is not enabled in the EAL core list",
-		       cp->name, p->lcore);
-		return -EINVAL;
-	}
-	rc = port_lookup(cp, &p->port_id);
-	if (rc < 0)
-		return rc;
-	rc = rte_eth_dev_info_get(p->port_id, &info);
-	if (rc < 0)
-		return rc;
-	snprintf(p->driver, sizeof(p->driver), "%s", info.driver_name);
-	p->tx_per_packet = strcmp(p->driver, "net_pcap") == 0;
-
 	memset(&conf, 0, sizeof(conf));
-	if (info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_UDP_CKSUM &&
-	    info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_IPV4_CKSUM) {
+	if (info->rx_offload_capa & RTE_ETH_RX_OFFLOAD_UDP_CKSUM &&
+	    info->rx_offload_capa & RTE_ETH_RX_OFFLOAD_IPV4_CKSUM) {
 		conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_UDP_CKSUM |
 					RTE_ETH_RX_OFFLOAD_IPV4_CKSUM;
 		p->rx_cksum_offload = true;
 	}
-	if (want_hw_ts && (info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_TIMESTAMP))
+	if (want_hw_ts && (info->rx_offload_capa & RTE_ETH_RX_OFFLOAD_TIMESTAMP))
 		conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_TIMESTAMP;
 	if (g.cfg.clock.tx_sched) {
-		if (!(info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_SEND_ON_TIMESTAMP)) {
+		if (!(info->tx_offload_capa & RTE_ETH_TX_OFFLOAD_SEND_ON_TIMESTAMP)) {
 			LS_LOG(ERR, "port %s: %s does not send on a timestamp "
 			       "(RTE_ETH_TX_OFFLOAD_SEND_ON_TIMESTAMP), which clock.tx_sched needs "
 			       "(mlx5: ConnectX-6 Dx with devarg tx_pp, or ConnectX-7 and later)",
@@ -131,6 +113,16 @@ port_setup(struct ls_port *p, const struct ls_conf_port *cp, bool want_hw_ts)
 		}
 		p->tx_sched = true;
 	}
+	return 0;
+}
+
+/* One RX and one TX queue, the MTU, and start (memif clients wait). */
+static int
+port_start(struct ls_port *p, const struct ls_conf_port *cp)
+{
+	uint16_t nb_rx = cp->rx_desc, nb_tx = cp->tx_desc;
+	int rc;
+
 	rc = rte_eth_dev_adjust_nb_rx_tx_desc(p->port_id, &nb_rx, &nb_tx);
 	if (rc < 0)
 		return rc;
@@ -165,6 +157,15 @@ port_setup(struct ls_port *p, const struct ls_conf_port *cp, bool want_hw_ts)
 		LS_LOG(ERR, "port %s: start failed: %s", cp->name, strerror(-rc));
 		return rc;
 	}
+	return 0;
+}
+
+/* Our MAC and addresses, and what the reflector's fast path matches. */
+static void
+port_addresses(struct ls_port *p, const struct ls_conf_port *cp)
+{
+	struct rte_ether_addr ea;
+	int rc;
 
 	/* The configured MAC wins; when the PMD cannot take it, listen
 	 * promiscuously and filter in software instead. */
@@ -194,6 +195,36 @@ port_setup(struct ls_port *p, const struct ls_conf_port *cp, bool want_hw_ts)
 		p->fast.dst_port = g.cfg.probe.dst_port;
 	}
 	make_link_local(&p->mac, &p->v6_ll);
+}
+
+static int
+port_setup(struct ls_port *p, const struct ls_conf_port *cp, bool want_hw_ts)
+{
+	struct rte_eth_dev_info info;
+	int rc;
+
+	memset(p, 0, sizeof(*p));
+	p->conf = cp;
+	p->lcore = cp->lcore < 0 ? rte_get_main_lcore() : (unsigned int)cp->lcore;
+	if (!rte_lcore_is_enabled(p->lcore)) {
+		LS_LOG(ERR, "port %s: lcore %u is not enabled in the EAL core list",
+		       cp->name, p->lcore);
+		return -EINVAL;
+	}
+	rc = port_lookup(cp, &p->port_id);
+	if (rc < 0)
+		return rc;
+	rc = rte_eth_dev_info_get(p->port_id, &info);
+	if (rc < 0)
+		return rc;
+	snprintf(p->driver, sizeof(p->driver), "%s", info.driver_name);
+	p->tx_per_packet = strcmp(p->driver, "net_pcap") == 0;
+	rc = port_configure(p, cp, &info, want_hw_ts);
+	if (rc == 0)
+		rc = port_start(p, cp);
+	if (rc < 0)
+		return rc;
+	port_addresses(p, cp);
 	return 0;
 }
 
@@ -321,17 +352,5 @@ ls_port_owns(const struct ls_port *p, const struct ls_addr *a)
 bool
 ls_port_bad_source(const struct ls_port *p, const struct ls_addr *src)
 {
-	if (ls_port_owns(p, src))
-		return true;
-	/* IPv4 network and directed-broadcast addresses of our prefix (RFC 3021:
-	 * a /31 has neither). */
-	if (src->family == LS_AF_INET && p->v4.addr.family && p->v4.plen < 31 &&
-	    ls_prefix_contains(&p->v4, src)) {
-		uint32_t a, host = (uint32_t)(0xffffffffULL >> p->v4.plen);
-
-		memcpy(&a, src->a, 4);
-		a = rte_be_to_cpu_32(a) & host;
-		return a == 0 || a == host;
-	}
-	return false;
+	return ls_port_owns(p, src) || ls_prefix_bad_source(&p->v4, src);
 }
