@@ -167,6 +167,19 @@ chans_of(json_t *args, uint16_t out[2], struct ls_ctl_req *req)
 }
 
 
+/* A number argument that must be given: ls_ctl_arg_num, and "required"
+ * when absent. 0, or -1 with the error replied. */
+static int
+need_num(struct ls_ctl_req *req, json_t *args, const char *key, double lo, double hi,
+	 double *out)
+{
+	int rc = ls_ctl_arg_num(req, args, key, lo, hi, out);
+
+	if (rc == 0)
+		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.%s: required", key);
+	return rc > 0 ? 0 : -1;
+}
+
 static int
 host_arg(json_t *args, const char *key, uint16_t *out, struct ls_ctl_req *req)
 {
@@ -368,12 +381,8 @@ cmd_host_slow(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 	uint16_t h;
 
 	if (host_arg(args, "host", &h, req) < 0 ||
-	    ls_ctl_arg_num(req, args, "rate_bps", 1000, 1e13, &rate) < 0)
+	    need_num(req, args, "rate_bps", 1000, 1e13, &rate) < 0)
 		return;
-	if (rate < 0) {
-		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.rate_bps: required");
-		return;
-	}
 	/* A slow receiver is a slow last hop: the leaf -> host link. */
 	m = req_msg(req, LSF_MSG_CHAN_SET);
 	if (m == NULL)
@@ -393,12 +402,8 @@ cmd_routing_set(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 	struct lsf_msg *m;
 	double ms = -1;
 
-	if (ls_ctl_arg_num(req, args, "convergence_ms", 0, 3.6e6, &ms) < 0)
+	if (need_num(req, args, "convergence_ms", 0, 3.6e6, &ms) < 0)
 		return;
-	if (ms < 0) {
-		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.convergence_ms: required");
-		return;
-	}
 	m = req_msg(req, LSF_MSG_CONVERGENCE);
 	if (m == NULL)
 		return;
