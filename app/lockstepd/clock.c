@@ -3,7 +3,7 @@
  * The control thread's clock: its two readers of the configured clock
  * source, the TSC calibration refit, and the "clock" command.
  *
- * Each lcore owns its own reader (struct ls_lcore.clock); the control
+ * Each lcore owns its own reader (struct lsd_lcore.clock); the control
  * thread has two more, because the simulated clock's readers only move
  * forward: one follows time for the thread's own use (peers, sync steps),
  * the other answers questions about an arbitrary TSC reading ("clock" and
@@ -35,13 +35,13 @@ lsd_clock_init(void)
 	uint16_t ports[LS_MAX_PORTS];
 	int rc;
 
-	for (unsigned int i = 0; i < g.n_ports; i++)
-		ports[i] = g.ports[i].port_id;
-	rc = ls_clock_setup(&ctl_clock.clock, &g.cfg.clock, g.cfg.node_id, ports, g.n_ports,
-			    &g.cal);
+	for (unsigned int i = 0; i < lsd.n_ports; i++)
+		ports[i] = lsd.ports[i].port_id;
+	rc = ls_clock_setup(&ctl_clock.clock, &lsd.cfg.clock, lsd.cfg.node_id, ports, lsd.n_ports,
+			    &lsd.cal);
 	if (rc == 0)
-		rc = ls_clock_setup(&ctl_clock.q_clock, &g.cfg.clock, g.cfg.node_id, ports,
-				    g.n_ports, &g.cal);
+		rc = ls_clock_setup(&ctl_clock.q_clock, &lsd.cfg.clock, lsd.cfg.node_id, ports,
+				    lsd.n_ports, &lsd.cal);
 	return rc;
 }
 
@@ -85,7 +85,7 @@ rx_stamps_json(void)
 	uint64_t k = 0, kr = 0, hr = 0, tr = 0, tm = 0, trj = 0;
 	unsigned int l;
 
-#define LD(f) __atomic_load_n(&g.lcores[l].clock.f, __ATOMIC_RELAXED)
+#define LD(f) __atomic_load_n(&lsd.lcores[l].clock.f, __ATOMIC_RELAXED)
 	RTE_LCORE_FOREACH(l) {
 		k += LD(kstamps);
 		kr += LD(kstamp_fallbacks);
@@ -96,7 +96,7 @@ rx_stamps_json(void)
 	}
 #undef LD
 	return json_pack("{s:b, s:I, s:I, s:I, s:I, s:I, s:I}",
-			 "trailer_mode", (int)g.cfg.clock.rx_trailer,
+			 "trailer_mode", (int)lsd.cfg.clock.rx_trailer,
 			 "kernel", (json_int_t)k, "kernel_rejected", (json_int_t)kr,
 			 "nic_rejected", (json_int_t)hr, "trailer", (json_int_t)tr,
 			 "trailer_missing", (json_int_t)tm, "trailer_rejected", (json_int_t)trj);
@@ -119,14 +119,14 @@ tx_stamps_json(void)
 	unsigned int l;
 
 	RTE_LCORE_FOREACH(l) {
-		ta += __atomic_load_n(&g.lcores[l].st.tx_at, __ATOMIC_RELAXED);
-		tan += __atomic_load_n(&g.lcores[l].st.tx_at_no_room, __ATOMIC_RELAXED);
-		tnf += __atomic_load_n(&g.lcores[l].clock.tx_sched_nofit, __ATOMIC_RELAXED);
+		ta += __atomic_load_n(&lsd.lcores[l].st.tx_at, __ATOMIC_RELAXED);
+		tan += __atomic_load_n(&lsd.lcores[l].st.tx_at_no_room, __ATOMIC_RELAXED);
+		tnf += __atomic_load_n(&lsd.lcores[l].clock.tx_sched_nofit, __ATOMIC_RELAXED);
 	}
 	return json_pack("{s:s, s:i, s:I, s:I, s:I, s:I}",
-			 "mode", g.cfg.clock.tx_sched ? "nic" :
-				 g.cfg.clock.tx_trailer ? "trailer" : "software",
-			 "lead_ns", (int)g.cfg.clock.tx_lead_ns, "scheduled", (json_int_t)ta,
+			 "mode", lsd.cfg.clock.tx_sched ? "nic" :
+				 lsd.cfg.clock.tx_trailer ? "trailer" : "software",
+			 "lead_ns", (int)lsd.cfg.clock.tx_lead_ns, "scheduled", (json_int_t)ta,
 			 "no_room", (json_int_t)tan, "unfitted", (json_int_t)tnf,
 			 "unsent_seen", (json_int_t)trailers_unsent());
 }
@@ -138,15 +138,15 @@ lsd_clock_json(void)
 	struct ls_tsc_map map;
 	json_t *o;
 
-	ls_tsc_cal_read(&g.cal, &map);
+	ls_tsc_cal_read(&lsd.cal, &map);
 	o = json_pack("{s:s, s:I, s:{s:f, s:I, s:I, s:f}}",
 		      "source", ls_clock_name(c),
 		      "now_ns", (json_int_t)ls_clock_now(c),
 		      "calibration",
 		      "tsc_hz", map.mult ? 1e9 * 4294967296.0 / (double)map.mult : 0.0,
 		      "tai_offset_ns", (json_int_t)map.tai_off,
-		      "refits", (json_int_t)g.cal.n_updates,
-		      "last_step_ppm", g.cal.ppm_step);
+		      "refits", (json_int_t)lsd.cal.n_updates,
+		      "last_step_ppm", lsd.cal.ppm_step);
 	json_object_set_new(o, "rx_stamps", rx_stamps_json());
 	json_object_set_new(o, "tx_stamps", tx_stamps_json());
 	if (c->kind == LS_CLOCK_SIM) {
@@ -159,9 +159,9 @@ lsd_clock_json(void)
 				  "offset_ns", t.offset_ns, "drift_ppm", t.drift_ppm));
 		json_object_set_new(o, "sim",
 			json_pack("{s:I, s:f, s:f, s:I}",
-				  "offset_ns", (json_int_t)g.cfg.clock.sim.offset_ns,
-				  "drift_ppm", g.cfg.clock.sim.drift_ppm,
-				  "wander_ns", g.cfg.clock.sim.wander_ns,
+				  "offset_ns", (json_int_t)lsd.cfg.clock.sim.offset_ns,
+				  "drift_ppm", lsd.cfg.clock.sim.drift_ppm,
+				  "wander_ns", lsd.cfg.clock.sim.wander_ns,
 				  "seed", (json_int_t)c->sim.seed));
 	}
 	return o;
@@ -175,12 +175,12 @@ lsd_clock_tick(uint64_t tsc)
 		ctl_clock.next_cal = tsc + rte_get_tsc_hz();
 	if (tsc < ctl_clock.next_cal)
 		return;
-	ls_tsc_cal_update(&g.cal);
-	ls_clock_nic_update(&g.cal);
+	ls_tsc_cal_update(&lsd.cal);
+	ls_clock_nic_update(&lsd.cal);
 	ctl_clock.next_cal = tsc + rte_get_tsc_hz();
 	if (!ctl_clock.warned_unsent && trailers_unsent() > 0) {
 		ctl_clock.warned_unsent = true;
-		LS_LOG(WARNING, "replies arrive with a send-time trailer still on: "
+		LSD_LOG(WARNING, "replies arrive with a send-time trailer still on: "
 		       "nothing sends frames at their stamp, so T1/T3 are a "
 		       "lead early (a lab emulator without --tx-trailer?); "
 		       "status clock.tx_stamps.unsent_seen counts them");

@@ -36,9 +36,9 @@
 #include "lockstepd.h"
 #include "ls_ctl.h"
 
-static const char *const disp_names[LS_RX_DISP_MAX] = {
+static const char *const disp_names[LSD_RX_DISP_MAX] = {
 #define DISP_NAME(sym, name) name,
-	LS_RX_DISP_LIST(DISP_NAME)
+	LSD_RX_DISP_LIST(DISP_NAME)
 #undef DISP_NAME
 };
 
@@ -53,25 +53,25 @@ static struct {
 /* ---- peers ------------------------------------------------------------ */
 
 /* A new peer with its clock-sync state (sync.c), or NULL. */
-static struct ls_peer *
+static struct lsd_peer *
 peer_create(const struct ls_conf_peer *cp)
 {
-	struct ls_peer *peer = ls_peer_new(cp);
+	struct lsd_peer *peer = lsd_peer_new(cp);
 
-	if (peer != NULL && ls_sync_peer_attach(peer) != 0) {
-		ls_peer_free(peer);
+	if (peer != NULL && lsd_sync_peer_attach(peer) != 0) {
+		lsd_peer_free(peer);
 		return NULL;
 	}
 	return peer;
 }
 
 static void
-peer_destroy(struct ls_peer *peer)
+peer_destroy(struct lsd_peer *peer)
 {
 	if (peer == NULL)
 		return;
-	ls_sync_peer_detach(peer);
-	ls_peer_free(peer);
+	lsd_sync_peer_detach(peer);
+	lsd_peer_free(peer);
 }
 
 /*
@@ -80,7 +80,7 @@ peer_destroy(struct ls_peer *peer)
  * of sync's list (as out of the registry).
  */
 static int
-peer_install(struct ls_peer *peer)
+peer_install(struct lsd_peer *peer)
 {
 	int rc = lsd_peer_install(peer);
 
@@ -96,7 +96,7 @@ peer_install(struct ls_peer *peer)
 static int
 peer_remove(unsigned int idx)
 {
-	struct ls_peer *peer = lsd_peer_at(idx);
+	struct lsd_peer *peer = lsd_peer_at(idx);
 	int rc = lsd_peer_uninstall(idx);
 
 	if (rc == -ETIMEDOUT)
@@ -109,16 +109,16 @@ peer_remove(unsigned int idx)
 static int
 add_config_peers(void)
 {
-	for (unsigned int i = 0; i < g.cfg.n_peers; i++) {
-		struct ls_peer *peer = peer_create(&g.cfg.peers[i]);
+	for (unsigned int i = 0; i < lsd.cfg.n_peers; i++) {
+		struct lsd_peer *peer = peer_create(&lsd.cfg.peers[i]);
 		int rc;
 
 		if (peer == NULL)
 			return -ENOMEM;
 		rc = peer_install(peer);
 		if (rc < 0) {
-			LS_LOG(ERR, "%s: peers[%u] (%s): cannot add: %s", g.cfg.file, i,
-			       g.cfg.peers[i].name, strerror(-rc));
+			LSD_LOG(ERR, "%s: peers[%u] (%s): cannot add: %s", lsd.cfg.file, i,
+			       lsd.cfg.peers[i].name, strerror(-rc));
 			return rc;
 		}
 	}
@@ -164,7 +164,7 @@ dist_json(const struct ls_path_dist *d)
 }
 
 static const char *
-path_state(const struct ls_peer *peer, const struct ls_peer_path *pp)
+path_state(const struct lsd_peer *peer, const struct lsd_peer_path *pp)
 {
 	if (!LOAD(peer->resolved))
 		return "resolving";
@@ -176,7 +176,7 @@ path_state(const struct ls_peer *peer, const struct ls_peer_path *pp)
 }
 
 static const char *
-peer_state(const struct ls_peer *peer)
+peer_state(const struct lsd_peer *peer)
 {
 	unsigned int down = 0;
 
@@ -212,13 +212,13 @@ parse_window(json_t *args, enum ls_path_win *w, struct ls_ctl_req *req)
 /* ---- commands --------------------------------------------------------- */
 
 static void
-lcore_totals(struct ls_lcore_stats *t)
+lcore_totals(struct lsd_lcore_stats *t)
 {
 	unsigned int l;
 
 	memset(t, 0, sizeof(*t));
 	RTE_LCORE_FOREACH(l) {
-		const uint64_t *src = (const uint64_t *)&g.lcores[l].st;
+		const uint64_t *src = (const uint64_t *)&lsd.lcores[l].st;
 		uint64_t *dst = (uint64_t *)t;
 
 		for (size_t i = 0; i < sizeof(*t) / sizeof(uint64_t); i++)
@@ -229,14 +229,14 @@ lcore_totals(struct ls_lcore_stats *t)
 static void
 cmd_status(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_unused)
 {
-	struct ls_lcore_stats t;
-	struct ls_capture_status cs;
+	struct lsd_lcore_stats t;
+	struct lsd_capture_status cs;
 	json_t *ports = json_array(), *counters = json_object();
 	unsigned int n_paths = 0;
 	char mac[LS_MAC_STRLEN];
 
-	for (unsigned int i = 0; i < g.n_ports; i++) {
-		const struct ls_port *p = &g.ports[i];
+	for (unsigned int i = 0; i < lsd.n_ports; i++) {
+		const struct lsd_port *p = &lsd.ports[i];
 		struct rte_eth_link link;
 		struct rte_eth_stats s;
 
@@ -257,24 +257,24 @@ cmd_status(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_un
 		n_paths += lsd_peer_at(i)->n_paths;
 	lcore_totals(&t);
 	json_object_set_new(counters, "rx_pkts", json_integer((json_int_t)t.rx_pkts));
-	for (int i = 0; i < LS_RX_DISP_MAX; i++)
+	for (int i = 0; i < LSD_RX_DISP_MAX; i++)
 		json_object_set_new(counters, disp_names[i], json_integer((json_int_t)t.disp[i]));
 #define C(f) json_object_set_new(counters, #f, json_integer((json_int_t)t.f))
 	C(tx_probes); C(tx_replies); C(tx_arp); C(tx_nd); C(tx_dropped);
 	C(alloc_failed); C(probes_unresolved); C(rl_overflow); C(idle_sleeps);
 	C(tlv_unknown); C(tlv_malformed); C(foreign_replies);
 #undef C
-	ls_capture_status(&cs);
+	lsd_capture_status(&cs);
 	ls_ctl_reply_ok(req, json_pack(
 		"{s:s, s:I, s:s, s:f, s:o, s:o, s:i, s:i, s:o, s:{s:I, s:I, s:b}, s:{s:b, s:s, s:I, s:I, s:I}}",
-		"node", g.cfg.node_name, "node_id", (json_int_t)g.cfg.node_id,
+		"node", lsd.cfg.node_name, "node_id", (json_int_t)lsd.cfg.node_id,
 		"version", "0.1.0",
 		"uptime_s", (double)(rte_rdtsc() - control.start_tsc) / (double)rte_get_tsc_hz(),
 		"clock", lsd_clock_json(), "ports", ports,
 		"n_peers", (int)lsd_peer_count(), "n_paths", (int)n_paths, "counters", counters,
-		"reflector", "reflected", (json_int_t)t.disp[LS_RX_REFLECTED],
-		"rate_limited", (json_int_t)t.disp[LS_RX_RATE_LIMITED],
-		"enabled", g.cfg.reflector.enabled,
+		"reflector", "reflected", (json_int_t)t.disp[LSD_RX_REFLECTED],
+		"rate_limited", (json_int_t)t.disp[LSD_RX_RATE_LIMITED],
+		"enabled", lsd.cfg.reflector.enabled,
 		"capture", "active", cs.active, "file", cs.file,
 		"packets", (json_int_t)cs.packets, "bytes", (json_int_t)cs.bytes,
 		"dropped", (json_int_t)cs.dropped));
@@ -287,7 +287,7 @@ cmd_peers(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_unu
 	char mac[LS_MAC_STRLEN];
 
 	for (unsigned int i = 0; i < lsd_peer_count(); i++) {
-		const struct ls_peer *peer = lsd_peer_at(i);
+		const struct lsd_peer *peer = lsd_peer_at(i);
 		struct ls_path_counters tot = {0}, c;
 		struct ls_path_summary s;
 		int64_t rtt = 0;
@@ -307,7 +307,7 @@ cmd_peers(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_unu
 		json_array_append_new(arr, json_pack(
 			"{s:s, s:o, s:s, s:i, s:i, s:s, s:o, s:I, s:I, s:I, s:f, s:o}",
 			"name", peer->name, "addr", addr_json(&peer->addr),
-			"port", g.ports[peer->port_idx].conf->name,
+			"port", lsd.ports[peer->port_idx].conf->name,
 			"paths", peer->n_paths, "interval_us", (int)peer->interval_us,
 			"state", peer_state(peer),
 			"mac", LOAD(peer->resolved) ? json_string(ls_mac_fmt(&peer->mac, mac, sizeof(mac))) : json_null(),
@@ -330,11 +330,11 @@ cmd_paths(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 		return;
 	peers = json_array();
 	for (unsigned int i = 0; i < lsd_peer_count(); i++) {
-		const struct ls_peer *peer = lsd_peer_at(i);
+		const struct lsd_peer *peer = lsd_peer_at(i);
 		json_t *paths = json_array();
 
 		for (uint16_t k = 0; k < peer->n_paths; k++) {
-			const struct ls_peer_path *pp = &peer->path[k];
+			const struct lsd_peer_path *pp = &peer->path[k];
 			struct ls_path_summary s;
 
 			ls_path_window_query(&peer->win[k], &pp->live, w, &s);
@@ -352,7 +352,7 @@ cmd_paths(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 			"name", peer->name, "addr", addr_json(&peer->addr),
 			"state", peer_state(peer), "paths", paths));
 	}
-	ls_ctl_reply_ok(req, json_pack("{s:s, s:s, s:o}", "node", g.cfg.node_name,
+	ls_ctl_reply_ok(req, json_pack("{s:s, s:s, s:o}", "node", lsd.cfg.node_name,
 				       "window", ls_path_win_name(w), "peers", peers));
 }
 
@@ -360,7 +360,7 @@ static void
 cmd_path(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 {
 	const char *name;
-	const struct ls_peer *peer;
+	const struct lsd_peer *peer;
 	enum ls_path_win only;
 	bool one = json_object_get(args, "window") != NULL;
 	json_t *paths;
@@ -374,7 +374,7 @@ cmd_path(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 	peer = lsd_peer_at((unsigned int)idx);
 	paths = json_array();
 	for (uint16_t k = 0; k < peer->n_paths; k++) {
-		const struct ls_peer_path *pp = &peer->path[k];
+		const struct lsd_peer_path *pp = &peer->path[k];
 		struct ls_path_counters c;
 		json_t *wins = json_object();
 
@@ -434,18 +434,18 @@ cmd_path(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 	ls_ctl_reply_ok(req, json_pack("{s:s, s:o, s:s, s:i, s:o, s:o}", "peer", peer->name,
 				       "addr", addr_json(&peer->addr), "state", peer_state(peer),
 				       "interval_us", (int)peer->interval_us, "paths", paths,
-				       "sync", ls_sync_peer_json(peer)));
+				       "sync", lsd_sync_peer_json(peer)));
 }
 
 static void
 cmd_peer_add(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 {
 	struct ls_conf_peer cp;
-	struct ls_peer *peer;
+	struct lsd_peer *peer;
 	char err[LS_ERR_LEN];
 	int rc;
 
-	if (ls_config_parse_peer(args, &g.cfg, "args", &cp, err, sizeof(err)) < 0) {
+	if (ls_config_parse_peer(args, &lsd.cfg, "args", &cp, err, sizeof(err)) < 0) {
 		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "%s", err);
 		return;
 	}
@@ -473,7 +473,7 @@ cmd_peer_add(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 				   strerror(-rc));
 		return;
 	}
-	LS_LOG(INFO, "peer %s added (%u paths)", peer->name, peer->n_paths);
+	LSD_LOG(INFO, "peer %s added (%u paths)", peer->name, peer->n_paths);
 	ls_ctl_reply_ok(req, json_pack("{s:s, s:o, s:i, s:i}", "name", peer->name,
 				       "addr", addr_json(&peer->addr), "paths", peer->n_paths,
 				       "interval_us", (int)peer->interval_us));
@@ -499,7 +499,7 @@ cmd_peer_del(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 		ls_ctl_reply_error(req, LS_CTL_E_INTERNAL, "%s", strerror(-rc));
 		return;
 	}
-	LS_LOG(INFO, "peer %s removed", copy);
+	LSD_LOG(INFO, "peer %s removed", copy);
 	ls_ctl_reply_ok(req, json_pack("{s:s}", "name", copy));
 }
 
@@ -508,31 +508,31 @@ cmd_peer_del(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 static int
 peer_replace_paths(unsigned int idx, uint16_t paths, uint32_t interval_us)
 {
-	struct ls_peer *old = lsd_peer_at(idx);
+	struct lsd_peer *old = lsd_peer_at(idx);
 	struct ls_conf_peer cp;
-	struct ls_peer *peer;
+	struct lsd_peer *peer;
 	int rc;
 
 	memset(&cp, 0, sizeof(cp));
 	snprintf(cp.name, sizeof(cp.name), "%s", old->name);
 	cp.addr = old->addr;
-	snprintf(cp.port, sizeof(cp.port), "%s", g.ports[old->port_idx].conf->name);
+	snprintf(cp.port, sizeof(cp.port), "%s", lsd.ports[old->port_idx].conf->name);
 	cp.paths = paths;
 	cp.interval_us = interval_us ? interval_us : old->interval_us;
 	cp.mac = old->mac;
 	cp.has_mac = old->static_mac;
-	peer = ls_peer_new(&cp);
+	peer = lsd_peer_new(&cp);
 	if (peer == NULL)
 		return -ENOMEM;
 	rc = peer_remove(idx);
 	if (rc < 0) {
-		ls_peer_free(peer);
+		lsd_peer_free(peer);
 		return rc;
 	}
 	/* attached after the old one left, so sync's list keeps the
 	 * registry's order */
-	if (ls_sync_peer_attach(peer) != 0) {
-		ls_peer_free(peer);
+	if (lsd_sync_peer_attach(peer) != 0) {
+		lsd_peer_free(peer);
 		return -ENOMEM;
 	}
 	return peer_install(peer);
@@ -541,7 +541,7 @@ peer_replace_paths(unsigned int idx, uint16_t paths, uint32_t interval_us)
 /* probe.set for one peer: a new path count replaces it, an interval alone
  * goes to its lcore. */
 static int
-probe_set_one(struct ls_peer *peer, uint64_t paths, uint64_t interval)
+probe_set_one(struct lsd_peer *peer, uint64_t paths, uint64_t interval)
 {
 	if (paths && paths != peer->n_paths) {
 		for (unsigned int i = 0; i < lsd_peer_count(); i++)
@@ -558,7 +558,7 @@ cmd_probe_set(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 	json_t *pv = json_object_get(args, "peer");
 	uint64_t interval = 0, paths = 0;
 	unsigned int n = lsd_peer_count(), n_todo = 0;
-	struct ls_peer **todo;
+	struct lsd_peer **todo;
 	int only = -1;
 
 	if (ls_ctl_arg_uint(req, args, "interval_us", 100, 60000000, &interval) < 0 ||
@@ -603,7 +603,7 @@ cmd_stats_reset(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __r
 	unsigned int n = 0;
 
 	for (unsigned int i = 0; i < lsd_peer_count(); i++) {
-		struct ls_peer *peer = lsd_peer_at(i);
+		struct lsd_peer *peer = lsd_peer_at(i);
 
 		for (uint16_t k = 0; k < peer->n_paths; k++, n++)
 			ls_path_window_reset(&peer->win[k], &peer->path[k].live);
@@ -642,7 +642,7 @@ static void
 collect_windows(void)
 {
 	for (unsigned int i = 0; i < lsd_peer_count(); i++) {
-		struct ls_peer *peer = lsd_peer_at(i);
+		struct lsd_peer *peer = lsd_peer_at(i);
 
 		for (uint16_t k = 0; k < peer->n_paths; k++)
 			ls_path_window_collect(&peer->win[k], &peer->path[k].live);
@@ -658,16 +658,16 @@ ctl_thread(void *arg __rte_unused)
 	lsd_clock_tick(rte_rdtsc()); /* first calibration refit a second from now */
 	/* Config peers go in from here, once the lcores are polling their rings. */
 	if (add_config_peers() < 0) {
-		g.exit_code = 1;
-		g.quit = 1;
+		lsd.exit_code = 1;
+		lsd.quit = 1;
 	}
-	while (!g.quit) {
+	while (!lsd.quit) {
 		uint64_t now;
 
 		ls_ctl_poll(control.ctl, 10);
-		ls_capture_drain();
+		lsd_capture_drain();
 		now = rte_rdtsc();
-		ls_sync_poll(now);
+		lsd_sync_poll(now);
 		if (now >= next_collect) {
 			collect_windows();
 			next_collect = now + hz / 10;
@@ -685,26 +685,26 @@ ctl_thread_start(void *arg)
 }
 
 int
-ls_control_start(void)
+lsd_control_start(void)
 {
 	struct ls_ctl_params cp = {
-		.path = g.cfg.control.socket,
-		.mode = (mode_t)g.cfg.control.mode,
-		.max_clients = g.cfg.control.max_clients,
+		.path = lsd.cfg.control.socket,
+		.mode = (mode_t)lsd.cfg.control.mode,
+		.max_clients = lsd.cfg.control.max_clients,
 		.max_request = 65536,
 	};
 	int rc;
 
 	rc = lsd_clock_init();
 	if (rc == 0)
-		rc = ls_sync_init(lsd_clock_reader(), lsd_clock_query_reader());
+		rc = lsd_sync_init(lsd_clock_reader(), lsd_clock_query_reader());
 	if (rc < 0)
 		return rc;
 	control.start_tsc = rte_rdtsc();
 	control.ctl = ls_ctl_create(&cp);
 	if (control.ctl == NULL) {
 		rc = -errno;
-		LS_LOG(ERR, "%s: control.socket: cannot listen on %s: %s", g.cfg.file,
+		LSD_LOG(ERR, "%s: control.socket: cannot listen on %s: %s", lsd.cfg.file,
 		       cp.path, strerror(errno));
 		return rc;
 	}
@@ -716,23 +716,23 @@ ls_control_start(void)
 	rc = rte_ctrl_thread_create(&control.tid, "ls-ctl", NULL, ctl_thread_start, NULL);
 	if (rc != 0)
 		return -rc;
-	LS_LOG(INFO, "control socket %s", cp.path);
+	LSD_LOG(INFO, "control socket %s", cp.path);
 	return 0;
 }
 
 void
-ls_control_join(void)
+lsd_control_join(void)
 {
 	if (control.tid)
 		pthread_join(control.tid, NULL);
-	if (ls_capture_stop() == 0)
-		LS_LOG(INFO, "capture closed at shutdown");
+	if (lsd_capture_stop() == 0)
+		LSD_LOG(INFO, "capture closed at shutdown");
 	ls_ctl_free(control.ctl);
 	control.ctl = NULL;
 }
 
 void
-ls_control_free_peers(void)
+lsd_control_free_peers(void)
 {
 	/* Lcores have stopped: no messages needed. */
 	for (unsigned int i = 0; i < lsd_peer_count(); i++)

@@ -65,8 +65,8 @@ lsd_fleettime_close(void)
 	ls_fleettime_publish(fleet_shm.shm, &v);
 	munmap(fleet_shm.shm, 4096);
 	fleet_shm.shm = NULL;
-	if (g.cfg.sync.shm[0] != '\0')
-		unlink(g.cfg.sync.shm);
+	if (lsd.cfg.sync.shm[0] != '\0')
+		unlink(lsd.cfg.sync.shm);
 }
 
 uint64_t
@@ -103,7 +103,7 @@ publish(uint64_t tsc, struct ls_clock *clock, const struct ls_sync_state *self,
 	v.half0_ns = r.flags ? (uint64_t)llround(r.half_ns) : UINT64_MAX;
 	v.half_ppb = r.flags && r1.half_ns > r.half_ns ? (uint64_t)llround(r1.half_ns - r.half_ns) : 0;
 	v.stale_ns = 10 * LS_SYNC_SHM_NS;
-	v.node_id = g.cfg.node_id;
+	v.node_id = lsd.cfg.node_id;
 	v.ref_id = self->ref_id;
 	v.updates = fleet_shm.shm->updates + 1;
 	ls_fleettime_publish(fleet_shm.shm, &v);

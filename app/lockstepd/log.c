@@ -13,7 +13,7 @@
 #include "lockstepd.h"
 #include "ls_ctl.h"
 
-RTE_LOG_REGISTER(ls_logtype, lockstep.daemon, INFO);
+RTE_LOG_REGISTER(lsd_logtype, lockstep.daemon, INFO);
 
 static const char *const level_names[] = {
 	[RTE_LOG_EMERG] = "emerg", [RTE_LOG_ALERT] = "alert", [RTE_LOG_CRIT] = "crit",
@@ -22,7 +22,7 @@ static const char *const level_names[] = {
 };
 
 int
-ls_log_level_from_name(const char *s)
+lsd_log_level_from_name(const char *s)
 {
 	for (int i = (int)RTE_LOG_EMERG; i <= (int)RTE_LOG_DEBUG; i++)
 		if (s != NULL && strcmp(s, level_names[i]) == 0)
@@ -30,12 +30,12 @@ ls_log_level_from_name(const char *s)
 	return -1;
 }
 
-/* Set every lockstep log type to lvl (a level ls_log_level_from_name gave). */
+/* Set every lockstep log type to lvl (a level lsd_log_level_from_name gave). */
 void
 lsd_log_set_level(int lvl)
 {
 	rte_log_set_level_pattern("lockstep*", (uint32_t)lvl);
-	rte_log_set_level(ls_logtype, (uint32_t)lvl);
+	rte_log_set_level(lsd_logtype, (uint32_t)lvl);
 }
 
 static void
@@ -45,7 +45,7 @@ cmd_log_level(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 	int lvl;
 
 	if (v != NULL) {
-		lvl = ls_log_level_from_name(json_string_value(v));
+		lvl = lsd_log_level_from_name(json_string_value(v));
 		if (lvl < 0) {
 			ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS,
 					   "args.level: expected one of emerg, alert, crit, error, "
@@ -54,7 +54,7 @@ cmd_log_level(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 		}
 		lsd_log_set_level(lvl);
 	}
-	lvl = rte_log_get_level(ls_logtype);
+	lvl = rte_log_get_level(lsd_logtype);
 	ls_ctl_reply_ok(req, json_pack("{s:s}", "level",
 				       lvl >= (int)RTE_LOG_EMERG && lvl <= (int)RTE_LOG_DEBUG ?
 				       level_names[lvl] : "unknown"));

@@ -7,10 +7,10 @@
  * control thread reads or writes it.
  *
  * An lcore's state changes only through a message on its ring: the control
- * thread queues an ls_msg and waits up to LS_MSG_WAIT_US for the lcore to
+ * thread queues an lsd_msg and waits up to LSD_MSG_WAIT_US for the lcore to
  * mark it done. Peers are allocated here, owned by the lcore while
  * installed, and freed only after the lcore has given them back
- * (LS_MSG_PEER_DEL), so neither side ever sees freed memory. On a time-out
+ * (LSD_MSG_PEER_DEL), so neither side ever sees freed memory. On a time-out
  * the lcore may still read the message, so it is leaked rather than freed.
  *
  * This room knows nothing of clock sync or the socket: the callers above
@@ -31,24 +31,24 @@
 #include "lockstepd.h"
 #include "ls_ctl.h"
 
-#define LS_MSG_WAIT_US (2 * 1000 * 1000)
+#define LSD_MSG_WAIT_US (2 * 1000 * 1000)
 
 static struct {
-	struct ls_peer *peers[LS_MAX_PEERS];
+	struct lsd_peer *peers[LS_MAX_PEERS];
 	unsigned int n_peers;
 } registry;
 
-struct ls_peer *
-ls_peer_new(const struct ls_conf_peer *cp)
+struct lsd_peer *
+lsd_peer_new(const struct ls_conf_peer *cp)
 {
-	uint16_t n_paths = cp->paths ? cp->paths : g.cfg.probe.paths;
-	int port = cp->port[0] ? ls_config_port_index(&g.cfg, cp->port) : 0;
+	uint16_t n_paths = cp->paths ? cp->paths : lsd.cfg.probe.paths;
+	int port = cp->port[0] ? ls_config_port_index(&lsd.cfg, cp->port) : 0;
 	uint64_t now = lsd_clock_now();
-	struct ls_peer *peer;
+	struct lsd_peer *peer;
 
 	if (port < 0)
 		return NULL;
-	peer = rte_zmalloc("ls_peer", sizeof(*peer) + n_paths * sizeof(peer->path[0]),
+	peer = rte_zmalloc("lsd_peer", sizeof(*peer) + n_paths * sizeof(peer->path[0]),
 			   RTE_CACHE_LINE_SIZE);
 	if (peer == NULL)
 		return NULL;
@@ -60,7 +60,7 @@ ls_peer_new(const struct ls_conf_peer *cp)
 	snprintf(peer->name, sizeof(peer->name), "%s", cp->name);
 	peer->addr = cp->addr;
 	peer->port_idx = (uint16_t)port;
-	peer->interval_us = cp->interval_us ? cp->interval_us : g.cfg.probe.interval_us;
+	peer->interval_us = cp->interval_us ? cp->interval_us : lsd.cfg.probe.interval_us;
 	peer->n_paths = n_paths;
 	peer->slot = -1;
 	peer->asym_ns = cp->asym_ns;
@@ -70,11 +70,11 @@ ls_peer_new(const struct ls_conf_peer *cp)
 		peer->static_mac = true;
 	}
 	for (uint16_t i = 0; i < n_paths; i++) {
-		struct ls_peer_path *pp = &peer->path[i];
+		struct lsd_peer_path *pp = &peer->path[i];
 
 		pp->peer = peer;
 		pp->idx = i;
-		pp->sport = (uint16_t)(g.cfg.probe.src_port_base + i);
+		pp->sport = (uint16_t)(lsd.cfg.probe.src_port_base + i);
 		rte_timer_init(&pp->tim);
 		rte_timer_init(&pp->pair_tim);
 		ls_path_live_init(&pp->live, now);
@@ -84,7 +84,7 @@ ls_peer_new(const struct ls_conf_peer *cp)
 }
 
 void
-ls_peer_free(struct ls_peer *peer)
+lsd_peer_free(struct lsd_peer *peer)
 {
 	/* both free nothing for NULL */
 	free(peer != NULL ? peer->win : NULL);
@@ -92,12 +92,12 @@ ls_peer_free(struct ls_peer *peer)
 }
 
 int
-ls_msg_send(unsigned int lcore, struct ls_msg *m)
+lsd_msg_send(unsigned int lcore, struct lsd_msg *m)
 {
 	m->done = 0;
-	if (rte_ring_mp_enqueue(g.lcores[lcore].msgs, m) != 0)
+	if (rte_ring_mp_enqueue(lsd.lcores[lcore].msgs, m) != 0)
 		return -ENOBUFS;
-	for (int i = 0; i < LS_MSG_WAIT_US / 50; i++) {
+	for (int i = 0; i < LSD_MSG_WAIT_US / 50; i++) {
 		if (__atomic_load_n(&m->done, __ATOMIC_ACQUIRE))
 			return m->result;
 		rte_delay_us_sleep(50);
@@ -107,10 +107,10 @@ ls_msg_send(unsigned int lcore, struct ls_msg *m)
 
 /* A message about peer, or NULL. Messages live on the heap: after a
  * time-out the lcore may still read one, so it is leaked, not freed. */
-static struct ls_msg *
-msg_new(struct ls_peer *peer, enum ls_msg_type type, uint32_t interval_us)
+static struct lsd_msg *
+msg_new(struct lsd_peer *peer, enum lsd_msg_type type, uint32_t interval_us)
 {
-	struct ls_msg *m = calloc(1, sizeof(*m));
+	struct lsd_msg *m = calloc(1, sizeof(*m));
 
 	if (m != NULL) {
 		m->type = type;
@@ -122,9 +122,9 @@ msg_new(struct ls_peer *peer, enum ls_msg_type type, uint32_t interval_us)
 
 /* Send m to the lcore that owns (or will own) its peer and wait. */
 static int
-msg_call(struct ls_msg *m)
+msg_call(struct lsd_msg *m)
 {
-	int rc = ls_msg_send(g.ports[m->peer->port_idx].lcore, m);
+	int rc = lsd_msg_send(lsd.ports[m->peer->port_idx].lcore, m);
 
 	if (rc != -ETIMEDOUT)
 		free(m);
@@ -133,26 +133,26 @@ msg_call(struct ls_msg *m)
 
 /* One message about a peer to the lcore that owns (or will own) it. */
 static int
-peer_msg(struct ls_peer *peer, enum ls_msg_type type, uint32_t interval_us)
+peer_msg(struct lsd_peer *peer, enum lsd_msg_type type, uint32_t interval_us)
 {
-	struct ls_msg *m = msg_new(peer, type, interval_us);
+	struct lsd_msg *m = msg_new(peer, type, interval_us);
 
 	return m != NULL ? msg_call(m) : -ENOMEM;
 }
 
 int
-lsd_peer_set_interval(struct ls_peer *peer, uint32_t interval_us)
+lsd_peer_set_interval(struct lsd_peer *peer, uint32_t interval_us)
 {
-	return peer_msg(peer, LS_MSG_PROBE_SET, interval_us);
+	return peer_msg(peer, LSD_MSG_PROBE_SET, interval_us);
 }
 
 int
-lsd_peer_acquire(struct ls_peer *peer)
+lsd_peer_acquire(struct lsd_peer *peer)
 {
-	return peer_msg(peer, LS_MSG_PEER_ACQUIRE, 0);
+	return peer_msg(peer, LSD_MSG_PEER_ACQUIRE, 0);
 }
 
-struct ls_peer *
+struct lsd_peer *
 lsd_peer_at(unsigned int i)
 {
 	return registry.peers[i];
@@ -183,9 +183,9 @@ lsd_peer_find_addr(const struct ls_addr *a)
 }
 
 int
-lsd_peer_install(struct ls_peer *peer)
+lsd_peer_install(struct lsd_peer *peer)
 {
-	int rc = peer_msg(peer, LS_MSG_PEER_ADD, 0);
+	int rc = peer_msg(peer, LSD_MSG_PEER_ADD, 0);
 
 	if (rc == 0)
 		registry.peers[registry.n_peers++] = peer;
@@ -200,8 +200,8 @@ lsd_peer_install(struct ls_peer *peer)
 int
 lsd_peer_uninstall(unsigned int idx)
 {
-	struct ls_peer *peer = registry.peers[idx];
-	struct ls_msg *m = msg_new(peer, LS_MSG_PEER_DEL, 0);
+	struct lsd_peer *peer = registry.peers[idx];
+	struct lsd_msg *m = msg_new(peer, LSD_MSG_PEER_DEL, 0);
 
 	if (m == NULL)
 		return -ENOMEM;

@@ -15,7 +15,7 @@ cmd_sync(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 
 	if (ls_ctl_arg_uint(req, args, "tsc", 1, INT64_MAX, &tsc) < 0)
 		return;
-	ls_ctl_reply_ok(req, ls_sync_json(tsc));
+	ls_ctl_reply_ok(req, lsd_sync_json(tsc));
 }
 
 static void
@@ -31,7 +31,7 @@ cmd_sync_points(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 	idx = lsd_peer_arg(req, args, &name);
 	if (idx < 0)
 		return;
-	o = ls_sync_points_json(lsd_peer_at((unsigned int)idx), (uint16_t)k);
+	o = lsd_sync_points_json(lsd_peer_at((unsigned int)idx), (uint16_t)k);
 	if (o == NULL) {
 		ls_ctl_reply_error(req, LS_CTL_E_NOT_FOUND, "peer \"%s\" has no synced path %u", name,
 				   (unsigned int)k);

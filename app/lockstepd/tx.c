@@ -14,7 +14,7 @@
 #include "lockstepd.h"
 
 void
-ls_tx_at(struct ls_lcore *lc, struct ls_port *p, struct rte_mbuf *m, uint64_t at)
+lsd_tx_at(struct lsd_lcore *lc, struct lsd_port *p, struct rte_mbuf *m, uint64_t at)
 {
 	uint8_t *t;
 
@@ -36,7 +36,7 @@ ls_tx_at(struct ls_lcore *lc, struct ls_port *p, struct rte_mbuf *m, uint64_t at
 }
 
 void
-ls_tx_frames(struct ls_lcore *lc, struct ls_port *p, struct rte_mbuf **m,
+lsd_tx_frames(struct lsd_lcore *lc, struct lsd_port *p, struct rte_mbuf **m,
 	     uint16_t n, uint64_t *counter)
 {
 	uint16_t sent = rte_eth_tx_burst(p->port_id, 0, m, n);
