@@ -52,11 +52,11 @@ lsf_now(void)
 	uint64_t tsc = rte_rdtsc();
 
 	/* Refresh the cached mapping every ~100 ms of TSC. */
-	if (unlikely(tsc - G.map_tsc > G.map_every)) {
-		ls_tsc_cal_read(&G.cal, &G.map);
-		G.map_tsc = tsc;
+	if (unlikely(tsc - fab.map_tsc > fab.map_every)) {
+		ls_tsc_cal_read(&fab.cal, &fab.map);
+		fab.map_tsc = tsc;
 	}
-	return ls_tsc_map_ns(&G.map, tsc) + LS_SIM_EPOCH_NS;
+	return ls_tsc_map_ns(&fab.map, tsc) + LS_SIM_EPOCH_NS;
 }
 
 uint64_t
@@ -64,7 +64,7 @@ lsf_now_any(void)
 {
 	struct ls_tsc_map map;
 
-	ls_tsc_cal_read(&G.cal, &map);
+	ls_tsc_cal_read(&fab.cal, &map);
 	return ls_tsc_map_ns(&map, rte_rdtsc()) + LS_SIM_EPOCH_NS;
 }
 
@@ -124,7 +124,7 @@ heap_insert(uint16_t c)
 {
 	heap.in[c] = true;
 	heap.e[heap.n].ch = c;
-	heap.e[heap.n].key = ls_fab_chan_head_ns(&G.fab->chans[c]);
+	heap.e[heap.n].key = ls_fab_chan_head_ns(&fab.fab->chans[c]);
 	sift_up(heap.n++);
 }
 
@@ -144,7 +144,7 @@ static inline void
 heap_fix_top(void)
 {
 	uint16_t c = heap.e[0].ch;
-	uint64_t k = ls_fab_chan_head_ns(&G.fab->chans[c]);
+	uint64_t k = ls_fab_chan_head_ns(&fab.fab->chans[c]);
 
 	if (k != UINT64_MAX) {
 		heap.e[0].key = k;
@@ -194,14 +194,14 @@ lsf_truth_push(const struct lsf_truth *t)
 
 	/* Records come from a mempool and go back to it once the control
 	 * thread has written them: no allocation here. */
-	if (rte_mempool_get(G.truth_pool, &obj) != 0) {
-		G.st.truth_dropped++;
+	if (rte_mempool_get(fab.truth_pool, &obj) != 0) {
+		fab.st.truth_dropped++;
 		return;
 	}
 	memcpy(obj, t, sizeof(*t));
-	if (rte_ring_mp_enqueue(G.truth, obj) != 0) {
-		rte_mempool_put(G.truth_pool, obj);
-		G.st.truth_dropped++;
+	if (rte_ring_mp_enqueue(fab.truth, obj) != 0) {
+		rte_mempool_put(fab.truth_pool, obj);
+		fab.st.truth_dropped++;
 	}
 }
 
@@ -216,11 +216,11 @@ static void
 enqueue_pkt(uint16_t ch, struct rte_mbuf *m, uint64_t t, const struct ls_pkt_info *pi,
 	    uint32_t tag)
 {
-	struct ls_fab_chan *c = &G.fab->chans[ch];
+	struct ls_fab_chan *c = &fab.fab->chans[ch];
 	uint8_t fam = pi->src.family;
 	bool ect = fam && ((pi->tos & LS_ECN_MASK) == LS_ECN_ECT0 ||
 			   (pi->tos & LS_ECN_MASK) == LS_ECN_ECT1);
-	bool probe = G.hop_records && fam && is_probe(pi);
+	bool probe = fab.hop_records && fam && is_probe(pi);
 	uint64_t depth = probe ? ls_fab_chan_depth(c, t) : 0;
 	enum ls_fab_verdict v;
 	bool ce = false;
@@ -275,8 +275,8 @@ static void
 leaf_arp(uint16_t leaf, uint16_t host, struct rte_mbuf *m, const struct ls_pkt_info *pi,
 	 uint64_t t)
 {
-	struct ls_fab_node *h = &G.fab->nodes[host];
-	struct ls_fab_node *l = &G.fab->nodes[leaf];
+	struct ls_fab_node *h = &fab.fab->nodes[host];
+	struct ls_fab_node *l = &fab.fab->nodes[leaf];
 	struct ls_pkt_info rpi = {0};
 	uint8_t buf[64];
 	int len;
@@ -295,7 +295,7 @@ leaf_arp(uint16_t leaf, uint16_t host, struct rte_mbuf *m, const struct ls_pkt_i
 		rte_pktmbuf_free(m);
 		return;
 	}
-	G.st.arp_answered++;
+	fab.st.arp_answered++;
 	enqueue_pkt(h->down_chan, m, t, &rpi, 0);
 }
 
@@ -303,8 +303,8 @@ static void
 leaf_nd(uint16_t leaf, uint16_t host, struct rte_mbuf *m, const struct ls_pkt_info *pi,
 	bool is_ns, uint64_t t)
 {
-	struct ls_fab_node *h = &G.fab->nodes[host];
-	struct ls_fab_node *l = &G.fab->nodes[leaf];
+	struct ls_fab_node *h = &fab.fab->nodes[host];
+	struct ls_fab_node *l = &fab.fab->nodes[leaf];
 	struct ls_pkt_info rpi = {0};
 	uint8_t buf[128];
 	int len;
@@ -323,14 +323,14 @@ leaf_nd(uint16_t leaf, uint16_t host, struct rte_mbuf *m, const struct ls_pkt_in
 		rte_pktmbuf_free(m);
 		return;
 	}
-	G.st.nd_answered++;
+	fab.st.nd_answered++;
 	enqueue_pkt(h->down_chan, m, t, &rpi, 0);
 }
 
 static void
 time_exceeded(uint16_t sw, struct rte_mbuf *m, const struct ls_pkt_info *pi, uint64_t t)
 {
-	const struct ls_fab_node *n = &G.fab->nodes[sw];
+	const struct ls_fab_node *n = &fab.fab->nodes[sw];
 	const struct ls_addr *router = pi->src.family == LS_AF_INET ? &n->addr4 : &n->addr6;
 	const uint8_t *l3 = rte_pktmbuf_mtod(m, const uint8_t *) + pi->l3_off;
 	uint8_t buf[1400];
@@ -360,7 +360,7 @@ time_exceeded(uint16_t sw, struct rte_mbuf *m, const struct ls_pkt_info *pi, uin
 		rte_pktmbuf_free(m);
 		return;
 	}
-	G.st.icmp_time_exceeded++;
+	fab.st.icmp_time_exceeded++;
 	route_ip(sw, m, &tpi, t, true);
 }
 
@@ -368,16 +368,16 @@ static void
 route_ip(uint16_t sw, struct rte_mbuf *m, const struct ls_pkt_info *pi, uint64_t t,
 	 bool originated)
 {
-	const struct ls_fab_node *n = &G.fab->nodes[sw];
+	const struct ls_fab_node *n = &fab.fab->nodes[sw];
 	uint8_t *l3 = rte_pktmbuf_mtod(m, uint8_t *) + pi->l3_off;
 	uint8_t fam = pi->src.family;
 	uint8_t proto = fam == LS_AF_INET ? l3[9] : l3[6];
-	int host = ls_fab_host_by_addr(G.fab, &pi->dst);
+	int host = ls_fab_host_by_addr(fab.fab, &pi->dst);
 	uint32_t h;
 	int ch;
 
 	if (host < 0) {
-		G.st.no_route++;
+		fab.st.no_route++;
 		rte_pktmbuf_free(m);
 		return;
 	}
@@ -389,9 +389,9 @@ route_ip(uint16_t sw, struct rte_mbuf *m, const struct ls_pkt_info *pi, uint64_t
 	h = ls_fab_flow_hash(n->seed, &pi->src, &pi->dst, proto,
 			     proto == 17 ? pi->sport : 0, proto == 17 ? pi->dport : 0,
 			     pi->flow_label);
-	ch = ls_fab_next_hop(G.fab, sw, (uint16_t)host, h);
+	ch = ls_fab_next_hop(fab.fab, sw, (uint16_t)host, h);
 	if (ch < 0) {
-		G.st.no_route++;
+		fab.st.no_route++;
 		rte_pktmbuf_free(m);
 		return;
 	}
@@ -438,8 +438,8 @@ switch_ipv4(const struct rte_mbuf *m, struct ls_pkt_info *pi)
 static void
 at_switch(uint16_t sw, uint16_t in, struct rte_mbuf *m, uint64_t t)
 {
-	const struct ls_fab_chan *c = &G.fab->chans[in];
-	bool from_host = G.fab->nodes[c->from].kind == LS_FAB_HOST;
+	const struct ls_fab_chan *c = &fab.fab->chans[in];
+	bool from_host = fab.fab->nodes[c->from].kind == LS_FAB_HOST;
 	struct ls_pkt_info pi;
 	int cls;
 
@@ -469,13 +469,13 @@ at_switch(uint16_t sw, uint16_t in, struct rte_mbuf *m, uint64_t t)
 			route_ip(sw, m, &pi, t, false);
 			return;
 		}
-		G.st.not_ip++;
+		fab.st.not_ip++;
 		rte_pktmbuf_free(m);
 		return;
 	default:
 		break;
 	}
-	G.st.bad++;
+	fab.st.bad++;
 	rte_pktmbuf_free(m);
 }
 
@@ -517,7 +517,7 @@ enqueue_tagged(uint16_t ch, struct rte_mbuf *m, uint64_t t, uint8_t fam, bool ec
 {
 	bool ce;
 
-	if (unlikely(ls_fab_chan_enqueue_inline(&G.fab->chans[ch], t,
+	if (unlikely(ls_fab_chan_enqueue_inline(&fab.fab->chans[ch], t,
 						m->data_len + LSF_WIRE_OVERHEAD, ect, m, tag,
 						&ce) != LS_FAB_OK)) {
 		rte_pktmbuf_free(m);
@@ -538,7 +538,7 @@ ingress_tag(const struct rte_mbuf *m, const uint8_t *f)
 	uint16_t tlen;
 	int host;
 
-	if (unlikely(G.no_fastpath) || m->data_len < 14 + 20 || f[12] != 0x08 || f[13] != 0x00 ||
+	if (unlikely(fab.no_fastpath) || m->data_len < 14 + 20 || f[12] != 0x08 || f[13] != 0x00 ||
 	    ip[0] != 0x45)
 		return 0;
 	tlen = (uint16_t)(ip[2] << 8 | ip[3]);
@@ -546,7 +546,7 @@ ingress_tag(const struct rte_mbuf *m, const uint8_t *f)
 	if (tlen < 20 || 14u + tlen > m->data_len || ((ip[6] & 0x3f) | ip[7]) != 0 ||
 	    ls_csum_fold(ls_csum_bytes(ip, 20, 0)) != 0xffff)
 		return 0;
-	host = ls_fab_host_by_v4(G.fab, ip + 16);
+	host = ls_fab_host_by_v4(fab.fab, ip + 16);
 	return host < 0 ? 0 : LSF_TAG_V4 | (uint32_t)host;
 }
 
@@ -555,7 +555,7 @@ ingress_tag(const struct rte_mbuf *m, const uint8_t *f)
 static __rte_always_inline void
 switch_v4_fast(uint16_t sw, uint16_t in, struct rte_mbuf *m, uint64_t t, uint32_t tag)
 {
-	const struct ls_fabric *f = G.fab;
+	const struct ls_fabric *f = fab.fab;
 	const struct ls_fab_route *r = ls_fab_route_get(f, sw, (uint16_t)(tag & LSF_TAG_HOST));
 	uint8_t *l3 = rte_pktmbuf_mtod(m, uint8_t *) + 14;
 	uint16_t ch;
@@ -582,7 +582,7 @@ switch_v4_fast(uint16_t sw, uint16_t in, struct rte_mbuf *m, uint64_t t, uint32_
 		ch = r->chan[ls_fab_mod(ls_fab_flow_hash_v4(f->nodes[sw].seed, l3 + 12, l3 + 16,
 							    proto, sport, dport), r->n)];
 	}
-	if (unlikely(G.hop_records)) {
+	if (unlikely(fab.hop_records)) {
 		/* A probe's record needs what the generic path hands
 		 * enqueue_pkt: switch_ipv4's result (it accepts the packet, as
 		 * at ingress; only its ttl differs, which records do not use). */
@@ -601,9 +601,9 @@ static unsigned int n_sent;
 static void
 to_host(uint16_t host, struct rte_mbuf *m, uint64_t deliver_ns)
 {
-	struct ls_fab_node *h = &G.fab->nodes[host];
-	const struct ls_fab_node *l = &G.fab->nodes[h->leaf];
-	struct lsf_port *p = &G.ports[G.port_of_host[host]];
+	struct ls_fab_node *h = &fab.fab->nodes[host];
+	const struct ls_fab_node *l = &fab.fab->nodes[h->leaf];
+	struct lsf_port *p = &fab.ports[fab.port_of_host[host]];
 	uint8_t *f = rte_pktmbuf_mtod(m, uint8_t *);
 	static const uint8_t bcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
 
@@ -611,7 +611,7 @@ to_host(uint16_t host, struct rte_mbuf *m, uint64_t deliver_ns)
 	 * once learnt from its ARP/ND, the destination. */
 	memcpy(f, h->mac_known ? h->mac.b : bcast, 6);
 	memcpy(f + 6, l->mac.b, 6);
-	if (G.rx_trailer) {
+	if (fab.rx_trailer) {
 		/* the host NIC's receive stamp: when the model delivered the frame,
 		 * however late this loop sends it (ls_clock_trailer.c) */
 		uint8_t *t = (uint8_t *)rte_pktmbuf_append(m, LS_RX_TRAILER_LEN);
@@ -619,9 +619,9 @@ to_host(uint16_t host, struct rte_mbuf *m, uint64_t deliver_ns)
 		if (likely(t != NULL))
 			ls_rx_trailer_put(t, deliver_ns);
 		else
-			G.st.trailer_no_room++;
+			fab.st.trailer_no_room++;
 	}
-	G.st.tx_pkts++;
+	fab.st.tx_pkts++;
 	/* Lateness is charged after the TX flush, when the packet really left:
 	 * one clock read per loop instead of one per packet. */
 	if (n_sent < RTE_DIM(sent_due))
@@ -640,7 +640,7 @@ static int gens_hi, flaps_hi;
 static uint32_t
 gen_hash(const struct lsf_gen *gn, uint16_t sw, uint32_t flow)
 {
-	const struct ls_fabric *f = G.fab;
+	const struct ls_fabric *f = fab.fab;
 	const struct ls_fab_node *s = &f->nodes[gn->src], *d = &f->nodes[gn->dst];
 	const struct ls_addr *sa = s->addr4.family ? &s->addr4 : &s->addr6;
 	const struct ls_addr *da = d->addr4.family ? &d->addr4 : &d->addr6;
@@ -654,9 +654,9 @@ enqueue_virtual(uint16_t ch, uint64_t t, uint32_t bytes, uint32_t tag, struct ls
 {
 	bool ce;
 
-	if (ls_fab_chan_enqueue(&G.fab->chans[ch], t, bytes, false, NULL, tag, &ce) != LS_FAB_OK) {
+	if (ls_fab_chan_enqueue(&fab.fab->chans[ch], t, bytes, false, NULL, tag, &ce) != LS_FAB_OK) {
 		gn->dropped++;
-		G.st.gen_dropped++;
+		fab.st.gen_dropped++;
 		return;
 	}
 	heap_push(ch);
@@ -665,12 +665,12 @@ enqueue_virtual(uint16_t ch, uint64_t t, uint32_t bytes, uint32_t tag, struct ls
 static void
 virtual_at(uint16_t node, uint32_t tag, uint64_t t)
 {
-	struct lsf_gen *gn = &G.gens[tag & 0xff];
+	struct lsf_gen *gn = &fab.gens[tag & 0xff];
 	int ch;
 
-	if (!gn->active || !gn->pair || G.fab->nodes[node].kind == LS_FAB_HOST)
+	if (!gn->active || !gn->pair || fab.fab->nodes[node].kind == LS_FAB_HOST)
 		return;
-	ch = ls_fab_next_hop(G.fab, node, gn->dst, gen_hash(gn, node, tag >> 8));
+	ch = ls_fab_next_hop(fab.fab, node, gn->dst, gen_hash(gn, node, tag >> 8));
 	if (ch >= 0)
 		enqueue_virtual((uint16_t)ch, t, gn->pkt_bytes, tag, gn);
 }
@@ -738,7 +738,7 @@ run_gens(uint64_t now, uint64_t *next)
 	unsigned int work = 0;
 
 	for (int i = 0; i < gens_hi; i++) {
-		struct lsf_gen *gn = &G.gens[i];
+		struct lsf_gen *gn = &fab.gens[i];
 
 		if (!gn->active)
 			continue;
@@ -748,13 +748,13 @@ run_gens(uint64_t now, uint64_t *next)
 			uint32_t tag = (uint32_t)i | flow << 8;
 
 			if (gn->pair)
-				enqueue_virtual(G.fab->nodes[gn->src].up_chan, gn->next_ns,
+				enqueue_virtual(fab.fab->nodes[gn->src].up_chan, gn->next_ns,
 						gn->pkt_bytes, tag, gn);
 			else
 				enqueue_virtual(gn->chan, gn->next_ns, gn->pkt_bytes, tag, gn);
 			gn->seq++;
 			gn->sent++;
-			G.st.gen_pkts++;
+			fab.st.gen_pkts++;
 			gen_advance(gn);
 			work++;
 		}
@@ -771,9 +771,9 @@ chan_state(uint16_t ch, bool up, uint64_t now, uint64_t due)
 {
 	struct lsf_truth r = {.type = LSF_T_LINK, .chan = ch, .t_ns = now, .due_ns = due, .up = up};
 
-	if (G.fab->chans[ch].up == up)
+	if (fab.fab->chans[ch].up == up)
 		return;
-	ls_fab_chan_set_up(G.fab, ch, up, now);
+	ls_fab_chan_set_up(fab.fab, ch, up, now);
 	lsf_truth_push(&r);
 }
 
@@ -781,7 +781,7 @@ static void
 run_flaps(uint64_t now, uint64_t *next)
 {
 	for (int i = 0; i < flaps_hi; i++) {
-		struct lsf_flap *fl = &G.flaps[i];
+		struct lsf_flap *fl = &fab.flaps[i];
 
 		if (!fl->active)
 			continue;
@@ -802,7 +802,7 @@ run_flaps(uint64_t now, uint64_t *next)
 static int
 trace_route(struct lsf_msg *msg)
 {
-	const struct ls_fabric *f = G.fab;
+	const struct ls_fabric *f = fab.fab;
 	const struct ls_fab_node *s = &f->nodes[msg->route.src], *d = &f->nodes[msg->route.dst];
 	const struct ls_addr *sa = msg->route.family == LS_AF_INET6 ? &s->addr6 : &s->addr4;
 	const struct ls_addr *da = msg->route.family == LS_AF_INET6 ? &d->addr6 : &d->addr4;
@@ -837,7 +837,7 @@ apply_msg(struct lsf_msg *msg, uint64_t now)
 	switch (msg->type) {
 	case LSF_MSG_CHAN_SET:
 		if (msg->set_params) {
-			struct ls_fab_chan *c = &G.fab->chans[msg->chan];
+			struct ls_fab_chan *c = &fab.fab->chans[msg->chan];
 			uint64_t backlog = ls_fab_chan_depth(c, now);
 
 			c->p = msg->params;
@@ -855,11 +855,11 @@ apply_msg(struct lsf_msg *msg, uint64_t now)
 	case LSF_MSG_FLAP:
 		rc = -ENOSPC;
 		for (int i = 0; i < LSF_MAX_FLAPS; i++) {
-			if (!G.flaps[i].active) {
-				G.flaps[i] = msg->flap;
-				G.flaps[i].active = true;
-				G.flaps[i].is_down = false;
-				G.flaps[i].next_ns = now;
+			if (!fab.flaps[i].active) {
+				fab.flaps[i] = msg->flap;
+				fab.flaps[i].active = true;
+				fab.flaps[i].is_down = false;
+				fab.flaps[i].next_ns = now;
 				flaps_hi = RTE_MAX(flaps_hi, i + 1);
 				rc = i;
 				break;
@@ -869,13 +869,13 @@ apply_msg(struct lsf_msg *msg, uint64_t now)
 	case LSF_MSG_GEN_START:
 		rc = -ENOSPC;
 		for (int i = 0; i < LSF_MAX_GENS; i++) {
-			if (!G.gens[i].active) {
-				G.gens[i] = msg->gen;
-				G.gens[i].active = true;
-				G.gens[i].start_ns = now;
-				G.gens[i].next_ns = now;
-				if (G.gens[i].random && G.gens[i].off_ns != 0)
-					gen_burst(&G.gens[i], now);
+			if (!fab.gens[i].active) {
+				fab.gens[i] = msg->gen;
+				fab.gens[i].active = true;
+				fab.gens[i].start_ns = now;
+				fab.gens[i].next_ns = now;
+				if (fab.gens[i].random && fab.gens[i].off_ns != 0)
+					gen_burst(&fab.gens[i], now);
 				gens_hi = RTE_MAX(gens_hi, i + 1);
 				rc = i;
 				break;
@@ -885,14 +885,14 @@ apply_msg(struct lsf_msg *msg, uint64_t now)
 	case LSF_MSG_GEN_STOP:
 		rc = -ENOENT;
 		for (int i = 0; i < LSF_MAX_GENS; i++) {
-			if (G.gens[i].active && strcmp(G.gens[i].name, msg->gen.name) == 0) {
-				G.gens[i].active = false;
+			if (fab.gens[i].active && strcmp(fab.gens[i].name, msg->gen.name) == 0) {
+				fab.gens[i].active = false;
 				rc = 0;
 			}
 		}
 		break;
 	case LSF_MSG_CONVERGENCE:
-		G.fab->convergence_ns = msg->convergence_ns;
+		fab.fab->convergence_ns = msg->convergence_ns;
 		break;
 	case LSF_MSG_ROUTE:
 		rc = trace_route(msg);
@@ -909,8 +909,8 @@ static uint64_t last_depth[LS_FAB_MAX_CHANS];
 static void
 sample_depths(uint64_t now)
 {
-	for (uint16_t c = 0; c < G.fab->n_chans; c++) {
-		uint64_t d = ls_fab_chan_depth(&G.fab->chans[c], now);
+	for (uint16_t c = 0; c < fab.fab->n_chans; c++) {
+		uint64_t d = ls_fab_chan_depth(&fab.fab->chans[c], now);
 
 		/* Only what changed: an idle fabric writes nothing. */
 		if (d != last_depth[c]) {
@@ -963,16 +963,16 @@ tx_at(struct rte_mbuf *m, uint64_t t_rx)
 	rte_pktmbuf_trim(m, LS_RX_TRAILER_LEN);
 	if (at >= t_rx) {
 		if (unlikely(at - t_rx > LSF_TX_AT_AHEAD_NS)) {
-			G.st.tx_at_bad++;
+			fab.st.tx_at_bad++;
 			return t_rx;
 		}
-		G.st.tx_at++;
+		fab.st.tx_at++;
 		return at;
 	}
 	if (unlikely(t_rx - at > LSF_TX_AT_BEHIND_NS))
-		G.st.tx_at_bad++;
+		fab.st.tx_at_bad++;
 	else
-		G.st.tx_at_late++;
+		fab.st.tx_at_late++;
 	return t_rx;
 }
 
@@ -981,12 +981,12 @@ rx_hosts(void)
 {
 	unsigned int n_all = 0;
 
-	for (uint16_t i = 0; i < G.n_ports; i++) {
-		struct lsf_port *p = &G.ports[i];
+	for (uint16_t i = 0; i < fab.n_ports; i++) {
+		struct lsf_port *p = &fab.ports[i];
 		struct rte_mbuf *rx[LSF_BURST];
 		uint64_t t_rx = lsf_now();
 		uint16_t n = rte_eth_rx_burst(p->port_id, 0, rx, LSF_BURST);
-		const uint16_t up = G.fab->nodes[p->host].up_chan;
+		const uint16_t up = fab.fab->nodes[p->host].up_chan;
 
 		if (n == 0)
 			continue;
@@ -1018,7 +1018,7 @@ rx_hosts(void)
 
 			if (unlikely(t_end - t_rx > LSF_RX_SLOW_NS)) {
 				t_rx = t_end;
-				G.st.slow_rx_bursts++;
+				fab.st.slow_rx_bursts++;
 			}
 		}
 		for (uint16_t k = 0; k < n && k < 4; k++)
@@ -1030,10 +1030,10 @@ rx_hosts(void)
 			const uint8_t *f;
 			uint32_t tag;
 
-			if (p->kstamp && (m->ol_flags & G.kts_dynflag)) {
-				uint64_t us = *RTE_MBUF_DYNFIELD(m, G.kts_dynfield,
+			if (p->kstamp && (m->ol_flags & fab.kts_dynflag)) {
+				uint64_t us = *RTE_MBUF_DYNFIELD(m, fab.kts_dynfield,
 								 const rte_mbuf_timestamp_t *);
-				uint64_t ts = ls_kstamp_raw_ns(&G.map, us) + LS_SIM_EPOCH_NS;
+				uint64_t ts = ls_kstamp_raw_ns(&fab.map, us) + LS_SIM_EPOCH_NS;
 
 				/* earlier than now, and not absurdly so (a clock step) */
 				if (ts <= t_rx && t_rx - ts < 1000000000ULL)
@@ -1042,7 +1042,7 @@ rx_hosts(void)
 
 			if (k + 4 < n)
 				rte_prefetch0(rte_pktmbuf_mtod(rx[k + 4], void *));
-			if (G.tx_trailer)
+			if (fab.tx_trailer)
 				t_in = tx_at(m, t_in);
 
 			/* A plain IPv4 packet is judged here once for every switch
@@ -1051,7 +1051,7 @@ rx_hosts(void)
 			 * only what ECN and truth records use. */
 			f = rte_pktmbuf_mtod(m, const uint8_t *);
 			tag = ingress_tag(m, f);
-			if (G.hop_records) {
+			if (fab.hop_records) {
 				if (m->nb_segs != 1 || ls_pkt_parse(f, m->data_len, false, &pi) < 0)
 					memset(&pi, 0, sizeof(pi));
 				enqueue_pkt(up, m, t_in, &pi, tag);
@@ -1065,7 +1065,7 @@ rx_hosts(void)
 			enqueue_tagged(up, m, t_in, pi.src.family,
 				       pi.src.family != 0 && is_ect(pi.tos), 0);
 		}
-		G.st.rx_pkts += n;
+		fab.st.rx_pkts += n;
 		n_all += n;
 	}
 	return n_all;
@@ -1080,23 +1080,23 @@ lsf_loop(void *arg __rte_unused)
 	/* Wake-ups within a microsecond or two of what we ask (default slack is
 	 * 50 us): the idle sleep must not make deliveries late. */
 	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
-	LSF_LOG(INFO, "lcore %u: %u host ports, %u channels", rte_lcore_id(), G.n_ports,
-		G.fab->n_chans);
-	while (!G.quit) {
+	LSF_LOG(INFO, "lcore %u: %u host ports, %u channels", rte_lcore_id(), fab.n_ports,
+		fab.fab->n_chans);
+	while (!fab.quit) {
 		uint64_t now = lsf_now(), next = UINT64_MAX;
 		unsigned int work = rx_hosts();
 		struct lsf_msg *msg;
 
 		if (prev_poll != 0)
-			ls_hist_add(&G.poll_gap, (int64_t)(now - prev_poll));
+			ls_hist_add(&fab.poll_gap, (int64_t)(now - prev_poll));
 		prev_poll = now;
 
 		work += run_gens(now, &next);
 		run_flaps(now, &next);
-		ls_fab_tick(G.fab, now);
+		ls_fab_tick(fab.fab, now);
 		while (heap_min() <= now) {
 			uint16_t c = heap.e[0].ch;
-			struct ls_fab_chan *ch = &G.fab->chans[c];
+			struct ls_fab_chan *ch = &fab.fab->chans[c];
 			const struct ls_fab_item *it = &ch->fifo[ch->head & (LS_FAB_FIFO - 1)];
 			/* What the event needs, read before its slot is released
 			 * (ls_fab_chan_pop without copying the whole item). */
@@ -1108,7 +1108,7 @@ lsf_loop(void *arg __rte_unused)
 
 			ch->head++;
 			heap_fix_top();
-			G.st.events++;
+			fab.st.events++;
 			work++;
 			if (m == NULL) {
 				if (!lost)
@@ -1119,38 +1119,38 @@ lsf_loop(void *arg __rte_unused)
 				rte_pktmbuf_free(m);
 				continue;
 			}
-			if (G.fab->nodes[to].kind == LS_FAB_HOST)
+			if (fab.fab->nodes[to].kind == LS_FAB_HOST)
 				to_host(to, m, t);
 			else if (likely(tag & LSF_TAG_V4))
 				switch_v4_fast(to, c, m, t, tag);
 			else
 				at_switch(to, c, m, t);
 		}
-		for (uint16_t i = 0; i < G.n_ports; i++)
-			rte_eth_tx_buffer_flush(G.ports[i].port_id, 0, G.ports[i].txb);
+		for (uint16_t i = 0; i < fab.n_ports; i++)
+			rte_eth_tx_buffer_flush(fab.ports[i].port_id, 0, fab.ports[i].txb);
 		if (n_sent) {
 			uint64_t t = lsf_now();
 			int64_t late[RTE_DIM(sent_due)];
 
 			for (unsigned int i = 0; i < n_sent; i++)
 				late[i] = (int64_t)(t - sent_due[i]);
-			ls_hist_add_n(&G.late, late, n_sent);
+			ls_hist_add_n(&fab.late, late, n_sent);
 			n_sent = 0;
 		}
-		while (rte_ring_sc_dequeue(G.msgs, (void **)&msg) == 0)
+		while (rte_ring_sc_dequeue(fab.msgs, (void **)&msg) == 0)
 			apply_msg(msg, now);
-		if (G.sample_ns && now >= next_sample) {
+		if (fab.sample_ns && now >= next_sample) {
 			/* at a fresh time: packets taken in this pass entered at
 			 * their own (later) ingress times, and depth at the pass's
 			 * start time would count the gap as queued bytes */
 			sample_depths(lsf_now());
-			next_sample = now + G.sample_ns;
+			next_sample = now + fab.sample_ns;
 		}
 		if (heap_min() < next)
 			next = heap_min();
-		if (work == 0 && G.idle_sleep_us) {
+		if (work == 0 && fab.idle_sleep_us) {
 			/* Sleep, but wake ~10 us before the next event and spin the rest. */
-			uint64_t budget = (uint64_t)G.idle_sleep_us * 1000;
+			uint64_t budget = (uint64_t)fab.idle_sleep_us * 1000;
 
 			/*
 			 * The next depth sample bounds the sleep only while a queue
@@ -1159,10 +1159,10 @@ lsf_loop(void *arg __rte_unused)
 			 * for it kept the loop from ever sleeping (100% of a CPU
 			 * the lab's daemons share).
 			 */
-			if (G.sample_ns && next_sample < next) {
-				for (uint16_t c = 0; c < G.fab->n_chans; c++) {
+			if (fab.sample_ns && next_sample < next) {
+				for (uint16_t c = 0; c < fab.fab->n_chans; c++) {
 					if (last_depth[c] != 0 ||
-					    ls_fab_chan_depth(&G.fab->chans[c], now) != 0) {
+					    ls_fab_chan_depth(&fab.fab->chans[c], now) != 0) {
 						next = next_sample;
 						break;
 					}
@@ -1175,7 +1175,7 @@ lsf_loop(void *arg __rte_unused)
 				struct timespec ts = {0, (long)budget};
 
 				nanosleep(&ts, NULL);
-				G.st.idle_sleeps++;
+				fab.st.idle_sleeps++;
 			}
 		}
 		(void)hz;
