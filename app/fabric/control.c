@@ -37,7 +37,7 @@ static struct {
 	struct lsf_truth hops[LSF_KEEP_HOPS];   /* recent HOP/DROP records */
 	uint64_t n_hops;
 	uint64_t written;
-} C;
+} fab_ctl;
 
 #define LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 
@@ -45,7 +45,7 @@ int
 lsf_msg_send(struct lsf_msg *m)
 {
 	m->done = 0;
-	if (rte_ring_mp_enqueue(G.msgs, m) != 0)
+	if (rte_ring_mp_enqueue(fab.msgs, m) != 0)
 		return -ENOBUFS;
 	for (int i = 0; i < 40000; i++) {
 		if (__atomic_load_n(&m->done, __ATOMIC_ACQUIRE))
@@ -79,6 +79,31 @@ msg_call(struct lsf_msg *m)
 	return rc;
 }
 
+/* A message for a command, or NULL with "out of memory" replied. */
+static struct lsf_msg *
+req_msg(struct ls_ctl_req *req, enum lsf_msg_type type)
+{
+	struct lsf_msg *m = msg_new(type);
+
+	if (m == NULL)
+		ls_ctl_reply_error(req, LS_CTL_E_INTERNAL, "out of memory");
+	return m;
+}
+
+/* msg_call(m) with a failure replied: -known as code and text, any other
+ * error as internal. Returns msg_call's result. */
+static int
+req_call(struct ls_ctl_req *req, struct lsf_msg *m, int known, const char *code,
+	 const char *text)
+{
+	int rc = msg_call(m);
+
+	if (rc < 0)
+		ls_ctl_reply_error(req, rc == -known ? code : LS_CTL_E_INTERNAL, "%s",
+				   rc == -known ? text : strerror(-rc));
+	return rc;
+}
+
 /* ---- naming ------------------------------------------------------------ */
 
 static const char *
@@ -90,10 +115,10 @@ chan_dir(uint16_t c)
 static json_t *
 chan_ref(uint16_t c)
 {
-	return json_pack("{s:s, s:s, s:s, s:s}", "link", G.fab->link_names[c / 2],
+	return json_pack("{s:s, s:s, s:s, s:s}", "link", fab.fab->link_names[c / 2],
 			 "dir", chan_dir(c),
-			 "from", G.fab->nodes[G.fab->chans[c].from].name,
-			 "to", G.fab->nodes[G.fab->chans[c].to].name);
+			 "from", fab.fab->nodes[fab.fab->chans[c].from].name,
+			 "to", fab.fab->nodes[fab.fab->chans[c].to].name);
 }
 
 static json_t *
@@ -118,7 +143,7 @@ chans_of(json_t *args, uint16_t out[2], struct ls_ctl_req *req)
 		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.link: required string (link name)");
 		return -1;
 	}
-	l = ls_fab_link_find(G.fab, name);
+	l = ls_fab_link_find(fab.fab, name);
 	if (l < 0) {
 		ls_ctl_reply_error(req, LS_CTL_E_NOT_FOUND, "no link named \"%s\"", name);
 		return -1;
@@ -142,31 +167,26 @@ chans_of(json_t *args, uint16_t out[2], struct ls_ctl_req *req)
 }
 
 
-/* An optional number argument within [lo, hi]; 1 when present. */
+/* A number argument that must be given: ls_ctl_arg_num, and "required"
+ * when absent. 0, or -1 with the error replied. */
 static int
-get_num(json_t *args, const char *key, double lo, double hi, double *out,
-	struct ls_ctl_req *req)
+need_num(struct ls_ctl_req *req, json_t *args, const char *key, double lo, double hi,
+	 double *out)
 {
-	json_t *v = json_object_get(args, key);
+	int rc = ls_ctl_arg_num(req, args, key, lo, hi, out);
 
-	if (v == NULL)
-		return 0;
-	if (!json_is_number(v) || json_number_value(v) < lo || json_number_value(v) > hi) {
-		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.%s: expected a number in %g..%g",
-				   key, lo, hi);
-		return -1;
-	}
-	*out = json_number_value(v);
-	return 1;
+	if (rc == 0)
+		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.%s: required", key);
+	return rc > 0 ? 0 : -1;
 }
 
 static int
 host_arg(json_t *args, const char *key, uint16_t *out, struct ls_ctl_req *req)
 {
 	const char *name = json_string_value(json_object_get(args, key));
-	int n = name ? ls_fab_node_find(G.fab, name) : -1;
+	int n = name ? ls_fab_node_find(fab.fab, name) : -1;
 
-	if (n < 0 || G.fab->nodes[n].kind != LS_FAB_HOST) {
+	if (n < 0 || fab.fab->nodes[n].kind != LS_FAB_HOST) {
 		ls_ctl_reply_error(req, name ? LS_CTL_E_NOT_FOUND : LS_CTL_E_BAD_ARGS,
 				   "args.%s: %s", key, name ? "no such host" : "required host name");
 		return -1;
@@ -180,7 +200,7 @@ host_arg(json_t *args, const char *key, uint16_t *out, struct ls_ctl_req *req)
 static json_t *
 chan_json(uint16_t c, uint64_t now)
 {
-	const struct ls_fab_chan *ch = &G.fab->chans[c];
+	const struct ls_fab_chan *ch = &fab.fab->chans[c];
 	json_t *o = chan_ref(c);
 
 	json_object_set_new(o, "up", json_boolean(LOAD(ch->up)));
@@ -207,12 +227,12 @@ cmd_status(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_un
 	json_t *hosts = json_array(), *sw = json_array();
 	char mac[LS_MAC_STRLEN], a4[LS_ADDR_STRLEN], a6[LS_ADDR_STRLEN];
 
-	for (uint16_t i = 0; i < G.fab->n_nodes; i++) {
-		const struct ls_fab_node *n = &G.fab->nodes[i];
+	for (uint16_t i = 0; i < fab.fab->n_nodes; i++) {
+		const struct ls_fab_node *n = &fab.fab->nodes[i];
 
 		if (n->kind == LS_FAB_HOST)
 			json_array_append_new(hosts, json_pack("{s:s, s:s, s:s, s:s, s:o, s:s}",
-				"name", n->name, "leaf", G.fab->nodes[n->leaf].name,
+				"name", n->name, "leaf", fab.fab->nodes[n->leaf].name,
 				"ipv4", n->addr4.family ? ls_addr_fmt(&n->addr4, a4, sizeof(a4)) : "",
 				"ipv6", n->addr6.family ? ls_addr_fmt(&n->addr6, a6, sizeof(a6)) : "",
 				"mac", LOAD(n->mac_known) ? json_string(ls_mac_fmt(&n->mac, mac, sizeof(mac))) : json_null(),
@@ -221,29 +241,29 @@ cmd_status(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_un
 			json_array_append_new(sw, json_pack("{s:s, s:s, s:i}", "name", n->name,
 				"role", n->role, "seed", (int)n->seed));
 	}
-#define C(f) #f, (json_int_t)LOAD(G.st.f)
-	json_t *cal = json_pack("{s:I, s:I, s:I, s:I}", "refits", (json_int_t)G.cal.n_updates,
-				"anchor_step_ns", (json_int_t)G.cal.anchor_step_ns,
-				"anchor_step_max_ns", (json_int_t)G.cal.anchor_step_max,
-				"width_ns", (json_int_t)G.cal.width_ns);
+#define C(f) #f, (json_int_t)LOAD(fab.st.f)
+	json_t *cal = json_pack("{s:I, s:I, s:I, s:I}", "refits", (json_int_t)fab.cal.n_updates,
+				"anchor_step_ns", (json_int_t)fab.cal.anchor_step_ns,
+				"anchor_step_max_ns", (json_int_t)fab.cal.anchor_step_max,
+				"width_ns", (json_int_t)fab.cal.width_ns);
 
 	ls_ctl_reply_ok(req, json_pack(
 		"{s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I, s:I}, s:I, s:I, s:o, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
 		"s:I, s:I, s:I}}",
 		"calibration", cal,
-		"delivery_lateness_ns", "count", (json_int_t)G.late.count,
-		"min", (json_int_t)ls_hist_quantile(&G.late, 0),
-		"p50", (json_int_t)ls_hist_quantile(&G.late, 0.5),
-		"p99", (json_int_t)ls_hist_quantile(&G.late, 0.99),
-		"p999", (json_int_t)ls_hist_quantile(&G.late, 0.999),
-		"max", (json_int_t)ls_hist_quantile(&G.late, 1),
-		"poll_gap_ns", "count", (json_int_t)G.poll_gap.count,
-		"p50", (json_int_t)ls_hist_quantile(&G.poll_gap, 0.5),
-		"p99", (json_int_t)ls_hist_quantile(&G.poll_gap, 0.99),
-		"p999", (json_int_t)ls_hist_quantile(&G.poll_gap, 0.999),
-		"max", (json_int_t)ls_hist_quantile(&G.poll_gap, 1),
+		"delivery_lateness_ns", "count", (json_int_t)fab.late.count,
+		"min", (json_int_t)ls_hist_quantile(&fab.late, 0),
+		"p50", (json_int_t)ls_hist_quantile(&fab.late, 0.5),
+		"p99", (json_int_t)ls_hist_quantile(&fab.late, 0.99),
+		"p999", (json_int_t)ls_hist_quantile(&fab.late, 0.999),
+		"max", (json_int_t)ls_hist_quantile(&fab.late, 1),
+		"poll_gap_ns", "count", (json_int_t)fab.poll_gap.count,
+		"p50", (json_int_t)ls_hist_quantile(&fab.poll_gap, 0.5),
+		"p99", (json_int_t)ls_hist_quantile(&fab.poll_gap, 0.99),
+		"p999", (json_int_t)ls_hist_quantile(&fab.poll_gap, 0.999),
+		"max", (json_int_t)ls_hist_quantile(&fab.poll_gap, 1),
 		"now_ns", (json_int_t)lsf_now_any(),
-		"convergence_ns", (json_int_t)G.fab->convergence_ns,
+		"convergence_ns", (json_int_t)fab.fab->convergence_ns,
 		"switches", sw, "hosts", hosts, "counters",
 		C(rx_pkts), C(tx_pkts), C(tx_dropped), C(arp_answered), C(nd_answered),
 		C(icmp_time_exceeded), C(no_route), C(bad), C(not_ip), C(alloc_failed),
@@ -258,7 +278,7 @@ cmd_links(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_unu
 	uint64_t now = lsf_now_any();
 	json_t *a = json_array();
 
-	for (uint16_t c = 0; c < G.fab->n_chans; c++)
+	for (uint16_t c = 0; c < fab.fab->n_chans; c++)
 		json_array_append_new(a, chan_json(c, now));
 	ls_ctl_reply_ok(req, a);
 }
@@ -266,20 +286,18 @@ cmd_links(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_unu
 static void
 cmd_link_set(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 {
-	static const char *const keys[] = {"link", "dir", "up", "delay_ns", "rate_bps", "loss",
-					   "ecn_bytes", "buffer_bytes", NULL};
 	double delay = 0, rate = 0, loss = 0, ecn = 0, buf = 0;
 	int hd, hr, hl, he, hb, n, rc = 0;
 	json_t *up = json_object_get(args, "up");
 	uint16_t ch[2];
 
-	if (ls_ctl_check_keys(req, args, keys) < 0 || (n = chans_of(args, ch, req)) < 0)
+	if ((n = chans_of(args, ch, req)) < 0)
 		return;
-	if ((hd = get_num(args, "delay_ns", 0, 10e9, &delay, req)) < 0 ||
-	    (hr = get_num(args, "rate_bps", 1000, 1e13, &rate, req)) < 0 ||
-	    (hl = get_num(args, "loss", 0, 1, &loss, req)) < 0 ||
-	    (he = get_num(args, "ecn_bytes", 0, 4e9, &ecn, req)) < 0 ||
-	    (hb = get_num(args, "buffer_bytes", 1500, 4e9, &buf, req)) < 0)
+	if ((hd = ls_ctl_arg_num(req, args, "delay_ns", 0, 10e9, &delay)) < 0 ||
+	    (hr = ls_ctl_arg_num(req, args, "rate_bps", 1000, 1e13, &rate)) < 0 ||
+	    (hl = ls_ctl_arg_num(req, args, "loss", 0, 1, &loss)) < 0 ||
+	    (he = ls_ctl_arg_num(req, args, "ecn_bytes", 0, 4e9, &ecn)) < 0 ||
+	    (hb = ls_ctl_arg_num(req, args, "buffer_bytes", 1500, 4e9, &buf)) < 0)
 		return;
 	if (up != NULL && !json_is_boolean(up)) {
 		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.up: expected true or false");
@@ -294,7 +312,7 @@ cmd_link_set(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 		}
 		m->chan = ch[i];
 		m->up = up ? (int8_t)json_is_true(up) : -1;
-		m->params = G.fab->chans[ch[i]].p;
+		m->params = fab.fab->chans[ch[i]].p;
 		m->set_params = hd || hr || hl || he || hb;
 		if (hd)
 			m->params.delay_ns = (uint64_t)delay;
@@ -325,110 +343,79 @@ cmd_link_set(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 static void
 cmd_link_flap(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 {
-	static const char *const keys[] = {"link", "dir", "down_ms", "every_ms", "count", NULL};
 	double down = -1, every = -1, count = 0;
 	struct lsf_msg *m;
 	uint16_t ch[2];
 	int n, rc;
 
-	if (ls_ctl_check_keys(req, args, keys) < 0 || (n = chans_of(args, ch, req)) < 0 ||
-	    get_num(args, "down_ms", 0.001, 3.6e6, &down, req) < 0 ||
-	    get_num(args, "every_ms", 0.001, 3.6e6, &every, req) < 0 ||
-	    get_num(args, "count", 0, 1e9, &count, req) < 0)
+	if ((n = chans_of(args, ch, req)) < 0 ||
+	    ls_ctl_arg_num(req, args, "down_ms", 0.001, 3.6e6, &down) < 0 ||
+	    ls_ctl_arg_num(req, args, "every_ms", 0.001, 3.6e6, &every) < 0 ||
+	    ls_ctl_arg_num(req, args, "count", 0, 1e9, &count) < 0)
 		return;
 	if (down < 0 || every < 0 || down >= every) {
 		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS,
 				   "args.down_ms and args.every_ms required, down_ms < every_ms");
 		return;
 	}
-	m = msg_new(LSF_MSG_FLAP);
-	if (m == NULL) {
-		ls_ctl_reply_error(req, LS_CTL_E_INTERNAL, "out of memory");
+	m = req_msg(req, LSF_MSG_FLAP);
+	if (m == NULL)
 		return;
-	}
 	m->flap.n_chan = (uint8_t)n;
 	m->flap.chan[0] = ch[0];
 	m->flap.chan[1] = n > 1 ? ch[1] : ch[0];
 	m->flap.down_ns = (uint64_t)(down * 1e6);
 	m->flap.every_ns = (uint64_t)(every * 1e6);
 	m->flap.count = (uint32_t)count;
-	rc = msg_call(m);
-	if (rc < 0) {
-		ls_ctl_reply_error(req, rc == -ENOSPC ? LS_CTL_E_BUSY : LS_CTL_E_INTERNAL,
-				   "%s", rc == -ENOSPC ? "too many flap schedules" : strerror(-rc));
+	rc = req_call(req, m, ENOSPC, LS_CTL_E_BUSY, "too many flap schedules");
+	if (rc < 0)
 		return;
-	}
 	ls_ctl_reply_ok(req, json_pack("{s:i}", "schedule", rc));
 }
 
 static void
 cmd_host_slow(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 {
-	static const char *const keys[] = {"host", "rate_bps", NULL};
 	struct lsf_msg *m;
 	double rate = -1;
 	uint16_t h;
-	int rc;
 
-	if (ls_ctl_check_keys(req, args, keys) < 0 || host_arg(args, "host", &h, req) < 0 ||
-	    get_num(args, "rate_bps", 1000, 1e13, &rate, req) < 0)
+	if (host_arg(args, "host", &h, req) < 0 ||
+	    need_num(req, args, "rate_bps", 1000, 1e13, &rate) < 0)
 		return;
-	if (rate < 0) {
-		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.rate_bps: required");
-		return;
-	}
 	/* A slow receiver is a slow last hop: the leaf -> host link. */
-	m = msg_new(LSF_MSG_CHAN_SET);
-	if (m == NULL) {
-		ls_ctl_reply_error(req, LS_CTL_E_INTERNAL, "out of memory");
+	m = req_msg(req, LSF_MSG_CHAN_SET);
+	if (m == NULL)
 		return;
-	}
-	m->chan = G.fab->nodes[h].down_chan;
-	m->params = G.fab->chans[m->chan].p;
+	m->chan = fab.fab->nodes[h].down_chan;
+	m->params = fab.fab->chans[m->chan].p;
 	m->params.rate_bps = (uint64_t)rate;
 	m->set_params = true;
-	rc = msg_call(m);
-	if (rc < 0) {
-		ls_ctl_reply_error(req, LS_CTL_E_INTERNAL, "%s", strerror(-rc));
+	if (req_call(req, m, 0, NULL, NULL) < 0)
 		return;
-	}
-	ls_ctl_reply_ok(req, chan_json(G.fab->nodes[h].down_chan, lsf_now_any()));
+	ls_ctl_reply_ok(req, chan_json(fab.fab->nodes[h].down_chan, lsf_now_any()));
 }
 
 static void
 cmd_routing_set(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 {
-	static const char *const keys[] = {"convergence_ms", NULL};
 	struct lsf_msg *m;
 	double ms = -1;
-	int rc;
 
-	if (ls_ctl_check_keys(req, args, keys) < 0 ||
-	    get_num(args, "convergence_ms", 0, 3.6e6, &ms, req) < 0)
+	if (need_num(req, args, "convergence_ms", 0, 3.6e6, &ms) < 0)
 		return;
-	if (ms < 0) {
-		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.convergence_ms: required");
+	m = req_msg(req, LSF_MSG_CONVERGENCE);
+	if (m == NULL)
 		return;
-	}
-	m = msg_new(LSF_MSG_CONVERGENCE);
-	if (m == NULL) {
-		ls_ctl_reply_error(req, LS_CTL_E_INTERNAL, "out of memory");
-		return;
-	}
 	m->convergence_ns = (uint64_t)(ms * 1e6);
-	rc = msg_call(m);
-	if (rc < 0) {
-		ls_ctl_reply_error(req, LS_CTL_E_INTERNAL, "%s", strerror(-rc));
+	if (req_call(req, m, 0, NULL, NULL) < 0)
 		return;
-	}
 	ls_ctl_reply_ok(req, json_pack("{s:f}", "convergence_ms", ms));
 }
 
 static void
 cmd_route(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 {
-	static const char *const keys[] = {"src", "dst", "sport", "dport", "proto", "family",
-					   "flow_label", NULL};
 	const char *fam = json_string_value(json_object_get(args, "family"));
 	double sport = 49152, dport = 862, proto = 17, fl = 0;
 	struct lsf_msg *m;
@@ -436,18 +423,16 @@ cmd_route(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 	json_t *a;
 	int rc;
 
-	if (ls_ctl_check_keys(req, args, keys) < 0 || host_arg(args, "src", &s, req) < 0 ||
+	if (host_arg(args, "src", &s, req) < 0 ||
 	    host_arg(args, "dst", &d, req) < 0 ||
-	    get_num(args, "sport", 0, 65535, &sport, req) < 0 ||
-	    get_num(args, "dport", 0, 65535, &dport, req) < 0 ||
-	    get_num(args, "proto", 0, 255, &proto, req) < 0 ||
-	    get_num(args, "flow_label", 0, 0xfffff, &fl, req) < 0)
+	    ls_ctl_arg_num(req, args, "sport", 0, 65535, &sport) < 0 ||
+	    ls_ctl_arg_num(req, args, "dport", 0, 65535, &dport) < 0 ||
+	    ls_ctl_arg_num(req, args, "proto", 0, 255, &proto) < 0 ||
+	    ls_ctl_arg_num(req, args, "flow_label", 0, 0xfffff, &fl) < 0)
 		return;
-	m = msg_new(LSF_MSG_ROUTE);
-	if (m == NULL) {
-		ls_ctl_reply_error(req, LS_CTL_E_INTERNAL, "out of memory");
+	m = req_msg(req, LSF_MSG_ROUTE);
+	if (m == NULL)
 		return;
-	}
 	m->route.src = s;
 	m->route.dst = d;
 	m->route.family = fam && strcmp(fam, "ipv6") == 0 ? LS_AF_INET6 : LS_AF_INET;
@@ -473,38 +458,31 @@ cmd_route(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 static void
 cmd_gen_start(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 {
-	static const char *const keys[] = {"name", "link", "dir", "src", "dst", "util", "rate_bps",
-					   "pkt_bytes", "on_us", "off_us", "random", "flows", NULL};
 	const char *name = json_string_value(json_object_get(args, "name"));
 	double util = -1, rate = -1, bytes = 1500, on = 0, off = 0, flows = 16;
 	struct lsf_gen *gn;
 	struct lsf_msg *m;
 	uint64_t ref_bps;
 	uint16_t ch[2];
-	int rc;
 
-	if (ls_ctl_check_keys(req, args, keys) < 0)
-		return;
 	if (name == NULL || strlen(name) == 0 || strlen(name) >= sizeof(gn->name)) {
 		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.name: required string (< 32)");
 		return;
 	}
-	if (get_num(args, "util", 0.001, 1.0, &util, req) < 0 ||
-	    get_num(args, "rate_bps", 1000, 1e13, &rate, req) < 0 ||
-	    get_num(args, "pkt_bytes", 64, 9216, &bytes, req) < 0 ||
-	    get_num(args, "on_us", 1, 1e9, &on, req) < 0 ||
-	    get_num(args, "off_us", 0, 1e9, &off, req) < 0 ||
-	    get_num(args, "flows", 1, 1 << 24, &flows, req) < 0)
+	if (ls_ctl_arg_num(req, args, "util", 0.001, 1.0, &util) < 0 ||
+	    ls_ctl_arg_num(req, args, "rate_bps", 1000, 1e13, &rate) < 0 ||
+	    ls_ctl_arg_num(req, args, "pkt_bytes", 64, 9216, &bytes) < 0 ||
+	    ls_ctl_arg_num(req, args, "on_us", 1, 1e9, &on) < 0 ||
+	    ls_ctl_arg_num(req, args, "off_us", 0, 1e9, &off) < 0 ||
+	    ls_ctl_arg_num(req, args, "flows", 1, 1 << 24, &flows) < 0)
 		return;
 	if ((util < 0) == (rate < 0)) {
 		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "give exactly one of args.util and args.rate_bps");
 		return;
 	}
-	m = msg_new(LSF_MSG_GEN_START);
-	if (m == NULL) {
-		ls_ctl_reply_error(req, LS_CTL_E_INTERNAL, "out of memory");
+	m = req_msg(req, LSF_MSG_GEN_START);
+	if (m == NULL)
 		return;
-	}
 	gn = &m->gen;
 	snprintf(gn->name, sizeof(gn->name), "%s", name);
 	if (json_object_get(args, "link") != NULL) {
@@ -521,7 +499,7 @@ cmd_gen_start(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 		}
 		gn->pair = false;
 		gn->chan = ch[0];
-		ref_bps = G.fab->chans[ch[0]].p.rate_bps;
+		ref_bps = fab.fab->chans[ch[0]].p.rate_bps;
 	} else {
 		/* A host pair (incast is several pairs to one host), routed by ECMP. */
 		if (host_arg(args, "src", &gn->src, req) < 0 || host_arg(args, "dst", &gn->dst, req) < 0) {
@@ -530,7 +508,7 @@ cmd_gen_start(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 		}
 		gn->pair = true;
 		gn->flows = (uint32_t)flows;
-		ref_bps = G.fab->chans[G.fab->nodes[gn->src].up_chan].p.rate_bps;
+		ref_bps = fab.fab->chans[fab.fab->nodes[gn->src].up_chan].p.rate_bps;
 	}
 	gn->rate_bps = rate > 0 ? (uint64_t)rate : (uint64_t)(util * (double)ref_bps);
 	gn->pkt_bytes = (uint32_t)bytes;
@@ -552,12 +530,8 @@ cmd_gen_start(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 		return;
 	}
 	gn->random = json_is_true(json_object_get(args, "random"));
-	rc = msg_call(m);
-	if (rc < 0) {
-		ls_ctl_reply_error(req, rc == -ENOSPC ? LS_CTL_E_BUSY : LS_CTL_E_INTERNAL, "%s",
-				   rc == -ENOSPC ? "too many generators" : strerror(-rc));
+	if (req_call(req, m, ENOSPC, LS_CTL_E_BUSY, "too many generators") < 0)
 		return;
-	}
 	ls_ctl_reply_ok(req, json_pack("{s:s, s:I}", "name", name,
 				       "rate_bps", (json_int_t)(rate > 0 ? rate : util * (double)ref_bps)));
 }
@@ -565,29 +539,19 @@ cmd_gen_start(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 static void
 cmd_gen_stop(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 {
-	static const char *const keys[] = {"name", NULL};
 	const char *name = json_string_value(json_object_get(args, "name"));
 	struct lsf_msg *m;
-	int rc;
 
-	if (ls_ctl_check_keys(req, args, keys) < 0)
-		return;
 	if (name == NULL) {
 		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.name: required string");
 		return;
 	}
-	m = msg_new(LSF_MSG_GEN_STOP);
-	if (m == NULL) {
-		ls_ctl_reply_error(req, LS_CTL_E_INTERNAL, "out of memory");
+	m = req_msg(req, LSF_MSG_GEN_STOP);
+	if (m == NULL)
 		return;
-	}
 	snprintf(m->gen.name, sizeof(m->gen.name), "%s", name);
-	rc = msg_call(m);
-	if (rc < 0) {
-		ls_ctl_reply_error(req, rc == -ENOENT ? LS_CTL_E_NOT_FOUND : LS_CTL_E_INTERNAL,
-				   "%s", rc == -ENOENT ? "no such generator" : strerror(-rc));
+	if (req_call(req, m, ENOENT, LS_CTL_E_NOT_FOUND, "no such generator") < 0)
 		return;
-	}
 	ls_ctl_reply_ok(req, json_pack("{s:s}", "name", name));
 }
 
@@ -597,7 +561,7 @@ cmd_gens(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_unus
 	json_t *a = json_array();
 
 	for (int i = 0; i < LSF_MAX_GENS; i++) {
-		const struct lsf_gen *gn = &G.gens[i];
+		const struct lsf_gen *gn = &fab.gens[i];
 
 		if (!LOAD(gn->active))
 			continue;
@@ -616,7 +580,7 @@ truth_json(const struct lsf_truth *t)
 {
 	static const char *const reason[] = {"ok", "tail", "down", "mtu"};
 	json_t *o = json_pack("{s:I, s:s, s:s}", "t", (json_int_t)t->t_ns,
-			      "link", G.fab->link_names[t->chan / 2], "dir", chan_dir(t->chan));
+			      "link", fab.fab->link_names[t->chan / 2], "dir", chan_dir(t->chan));
 
 	switch (t->type) {
 	case LSF_T_DEPTH:
@@ -655,41 +619,61 @@ truth_json(const struct lsf_truth *t)
 static void
 cmd_truth(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 {
-	static const char *const keys[] = {"max", NULL};
 	double max = 1000;
 	json_t *a;
 	uint64_t from;
 
-	if (ls_ctl_check_keys(req, args, keys) < 0 || get_num(args, "max", 1, LSF_KEEP_HOPS, &max, req) < 0)
+	if (ls_ctl_arg_num(req, args, "max", 1, LSF_KEEP_HOPS, &max) < 0)
 		return;
 	a = json_array();
-	from = C.n_hops > (uint64_t)max ? C.n_hops - (uint64_t)max : 0;
-	for (uint64_t i = from; i < C.n_hops; i++)
-		json_array_append_new(a, truth_json(&C.hops[i % LSF_KEEP_HOPS]));
-	ls_ctl_reply_ok(req, json_pack("{s:s, s:b, s:I, s:I, s:o}", "file", G.truth_file,
-				       "hop_records", G.hop_records, "written", (json_int_t)C.written,
-				       "dropped", (json_int_t)LOAD(G.st.truth_dropped), "records", a));
+	from = fab_ctl.n_hops > (uint64_t)max ? fab_ctl.n_hops - (uint64_t)max : 0;
+	for (uint64_t i = from; i < fab_ctl.n_hops; i++)
+		json_array_append_new(a, truth_json(&fab_ctl.hops[i % LSF_KEEP_HOPS]));
+	ls_ctl_reply_ok(req, json_pack("{s:s, s:b, s:I, s:I, s:o}", "file", fab.truth_file,
+				       "hop_records", fab.hop_records, "written", (json_int_t)fab_ctl.written,
+				       "dropped", (json_int_t)LOAD(fab.st.truth_dropped), "records", a));
 }
 
-static const struct {
-	const char *name, *usage, *help;
-	ls_ctl_cb cb;
-} commands[] = {
-	{"status", "", "switches, hosts (learnt MACs), counters, time", cmd_status},
-	{"links", "", "every link direction: state, parameters, queue depth, counters", cmd_links},
-	{"link.set", "{link, [dir], [up], [delay_ns], [rate_bps], [loss], [ecn_bytes], [buffer_bytes]}",
-	 "change a link (both directions unless dir is \"ab\" or \"ba\")", cmd_link_set},
-	{"link.flap", "{link, [dir], down_ms, every_ms, [count]}", "take a link down for down_ms every every_ms", cmd_link_flap},
-	{"host.slow", "{host, rate_bps}", "slow a host's last hop (a slow receiver)", cmd_host_slow},
-	{"routing.set", "{convergence_ms}", "how long ECMP keeps using a failed link", cmd_routing_set},
-	{"route", "{src, dst, [sport], [dport], [proto], [family], [flow_label]}",
-	 "the links a flow crosses, as forwarding hashes it", cmd_route},
-	{"gen.start", "{name, (link, [dir]) | (src, dst, [flows]), util | rate_bps, [pkt_bytes], [on_us, off_us, [random]]}",
-	 "start background traffic on a link or between hosts", cmd_gen_start},
-	{"gen.stop", "{name}", "stop a generator", cmd_gen_stop},
-	{"gens", "", "running generators", cmd_gens},
-	{"truth", "{[max]}", "recent per-probe hop and drop records", cmd_truth},
-};
+/* Every command with the argument keys lib/ctl lets through to it. */
+static void
+register_commands(struct ls_ctl *ctl)
+{
+	ls_ctl_register(ctl, "status", "", "switches, hosts (learnt MACs), counters, time",
+			cmd_status, NULL);
+	ls_ctl_register(ctl, "links", "",
+			"every link direction: state, parameters, queue depth, counters",
+			cmd_links, NULL);
+	ls_ctl_register_keys(ctl, "link.set",
+			     "{link, [dir], [up], [delay_ns], [rate_bps], [loss], [ecn_bytes], "
+			     "[buffer_bytes]}",
+			     "change a link (both directions unless dir is \"ab\" or \"ba\")",
+			     "link dir up delay_ns rate_bps loss ecn_bytes buffer_bytes",
+			     cmd_link_set, NULL);
+	ls_ctl_register_keys(ctl, "link.flap", "{link, [dir], down_ms, every_ms, [count]}",
+			     "take a link down for down_ms every every_ms",
+			     "link dir down_ms every_ms count", cmd_link_flap, NULL);
+	ls_ctl_register_keys(ctl, "host.slow", "{host, rate_bps}",
+			     "slow a host's last hop (a slow receiver)", "host rate_bps",
+			     cmd_host_slow, NULL);
+	ls_ctl_register_keys(ctl, "routing.set", "{convergence_ms}",
+			     "how long ECMP keeps using a failed link", "convergence_ms",
+			     cmd_routing_set, NULL);
+	ls_ctl_register_keys(ctl, "route",
+			     "{src, dst, [sport], [dport], [proto], [family], [flow_label]}",
+			     "the links a flow crosses, as forwarding hashes it",
+			     "src dst sport dport proto family flow_label", cmd_route, NULL);
+	ls_ctl_register_keys(ctl, "gen.start",
+			     "{name, (link, [dir]) | (src, dst, [flows]), util | rate_bps, "
+			     "[pkt_bytes], [on_us, off_us, [random]]}",
+			     "start background traffic on a link or between hosts",
+			     "name link dir src dst util rate_bps pkt_bytes on_us off_us random flows",
+			     cmd_gen_start, NULL);
+	ls_ctl_register_keys(ctl, "gen.stop", "{name}", "stop a generator", "name",
+			     cmd_gen_stop, NULL);
+	ls_ctl_register(ctl, "gens", "", "running generators", cmd_gens, NULL);
+	ls_ctl_register_keys(ctl, "truth", "{[max]}", "recent per-probe hop and drop records",
+			     "max", cmd_truth, NULL);
+}
 
 /* ---- the thread -------------------------------------------------------- */
 
@@ -709,27 +693,27 @@ drain_truth(void)
 	unsigned int n, batches = 0;
 
 	while (batches++ < TRUTH_BATCHES_PER_POLL &&
-	       (n = rte_ring_sc_dequeue_burst(G.truth, obj, RTE_DIM(obj), NULL)) > 0) {
+	       (n = rte_ring_sc_dequeue_burst(fab.truth, obj, RTE_DIM(obj), NULL)) > 0) {
 		for (unsigned int i = 0; i < n; i++) {
 			const struct lsf_truth *t = obj[i];
 
 			if (t->type == LSF_T_HOP || t->type == LSF_T_DROP)
-				C.hops[C.n_hops++ % LSF_KEEP_HOPS] = *t;
-			if (C.truth != NULL) {
+				fab_ctl.hops[fab_ctl.n_hops++ % LSF_KEEP_HOPS] = *t;
+			if (fab_ctl.truth != NULL) {
 				json_t *o = truth_json(t);
 
-				if (json_dumpf(o, C.truth, JSON_COMPACT) == 0)
-					fputc('\n', C.truth);
+				if (json_dumpf(o, fab_ctl.truth, JSON_COMPACT) == 0)
+					fputc('\n', fab_ctl.truth);
 				json_decref(o);
-				C.written++;
+				fab_ctl.written++;
 			}
 		}
-		rte_mempool_put_bulk(G.truth_pool, obj, n);
+		rte_mempool_put_bulk(fab.truth_pool, obj, n);
 	}
 	/* Whole lines reach the file at the end of each batch, so a reader
 	 * tailing it sees at most one unterminated last line. */
-	if (C.truth != NULL)
-		fflush(C.truth);
+	if (fab_ctl.truth != NULL)
+		fflush(fab_ctl.truth);
 }
 
 static void *
@@ -737,17 +721,17 @@ ctl_thread(void *arg __rte_unused)
 {
 	uint64_t hz = rte_get_tsc_hz(), next_cal = rte_rdtsc() + hz;
 
-	while (!G.quit) {
+	while (!fab.quit) {
 		/* no wait while records are backed up */
-		ls_ctl_poll(C.ctl, rte_ring_count(G.truth) > 0 ? 0 : 5);
+		ls_ctl_poll(fab_ctl.ctl, rte_ring_count(fab.truth) > 0 ? 0 : 5);
 		drain_truth();
 		if (rte_rdtsc() >= next_cal) {
-			ls_tsc_cal_update(&G.cal);
+			ls_tsc_cal_update(&fab.cal);
 			next_cal = rte_rdtsc() + hz;
 		}
 	}
 	/* what is left: a whole ring is 16 calls */
-	for (int i = 0; i < 32 && rte_ring_count(G.truth) > 0; i++)
+	for (int i = 0; i < 32 && rte_ring_count(fab.truth) > 0; i++)
 		drain_truth();
 	return NULL;
 }
@@ -755,41 +739,39 @@ ctl_thread(void *arg __rte_unused)
 int
 lsf_control_start(void)
 {
-	struct ls_ctl_params cp = {.path = G.socket, .mode = 0660, .max_clients = 16,
+	struct ls_ctl_params cp = {.path = fab.socket, .mode = 0660, .max_clients = 16,
 				   .max_request = 65536};
 	int rc;
 
-	if (G.truth_file[0]) {
-		C.truth = fopen(G.truth_file, "w");
-		if (C.truth == NULL) {
-			LSF_LOG(ERR, "--truth %s: %s", G.truth_file, strerror(errno));
+	if (fab.truth_file[0]) {
+		fab_ctl.truth = fopen(fab.truth_file, "w");
+		if (fab_ctl.truth == NULL) {
+			LSF_LOG(ERR, "--truth %s: %s", fab.truth_file, strerror(errno));
 			return -errno;
 		}
 	}
-	C.ctl = ls_ctl_create(&cp);
-	if (C.ctl == NULL) {
-		LSF_LOG(ERR, "control socket %s: %s", G.socket, strerror(errno));
+	fab_ctl.ctl = ls_ctl_create(&cp);
+	if (fab_ctl.ctl == NULL) {
+		LSF_LOG(ERR, "control socket %s: %s", fab.socket, strerror(errno));
 		return -errno;
 	}
-	for (size_t i = 0; i < RTE_DIM(commands); i++)
-		ls_ctl_register(C.ctl, commands[i].name, commands[i].usage, commands[i].help,
-				commands[i].cb, NULL);
-	rc = rte_ctrl_thread_create(&C.tid, "lsf-ctl", NULL, ctl_thread, NULL);
+	register_commands(fab_ctl.ctl);
+	rc = rte_ctrl_thread_create(&fab_ctl.tid, "lsf-ctl", NULL, ctl_thread, NULL);
 	if (rc != 0)
 		return -rc;
-	C.running = true;
+	fab_ctl.running = true;
 	return 0;
 }
 
 void
 lsf_control_stop(void)
 {
-	if (C.running)
-		pthread_join(C.tid, NULL);
-	C.running = false;
-	ls_ctl_free(C.ctl);
-	C.ctl = NULL;
-	if (C.truth != NULL)
-		fclose(C.truth);
-	C.truth = NULL;
+	if (fab_ctl.running)
+		pthread_join(fab_ctl.tid, NULL);
+	fab_ctl.running = false;
+	ls_ctl_free(fab_ctl.ctl);
+	fab_ctl.ctl = NULL;
+	if (fab_ctl.truth != NULL)
+		fclose(fab_ctl.truth);
+	fab_ctl.truth = NULL;
 }

@@ -75,7 +75,7 @@ heap_insert(uint16_t c)
 {
 	lsf_heap.in[c] = true;
 	lsf_heap.e[lsf_heap.n].ch = c;
-	lsf_heap.e[lsf_heap.n].key = ls_fab_chan_head_ns(&G.fab->chans[c]);
+	lsf_heap.e[lsf_heap.n].key = ls_fab_chan_head_ns(&fab.fab->chans[c]);
 	heap_sift_up(lsf_heap.n++);
 }
 
@@ -95,7 +95,7 @@ static inline void
 heap_fix_top(void)
 {
 	uint16_t c = lsf_heap.e[0].ch;
-	uint64_t k = ls_fab_chan_head_ns(&G.fab->chans[c]);
+	uint64_t k = ls_fab_chan_head_ns(&fab.fab->chans[c]);
 
 	if (k != UINT64_MAX) {
 		lsf_heap.e[0].key = k;

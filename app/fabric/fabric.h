@@ -208,7 +208,7 @@ struct lsf_global {
 	unsigned int lcore;
 };
 
-extern struct lsf_global G;
+extern struct lsf_global fab;
 
 /* Now on the lab's true timeline: CLOCK_MONOTONIC_RAW + LS_SIM_EPOCH_NS,
  * exactly what simulated clocks call true time. Lcore only (cached map). */

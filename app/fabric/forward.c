@@ -50,11 +50,11 @@ lsf_now(void)
 	uint64_t tsc = rte_rdtsc();
 
 	/* Refresh the cached mapping every ~100 ms of TSC. */
-	if (unlikely(tsc - G.map_tsc > G.map_every)) {
-		ls_tsc_cal_read(&G.cal, &G.map);
-		G.map_tsc = tsc;
+	if (unlikely(tsc - fab.map_tsc > fab.map_every)) {
+		ls_tsc_cal_read(&fab.cal, &fab.map);
+		fab.map_tsc = tsc;
 	}
-	return ls_tsc_map_ns(&G.map, tsc) + LS_SIM_EPOCH_NS;
+	return ls_tsc_map_ns(&fab.map, tsc) + LS_SIM_EPOCH_NS;
 }
 
 uint64_t
@@ -62,7 +62,7 @@ lsf_now_any(void)
 {
 	struct ls_tsc_map map;
 
-	ls_tsc_cal_read(&G.cal, &map);
+	ls_tsc_cal_read(&fab.cal, &map);
 	return ls_tsc_map_ns(&map, rte_rdtsc()) + LS_SIM_EPOCH_NS;
 }
 
@@ -88,11 +88,11 @@ static void
 enqueue_pkt(uint16_t ch, struct rte_mbuf *m, uint64_t t, const struct ls_pkt_info *pi,
 	    uint32_t tag)
 {
-	struct ls_fab_chan *c = &G.fab->chans[ch];
+	struct ls_fab_chan *c = &fab.fab->chans[ch];
 	uint8_t fam = pi->src.family;
 	bool ect = fam && ((pi->tos & LS_ECN_MASK) == LS_ECN_ECT0 ||
 			   (pi->tos & LS_ECN_MASK) == LS_ECN_ECT1);
-	bool probe = G.hop_records && fam && is_probe(pi);
+	bool probe = fab.hop_records && fam && is_probe(pi);
 	uint64_t depth = probe ? ls_fab_chan_depth(c, t) : 0;
 	enum ls_fab_verdict v;
 	bool ce = false;
@@ -163,8 +163,8 @@ static void
 leaf_arp(uint16_t leaf, uint16_t host, struct rte_mbuf *m, const struct ls_pkt_info *pi,
 	 uint64_t t)
 {
-	struct ls_fab_node *h = &G.fab->nodes[host];
-	struct ls_fab_node *l = &G.fab->nodes[leaf];
+	struct ls_fab_node *h = &fab.fab->nodes[host];
+	struct ls_fab_node *l = &fab.fab->nodes[leaf];
 	uint8_t buf[64];
 	int len;
 
@@ -178,15 +178,15 @@ leaf_arp(uint16_t leaf, uint16_t host, struct rte_mbuf *m, const struct ls_pkt_i
 	}
 	len = ls_pkt_build_arp(buf, sizeof(buf), LS_ARP_REPLY, &l->mac, &pi->dst,
 			       &pi->arp_sha, &pi->src);
-	leaf_reply(h, m, buf, len, &G.st.arp_answered, t);
+	leaf_reply(h, m, buf, len, &fab.st.arp_answered, t);
 }
 
 static void
 leaf_nd(uint16_t leaf, uint16_t host, struct rte_mbuf *m, const struct ls_pkt_info *pi,
 	bool is_ns, uint64_t t)
 {
-	struct ls_fab_node *h = &G.fab->nodes[host];
-	struct ls_fab_node *l = &G.fab->nodes[leaf];
+	struct ls_fab_node *h = &fab.fab->nodes[host];
+	struct ls_fab_node *l = &fab.fab->nodes[leaf];
 	uint8_t buf[128];
 	int len;
 
@@ -200,13 +200,13 @@ leaf_nd(uint16_t leaf, uint16_t host, struct rte_mbuf *m, const struct ls_pkt_in
 	}
 	len = ls_pkt_build_na(buf, sizeof(buf), &l->mac, &pi->nd_target,
 			      pi->nd_has_lladdr ? &pi->nd_lladdr : &pi->src_mac, &pi->src);
-	leaf_reply(h, m, buf, len, &G.st.nd_answered, t);
+	leaf_reply(h, m, buf, len, &fab.st.nd_answered, t);
 }
 
 static void
 time_exceeded(uint16_t sw, struct rte_mbuf *m, const struct ls_pkt_info *pi, uint64_t t)
 {
-	const struct ls_fab_node *n = &G.fab->nodes[sw];
+	const struct ls_fab_node *n = &fab.fab->nodes[sw];
 	const struct ls_addr *router = pi->src.family == LS_AF_INET ? &n->addr4 : &n->addr6;
 	const uint8_t *l3 = rte_pktmbuf_mtod(m, const uint8_t *) + pi->l3_off;
 	uint8_t buf[1400];
@@ -236,7 +236,7 @@ time_exceeded(uint16_t sw, struct rte_mbuf *m, const struct ls_pkt_info *pi, uin
 		rte_pktmbuf_free(m);
 		return;
 	}
-	G.st.icmp_time_exceeded++;
+	fab.st.icmp_time_exceeded++;
 	route_ip(sw, m, &tpi, t, true);
 }
 
@@ -244,16 +244,16 @@ static void
 route_ip(uint16_t sw, struct rte_mbuf *m, const struct ls_pkt_info *pi, uint64_t t,
 	 bool originated)
 {
-	const struct ls_fab_node *n = &G.fab->nodes[sw];
+	const struct ls_fab_node *n = &fab.fab->nodes[sw];
 	uint8_t *l3 = rte_pktmbuf_mtod(m, uint8_t *) + pi->l3_off;
 	uint8_t fam = pi->src.family;
 	uint8_t proto = fam == LS_AF_INET ? l3[9] : l3[6];
-	int host = ls_fab_host_by_addr(G.fab, &pi->dst);
+	int host = ls_fab_host_by_addr(fab.fab, &pi->dst);
 	uint32_t h;
 	int ch;
 
 	if (host < 0) {
-		G.st.no_route++;
+		fab.st.no_route++;
 		rte_pktmbuf_free(m);
 		return;
 	}
@@ -265,9 +265,9 @@ route_ip(uint16_t sw, struct rte_mbuf *m, const struct ls_pkt_info *pi, uint64_t
 	h = ls_fab_flow_hash(n->seed, &pi->src, &pi->dst, proto,
 			     proto == 17 ? pi->sport : 0, proto == 17 ? pi->dport : 0,
 			     pi->flow_label);
-	ch = ls_fab_next_hop(G.fab, sw, (uint16_t)host, h);
+	ch = ls_fab_next_hop(fab.fab, sw, (uint16_t)host, h);
 	if (ch < 0) {
-		G.st.no_route++;
+		fab.st.no_route++;
 		rte_pktmbuf_free(m);
 		return;
 	}
@@ -314,8 +314,8 @@ switch_ipv4(const struct rte_mbuf *m, struct ls_pkt_info *pi)
 static void
 at_switch(uint16_t sw, uint16_t in, struct rte_mbuf *m, uint64_t t)
 {
-	const struct ls_fab_chan *c = &G.fab->chans[in];
-	bool from_host = G.fab->nodes[c->from].kind == LS_FAB_HOST;
+	const struct ls_fab_chan *c = &fab.fab->chans[in];
+	bool from_host = fab.fab->nodes[c->from].kind == LS_FAB_HOST;
 	struct ls_pkt_info pi;
 	int cls;
 
@@ -345,13 +345,13 @@ at_switch(uint16_t sw, uint16_t in, struct rte_mbuf *m, uint64_t t)
 			route_ip(sw, m, &pi, t, false);
 			return;
 		}
-		G.st.not_ip++;
+		fab.st.not_ip++;
 		rte_pktmbuf_free(m);
 		return;
 	default:
 		break;
 	}
-	G.st.bad++;
+	fab.st.bad++;
 	rte_pktmbuf_free(m);
 }
 
@@ -393,7 +393,7 @@ enqueue_tagged(uint16_t ch, struct rte_mbuf *m, uint64_t t, uint8_t fam, bool ec
 {
 	bool ce;
 
-	if (unlikely(ls_fab_chan_enqueue_inline(&G.fab->chans[ch], t,
+	if (unlikely(ls_fab_chan_enqueue_inline(&fab.fab->chans[ch], t,
 						m->data_len + LSF_WIRE_OVERHEAD, ect, m, tag,
 						&ce) != LS_FAB_OK)) {
 		rte_pktmbuf_free(m);
@@ -414,7 +414,7 @@ ingress_tag(const struct rte_mbuf *m, const uint8_t *f)
 	uint16_t tlen;
 	int host;
 
-	if (unlikely(G.no_fastpath) || m->data_len < 14 + 20 || f[12] != 0x08 || f[13] != 0x00 ||
+	if (unlikely(fab.no_fastpath) || m->data_len < 14 + 20 || f[12] != 0x08 || f[13] != 0x00 ||
 	    ip[0] != 0x45)
 		return 0;
 	tlen = (uint16_t)(ip[2] << 8 | ip[3]);
@@ -422,7 +422,7 @@ ingress_tag(const struct rte_mbuf *m, const uint8_t *f)
 	if (tlen < 20 || 14u + tlen > m->data_len || ((ip[6] & 0x3f) | ip[7]) != 0 ||
 	    ls_csum_fold(ls_csum_bytes(ip, 20, 0)) != 0xffff)
 		return 0;
-	host = ls_fab_host_by_v4(G.fab, ip + 16);
+	host = ls_fab_host_by_v4(fab.fab, ip + 16);
 	return host < 0 ? 0 : LSF_TAG_V4 | (uint32_t)host;
 }
 
@@ -431,7 +431,7 @@ ingress_tag(const struct rte_mbuf *m, const uint8_t *f)
 static __rte_always_inline void
 switch_v4_fast(uint16_t sw, uint16_t in, struct rte_mbuf *m, uint64_t t, uint32_t tag)
 {
-	const struct ls_fabric *f = G.fab;
+	const struct ls_fabric *f = fab.fab;
 	const struct ls_fab_route *r = ls_fab_route_get(f, sw, (uint16_t)(tag & LSF_TAG_HOST));
 	uint8_t *l3 = rte_pktmbuf_mtod(m, uint8_t *) + 14;
 	uint16_t ch;
@@ -458,7 +458,7 @@ switch_v4_fast(uint16_t sw, uint16_t in, struct rte_mbuf *m, uint64_t t, uint32_
 		ch = r->chan[ls_fab_mod(ls_fab_flow_hash_v4(f->nodes[sw].seed, l3 + 12, l3 + 16,
 							    proto, sport, dport), r->n)];
 	}
-	if (unlikely(G.hop_records)) {
+	if (unlikely(fab.hop_records)) {
 		/* A probe's record needs what the generic path hands
 		 * enqueue_pkt: switch_ipv4's result (it accepts the packet, as
 		 * at ingress; only its ttl differs, which records do not use). */
@@ -477,9 +477,9 @@ static unsigned int n_sent;
 static void
 to_host(uint16_t host, struct rte_mbuf *m, uint64_t deliver_ns)
 {
-	struct ls_fab_node *h = &G.fab->nodes[host];
-	const struct ls_fab_node *l = &G.fab->nodes[h->leaf];
-	struct lsf_port *p = &G.ports[G.port_of_host[host]];
+	struct ls_fab_node *h = &fab.fab->nodes[host];
+	const struct ls_fab_node *l = &fab.fab->nodes[h->leaf];
+	struct lsf_port *p = &fab.ports[fab.port_of_host[host]];
 	uint8_t *f = rte_pktmbuf_mtod(m, uint8_t *);
 	static const uint8_t bcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
 
@@ -487,7 +487,7 @@ to_host(uint16_t host, struct rte_mbuf *m, uint64_t deliver_ns)
 	 * once learnt from its ARP/ND, the destination. */
 	memcpy(f, h->mac_known ? h->mac.b : bcast, 6);
 	memcpy(f + 6, l->mac.b, 6);
-	if (G.rx_trailer) {
+	if (fab.rx_trailer) {
 		/* the host NIC's receive stamp: when the model delivered the frame,
 		 * however late this loop sends it (ls_clock_trailer.c) */
 		uint8_t *t = (uint8_t *)rte_pktmbuf_append(m, LS_RX_TRAILER_LEN);
@@ -495,9 +495,9 @@ to_host(uint16_t host, struct rte_mbuf *m, uint64_t deliver_ns)
 		if (likely(t != NULL))
 			ls_rx_trailer_put(t, deliver_ns);
 		else
-			G.st.trailer_no_room++;
+			fab.st.trailer_no_room++;
 	}
-	G.st.tx_pkts++;
+	fab.st.tx_pkts++;
 	/* Lateness is charged after the TX flush, when the packet really left:
 	 * one clock read per loop instead of one per packet. */
 	if (n_sent < RTE_DIM(sent_due))
@@ -548,16 +548,16 @@ tx_at(struct rte_mbuf *m, uint64_t t_rx)
 	rte_pktmbuf_trim(m, LS_RX_TRAILER_LEN);
 	if (at >= t_rx) {
 		if (unlikely(at - t_rx > LSF_TX_AT_AHEAD_NS)) {
-			G.st.tx_at_bad++;
+			fab.st.tx_at_bad++;
 			return t_rx;
 		}
-		G.st.tx_at++;
+		fab.st.tx_at++;
 		return at;
 	}
 	if (unlikely(t_rx - at > LSF_TX_AT_BEHIND_NS))
-		G.st.tx_at_bad++;
+		fab.st.tx_at_bad++;
 	else
-		G.st.tx_at_late++;
+		fab.st.tx_at_late++;
 	return t_rx;
 }
 
@@ -566,12 +566,12 @@ rx_hosts(void)
 {
 	unsigned int n_all = 0;
 
-	for (uint16_t i = 0; i < G.n_ports; i++) {
-		struct lsf_port *p = &G.ports[i];
+	for (uint16_t i = 0; i < fab.n_ports; i++) {
+		struct lsf_port *p = &fab.ports[i];
 		struct rte_mbuf *rx[LSF_BURST];
 		uint64_t t_rx = lsf_now();
 		uint16_t n = rte_eth_rx_burst(p->port_id, 0, rx, LSF_BURST);
-		const uint16_t up = G.fab->nodes[p->host].up_chan;
+		const uint16_t up = fab.fab->nodes[p->host].up_chan;
 		uint64_t t_end;
 
 		if (n == 0)
@@ -583,7 +583,7 @@ rx_hosts(void)
 		t_end = lsf_now();
 		if (unlikely(t_end - t_rx > LSF_RX_SLOW_NS)) {
 			t_rx = t_end;
-			G.st.slow_rx_bursts++;
+			fab.st.slow_rx_bursts++;
 		}
 		for (uint16_t k = 0; k < n && k < 4; k++)
 			rte_prefetch0(rte_pktmbuf_mtod(rx[k], void *));
@@ -594,10 +594,10 @@ rx_hosts(void)
 			const uint8_t *f;
 			uint32_t tag;
 
-			if (p->kstamp && (m->ol_flags & G.kts_dynflag)) {
-				uint64_t us = *RTE_MBUF_DYNFIELD(m, G.kts_dynfield,
+			if (p->kstamp && (m->ol_flags & fab.kts_dynflag)) {
+				uint64_t us = *RTE_MBUF_DYNFIELD(m, fab.kts_dynfield,
 								 const rte_mbuf_timestamp_t *);
-				uint64_t ts = ls_kstamp_raw_ns(&G.map, us) + LS_SIM_EPOCH_NS;
+				uint64_t ts = ls_kstamp_raw_ns(&fab.map, us) + LS_SIM_EPOCH_NS;
 
 				/* earlier than now, and not absurdly so (a clock step) */
 				if (ts <= t_rx && t_rx - ts < 1000000000ULL)
@@ -606,7 +606,7 @@ rx_hosts(void)
 
 			if (k + 4 < n)
 				rte_prefetch0(rte_pktmbuf_mtod(rx[k + 4], void *));
-			if (G.tx_trailer)
+			if (fab.tx_trailer)
 				t_in = tx_at(m, t_in);
 
 			/* A plain IPv4 packet is judged here once for every switch
@@ -615,7 +615,7 @@ rx_hosts(void)
 			 * only what ECN and truth records use. */
 			f = rte_pktmbuf_mtod(m, const uint8_t *);
 			tag = ingress_tag(m, f);
-			if (G.hop_records) {
+			if (fab.hop_records) {
 				if (m->nb_segs != 1 || ls_pkt_parse(f, m->data_len, false, &pi) < 0)
 					memset(&pi, 0, sizeof(pi));
 				enqueue_pkt(up, m, t_in, &pi, tag);
@@ -629,7 +629,7 @@ rx_hosts(void)
 			enqueue_tagged(up, m, t_in, pi.src.family,
 				       pi.src.family != 0 && is_ect(pi.tos), 0);
 		}
-		G.st.rx_pkts += n;
+		fab.st.rx_pkts += n;
 		n_all += n;
 	}
 	return n_all;
@@ -647,7 +647,7 @@ deliver_due(uint64_t now)
 
 	while (heap_min() <= now) {
 		uint16_t c = heap_top();
-		struct ls_fab_chan *ch = &G.fab->chans[c];
+		struct ls_fab_chan *ch = &fab.fab->chans[c];
 		const struct ls_fab_item *it = &ch->fifo[ch->head & (LS_FAB_FIFO - 1)];
 		/* What the event needs, read before its slot is released
 		 * (ls_fab_chan_pop without copying the whole item). */
@@ -659,7 +659,7 @@ deliver_due(uint64_t now)
 
 		ch->head++;
 		heap_fix_top();
-		G.st.events++;
+		fab.st.events++;
 		work++;
 		if (m == NULL) {
 			if (!lost)
@@ -670,7 +670,7 @@ deliver_due(uint64_t now)
 			rte_pktmbuf_free(m);
 			continue;
 		}
-		if (G.fab->nodes[to].kind == LS_FAB_HOST)
+		if (fab.fab->nodes[to].kind == LS_FAB_HOST)
 			to_host(to, m, t);
 		else if (likely(tag & LSF_TAG_V4))
 			switch_v4_fast(to, c, m, t, tag);
@@ -685,15 +685,15 @@ deliver_due(uint64_t now)
 static void
 flush_hosts(void)
 {
-	for (uint16_t i = 0; i < G.n_ports; i++)
-		rte_eth_tx_buffer_flush(G.ports[i].port_id, 0, G.ports[i].txb);
+	for (uint16_t i = 0; i < fab.n_ports; i++)
+		rte_eth_tx_buffer_flush(fab.ports[i].port_id, 0, fab.ports[i].txb);
 	if (n_sent) {
 		uint64_t t = lsf_now();
 		int64_t late[RTE_DIM(sent_due)];
 
 		for (unsigned int i = 0; i < n_sent; i++)
 			late[i] = (int64_t)(t - sent_due[i]);
-		ls_hist_add_n(&G.late, late, n_sent);
+		ls_hist_add_n(&fab.late, late, n_sent);
 		n_sent = 0;
 	}
 }
@@ -704,12 +704,12 @@ flush_hosts(void)
 static void
 idle_sleep(uint64_t now, uint64_t next, uint64_t next_sample)
 {
-	uint64_t budget = (uint64_t)G.idle_sleep_us * 1000;
+	uint64_t budget = (uint64_t)fab.idle_sleep_us * 1000;
 
 	/* The next depth sample bounds the sleep only while it has something
 	 * to record: waking every sample_ns for an idle fabric kept the loop
 	 * from ever sleeping. */
-	if (G.sample_ns && next_sample < next && lsf_depths_pending(now))
+	if (fab.sample_ns && next_sample < next && lsf_depths_pending(now))
 		next = next_sample;
 	if (next != UINT64_MAX)
 		budget = next > now + 10000 ? RTE_MIN(budget, next - now - 10000) : 0;
@@ -717,7 +717,7 @@ idle_sleep(uint64_t now, uint64_t next, uint64_t next_sample)
 		struct timespec ts = {0, (long)budget};
 
 		nanosleep(&ts, NULL);
-		G.st.idle_sleeps++;
+		fab.st.idle_sleeps++;
 	}
 }
 
@@ -729,34 +729,34 @@ lsf_loop(void *arg __rte_unused)
 	/* Wake-ups within a microsecond or two of what we ask (default slack is
 	 * 50 us): the idle sleep must not make deliveries late. */
 	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
-	LSF_LOG(INFO, "lcore %u: %u host ports, %u channels", rte_lcore_id(), G.n_ports,
-		G.fab->n_chans);
-	while (!G.quit) {
+	LSF_LOG(INFO, "lcore %u: %u host ports, %u channels", rte_lcore_id(), fab.n_ports,
+		fab.fab->n_chans);
+	while (!fab.quit) {
 		uint64_t now = lsf_now(), next = UINT64_MAX;
 		unsigned int work = rx_hosts();
 		struct lsf_msg *msg;
 
 		if (prev_poll != 0)
-			ls_hist_add(&G.poll_gap, (int64_t)(now - prev_poll));
+			ls_hist_add(&fab.poll_gap, (int64_t)(now - prev_poll));
 		prev_poll = now;
 
 		work += lsf_run_gens(now, &next);
 		lsf_run_flaps(now, &next);
-		ls_fab_tick(G.fab, now);
+		ls_fab_tick(fab.fab, now);
 		work += deliver_due(now);
 		flush_hosts();
-		while (rte_ring_sc_dequeue(G.msgs, (void **)&msg) == 0)
+		while (rte_ring_sc_dequeue(fab.msgs, (void **)&msg) == 0)
 			lsf_apply_msg(msg, now);
-		if (G.sample_ns && now >= next_sample) {
+		if (fab.sample_ns && now >= next_sample) {
 			/* at a fresh time: packets taken in this pass entered at
 			 * their own (later) ingress times, and depth at the pass's
 			 * start time would count the gap as queued bytes */
 			lsf_sample_depths(lsf_now());
-			next_sample = now + G.sample_ns;
+			next_sample = now + fab.sample_ns;
 		}
 		if (heap_min() < next)
 			next = heap_min();
-		if (work == 0 && G.idle_sleep_us)
+		if (work == 0 && fab.idle_sleep_us)
 			idle_sleep(now, next, next_sample);
 	}
 	return 0;

@@ -31,11 +31,12 @@
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
 
+#include "../common/ls_app.h"
 #include "fabric.h"
 
 RTE_LOG_REGISTER(lsf_logtype, lockstep.fabric, INFO);
 
-struct lsf_global G;
+struct lsf_global fab;
 
 static const char usage_text[] =
 "Usage: lockstep-fabric [EAL options] -- --topo FILE [options]\n"
@@ -67,13 +68,6 @@ static const char usage_text[] =
 "\n"
 "Exit status: 0 clean shutdown, 1 failure, 2 bad usage or topology.\n";
 
-static void
-on_signal(int sig)
-{
-	(void)sig;
-	G.quit = 1;
-}
-
 static int
 parse_args(int argc, char **argv, const char **topo, bool *check)
 {
@@ -95,8 +89,8 @@ parse_args(int argc, char **argv, const char **topo, bool *check)
 	long v;
 	int c;
 
-	snprintf(G.sock_dir, sizeof(G.sock_dir), "/run/lockstep/fabric");
-	G.sample_ns = 10000;
+	snprintf(fab.sock_dir, sizeof(fab.sock_dir), "/run/lockstep/fabric");
+	fab.sample_ns = 10000;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "t:d:s:T:h", opts, NULL)) != -1) {
@@ -105,13 +99,13 @@ parse_args(int argc, char **argv, const char **topo, bool *check)
 			*topo = optarg;
 			break;
 		case 'd':
-			snprintf(G.sock_dir, sizeof(G.sock_dir), "%s", optarg);
+			snprintf(fab.sock_dir, sizeof(fab.sock_dir), "%s", optarg);
 			break;
 		case 's':
-			snprintf(G.socket, sizeof(G.socket), "%s", optarg);
+			snprintf(fab.socket, sizeof(fab.socket), "%s", optarg);
 			break;
 		case 'T':
-			snprintf(G.truth_file, sizeof(G.truth_file), "%s", optarg);
+			snprintf(fab.truth_file, sizeof(fab.truth_file), "%s", optarg);
 			break;
 		case 'S':
 		case 'I':
@@ -122,21 +116,21 @@ parse_args(int argc, char **argv, const char **topo, bool *check)
 				return -EINVAL;
 			}
 			if (c == 'S')
-				G.sample_ns = (uint64_t)v * 1000;
+				fab.sample_ns = (uint64_t)v * 1000;
 			else
-				G.idle_sleep_us = (uint32_t)v;
+				fab.idle_sleep_us = (uint32_t)v;
 			break;
 		case 'H':
-			G.hop_records = true;
+			fab.hop_records = true;
 			break;
 		case 'F':
-			G.no_fastpath = true;
+			fab.no_fastpath = true;
 			break;
 		case 'R':
-			G.rx_trailer = true;
+			fab.rx_trailer = true;
 			break;
 		case 'X':
-			G.tx_trailer = true;
+			fab.tx_trailer = true;
 			break;
 		case 'C':
 			*check = true;
@@ -154,25 +148,25 @@ parse_args(int argc, char **argv, const char **topo, bool *check)
 		fprintf(stderr, "lockstep-fabric: --topo FILE is required\n%s", usage_text);
 		return -EINVAL;
 	}
-	if (G.socket[0] == '\0')
-		snprintf(G.socket, sizeof(G.socket), "%s/fabric.sock", G.sock_dir);
+	if (fab.socket[0] == '\0')
+		snprintf(fab.socket, sizeof(fab.socket), "%s/fabric.sock", fab.sock_dir);
 	return 0;
 }
 
 static int
 port_open(uint16_t host)
 {
-	struct ls_fab_node *h = &G.fab->nodes[host];
+	struct ls_fab_node *h = &fab.fab->nodes[host];
 	struct rte_eth_conf conf = {0};
 	char name[RTE_ETH_NAME_MAX_LEN];
-	struct lsf_port *p = &G.ports[G.n_ports];
+	struct lsf_port *p = &fab.ports[fab.n_ports];
 	size_t n;
 	int rc;
 
 	if (h->dev[0] == '\0')
 		snprintf(h->dev, sizeof(h->dev),
 			 "net_memif%u,role=server,id=0,socket=%s/%s.sock,socket-abstract=no",
-			 G.n_ports, G.sock_dir, h->name);
+			 fab.n_ports, fab.sock_dir, h->name);
 	n = strcspn(h->dev, ",");
 	snprintf(name, sizeof(name), "%.*s", (int)n, h->dev);
 	if (rte_eth_dev_get_port_by_name(name, &p->port_id) != 0) {
@@ -186,7 +180,7 @@ port_open(uint16_t host)
 	rc = rte_eth_dev_configure(p->port_id, 1, 1, &conf);
 	if (rc == 0)
 		rc = rte_eth_rx_queue_setup(p->port_id, 0, 1024,
-					    rte_eth_dev_socket_id(p->port_id), NULL, G.pool);
+					    rte_eth_dev_socket_id(p->port_id), NULL, fab.pool);
 	if (rc == 0)
 		rc = rte_eth_tx_queue_setup(p->port_id, 0, 1024,
 					    rte_eth_dev_socket_id(p->port_id), NULL);
@@ -209,11 +203,11 @@ port_open(uint16_t host)
 	 * our polling delay. Ingress is then taken from that stamp, so a sleep
 	 * in this loop does not add to the modelled delay.
 	 */
-	if (ls_clock_kstamp_port(p->port_id, &G.kts_dynfield, &G.kts_dynflag)) {
+	if (ls_clock_kstamp_port(p->port_id, &fab.kts_dynfield, &fab.kts_dynflag)) {
 		p->kstamp = true;
 		LSF_LOG(INFO, "host %s: ingress time from kernel stamps (net_pcap)", h->name);
 	}
-	G.port_of_host[host] = (int16_t)G.n_ports++;
+	fab.port_of_host[host] = (int16_t)fab.n_ports++;
 	return 0;
 }
 
@@ -223,78 +217,73 @@ main(int argc, char **argv)
 	const char *topo = NULL;
 	bool check = false;
 	char err[512];
-	int dashdash = -1, rc, ret;
+	struct ls_app_argv av;
+	int rc, ret;
 
-	for (int i = 1; i < argc; i++)
-		if (strcmp(argv[i], "--") == 0) {
-			dashdash = i;
-			break;
-		}
-	if (parse_args(dashdash < 0 ? argc : argc - dashdash,
-		       dashdash < 0 ? argv : argv + dashdash, &topo, &check) < 0)
+	ls_app_split_argv(argc, argv, &av);
+	if (parse_args(av.app_argc, av.app_argv, &topo, &check) < 0)
 		return 2;
-	rc = ls_fab_load(topo, &G.fab, err, sizeof(err));
+	rc = ls_fab_load(topo, &fab.fab, err, sizeof(err));
 	if (rc < 0) {
 		fprintf(stderr, "lockstep-fabric: %s\n", err);
 		return 2;
 	}
 	if (check) {
-		printf("%s: ok (%u nodes, %u links)\n", topo, G.fab->n_nodes, G.fab->n_links);
-		ls_fab_free(G.fab);
+		printf("%s: ok (%u nodes, %u links)\n", topo, fab.fab->n_nodes, fab.fab->n_links);
+		ls_fab_free(fab.fab);
 		return 0;
 	}
-	ret = rte_eal_init(dashdash < 0 ? 1 : dashdash, argv);
+	ret = rte_eal_init(av.eal_argc, argv);
 	if (ret < 0) {
 		fprintf(stderr, "lockstep-fabric: EAL initialisation failed (EAL messages above)\n");
-		ls_fab_free(G.fab);
+		ls_fab_free(fab.fab);
 		return 1;
 	}
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	mkdir(G.sock_dir, 0755);
+	ls_app_catch_signals(&fab.quit);
+	mkdir(fab.sock_dir, 0755);
 	for (unsigned int i = 0; i < LS_FAB_MAX_NODES; i++)
-		G.port_of_host[i] = -1;
+		fab.port_of_host[i] = -1;
 
-	rc = ls_tsc_cal_init(&G.cal, 200);
-	G.map_every = rte_get_tsc_hz() / 10;
-	G.pool = rte_pktmbuf_pool_create("lsf_mbuf", 32767, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
+	rc = ls_tsc_cal_init(&fab.cal, 200);
+	fab.map_every = rte_get_tsc_hz() / 10;
+	fab.pool = rte_pktmbuf_pool_create("lsf_mbuf", 32767, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
 					 (int)rte_socket_id());
-	G.msgs = rte_ring_create("lsf_msgs", 64, (int)rte_socket_id(), RING_F_SC_DEQ);
-	G.truth = rte_ring_create("lsf_truth", 65536, (int)rte_socket_id(), RING_F_SC_DEQ);
-	G.truth_pool = rte_mempool_create("lsf_truth", 65535, sizeof(struct lsf_truth), 256, 0,
+	fab.msgs = rte_ring_create("lsf_msgs", 64, (int)rte_socket_id(), RING_F_SC_DEQ);
+	fab.truth = rte_ring_create("lsf_truth", 65536, (int)rte_socket_id(), RING_F_SC_DEQ);
+	fab.truth_pool = rte_mempool_create("lsf_truth", 65535, sizeof(struct lsf_truth), 256, 0,
 					  NULL, NULL, NULL, NULL, (int)rte_socket_id(), 0);
-	if (rc < 0 || G.pool == NULL || G.msgs == NULL || G.truth == NULL || G.truth_pool == NULL) {
+	if (rc < 0 || fab.pool == NULL || fab.msgs == NULL || fab.truth == NULL || fab.truth_pool == NULL) {
 		LSF_LOG(ERR, "start-up: out of memory (try -m 512)");
 		rc = -ENOMEM;
 	}
-	for (uint16_t i = 0; rc == 0 && i < G.fab->n_nodes; i++)
-		if (G.fab->nodes[i].kind == LS_FAB_HOST)
+	for (uint16_t i = 0; rc == 0 && i < fab.fab->n_nodes; i++)
+		if (fab.fab->nodes[i].kind == LS_FAB_HOST)
 			rc = port_open(i);
 	if (rc == 0)
 		rc = lsf_control_start();
 	if (rc < 0) {
 		LSF_LOG(ERR, "start-up failed: %s", strerror(-rc));
-		G.quit = 1;
+		fab.quit = 1;
 		lsf_control_stop();
-		for (uint16_t i = 0; i < G.n_ports; i++)
-			rte_eth_dev_stop(G.ports[i].port_id);
-		ls_fab_free(G.fab);
+		for (uint16_t i = 0; i < fab.n_ports; i++)
+			rte_eth_dev_stop(fab.ports[i].port_id);
+		ls_fab_free(fab.fab);
 		rte_eal_cleanup();
 		return 1;
 	}
-	G.lcore = rte_lcore_id();
+	fab.lcore = rte_lcore_id();
 	LSF_LOG(INFO, "%s: %u switches and hosts, %u links, %u host ports; control %s",
-		topo, G.fab->n_nodes, G.fab->n_links, G.n_ports, G.socket);
+		topo, fab.fab->n_nodes, fab.fab->n_links, fab.n_ports, fab.socket);
 	lsf_loop(NULL);
 
 	LSF_LOG(INFO, "shutting down: rx %" PRIu64 " tx %" PRIu64 " events %" PRIu64,
-		G.st.rx_pkts, G.st.tx_pkts, G.st.events);
+		fab.st.rx_pkts, fab.st.tx_pkts, fab.st.events);
 	lsf_control_stop();
-	for (uint16_t i = 0; i < G.n_ports; i++) {
-		rte_eth_dev_stop(G.ports[i].port_id);
-		rte_eth_dev_close(G.ports[i].port_id);
+	for (uint16_t i = 0; i < fab.n_ports; i++) {
+		rte_eth_dev_stop(fab.ports[i].port_id);
+		rte_eth_dev_close(fab.ports[i].port_id);
 	}
-	ls_fab_free(G.fab);
+	ls_fab_free(fab.fab);
 	rte_eal_cleanup();
 	return 0;
 }

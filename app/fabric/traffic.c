@@ -29,7 +29,7 @@ static int gens_hi, flaps_hi;
 static uint32_t
 gen_hash(const struct lsf_gen *gn, uint16_t sw, uint32_t flow)
 {
-	const struct ls_fabric *f = G.fab;
+	const struct ls_fabric *f = fab.fab;
 	const struct ls_fab_node *s = &f->nodes[gn->src], *d = &f->nodes[gn->dst];
 	const struct ls_addr *sa = s->addr4.family ? &s->addr4 : &s->addr6;
 	const struct ls_addr *da = d->addr4.family ? &d->addr4 : &d->addr6;
@@ -43,9 +43,9 @@ enqueue_virtual(uint16_t ch, uint64_t t, uint32_t bytes, uint32_t tag, struct ls
 {
 	bool ce;
 
-	if (ls_fab_chan_enqueue(&G.fab->chans[ch], t, bytes, false, NULL, tag, &ce) != LS_FAB_OK) {
+	if (ls_fab_chan_enqueue(&fab.fab->chans[ch], t, bytes, false, NULL, tag, &ce) != LS_FAB_OK) {
 		gn->dropped++;
-		G.st.gen_dropped++;
+		fab.st.gen_dropped++;
 		return;
 	}
 	heap_push(ch);
@@ -54,12 +54,12 @@ enqueue_virtual(uint16_t ch, uint64_t t, uint32_t bytes, uint32_t tag, struct ls
 void
 lsf_virtual_at(uint16_t node, uint32_t tag, uint64_t t)
 {
-	struct lsf_gen *gn = &G.gens[tag & 0xff];
+	struct lsf_gen *gn = &fab.gens[tag & 0xff];
 	int ch;
 
-	if (!gn->active || !gn->pair || G.fab->nodes[node].kind == LS_FAB_HOST)
+	if (!gn->active || !gn->pair || fab.fab->nodes[node].kind == LS_FAB_HOST)
 		return;
-	ch = ls_fab_next_hop(G.fab, node, gn->dst, gen_hash(gn, node, tag >> 8));
+	ch = ls_fab_next_hop(fab.fab, node, gn->dst, gen_hash(gn, node, tag >> 8));
 	if (ch >= 0)
 		enqueue_virtual((uint16_t)ch, t, gn->pkt_bytes, tag, gn);
 }
@@ -126,7 +126,7 @@ lsf_run_gens(uint64_t now, uint64_t *next)
 	unsigned int work = 0;
 
 	for (int i = 0; i < gens_hi; i++) {
-		struct lsf_gen *gn = &G.gens[i];
+		struct lsf_gen *gn = &fab.gens[i];
 
 		if (!gn->active)
 			continue;
@@ -136,13 +136,13 @@ lsf_run_gens(uint64_t now, uint64_t *next)
 			uint32_t tag = (uint32_t)i | flow << 8;
 
 			if (gn->pair)
-				enqueue_virtual(G.fab->nodes[gn->src].up_chan, gn->next_ns,
+				enqueue_virtual(fab.fab->nodes[gn->src].up_chan, gn->next_ns,
 						gn->pkt_bytes, tag, gn);
 			else
 				enqueue_virtual(gn->chan, gn->next_ns, gn->pkt_bytes, tag, gn);
 			gn->seq++;
 			gn->sent++;
-			G.st.gen_pkts++;
+			fab.st.gen_pkts++;
 			gen_advance(gn);
 			work++;
 		}
@@ -159,9 +159,9 @@ chan_state(uint16_t ch, bool up, uint64_t now, uint64_t due)
 {
 	struct lsf_truth r = {.type = LSF_T_LINK, .chan = ch, .t_ns = now, .due_ns = due, .up = up};
 
-	if (G.fab->chans[ch].up == up)
+	if (fab.fab->chans[ch].up == up)
 		return;
-	ls_fab_chan_set_up(G.fab, ch, up, now);
+	ls_fab_chan_set_up(fab.fab, ch, up, now);
 	lsf_truth_push(&r);
 }
 
@@ -169,7 +169,7 @@ void
 lsf_run_flaps(uint64_t now, uint64_t *next)
 {
 	for (int i = 0; i < flaps_hi; i++) {
-		struct lsf_flap *fl = &G.flaps[i];
+		struct lsf_flap *fl = &fab.flaps[i];
 
 		if (!fl->active)
 			continue;
@@ -190,7 +190,7 @@ lsf_run_flaps(uint64_t now, uint64_t *next)
 static int
 trace_route(struct lsf_msg *msg)
 {
-	const struct ls_fabric *f = G.fab;
+	const struct ls_fabric *f = fab.fab;
 	const struct ls_fab_node *s = &f->nodes[msg->route.src], *d = &f->nodes[msg->route.dst];
 	const struct ls_addr *sa = msg->route.family == LS_AF_INET6 ? &s->addr6 : &s->addr4;
 	const struct ls_addr *da = msg->route.family == LS_AF_INET6 ? &d->addr6 : &d->addr4;
@@ -222,7 +222,7 @@ static void
 chan_set(const struct lsf_msg *msg, uint64_t now)
 {
 	if (msg->set_params) {
-		struct ls_fab_chan *c = &G.fab->chans[msg->chan];
+		struct ls_fab_chan *c = &fab.fab->chans[msg->chan];
 		uint64_t backlog = ls_fab_chan_depth(c, now);
 
 		c->p = msg->params;
@@ -244,14 +244,14 @@ flap_start(const struct lsf_msg *msg, uint64_t now)
 {
 	int i = 0;
 
-	while (i < LSF_MAX_FLAPS && G.flaps[i].active)
+	while (i < LSF_MAX_FLAPS && fab.flaps[i].active)
 		i++;
 	if (i == LSF_MAX_FLAPS)
 		return -ENOSPC;
-	G.flaps[i] = msg->flap;
-	G.flaps[i].active = true;
-	G.flaps[i].is_down = false;
-	G.flaps[i].next_ns = now;
+	fab.flaps[i] = msg->flap;
+	fab.flaps[i].active = true;
+	fab.flaps[i].is_down = false;
+	fab.flaps[i].next_ns = now;
 	flaps_hi = RTE_MAX(flaps_hi, i + 1);
 	return i;
 }
@@ -263,11 +263,11 @@ gen_start(const struct lsf_msg *msg, uint64_t now)
 	struct lsf_gen *gn;
 	int i = 0;
 
-	while (i < LSF_MAX_GENS && G.gens[i].active)
+	while (i < LSF_MAX_GENS && fab.gens[i].active)
 		i++;
 	if (i == LSF_MAX_GENS)
 		return -ENOSPC;
-	gn = &G.gens[i];
+	gn = &fab.gens[i];
 	*gn = msg->gen;
 	gn->active = true;
 	gn->start_ns = now;
@@ -285,8 +285,8 @@ gen_stop(const struct lsf_msg *msg)
 	int rc = -ENOENT;
 
 	for (int i = 0; i < LSF_MAX_GENS; i++) {
-		if (G.gens[i].active && strcmp(G.gens[i].name, msg->gen.name) == 0) {
-			G.gens[i].active = false;
+		if (fab.gens[i].active && strcmp(fab.gens[i].name, msg->gen.name) == 0) {
+			fab.gens[i].active = false;
 			rc = 0;
 		}
 	}
@@ -312,7 +312,7 @@ lsf_apply_msg(struct lsf_msg *msg, uint64_t now)
 		rc = gen_stop(msg);
 		break;
 	case LSF_MSG_CONVERGENCE:
-		G.fab->convergence_ns = msg->convergence_ns;
+		fab.fab->convergence_ns = msg->convergence_ns;
 		break;
 	case LSF_MSG_ROUTE:
 		rc = trace_route(msg);

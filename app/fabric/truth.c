@@ -48,14 +48,14 @@ lsf_truth_push(const struct lsf_truth *t)
 
 	/* Records come from a mempool and go back to it once the control
 	 * thread has written them: no allocation here. */
-	if (rte_mempool_get(G.truth_pool, &obj) != 0) {
-		G.st.truth_dropped++;
+	if (rte_mempool_get(fab.truth_pool, &obj) != 0) {
+		fab.st.truth_dropped++;
 		return;
 	}
 	memcpy(obj, t, sizeof(*t));
-	if (rte_ring_mp_enqueue(G.truth, obj) != 0) {
-		rte_mempool_put(G.truth_pool, obj);
-		G.st.truth_dropped++;
+	if (rte_ring_mp_enqueue(fab.truth, obj) != 0) {
+		rte_mempool_put(fab.truth_pool, obj);
+		fab.st.truth_dropped++;
 	}
 }
 
@@ -65,8 +65,8 @@ static uint64_t last_depth[LS_FAB_MAX_CHANS];
 void
 lsf_sample_depths(uint64_t now)
 {
-	for (uint16_t c = 0; c < G.fab->n_chans; c++) {
-		uint64_t d = ls_fab_chan_depth(&G.fab->chans[c], now);
+	for (uint16_t c = 0; c < fab.fab->n_chans; c++) {
+		uint64_t d = ls_fab_chan_depth(&fab.fab->chans[c], now);
 
 		/* Only what changed: an idle fabric writes nothing. */
 		if (d != last_depth[c]) {
@@ -83,8 +83,8 @@ lsf_sample_depths(uint64_t now)
 bool
 lsf_depths_pending(uint64_t now)
 {
-	for (uint16_t c = 0; c < G.fab->n_chans; c++)
-		if (last_depth[c] != 0 || ls_fab_chan_depth(&G.fab->chans[c], now) != 0)
+	for (uint16_t c = 0; c < fab.fab->n_chans; c++)
+		if (last_depth[c] != 0 || ls_fab_chan_depth(&fab.fab->chans[c], now) != 0)
 			return true;
 	return false;
 }

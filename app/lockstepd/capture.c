@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <jansson.h>
 #include <pcap/pcap.h>
 
 #include <rte_cycles.h>
@@ -28,6 +29,7 @@
 #include <rte_ring.h>
 
 #include "lockstepd.h"
+#include "ls_ctl.h"
 
 static struct {
 	pcap_t *pcap;
@@ -38,85 +40,103 @@ static struct {
 	uint64_t packets;
 	uint64_t dropped_at_start; /* lcore drop counters when we started */
 	bool truncated;            /* stopped because of max_bytes */
-} cap;
+} capture_st;
+
+/* The lcore side: a copy of m (at most snaplen bytes) for the control
+ * thread to write, or a counted drop. */
+void
+lsd_capture_copy(struct lsd_lcore *lc, struct rte_mbuf *m, uint64_t ts_ns, bool tx)
+{
+	struct rte_mbuf *c;
+
+	c = rte_pktmbuf_copy(m, lsd.cap.pool, 0, lsd.cap.snaplen);
+	if (c == NULL) {
+		lc->st.cap_dropped++;
+		return;
+	}
+	/* pkt_len of the copy is the captured length; keep the wire length. */
+	c->hash.usr = m->pkt_len;
+	*lsd_cap_field(c) = (ts_ns & ~LSD_CAP_TX_BIT) | (tx ? LSD_CAP_TX_BIT : 0);
+	if (rte_ring_mp_enqueue(lsd.cap.ring, c) != 0) {
+		rte_pktmbuf_free(c);
+		lc->st.cap_dropped++;
+		return;
+	}
+	lc->st.cap_copied++;
+}
 
 static uint64_t
 lcore_cap_dropped(void)
 {
-	uint64_t n = 0;
-	unsigned int l;
-
-	RTE_LCORE_FOREACH(l)
-		n += __atomic_load_n(&g.lcores[l].st.cap_dropped, __ATOMIC_RELAXED);
-	return n;
+	return LSD_LCORES_SUM(cap_dropped);
 }
 
 int
-ls_capture_init(void)
+lsd_capture_init(void)
 {
 	static const struct rte_mbuf_dynfield desc = {
 		.name = "lockstep_capture_ts",
 		.size = sizeof(uint64_t),
 		.align = __alignof__(uint64_t),
 	};
-	unsigned int n = g.cfg.capture.ring_size;
+	unsigned int n = lsd.cfg.capture.ring_size;
 
-	g.ts_dynfield = rte_mbuf_dynfield_register(&desc);
-	if (g.ts_dynfield < 0)
+	lsd.ts_dynfield = rte_mbuf_dynfield_register(&desc);
+	if (lsd.ts_dynfield < 0)
 		return -rte_errno;
-	g.cap.ring = rte_ring_create("ls_capture", n, (int)rte_socket_id(), RING_F_SC_DEQ);
-	if (g.cap.ring == NULL)
+	lsd.cap.ring = rte_ring_create("ls_capture", n, (int)rte_socket_id(), RING_F_SC_DEQ);
+	if (lsd.cap.ring == NULL)
 		return -rte_errno;
-	g.cap.pool = rte_pktmbuf_pool_create("ls_capture", n - 1, 64, 0,
+	lsd.cap.pool = rte_pktmbuf_pool_create("ls_capture", n - 1, 64, 0,
 					     (uint16_t)(RTE_PKTMBUF_HEADROOM +
-							g.cfg.capture.snaplen),
+							lsd.cfg.capture.snaplen),
 					     (int)rte_socket_id());
-	if (g.cap.pool == NULL)
+	if (lsd.cap.pool == NULL)
 		return -rte_errno;
-	g.cap.snaplen = g.cfg.capture.snaplen;
+	lsd.cap.snaplen = lsd.cfg.capture.snaplen;
 	return 0;
 }
 
 int
-ls_capture_start(const char *file, uint32_t snaplen, uint64_t max_bytes, char *err,
+lsd_capture_start(const char *file, uint32_t snaplen, uint64_t max_bytes, char *err,
 		 size_t len)
 {
-	if (cap.dumper != NULL) {
-		snprintf(err, len, "capture already running to %s", cap.file);
+	if (capture_st.dumper != NULL) {
+		snprintf(err, len, "capture already running to %s", capture_st.file);
 		return -EBUSY;
 	}
-	if (snaplen == 0 || snaplen > g.cfg.capture.snaplen)
-		snaplen = g.cfg.capture.snaplen;
-	cap.pcap = pcap_open_dead_with_tstamp_precision(DLT_EN10MB, (int)snaplen,
+	if (snaplen == 0 || snaplen > lsd.cfg.capture.snaplen)
+		snaplen = lsd.cfg.capture.snaplen;
+	capture_st.pcap = pcap_open_dead_with_tstamp_precision(DLT_EN10MB, (int)snaplen,
 							PCAP_TSTAMP_PRECISION_NANO);
-	if (cap.pcap == NULL) {
+	if (capture_st.pcap == NULL) {
 		snprintf(err, len, "pcap_open_dead failed");
 		return -ENOMEM;
 	}
-	cap.dumper = pcap_dump_open(cap.pcap, file);
-	if (cap.dumper == NULL) {
-		snprintf(err, len, "cannot open %s: %s", file, pcap_geterr(cap.pcap));
-		pcap_close(cap.pcap);
-		cap.pcap = NULL;
+	capture_st.dumper = pcap_dump_open(capture_st.pcap, file);
+	if (capture_st.dumper == NULL) {
+		snprintf(err, len, "cannot open %s: %s", file, pcap_geterr(capture_st.pcap));
+		pcap_close(capture_st.pcap);
+		capture_st.pcap = NULL;
 		return -EIO;
 	}
-	snprintf(cap.file, sizeof(cap.file), "%s", file);
-	cap.max_bytes = max_bytes ? max_bytes : g.cfg.capture.max_bytes;
-	cap.bytes = 24; /* pcap file header */
-	cap.packets = 0;
-	cap.truncated = false;
-	cap.dropped_at_start = lcore_cap_dropped();
-	g.cap.snaplen = snaplen;
+	snprintf(capture_st.file, sizeof(capture_st.file), "%s", file);
+	capture_st.max_bytes = max_bytes ? max_bytes : lsd.cfg.capture.max_bytes;
+	capture_st.bytes = 24; /* pcap file header */
+	capture_st.packets = 0;
+	capture_st.truncated = false;
+	capture_st.dropped_at_start = lcore_cap_dropped();
+	lsd.cap.snaplen = snaplen;
 	/* Copies that landed after the previous capture stopped are not ours. */
 	{
 		struct rte_mbuf *m;
 
-		while (rte_ring_sc_dequeue(g.cap.ring, (void **)&m) == 0)
+		while (rte_ring_sc_dequeue(lsd.cap.ring, (void **)&m) == 0)
 			rte_pktmbuf_free(m);
 	}
-	__atomic_store_n(&g.cap.on, 1, __ATOMIC_RELEASE);
-	LS_LOG(INFO, "capture: started to %s (snaplen %u, max %" PRIu64 " bytes)",
-	       cap.file, snaplen, cap.max_bytes);
+	__atomic_store_n(&lsd.cap.on, 1, __ATOMIC_RELEASE);
+	LSD_LOG(INFO, "capture: started to %s (snaplen %u, max %" PRIu64 " bytes)",
+	       capture_st.file, snaplen, capture_st.max_bytes);
 	return 0;
 }
 
@@ -124,15 +144,15 @@ static void
 write_one(struct rte_mbuf *m)
 {
 	struct pcap_pkthdr h;
-	uint64_t ts = *ls_cap_field(m) & ~LS_CAP_TX_BIT;
+	uint64_t ts = *lsd_cap_field(m) & ~LSD_CAP_TX_BIT;
 	uint32_t caplen = rte_pktmbuf_data_len(m);
 
-	if (cap.dumper == NULL || cap.bytes + 16 + caplen > cap.max_bytes) {
-		if (cap.dumper != NULL && !cap.truncated) {
-			cap.truncated = true;
-			__atomic_store_n(&g.cap.on, 0, __ATOMIC_RELEASE);
-			LS_LOG(WARNING, "capture: %s reached %" PRIu64 " bytes, stopped",
-			       cap.file, cap.max_bytes);
+	if (capture_st.dumper == NULL || capture_st.bytes + 16 + caplen > capture_st.max_bytes) {
+		if (capture_st.dumper != NULL && !capture_st.truncated) {
+			capture_st.truncated = true;
+			__atomic_store_n(&lsd.cap.on, 0, __ATOMIC_RELEASE);
+			LSD_LOG(WARNING, "capture: %s reached %" PRIu64 " bytes, stopped",
+			       capture_st.file, capture_st.max_bytes);
 		}
 		return;
 	}
@@ -143,19 +163,19 @@ write_one(struct rte_mbuf *m)
 	h.len = (uint32_t)m->hash.usr;
 	if (h.len < caplen)
 		h.len = caplen;
-	pcap_dump((u_char *)cap.dumper, &h, rte_pktmbuf_mtod(m, const u_char *));
-	cap.bytes += 16 + caplen;
-	cap.packets++;
+	pcap_dump((u_char *)capture_st.dumper, &h, rte_pktmbuf_mtod(m, const u_char *));
+	capture_st.bytes += 16 + caplen;
+	capture_st.packets++;
 }
 
 void
-ls_capture_drain(void)
+lsd_capture_drain(void)
 {
 	struct rte_mbuf *m[64];
 	unsigned int n;
 
 	do {
-		n = rte_ring_sc_dequeue_burst(g.cap.ring, (void **)m, RTE_DIM(m), NULL);
+		n = rte_ring_sc_dequeue_burst(lsd.cap.ring, (void **)m, RTE_DIM(m), NULL);
 		for (unsigned int i = 0; i < n; i++) {
 			write_one(m[i]);
 			rte_pktmbuf_free(m[i]);
@@ -164,29 +184,80 @@ ls_capture_drain(void)
 }
 
 int
-ls_capture_stop(void)
+lsd_capture_stop(void)
 {
-	if (cap.dumper == NULL)
+	if (capture_st.dumper == NULL)
 		return -ENOENT;
-	__atomic_store_n(&g.cap.on, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&lsd.cap.on, 0, __ATOMIC_RELEASE);
 	/* Copies already in flight still belong to this file. */
 	rte_delay_us_sleep(1000);
-	ls_capture_drain();
-	pcap_dump_close(cap.dumper);
-	pcap_close(cap.pcap);
-	cap.dumper = NULL;
-	cap.pcap = NULL;
-	LS_LOG(INFO, "capture: %s closed, %" PRIu64 " packets, %" PRIu64 " bytes",
-	       cap.file, cap.packets, cap.bytes);
+	lsd_capture_drain();
+	pcap_dump_close(capture_st.dumper);
+	pcap_close(capture_st.pcap);
+	capture_st.dumper = NULL;
+	capture_st.pcap = NULL;
+	LSD_LOG(INFO, "capture: %s closed, %" PRIu64 " packets, %" PRIu64 " bytes",
+	       capture_st.file, capture_st.packets, capture_st.bytes);
 	return 0;
 }
 
 void
-ls_capture_status(struct ls_capture_status *st)
+lsd_capture_status(struct lsd_capture_status *st)
 {
-	st->active = cap.dumper != NULL && g.cap.on;
-	snprintf(st->file, sizeof(st->file), "%s", cap.file);
-	st->packets = cap.packets;
-	st->bytes = cap.bytes;
-	st->dropped = lcore_cap_dropped() - cap.dropped_at_start;
+	st->active = capture_st.dumper != NULL && lsd.cap.on;
+	snprintf(st->file, sizeof(st->file), "%s", capture_st.file);
+	st->packets = capture_st.packets;
+	st->bytes = capture_st.bytes;
+	st->dropped = lcore_cap_dropped() - capture_st.dropped_at_start;
+}
+
+/* ---- commands ------------------------------------------------------------ */
+
+static void
+cmd_capture_start(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
+{
+	const char *file = json_string_value(json_object_get(args, "file"));
+	uint64_t snaplen = 0, max_bytes = 0;
+	char err[300];
+	int rc;
+
+	if (ls_ctl_arg_uint(req, args, "snaplen", 64, 65535, &snaplen) < 0 ||
+	    ls_ctl_arg_uint(req, args, "max_bytes", 4096, 1ULL << 40, &max_bytes) < 0)
+		return;
+	if (file == NULL || file[0] == '\0') {
+		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.file: required string (pcap path)");
+		return;
+	}
+	rc = lsd_capture_start(file, (uint32_t)snaplen, max_bytes, err, sizeof(err));
+	if (rc < 0) {
+		ls_ctl_reply_error(req, rc == -EBUSY ? LS_CTL_E_BUSY : LS_CTL_E_BAD_ARGS, "%s", err);
+		return;
+	}
+	ls_ctl_reply_ok(req, json_pack("{s:s}", "file", file));
+}
+
+static void
+cmd_capture_stop(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_unused)
+{
+	struct lsd_capture_status cs;
+
+	if (lsd_capture_stop() < 0) {
+		ls_ctl_reply_error(req, LS_CTL_E_NOT_FOUND, "no capture running");
+		return;
+	}
+	lsd_capture_status(&cs);
+	ls_ctl_reply_ok(req, json_pack("{s:s, s:I, s:I, s:I}", "file", cs.file,
+				       "packets", (json_int_t)cs.packets,
+				       "bytes", (json_int_t)cs.bytes,
+				       "dropped", (json_int_t)cs.dropped));
+}
+
+void
+lsd_capture_register(struct ls_ctl *ctl)
+{
+	ls_ctl_register_keys(ctl, "capture.start", "{file, [snaplen], [max_bytes]}",
+			     "write probes sent and received to a pcap",
+			     "file snaplen max_bytes", cmd_capture_start, NULL);
+	ls_ctl_register_keys(ctl, "capture.stop", "", "close the capture file", NULL,
+			     cmd_capture_stop, NULL);
 }

@@ -10,7 +10,7 @@
  * RX timestamp when the clock source is the NIC), the reflector's transmit
  * time is written into each reply immediately before tx_burst.
  *
- * Every received packet ends in exactly one enum ls_rx_disp counter. Bad
+ * Every received packet ends in exactly one enum lsd_rx_disp counter. Bad
  * packets are counted and dropped; nothing in here allocates, locks or makes
  * a system call, except the optional idle sleep when a loop found no work
  * (lab use, where several daemons share two cores).
@@ -26,95 +26,21 @@
 #include "lockstepd.h"
 #include "ls_stamp.h"
 
-uint64_t
-ls_jitter(struct ls_lcore *lc, uint64_t base_ns, unsigned int pct)
-{
-	uint64_t x = lc->prng, span;
+_Static_assert(LSD_RX_BAD_ADDR - LSD_RX_BAD_TRUNC == LS_PKT_ERR_MAX - 1,
+	       "one LS_RX_BAD_* per LS_PKT_ERR_*, in the same order");
 
-	/* xorshift64: jitter only needs to de-synchronise nodes, not be secure. */
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	lc->prng = x;
-	if (pct == 0)
-		return base_ns;
-	span = base_ns * pct / 100;
-	return base_ns - span + (x % (2 * span + 1));
-}
-
-void
-ls_capture_copy(struct ls_lcore *lc, struct rte_mbuf *m, uint64_t ts_ns, bool tx)
-{
-	struct rte_mbuf *c;
-
-	c = rte_pktmbuf_copy(m, g.cap.pool, 0, g.cap.snaplen);
-	if (c == NULL) {
-		lc->st.cap_dropped++;
-		return;
-	}
-	/* pkt_len of the copy is the captured length; keep the wire length. */
-	c->hash.usr = m->pkt_len;
-	*ls_cap_field(c) = (ts_ns & ~LS_CAP_TX_BIT) | (tx ? LS_CAP_TX_BIT : 0);
-	if (rte_ring_mp_enqueue(g.cap.ring, c) != 0) {
-		rte_pktmbuf_free(c);
-		lc->st.cap_dropped++;
-		return;
-	}
-	lc->st.cap_copied++;
-}
-
-void
-ls_tx_at(struct ls_lcore *lc, struct ls_port *p, struct rte_mbuf *m, uint64_t at)
-{
-	uint8_t *t;
-
-	if (p->tx_sched) {
-		/* the NIC holds the frame until its clock reads at */
-		*RTE_MBUF_DYNFIELD(m, p->tx_ts_field, rte_mbuf_timestamp_t *) = at;
-		m->ol_flags |= p->tx_ts_flag;
-		lc->st.tx_at++;
-		return;
-	}
-	/* the frame's own bytes are final (checksums, capture) by now */
-	t = (uint8_t *)rte_pktmbuf_append(m, LS_RX_TRAILER_LEN);
-	if (unlikely(t == NULL)) {
-		lc->st.tx_at_no_room++;
-		return;
-	}
-	ls_tx_trailer_put(t, at);
-	lc->st.tx_at++;
-}
-
-void
-ls_tx_frames(struct ls_lcore *lc, struct ls_port *p, struct rte_mbuf **m,
-	     uint16_t n, uint64_t *counter)
-{
-	uint16_t sent = rte_eth_tx_burst(p->port_id, 0, m, n);
-
-	*counter += sent;
-	if (unlikely(sent < n)) {
-		lc->st.tx_dropped += n - sent;
-		rte_pktmbuf_free_bulk(&m[sent], n - sent);
-	}
-}
-
-static inline enum ls_rx_disp
+/* LS_PKT_ERR_TRUNC (-1) .. LS_PKT_ERR_ADDR (-8) -> LSD_RX_BAD_TRUNC ..
+ * LSD_RX_BAD_ADDR; anything else counts as a bad address, as it always has. */
+static inline enum lsd_rx_disp
 bad_disp(int cls)
 {
-	switch (cls) {
-	case LS_PKT_ERR_TRUNC: return LS_RX_BAD_TRUNC;
-	case LS_PKT_ERR_L3: return LS_RX_BAD_L3;
-	case LS_PKT_ERR_CSUM: return LS_RX_BAD_CSUM;
-	case LS_PKT_ERR_FRAG: return LS_RX_BAD_FRAG;
-	case LS_PKT_ERR_ARP: return LS_RX_BAD_ARP;
-	case LS_PKT_ERR_ND: return LS_RX_BAD_ND;
-	case LS_PKT_ERR_VLAN: return LS_RX_BAD_VLAN;
-	default: return LS_RX_BAD_ADDR;
-	}
+	unsigned int i = (unsigned int)(-cls - 1);
+
+	return i < LS_PKT_ERR_MAX ? (enum lsd_rx_disp)(LSD_RX_BAD_TRUNC + i) : LSD_RX_BAD_ADDR;
 }
 
 static inline bool
-l2_for_us(const struct ls_port *p, const struct ls_pkt_info *pi)
+l2_for_us(const struct lsd_port *p, const struct ls_pkt_info *pi)
 {
 	/* Broadcast and multicast both have the group bit set. */
 	return (pi->dst_mac.b[0] & 1) || memcmp(pi->dst_mac.b, p->mac.b, 6) == 0;
@@ -123,11 +49,11 @@ l2_for_us(const struct ls_port *p, const struct ls_pkt_info *pi)
 /* Classify one received packet. Returns true when m became a reply to send
  * (it is then in the caller's reply vector); otherwise m is consumed. */
 static bool
-rx_one(struct ls_lcore *lc, struct ls_port *p, struct rte_mbuf *m, uint64_t rx_ns)
+rx_one(struct lsd_lcore *lc, struct lsd_port *p, struct rte_mbuf *m, uint64_t rx_ns)
 {
-	const struct ls_conf_probe *pc = &g.cfg.probe;
+	const struct ls_conf_probe *pc = &lsd.cfg.probe;
 	struct ls_pkt_info pi;
-	enum ls_rx_disp d;
+	enum lsd_rx_disp d;
 	bool verify = !(p->rx_cksum_offload &&
 			(m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK) ==
 			RTE_MBUF_F_RX_L4_CKSUM_GOOD);
@@ -135,7 +61,7 @@ rx_one(struct ls_lcore *lc, struct ls_port *p, struct rte_mbuf *m, uint64_t rx_n
 
 	if (unlikely(m->nb_segs != 1)) {
 		/* Probes are small; a chained mbuf is nothing we sent. */
-		d = LS_RX_OTHER;
+		d = LSD_RX_OTHER;
 		goto drop;
 	}
 	/* Nearly every packet a reflector sees is a plain IPv4 probe: try the
@@ -146,7 +72,7 @@ rx_one(struct ls_lcore *lc, struct ls_port *p, struct rte_mbuf *m, uint64_t rx_n
 
 		if (ls_reflect_v4_check(rte_pktmbuf_mtod(m, const uint8_t *), m->data_len,
 					&p->fast, &r))
-			return ls_reflector_fast(lc, p, m, &r, rx_ns);
+			return lsd_reflector_fast(lc, p, m, &r, rx_ns);
 	}
 	cls = ls_pkt_parse(rte_pktmbuf_mtod(m, const uint8_t *), m->data_len, verify, &pi);
 	if (unlikely(cls < 0)) {
@@ -154,44 +80,44 @@ rx_one(struct ls_lcore *lc, struct ls_port *p, struct rte_mbuf *m, uint64_t rx_n
 		goto drop;
 	}
 	if (!l2_for_us(p, &pi)) {
-		d = LS_RX_L2_OTHER;
+		d = LSD_RX_L2_OTHER;
 		goto drop;
 	}
 	switch (cls) {
 	case LS_PKT_UDP:
-		if (!ls_port_owns(p, &pi.dst)) {
-			d = LS_RX_L3_OTHER;
+		if (!lsd_port_owns(p, &pi.dst)) {
+			d = LSD_RX_L3_OTHER;
 			break;
 		}
 		/* Regression (fuzz seed 8762): a forged source of our own address
 		 * or our subnet's broadcast made the reflector answer itself or
 		 * the whole subnet. */
-		if (unlikely(ls_port_bad_source(p, &pi.src))) {
-			d = LS_RX_BAD_ADDR;
+		if (unlikely(lsd_port_bad_source(p, &pi.src))) {
+			d = LSD_RX_BAD_ADDR;
 			break;
 		}
 		if (pi.dport == pc->dst_port) {
-			if (ls_reflector_handle(lc, p, m, &pi, rx_ns))
+			if (lsd_reflector_handle(lc, p, m, &pi, rx_ns))
 				return true;
 			return false; /* reflector counted it */
 		}
 		if (pi.sport == pc->dst_port) {
-			ls_sender_on_reply(lc, p, m, &pi, rx_ns);
+			lsd_sender_on_reply(lc, p, m, &pi, rx_ns);
 			return false; /* sender counted and freed it */
 		}
-		d = LS_RX_UDP_OTHER;
+		d = LSD_RX_UDP_OTHER;
 		break;
 	case LS_PKT_ARP:
-		ls_neigh_rx_arp(lc, p, &pi);
-		d = LS_RX_ARP;
+		lsd_neigh_rx_arp(lc, p, &pi);
+		d = LSD_RX_ARP;
 		break;
 	case LS_PKT_ND_NS:
 	case LS_PKT_ND_NA:
-		ls_neigh_rx_nd(lc, p, &pi, cls == LS_PKT_ND_NS);
-		d = LS_RX_ND;
+		lsd_neigh_rx_nd(lc, p, &pi, cls == LS_PKT_ND_NS);
+		d = LSD_RX_ND;
 		break;
 	default:
-		d = LS_RX_OTHER;
+		d = LSD_RX_OTHER;
 		break;
 	}
 drop:
@@ -200,21 +126,21 @@ drop:
 	return false;
 }
 
-static void stamp_and_send(struct ls_lcore *lc, struct ls_port *p, struct rte_mbuf **reply,
+static void stamp_and_send(struct lsd_lcore *lc, struct lsd_port *p, struct rte_mbuf **reply,
 			   uint16_t n_reply, bool cap);
 
 static void
-poll_port(struct ls_lcore *lc, struct ls_port *p, unsigned int *work)
+poll_port(struct lsd_lcore *lc, struct lsd_port *p, unsigned int *work)
 {
-	struct rte_mbuf *rx[LS_BURST], *reply[LS_BURST];
+	struct rte_mbuf *rx[LSD_BURST], *reply[LSD_BURST];
 	uint16_t n, n_reply = 0;
 	uint64_t tsc, burst_ns;
 	uint16_t i;
-	bool cap = g.cap.on;
+	bool cap = lsd.cap.on;
 	bool hw_ts = lc->clock.kind == LS_CLOCK_NIC || lc->clock.kstamp_ports != 0 ||
 		     lc->clock.rx_trailer;
 
-	n = rte_eth_rx_burst(p->port_id, 0, rx, LS_BURST);
+	n = rte_eth_rx_burst(p->port_id, 0, rx, LSD_BURST);
 	if (n == 0)
 		return;
 	tsc = rte_rdtsc();
@@ -234,7 +160,7 @@ poll_port(struct ls_lcore *lc, struct ls_port *p, unsigned int *work)
 		if (i + 4 < n)
 			rte_prefetch0(rte_pktmbuf_mtod(rx[i + 4], void *));
 		if (unlikely(cap))
-			ls_capture_copy(lc, m, rx_ns, false);
+			lsd_capture_copy(lc, m, rx_ns, false);
 		if (rx_one(lc, p, m, rx_ns))
 			reply[n_reply++] = m;
 	}
@@ -258,7 +184,7 @@ poll_port(struct ls_lcore *lc, struct ls_port *p, unsigned int *work)
 
 /* Stamp T3 as late as we can, right before the frames go out, and send. */
 static void
-stamp_and_send(struct ls_lcore *lc, struct ls_port *p, struct rte_mbuf **reply,
+stamp_and_send(struct lsd_lcore *lc, struct lsd_port *p, struct rte_mbuf **reply,
 	       uint16_t n_reply, bool cap)
 {
 	uint64_t tsc = rte_rdtsc();
@@ -273,35 +199,35 @@ stamp_and_send(struct ls_lcore *lc, struct ls_port *p, struct rte_mbuf **reply,
 			uint8_t *f = rte_pktmbuf_mtod(m, uint8_t *);
 			uint8_t fam = m->packet_type == RTE_PTYPE_L3_IPV6 ? LS_AF_INET6 : LS_AF_INET;
 
-			if (m->hash.usr == LS_REPLY_FAST) {
-				ls_reflect_v4_put_t3(f, tx_ns, g.refl_ptp);
+			if (m->hash.usr == LSD_REPLY_FAST) {
+				ls_reflect_v4_put_t3(f, tx_ns, lsd.refl_ptp);
 			} else {
-				ls_stamp_put_tx_ts(f + m->hash.usr, tx_ns, g.refl_ee);
+				ls_stamp_put_tx_ts(f + m->hash.usr, tx_ns, lsd.refl_ee);
 				ls_pkt_udp_finalize(f, m->data_len, fam);
 			}
 			if (unlikely(cap))
-				ls_capture_copy(lc, m, tx_ns, true);
+				lsd_capture_copy(lc, m, tx_ns, true);
 			if (at_ns != 0)
-				ls_tx_at(lc, p, m, at_ns);
+				lsd_tx_at(lc, p, m, at_ns);
 		}
 	}
-	ls_tx_frames(lc, p, reply, n_reply, &lc->st.tx_replies);
+	lsd_tx_frames(lc, p, reply, n_reply, &lc->st.tx_replies);
 }
 
 static void
-apply_msg(struct ls_lcore *lc, struct ls_msg *msg)
+apply_msg(struct lsd_lcore *lc, struct lsd_msg *msg)
 {
-	struct ls_peer *peer = msg->peer;
-	struct ls_addr_key key;
+	struct lsd_peer *peer = msg->peer;
+	struct lsd_addr_key key;
 	int rc = 0;
 
 	switch (msg->type) {
-	case LS_MSG_PEER_ADD:
+	case LSD_MSG_PEER_ADD:
 		if (lc->n_peers >= LS_MAX_PEERS) {
 			rc = -ENOSPC;
 			break;
 		}
-		ls_addr_key(&peer->addr, &key);
+		lsd_addr_key(&peer->addr, &key);
 		if (rte_hash_lookup(lc->peer_hash, &key) >= 0) {
 			rc = -EEXIST;
 			break;
@@ -312,16 +238,16 @@ apply_msg(struct ls_lcore *lc, struct ls_msg *msg)
 		/* peers[] stays dense so the housekeeping tick walks only live peers. */
 		peer->slot = (int32_t)lc->n_peers;
 		lc->peers[lc->n_peers++] = peer;
-		ls_peer_set_nexthop(peer);
-		ls_sender_start_peer(lc, peer);
+		lsd_peer_set_nexthop(peer);
+		lsd_sender_start_peer(lc, peer);
 		break;
-	case LS_MSG_PEER_DEL:
-		ls_sender_stop_peer(lc, peer);
+	case LSD_MSG_PEER_DEL:
+		lsd_sender_stop_peer(lc, peer);
 		if (peer->slot >= 0 && (uint32_t)peer->slot < lc->n_peers &&
 		    lc->peers[peer->slot] == peer) {
-			struct ls_peer *last = lc->peers[lc->n_peers - 1];
+			struct lsd_peer *last = lc->peers[lc->n_peers - 1];
 
-			ls_addr_key(&peer->addr, &key);
+			lsd_addr_key(&peer->addr, &key);
 			rte_hash_del_key(lc->peer_hash, &key);
 			lc->peers[peer->slot] = last;
 			last->slot = peer->slot;
@@ -331,11 +257,11 @@ apply_msg(struct ls_lcore *lc, struct ls_msg *msg)
 		}
 		peer->slot = -1;
 		break;
-	case LS_MSG_PROBE_SET:
+	case LSD_MSG_PROBE_SET:
 		peer->interval_us = msg->interval_us;
 		break;
-	case LS_MSG_PEER_ACQUIRE:
-		ls_sender_acquire(peer);
+	case LSD_MSG_PEER_ACQUIRE:
+		lsd_sender_acquire(peer);
 		break;
 	}
 	msg->result = rc;
@@ -345,41 +271,41 @@ apply_msg(struct ls_lcore *lc, struct ls_msg *msg)
 static void
 housekeep_cb(struct rte_timer *t __rte_unused, void *arg)
 {
-	struct ls_lcore *lc = arg;
+	struct lsd_lcore *lc = arg;
 	uint64_t now = ls_clock_now(&lc->clock);
 
-	ls_sender_tick(lc, now);
-	ls_reflector_sweep(lc, now);
+	lsd_sender_tick(lc, now);
+	lsd_reflector_sweep(lc, now);
 }
 
 void
-ls_lcore_setup(struct ls_lcore *lc)
+lsd_lcore_setup(struct lsd_lcore *lc)
 {
 	rte_timer_init(&lc->housekeep);
-	lc->prng = rte_rdtsc() ^ ((uint64_t)g.cfg.node_id << 32) ^ lc->lcore_id;
+	lc->prng = rte_rdtsc() ^ ((uint64_t)lsd.cfg.node_id << 32) ^ lc->lcore_id;
 	if (lc->prng == 0)
 		lc->prng = 0x9e3779b97f4a7c15ULL;
 }
 
 int
-ls_lcore_main(void *arg __rte_unused)
+lsd_lcore_main(void *arg __rte_unused)
 {
-	struct ls_lcore *lc = &g.lcores[rte_lcore_id()];
-	const struct ls_conf_idle *idle = &g.cfg.idle;
-	uint64_t hk = rte_get_timer_hz() / (1000000 / LS_HOUSEKEEP_US);
+	struct lsd_lcore *lc = &lsd.lcores[rte_lcore_id()];
+	const struct ls_conf_idle *idle = &lsd.cfg.idle;
+	uint64_t hk = rte_get_timer_hz() / (1000000 / LSD_HOUSEKEEP_US);
 	uint32_t empty = 0;
 
 	if (!lc->active)
 		return 0;
 	rte_timer_reset(&lc->housekeep, hk, PERIODICAL, rte_lcore_id(), housekeep_cb, lc);
-	LS_LOG(INFO, "lcore %u: polling %u port(s)", lc->lcore_id, lc->n_ports);
+	LSD_LOG(INFO, "lcore %u: polling %u port(s)", lc->lcore_id, lc->n_ports);
 
-	while (!g.quit) {
+	while (!lsd.quit) {
 		unsigned int work = 0;
-		struct ls_msg *msg;
+		struct lsd_msg *msg;
 
 		for (uint16_t i = 0; i < lc->n_ports; i++)
-			poll_port(lc, &g.ports[lc->port_idx[i]], &work);
+			poll_port(lc, &lsd.ports[lc->port_idx[i]], &work);
 		rte_timer_manage();
 		while (rte_ring_sc_dequeue(lc->msgs, (void **)&msg) == 0) {
 			apply_msg(lc, msg);
@@ -397,6 +323,6 @@ ls_lcore_main(void *arg __rte_unused)
 	}
 	rte_timer_stop_sync(&lc->housekeep);
 	for (uint32_t s = 0; s < lc->n_peers; s++)
-		ls_sender_stop_peer(lc, lc->peers[s]);
+		lsd_sender_stop_peer(lc, lc->peers[s]);
 	return 0;
 }

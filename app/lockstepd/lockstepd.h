@@ -1,16 +1,18 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * lockstepd internals shared by the daemon's source files.
+ * lockstepd internals shared by the daemon's source files. Their names
+ * start with lsd_/LSD_, so ls_ means a library (lib/, drivers/clock);
+ * docs/design.md opens with the map of the rooms and who calls whom.
  *
  * Threads and ownership (the whole concurrency story in one place):
- *  - Each polling lcore (struct ls_lcore) owns its ports' RX/TX queue 0, the
+ *  - Each polling lcore (struct lsd_lcore) owns its ports' RX/TX queue 0, the
  *    peers reached through those ports (send schedule, sequence numbers,
  *    neighbour state, live path statistics) and its reflector rate-limit
  *    table. Nothing else writes them.
  *  - The control thread (an rte_ctrl_thread) serves the control socket,
  *    refits the TSC calibration, folds per-second path histograms into
  *    rolling windows and writes captures. It changes lcore state only by
- *    sending an ls_msg through the lcore's rte_ring and waiting for the
+ *    sending an lsd_msg through the lcore's rte_ring and waiting for the
  *    lcore to mark it done: peers are allocated by the control thread,
  *    handed to the lcore, and handed back before they are freed.
  *  - Counters are plain uint64_t written by one lcore and read by the control
@@ -21,11 +23,13 @@
 #define LOCKSTEPD_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <rte_byteorder.h>
 #include <rte_ether.h>
 #include <rte_hash.h>
+#include <rte_lcore.h>
 #include <rte_mbuf.h>
 #include <rte_mbuf_dyn.h>
 #include <rte_ring.h>
@@ -40,49 +44,56 @@
 #include "ls_reflect.h"
 #include "ls_stamp.h"
 
-extern int ls_logtype;
-#define LS_LOG(level, fmt, ...) \
-	rte_log(RTE_LOG_ ## level, ls_logtype, "lockstepd: " fmt "\n", ##__VA_ARGS__)
+extern int lsd_logtype;
+#define LSD_LOG(level, fmt, ...) \
+	rte_log(RTE_LOG_ ## level, lsd_logtype, "lockstepd: " fmt "\n", ##__VA_ARGS__)
 
-#define LS_BURST 32              /**< RX/TX burst size */
-#define LS_RL_CACHE 256          /**< reflector rate-limit front cache slots (power of 2) */
-#define LS_HOUSEKEEP_US 1000     /**< per-lcore housekeeping timer period */
-#define LS_RESOLVE_RETRY_NS (1000ULL * 1000 * 1000)   /**< ARP/ND retry while unresolved */
-#define LS_RESOLVE_REFRESH_NS (30ULL * 1000 * 1000 * 1000) /**< re-resolve a known neighbour */
+#define LSD_BURST 32              /**< RX/TX burst size */
+#define LSD_RL_CACHE 256          /**< reflector rate-limit front cache slots (power of 2) */
+#define LSD_HOUSEKEEP_US 1000     /**< per-lcore housekeeping timer period */
+#define LSD_RESOLVE_RETRY_NS (1000ULL * 1000 * 1000)   /**< ARP/ND retry while unresolved */
+#define LSD_RESOLVE_REFRESH_NS (30ULL * 1000 * 1000 * 1000) /**< re-resolve a known neighbour */
 
 /* What happened to each received packet: exactly one per packet, so the
- * counters add up to rx_pkts (the fuzz test checks this). */
-enum ls_rx_disp {
-	LS_RX_REFLECTED = 0,   /* STAMP test packet answered */
-	LS_RX_RATE_LIMITED,    /* STAMP test packet over its source's rate */
-	LS_RX_REFL_DISABLED,   /* STAMP test packet, reflector off */
-	LS_RX_REFL_SHORT,      /* to the reflector port but shorter than 44 bytes */
-	LS_RX_REPLY,           /* reflected packet matched to one of our paths */
-	LS_RX_REPLY_SHORT,     /* from the reflector port, shorter than 44 bytes */
-	LS_RX_REPLY_NO_PEER,   /* reflected packet from an address that is no peer */
-	LS_RX_REPLY_NO_PATH,   /* reflected packet to a port that is no path */
-	LS_RX_ARP,             /* ARP handled (answered or learnt) */
-	LS_RX_ND,              /* Neighbor Solicitation/Advertisement handled */
-	LS_RX_L2_OTHER,        /* Ethernet destination neither ours nor broadcast/multicast */
-	LS_RX_L3_OTHER,        /* IP destination not ours, or ARP/ND for someone else */
-	LS_RX_UDP_OTHER,       /* UDP to a port we do not serve */
-	LS_RX_OTHER,           /* well-formed but not for us (TCP, other ICMP, LLDP...) */
-	LS_RX_BAD_TRUNC,       /* ls_pkt_parse rejections, one per reason */
-	LS_RX_BAD_L3,
-	LS_RX_BAD_CSUM,
-	LS_RX_BAD_FRAG,
-	LS_RX_BAD_ARP,
-	LS_RX_BAD_ND,
-	LS_RX_BAD_VLAN,
-	LS_RX_BAD_ADDR,
-	LS_RX_DISP_MAX
+ * counters add up to rx_pkts (the fuzz test checks this). One list gives
+ * the enum (LS_RX_*) and the counter names "status" shows; the BAD_ ones
+ * follow LS_PKT_ERR_* in order (datapath.c maps one onto the other). */
+#define LSD_RX_DISP_LIST(_) \
+	_(REFLECTED, "rx_reflected")              /* STAMP test packet answered */ \
+	_(RATE_LIMITED, "rx_rate_limited")        /* STAMP test packet over its source's rate */ \
+	_(REFL_DISABLED, "rx_reflector_disabled") /* STAMP test packet, reflector off */ \
+	_(REFL_SHORT, "rx_stamp_short")    /* to the reflector port but shorter than 44 bytes */ \
+	_(REPLY, "rx_reply")               /* reflected packet matched to one of our paths */ \
+	_(REPLY_SHORT, "rx_reply_short")   /* from the reflector port, shorter than 44 bytes */ \
+	_(REPLY_NO_PEER, "rx_reply_no_peer") /* reflected, from an address that is no peer */ \
+	_(REPLY_NO_PATH, "rx_reply_no_path") /* reflected, to a port that is no path */ \
+	_(ARP, "rx_arp")                   /* ARP handled (answered or learnt) */ \
+	_(ND, "rx_nd")                     /* Neighbor Solicitation/Advertisement handled */ \
+	_(L2_OTHER, "rx_l2_not_ours")      /* Ethernet destination neither ours nor group */ \
+	_(L3_OTHER, "rx_l3_not_ours")      /* IP destination not ours, or ARP/ND for another */ \
+	_(UDP_OTHER, "rx_udp_other_port")  /* UDP to a port we do not serve */ \
+	_(OTHER, "rx_other")               /* well-formed but not for us (TCP, LLDP...) */ \
+	_(BAD_TRUNC, "rx_bad_truncated")   /* ls_pkt_parse rejections, one per reason */ \
+	_(BAD_L3, "rx_bad_l3") \
+	_(BAD_CSUM, "rx_bad_checksum") \
+	_(BAD_FRAG, "rx_bad_fragment") \
+	_(BAD_ARP, "rx_bad_arp") \
+	_(BAD_ND, "rx_bad_nd") \
+	_(BAD_VLAN, "rx_bad_vlan") \
+	_(BAD_ADDR, "rx_bad_address")
+
+enum lsd_rx_disp {
+#define LSD_RX_DISP_ENUM(sym, name) LSD_RX_ ## sym,
+	LSD_RX_DISP_LIST(LSD_RX_DISP_ENUM)
+#undef LSD_RX_DISP_ENUM
+	LSD_RX_DISP_MAX
 };
 
 /* Per-lcore counters (written by that lcore only). */
-struct ls_lcore_stats {
+struct lsd_lcore_stats {
 	uint64_t rx_pkts;
 	uint64_t rx_bursts;
-	uint64_t disp[LS_RX_DISP_MAX];
+	uint64_t disp[LSD_RX_DISP_MAX];
 	uint64_t tx_probes;
 	uint64_t tx_replies;
 	uint64_t tx_arp;
@@ -108,7 +119,7 @@ struct ls_lcore_stats {
 } __rte_cache_aligned;
 
 /* A local port as the daemon uses it. */
-struct ls_port {
+struct lsd_port {
 	uint16_t port_id;
 	unsigned int lcore;
 	const struct ls_conf_port *conf;
@@ -126,10 +137,10 @@ struct ls_port {
 };
 
 /* One path (ECMP entropy value) to a peer. */
-struct ls_peer_path {
+struct lsd_peer_path {
 	struct rte_timer tim;      /* next coded pair */
 	struct rte_timer pair_tim; /* second member when pair spacing > 0 */
-	struct ls_peer *peer;
+	struct lsd_peer *peer;
 	uint16_t idx;              /* path index */
 	uint16_t sport;            /* UDP source port = entropy */
 	uint32_t seq;              /* next sequence number */
@@ -144,7 +155,7 @@ struct ls_peer_path {
  * the control thread after each sync step, read by the lcore per reply
  * (seqlock, as the TSC calibration).
  */
-struct ls_peer_owd {
+struct lsd_peer_owd {
 	rte_seqlock_t lock;
 	bool valid;
 	uint64_t t0;               /* our local time off_ns refers to */
@@ -156,14 +167,14 @@ struct ls_peer_owd {
 	double edge_sigma;
 };
 
-struct ls_peer_sync;               /* sync.c, control thread only */
+struct lsd_peer_sync;               /* sync.c, control thread only */
 
 /* A peer: allocated by the control thread, owned by its lcore once added. */
-struct ls_peer {
+struct lsd_peer {
 	char name[LS_NAME_LEN];
 	struct ls_addr addr;
 	struct ls_addr nexthop;    /* addr, or the port's gateway when off-link */
-	uint16_t port_idx;         /* index into g.ports */
+	uint16_t port_idx;         /* index into lsd.ports */
 	uint32_t interval_us;
 	uint16_t n_paths;
 	int32_t slot;              /* index in its lcore's peer table */
@@ -176,24 +187,24 @@ struct ls_peer {
 	bool sync_speaker;         /* (lcore) its reflector fills our sync TLV: its
 				    * one-way delays wait for an offset, not raw */
 	uint64_t first_reply_ns;   /* (lcore) our time of its first reply, 0 before */
-	struct ls_peer_owd owd;    /* control writes, lcore reads */
+	struct lsd_peer_owd owd;    /* control writes, lcore reads */
 	/* control-thread side */
 	struct ls_path_window *win; /* n_paths windows, owned by the control thread */
-	struct ls_peer_sync *sync; /* clock-sync estimators (sync.c) */
-	struct ls_peer_path path[]; /* n_paths */
+	struct lsd_peer_sync *sync; /* clock-sync estimators (sync.c) */
+	struct lsd_peer_path path[]; /* n_paths */
 };
 
 /* Messages from the control thread to an lcore. */
-enum ls_msg_type {
-	LS_MSG_PEER_ADD = 1,   /* install msg->peer and start probing */
-	LS_MSG_PEER_DEL,       /* stop probing msg->peer and give it back */
-	LS_MSG_PROBE_SET,      /* change msg->peer's interval (0 = all peers) */
-	LS_MSG_PEER_ACQUIRE,   /* acquire msg->peer again (sender.c, acquisition) */
+enum lsd_msg_type {
+	LSD_MSG_PEER_ADD = 1,   /* install msg->peer and start probing */
+	LSD_MSG_PEER_DEL,       /* stop probing msg->peer and give it back */
+	LSD_MSG_PROBE_SET,      /* change msg->peer's interval (0 = all peers) */
+	LSD_MSG_PEER_ACQUIRE,   /* acquire msg->peer again (sender.c, acquisition) */
 };
 
-struct ls_msg {
-	enum ls_msg_type type;
-	struct ls_peer *peer;
+struct lsd_msg {
+	enum lsd_msg_type type;
+	struct lsd_peer *peer;
 	uint32_t interval_us;
 	int result;            /* 0 or negative errno, set by the lcore */
 	uint32_t done;         /* set (release) by the lcore when handled */
@@ -203,12 +214,12 @@ struct ls_msg {
  * rte_hash uses its vectorised 16-byte compare and CRC32 hashing. Built and
  * compared as two 64-bit words, in registers: a key stored with one 16-byte
  * store and read back as two 8-byte loads stalls on store forwarding. */
-struct ls_addr_key {
+struct lsd_addr_key {
 	uint64_t w[2];
 };
 
 static inline void
-ls_addr_key(const struct ls_addr *a, struct ls_addr_key *k)
+lsd_addr_key(const struct ls_addr *a, struct lsd_addr_key *k)
 {
 	if (a->family == LS_AF_INET6) {
 		memcpy(&k->w[0], &a->a[0], 8);
@@ -223,16 +234,16 @@ ls_addr_key(const struct ls_addr *a, struct ls_addr_key *k)
 }
 
 static inline bool
-ls_addr_key_eq(const struct ls_addr_key *x, const struct ls_addr_key *y)
+lsd_addr_key_eq(const struct lsd_addr_key *x, const struct lsd_addr_key *y)
 {
 	return x->w[0] == y->w[0] && x->w[1] == y->w[1];
 }
 
 /* Reflector per-source token bucket. */
-struct ls_rl_bucket {
+struct lsd_rl_bucket {
 	uint64_t last_ns;
 	uint64_t tokens_ns;    /* tokens scaled: one packet = 1e9 units */
-	struct ls_addr_key key;
+	struct lsd_addr_key key;
 	bool used;
 };
 
@@ -240,8 +251,8 @@ struct ls_rl_bucket {
  * through the lcore's sync ring (fixed-size ring elements, no mbufs). The
  * peer pointer stays valid: the control thread drains the rings after an
  * lcore has given a peer back and before freeing it. */
-struct ls_sync_rec {
-	struct ls_peer *peer;
+struct lsd_sync_rec {
+	struct lsd_peer *peer;
 	uint16_t path;
 	uint8_t member;            /* coded-pair member, 0 or 1 */
 	uint8_t has_state;         /* state[] holds the reflector's sync TLV value */
@@ -251,38 +262,38 @@ struct ls_sync_rec {
 };
 
 /* Our clock-sync state as the reflector writes it into sync TLVs. */
-struct ls_sync_pub {
+struct lsd_sync_pub {
 	rte_seqlock_t lock;
 	bool valid;
 	uint8_t wire[LS_STAMP_SYNC_LEN];
 };
 
 /* One polling lcore. */
-struct ls_lcore {
+struct lsd_lcore {
 	unsigned int lcore_id;
 	uint16_t n_ports;
 	uint16_t port_idx[LS_MAX_PORTS];
 	struct rte_ring *msgs;             /* control -> lcore */
-	struct rte_ring *sync_ring;        /* struct ls_sync_rec, lcore -> control */
+	struct rte_ring *sync_ring;        /* struct lsd_sync_rec, lcore -> control */
 	struct ls_clock clock;
 	struct rte_hash *peer_hash;        /* ls_addr -> slot */
-	struct ls_peer **peers;            /* LS_MAX_PEERS slots */
+	struct lsd_peer **peers;            /* LS_MAX_PEERS slots */
 	uint32_t n_peers;
 	struct rte_timer housekeep;
 	uint64_t prng;                     /* xorshift state for jitter */
 	struct rte_hash *rl_hash;          /* source ls_addr -> bucket */
-	struct ls_rl_bucket *rl;           /* max_sources + 1 (last = overflow) */
+	struct lsd_rl_bucket *rl;           /* max_sources + 1 (last = overflow) */
 	uint32_t rl_sweep;                 /* next bucket to check for idleness */
 	/* Direct-mapped front cache of rl_hash: a slot names a bucket and is
 	 * trusted only while that bucket still holds the same key, so a sweep
 	 * that frees a bucket needs no invalidation here. */
-	uint32_t rl_cache[LS_RL_CACHE];    /* bucket index + 1, 0 = empty */
-	struct ls_lcore_stats st;
+	uint32_t rl_cache[LSD_RL_CACHE];    /* bucket index + 1, 0 = empty */
+	struct lsd_lcore_stats st;
 	bool active;
 };
 
 /* Capture state shared by lcores (read) and the control thread (write). */
-struct ls_capture_shared {
+struct lsd_capture_shared {
 	volatile uint32_t on;              /* lcores copy packets while set */
 	uint32_t snaplen;
 	struct rte_ring *ring;             /* mbuf copies, MP/SC */
@@ -291,14 +302,14 @@ struct ls_capture_shared {
 
 /* Process-wide state. Written during start-up; read-only afterwards except
  * where noted. */
-struct ls_global {
+struct lsd_global {
 	struct ls_config cfg;
-	struct ls_port ports[LS_MAX_PORTS];
+	struct lsd_port ports[LS_MAX_PORTS];
 	unsigned int n_ports;
-	struct ls_lcore lcores[RTE_MAX_LCORE];
+	struct lsd_lcore lcores[RTE_MAX_LCORE];
 	struct rte_mempool *pool;
 	struct ls_tsc_cal cal;             /* refit by the control thread */
-	struct ls_capture_shared cap;
+	struct lsd_capture_shared cap;
 	int ts_dynfield;                   /* capture timestamp/direction dynfield */
 	uint64_t loss_timeout_ns_default;
 	uint16_t refl_ee;                  /* reflector Error Estimate */
@@ -307,112 +318,165 @@ struct ls_global {
 	volatile int quit;
 	int exit_code;
 	uint64_t start_tsc;
-	struct ls_sync_pub sync_pub;       /* written by the control thread */
+	struct lsd_sync_pub sync_pub;       /* written by the control thread */
 };
 
-extern struct ls_global g;
+extern struct lsd_global lsd;
+
+/* One lcore counter summed over all lcores (relaxed loads, see the top). */
+static inline uint64_t
+lsd_lcores_sum(size_t off)
+{
+	uint64_t n = 0;
+	unsigned int l;
+
+	RTE_LCORE_FOREACH(l)
+		n += __atomic_load_n((const uint64_t *)((const char *)&lsd.lcores[l].st + off),
+				     __ATOMIC_RELAXED);
+	return n;
+}
+#define LSD_LCORES_SUM(field) lsd_lcores_sum(offsetof(struct lsd_lcore_stats, field))
 
 /* Capture timestamp dynfield: time in ns plus direction in the top bit. */
-#define LS_CAP_TX_BIT (1ULL << 63)
+#define LSD_CAP_TX_BIT (1ULL << 63)
 static inline uint64_t *
-ls_cap_field(struct rte_mbuf *m)
+lsd_cap_field(struct rte_mbuf *m)
 {
-	return RTE_MBUF_DYNFIELD(m, g.ts_dynfield, uint64_t *);
+	return RTE_MBUF_DYNFIELD(m, lsd.ts_dynfield, uint64_t *);
 }
 
 /* port.c */
-int ls_ports_init(void);
-void ls_ports_stop(void);
-bool ls_port_owns(const struct ls_port *p, const struct ls_addr *a);
-bool ls_port_bad_source(const struct ls_port *p, const struct ls_addr *src);
+int lsd_ports_init(void);
+void lsd_ports_stop(void);
+bool lsd_port_owns(const struct lsd_port *p, const struct ls_addr *a);
+bool lsd_port_bad_source(const struct lsd_port *p, const struct ls_addr *src);
 
 /* datapath.c */
-int ls_lcore_main(void *arg);
-void ls_lcore_setup(struct ls_lcore *lc);
-uint64_t ls_jitter(struct ls_lcore *lc, uint64_t base_ns, unsigned int pct);
+int lsd_lcore_main(void *arg);
+void lsd_lcore_setup(struct lsd_lcore *lc);
+
+/* tx.c */
 /* Ask for m to leave p at at (ls_clock_tx_ts): clock.tx_sched, in the
  * mbuf's TX timestamp for the NIC; clock.tx_trailer, in a send-time trailer
  * for the lab's emulator. */
-void ls_tx_at(struct ls_lcore *lc, struct ls_port *p, struct rte_mbuf *m, uint64_t at);
-void ls_tx_frames(struct ls_lcore *lc, struct ls_port *p, struct rte_mbuf **m,
+void lsd_tx_at(struct lsd_lcore *lc, struct lsd_port *p, struct rte_mbuf *m, uint64_t at);
+void lsd_tx_frames(struct lsd_lcore *lc, struct lsd_port *p, struct rte_mbuf **m,
 		  uint16_t n, uint64_t *counter);
-void ls_capture_copy(struct ls_lcore *lc, struct rte_mbuf *m, uint64_t ts_ns, bool tx);
 
 /* sender.c */
-void ls_sender_start_peer(struct ls_lcore *lc, struct ls_peer *peer);
-void ls_sender_stop_peer(struct ls_lcore *lc, struct ls_peer *peer);
-void ls_sender_acquire(struct ls_peer *peer);
+void lsd_sender_start_peer(struct lsd_lcore *lc, struct lsd_peer *peer);
+void lsd_sender_stop_peer(struct lsd_lcore *lc, struct lsd_peer *peer);
+void lsd_sender_acquire(struct lsd_peer *peer);
 
 /* Acquisition is on: probe.acquire_ms > 0 and probe.acquire_rate > 1. */
 static inline bool
-ls_acquire_on(void)
+lsd_acquire_on(void)
 {
-	return g.cfg.probe.acquire_ms > 0 && g.cfg.probe.acquire_rate > 1;
+	return lsd.cfg.probe.acquire_ms > 0 && lsd.cfg.probe.acquire_rate > 1;
 }
-void ls_sender_on_reply(struct ls_lcore *lc, struct ls_port *p, struct rte_mbuf *m,
+void lsd_sender_on_reply(struct lsd_lcore *lc, struct lsd_port *p, struct rte_mbuf *m,
 			const struct ls_pkt_info *pi, uint64_t rx_ns);
-void ls_sender_tick(struct ls_lcore *lc, uint64_t now_ns);
-uint64_t ls_peer_loss_timeout_ns(const struct ls_peer *peer);
+void lsd_sender_tick(struct lsd_lcore *lc, uint64_t now_ns);
+uint64_t lsd_peer_loss_timeout_ns(const struct lsd_peer *peer);
 
 /* reflector.c */
-int ls_reflector_setup(struct ls_lcore *lc);
+int lsd_reflector_setup(struct lsd_lcore *lc);
 /* Returns true when m was turned into a reply (caller transmits it). */
-bool ls_reflector_handle(struct ls_lcore *lc, struct ls_port *p, struct rte_mbuf *m,
+bool lsd_reflector_handle(struct lsd_lcore *lc, struct lsd_port *p, struct rte_mbuf *m,
 			 const struct ls_pkt_info *pi, uint64_t rx_ns);
-void ls_reflector_sweep(struct ls_lcore *lc, uint64_t now_ns);
+void lsd_reflector_sweep(struct lsd_lcore *lc, uint64_t now_ns);
 /* The fast path (lib/reflect) for a frame ls_reflect_v4_check() accepted;
  * true when m became a reply. */
-bool ls_reflector_fast(struct ls_lcore *lc, struct ls_port *p, struct rte_mbuf *m,
+bool lsd_reflector_fast(struct lsd_lcore *lc, struct lsd_port *p, struct rte_mbuf *m,
 		       const struct ls_reflect_v4 *r, uint64_t rx_ns);
 /* A reply's m->hash.usr: the STAMP payload offset for the generic path, or
- * LS_REPLY_FAST when T3 and the UDP checksum are finished by lib/reflect. */
-#define LS_REPLY_FAST 0
+ * LSD_REPLY_FAST when T3 and the UDP checksum are finished by lib/reflect. */
+#define LSD_REPLY_FAST 0
 
 /* neigh.c */
-void ls_neigh_rx_arp(struct ls_lcore *lc, struct ls_port *p, const struct ls_pkt_info *pi);
-void ls_neigh_rx_nd(struct ls_lcore *lc, struct ls_port *p, const struct ls_pkt_info *pi,
+void lsd_neigh_rx_arp(struct lsd_lcore *lc, struct lsd_port *p, const struct ls_pkt_info *pi);
+void lsd_neigh_rx_nd(struct lsd_lcore *lc, struct lsd_port *p, const struct ls_pkt_info *pi,
 		    bool is_ns);
-void ls_neigh_resolve(struct ls_lcore *lc, struct ls_peer *peer, uint64_t now_ns);
-void ls_peer_set_nexthop(struct ls_peer *peer);
+void lsd_neigh_resolve(struct lsd_lcore *lc, struct lsd_peer *peer, uint64_t now_ns);
+void lsd_peer_set_nexthop(struct lsd_peer *peer);
+
+struct ls_ctl;
+struct ls_ctl_req;
+struct json_t;
+
+/* peer.c (control thread): the registry and the messages to the lcores */
+struct lsd_peer *lsd_peer_new(const struct ls_conf_peer *cp);
+void lsd_peer_free(struct lsd_peer *peer);
+int lsd_msg_send(unsigned int lcore, struct lsd_msg *m);
+unsigned int lsd_peer_count(void);
+struct lsd_peer *lsd_peer_at(unsigned int i);
+int lsd_peer_find(const char *name);
+int lsd_peer_find_addr(const struct ls_addr *a);
+int lsd_peer_arg(struct ls_ctl_req *req, struct json_t *args, const char **name);
+int lsd_peer_install(struct lsd_peer *peer);
+int lsd_peer_uninstall(unsigned int idx);
+void lsd_peer_forget_all(void);
+int lsd_peer_set_interval(struct lsd_peer *peer, uint32_t interval_us);
+/* Acquire an installed peer again (LSD_MSG_PEER_ACQUIRE): 0 or negative errno. */
+int lsd_peer_acquire(struct lsd_peer *peer);
+
+/* clock.c (control thread) */
+int lsd_clock_init(void);
+struct ls_clock *lsd_clock_reader(void);
+struct ls_clock *lsd_clock_query_reader(void);
+uint64_t lsd_clock_now(void);
+void lsd_clock_tick(uint64_t tsc);
+struct json_t *lsd_clock_json(void);
+/* Simulated clock's ground truth at a TSC reading (NULL unless SIM). */
+struct json_t *lsd_clock_truth_at(uint64_t tsc);
+void lsd_clock_register(struct ls_ctl *ctl);
+
+/* log.c */
+int lsd_log_level_from_name(const char *s);
+void lsd_log_set_level(int lvl);
+void lsd_log_register(struct ls_ctl *ctl);
 
 /* control.c */
-int ls_control_start(void);
-void ls_control_join(void);
-struct ls_peer *ls_peer_new(const struct ls_conf_peer *cp);
-void ls_peer_free(struct ls_peer *peer);
-int ls_msg_send(unsigned int lcore, struct ls_msg *m);
-int ls_control_add_config_peers(void);
-void ls_control_free_peers(void);
-int ls_log_level_from_name(const char *s);
-struct ls_peer *ls_control_peer_at(unsigned int i);
-unsigned int ls_control_peer_count(void);
-/* Acquire an installed peer again (LS_MSG_PEER_ACQUIRE): 0 or negative errno. */
-int ls_control_peer_acquire(struct ls_peer *peer);
-/* Simulated clock's ground truth at a TSC reading (NULL unless SIM). */
-struct json_t *ls_control_truth_at(uint64_t tsc);
+int lsd_control_start(void);
+void lsd_control_join(void);
+void lsd_control_free_peers(void);
 
 /* sync.c (control thread) */
-int ls_sync_init(struct ls_clock *clock, struct ls_clock *q_clock);
-void ls_sync_fini(void);
-int ls_sync_peer_attach(struct ls_peer *peer);
-void ls_sync_peer_detach(struct ls_peer *peer);
-void ls_sync_drain(void);
-void ls_sync_poll(uint64_t tsc);
-struct json_t;
-struct json_t *ls_sync_json(uint64_t tsc);
-struct json_t *ls_sync_peer_json(const struct ls_peer *peer);
-struct json_t *ls_sync_points_json(const struct ls_peer *peer, uint16_t path);
+int lsd_sync_init(struct ls_clock *clock, struct ls_clock *q_clock);
+void lsd_sync_fini(void);
+int lsd_sync_peer_attach(struct lsd_peer *peer);
+void lsd_sync_peer_detach(struct lsd_peer *peer);
+void lsd_sync_peer_forget(struct lsd_peer *peer);
+void lsd_sync_drain(void);
+void lsd_sync_poll(uint64_t tsc);
+struct json_t *lsd_sync_json(uint64_t tsc);
+struct json_t *lsd_sync_peer_json(const struct lsd_peer *peer);
+struct json_t *lsd_sync_points_json(const struct lsd_peer *peer, uint16_t path);
+/* sync_cmd.c */
+void lsd_sync_register(struct ls_ctl *ctl);
+
+/* fleettime.c (control thread): fleet time in shared memory */
+struct ls_sync_state;
+struct ls_sync_node_conf;
+int lsd_fleettime_open(const char *path);
+void lsd_fleettime_close(void);
+void lsd_fleettime_poll(uint64_t tsc, struct ls_clock *clock, const struct ls_sync_state *self,
+			const struct ls_sync_node_conf *nconf);
+uint64_t lsd_fleettime_updates(void);
 
 /* capture.c */
-int ls_capture_init(void);
-int ls_capture_start(const char *file, uint32_t snaplen, uint64_t max_bytes, char *err, size_t len);
-int ls_capture_stop(void);
-void ls_capture_drain(void);
-struct ls_capture_status {
+int lsd_capture_init(void);
+int lsd_capture_start(const char *file, uint32_t snaplen, uint64_t max_bytes, char *err, size_t len);
+int lsd_capture_stop(void);
+void lsd_capture_drain(void);
+struct lsd_capture_status {
 	bool active;
 	char file[256];
 	uint64_t packets, bytes, dropped;
 };
-void ls_capture_status(struct ls_capture_status *st);
+void lsd_capture_status(struct lsd_capture_status *st);
+/* lcore side: copy m for the capture file */
+void lsd_capture_copy(struct lsd_lcore *lc, struct rte_mbuf *m, uint64_t ts_ns, bool tx);
+void lsd_capture_register(struct ls_ctl *ctl);
 
 #endif /* LOCKSTEPD_H */

@@ -37,12 +37,9 @@
 #include <rte_timer.h>
 #include <rte_version.h>
 
+#include "../common/ls_app.h"
 #include "lockstepd.h"
 #include "ls_stamp.h"
-
-RTE_LOG_REGISTER(ls_logtype, lockstep.daemon, INFO);
-
-struct ls_global g;
 
 static const char usage_text[] =
 "Usage: lockstepd [EAL options] -- --config FILE [--check-config]\n"
@@ -69,13 +66,6 @@ static const char usage_text[] =
 "\n"
 "Exit status: 0 clean shutdown, 1 start-up or runtime failure, 2 bad usage\n"
 "or configuration.\n";
-
-static void
-on_signal(int sig)
-{
-	(void)sig;
-	g.quit = 1;
-}
 
 /* App options come after "--"; --help/--version also work alone, before any
  * EAL parsing, so they never need hugepages or root. */
@@ -129,12 +119,12 @@ setup_pool(void)
 {
 	unsigned int n = 4096;
 
-	for (unsigned int i = 0; i < g.cfg.n_ports; i++)
-		n += g.cfg.ports[i].rx_desc + g.cfg.ports[i].tx_desc + 2 * LS_BURST;
-	g.pool = rte_pktmbuf_pool_create("ls_mbuf", n, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
+	for (unsigned int i = 0; i < lsd.cfg.n_ports; i++)
+		n += lsd.cfg.ports[i].rx_desc + lsd.cfg.ports[i].tx_desc + 2 * LSD_BURST;
+	lsd.pool = rte_pktmbuf_pool_create("ls_mbuf", n, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
 					 (int)rte_socket_id());
-	if (g.pool == NULL) {
-		LS_LOG(ERR, "cannot create a pool of %u mbufs: %s (try more memory: -m)",
+	if (lsd.pool == NULL) {
+		LSD_LOG(ERR, "cannot create a pool of %u mbufs: %s (try more memory: -m)",
 		       n, rte_strerror(rte_errno));
 		return -ENOMEM;
 	}
@@ -146,19 +136,19 @@ setup_lcores(void)
 {
 	uint16_t ports[LS_MAX_PORTS];
 
-	for (unsigned int i = 0; i < g.n_ports; i++) {
-		struct ls_lcore *lc = &g.lcores[g.ports[i].lcore];
+	for (unsigned int i = 0; i < lsd.n_ports; i++) {
+		struct lsd_lcore *lc = &lsd.lcores[lsd.ports[i].lcore];
 
 		lc->port_idx[lc->n_ports++] = (uint16_t)i;
 		lc->active = true;
-		ports[i] = g.ports[i].port_id;
+		ports[i] = lsd.ports[i].port_id;
 	}
 	for (unsigned int l = 0; l < RTE_MAX_LCORE; l++) {
-		struct ls_lcore *lc = &g.lcores[l];
+		struct lsd_lcore *lc = &lsd.lcores[l];
 		char name[RTE_HASH_NAMESIZE];
 		struct rte_hash_parameters hp = {
 			.entries = LS_MAX_PEERS,
-			.key_len = sizeof(struct ls_addr_key),
+			.key_len = sizeof(struct lsd_addr_key),
 			.hash_func = rte_hash_crc,
 			.socket_id = (int)rte_lcore_to_socket_id(l),
 		};
@@ -170,10 +160,10 @@ setup_lcores(void)
 		snprintf(name, sizeof(name), "ls_msgs_%u", l);
 		lc->msgs = rte_ring_create(name, 64, hp.socket_id, RING_F_SC_DEQ);
 		snprintf(name, sizeof(name), "ls_sync_%u", l);
-		lc->sync_ring = rte_ring_create_elem(name, sizeof(struct ls_sync_rec), 4096,
+		lc->sync_ring = rte_ring_create_elem(name, sizeof(struct lsd_sync_rec), 4096,
 						     hp.socket_id, RING_F_SP_ENQ | RING_F_SC_DEQ);
 		if (lc->sync_ring == NULL) {
-			LS_LOG(ERR, "lcore %u: cannot allocate its sync ring", l);
+			LSD_LOG(ERR, "lcore %u: cannot allocate its sync ring", l);
 			return -ENOMEM;
 		}
 		snprintf(name, sizeof(name), "ls_peers_%u", l);
@@ -181,18 +171,18 @@ setup_lcores(void)
 		lc->peer_hash = rte_hash_create(&hp);
 		lc->peers = rte_zmalloc("ls_peers", sizeof(lc->peers[0]) * LS_MAX_PEERS, 0);
 		if (lc->msgs == NULL || lc->peer_hash == NULL || lc->peers == NULL) {
-			LS_LOG(ERR, "lcore %u: cannot allocate its tables", l);
+			LSD_LOG(ERR, "lcore %u: cannot allocate its tables", l);
 			return -ENOMEM;
 		}
-		rc = ls_reflector_setup(lc);
+		rc = lsd_reflector_setup(lc);
 		if (rc < 0)
 			return rc;
-		rc = ls_clock_setup(&lc->clock, &g.cfg.clock, g.cfg.node_id, ports,
-				    g.n_ports, &g.cal);
+		rc = ls_clock_setup(&lc->clock, &lsd.cfg.clock, lsd.cfg.node_id, ports,
+				    lsd.n_ports, &lsd.cal);
 		if (rc < 0)
 			return rc;
-		ls_clock_kstamp_setup(&lc->clock, ports, g.n_ports);
-		ls_lcore_setup(lc);
+		ls_clock_kstamp_setup(&lc->clock, ports, lsd.n_ports);
+		lsd_lcore_setup(lc);
 	}
 	return 0;
 }
@@ -204,23 +194,23 @@ log_final_stats(void)
 	unsigned int l;
 
 	RTE_LCORE_FOREACH(l) {
-		rx += g.lcores[l].st.rx_pkts;
-		probes += g.lcores[l].st.tx_probes;
-		replies += g.lcores[l].st.disp[LS_RX_REPLY];
-		refl += g.lcores[l].st.disp[LS_RX_REFLECTED];
+		rx += lsd.lcores[l].st.rx_pkts;
+		probes += lsd.lcores[l].st.tx_probes;
+		replies += lsd.lcores[l].st.disp[LSD_RX_REPLY];
+		refl += lsd.lcores[l].st.disp[LSD_RX_REFLECTED];
 	}
-	LS_LOG(INFO, "final: rx %" PRIu64 " packets, probes sent %" PRIu64
+	LSD_LOG(INFO, "final: rx %" PRIu64 " packets, probes sent %" PRIu64
 	       ", replies matched %" PRIu64 ", reflected %" PRIu64, rx, probes, replies, refl);
 }
 
 static void
 ensure_socket_dir(const char *path)
 {
-	char dir[sizeof(g.cfg.control.socket)];
+	char dir[sizeof(lsd.cfg.control.socket)];
 
 	snprintf(dir, sizeof(dir), "%s", path);
 	if (mkdir(dirname(dir), 0755) < 0 && errno != EEXIST)
-		LS_LOG(WARNING, "cannot create %s: %s", dir, strerror(errno));
+		LSD_LOG(WARNING, "cannot create %s: %s", dir, strerror(errno));
 }
 
 int
@@ -229,98 +219,79 @@ main(int argc, char **argv)
 	const char *config = NULL;
 	bool check_only = false;
 	char err[LS_ERR_LEN];
-	int app_argc, ret, rc;
-	char **app_argv;
-	int dashdash = -1;
+	struct ls_app_argv av;
+	int ret, rc;
 
-	for (int i = 1; i < argc; i++)
-		if (strcmp(argv[i], "--") == 0) {
-			dashdash = i;
-			break;
-		}
-	if (dashdash < 0) {
-		/* Only --help/--version (or app options alone) make sense here. */
-		app_argc = argc;
-		app_argv = argv;
-	} else {
-		app_argc = argc - dashdash;
-		app_argv = argv + dashdash;
-	}
-	if (parse_app_args(app_argc, app_argv, &config, &check_only) < 0)
+	/* Without "--", only --help/--version (or app options alone) make sense. */
+	ls_app_split_argv(argc, argv, &av);
+	if (parse_app_args(av.app_argc, av.app_argv, &config, &check_only) < 0)
 		return 2;
-	rc = ls_config_load(config, &g.cfg, err, sizeof(err));
+	rc = ls_config_load(config, &lsd.cfg, err, sizeof(err));
 	if (rc < 0) {
 		fprintf(stderr, "lockstepd: %s\n", err);
 		return 2;
 	}
 	if (check_only) {
 		printf("%s: ok (node %s, %u port(s), %u peer(s))\n", config,
-		       g.cfg.node_name, g.cfg.n_ports, g.cfg.n_peers);
-		ls_config_free(&g.cfg);
+		       lsd.cfg.node_name, lsd.cfg.n_ports, lsd.cfg.n_peers);
+		ls_config_free(&lsd.cfg);
 		return 0;
 	}
-	if (dashdash < 0) {
-		/* No EAL arguments at all: give the EAL just the program name. */
-		argc = 1;
-	}
-
-	ret = rte_eal_init(dashdash < 0 ? 1 : dashdash, argv);
+	ret = rte_eal_init(av.eal_argc, argv);
 	if (ret < 0) {
 		fprintf(stderr, "lockstepd: EAL initialisation failed%s%s (EAL messages above)\n",
 			rte_errno ? ": " : "", rte_errno ? rte_strerror(rte_errno) : "");
-		ls_config_free(&g.cfg);
+		ls_config_free(&lsd.cfg);
 		return 1;
 	}
-	rte_log_set_level_pattern("lockstep*", (uint32_t)ls_log_level_from_name(g.cfg.log_level));
-	rte_log_set_level(ls_logtype, (uint32_t)ls_log_level_from_name(g.cfg.log_level));
-	g.refl_ptp = !g.cfg.reflector.ntp_format;
-	g.refl_ee = ls_stamp_err_est(false, g.refl_ptp, 12, 1);
-	g.send_ee = ls_stamp_err_est(false, true, 12, 1);
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	g.start_tsc = rte_rdtsc();
+	lsd_log_set_level(lsd_log_level_from_name(lsd.cfg.log_level));
+	lsd.refl_ptp = !lsd.cfg.reflector.ntp_format;
+	lsd.refl_ee = ls_stamp_err_est(false, lsd.refl_ptp, 12, 1);
+	lsd.send_ee = ls_stamp_err_est(false, true, 12, 1);
+	ls_app_catch_signals(&lsd.quit);
+	lsd.start_tsc = rte_rdtsc();
 
 	rc = setup_pool();
 	if (rc == 0)
 		rc = rte_timer_subsystem_init();
 	if (rc == 0)
-		rc = ls_tsc_cal_init(&g.cal, 200);
+		rc = ls_tsc_cal_init(&lsd.cal, 200);
 	if (rc == 0)
-		rc = ls_capture_init();
+		rc = lsd_capture_init();
 	if (rc == 0)
-		rc = ls_ports_init();
+		rc = lsd_ports_init();
 	if (rc == 0)
 		rc = setup_lcores();
 	if (rc == 0) {
-		ensure_socket_dir(g.cfg.control.socket);
-		rc = ls_control_start();
+		ensure_socket_dir(lsd.cfg.control.socket);
+		rc = lsd_control_start();
 	}
 	if (rc < 0) {
-		LS_LOG(ERR, "start-up failed: %s", strerror(-rc));
-		g.quit = 1;
-		ls_control_join();
-		ls_ports_stop();
-		ls_config_free(&g.cfg);
+		LSD_LOG(ERR, "start-up failed: %s", strerror(-rc));
+		lsd.quit = 1;
+		lsd_control_join();
+		lsd_ports_stop();
+		ls_config_free(&lsd.cfg);
 		rte_eal_cleanup();
 		return 1;
 	}
-	LS_LOG(INFO, "node %s (id %u) running: %u port(s), %u configured peer(s)",
-	       g.cfg.node_name, g.cfg.node_id, g.n_ports, g.cfg.n_peers);
+	LSD_LOG(INFO, "node %s (id %u) running: %u port(s), %u configured peer(s)",
+	       lsd.cfg.node_name, lsd.cfg.node_id, lsd.n_ports, lsd.cfg.n_peers);
 
-	rte_eal_mp_remote_launch(ls_lcore_main, NULL, SKIP_MAIN);
-	if (g.lcores[rte_get_main_lcore()].active)
-		ls_lcore_main(NULL);
+	rte_eal_mp_remote_launch(lsd_lcore_main, NULL, SKIP_MAIN);
+	if (lsd.lcores[rte_get_main_lcore()].active)
+		lsd_lcore_main(NULL);
 	else
-		while (!g.quit)
+		while (!lsd.quit)
 			rte_delay_us_sleep(10000);
 	rte_eal_mp_wait_lcore();
 
-	LS_LOG(INFO, "shutting down");
-	ls_control_join();
+	LSD_LOG(INFO, "shutting down");
+	lsd_control_join();
 	log_final_stats();
-	ls_control_free_peers();
-	ls_ports_stop();
-	ls_config_free(&g.cfg);
+	lsd_control_free_peers();
+	lsd_ports_stop();
+	ls_config_free(&lsd.cfg);
 	rte_eal_cleanup();
-	return g.exit_code;
+	return lsd.exit_code;
 }

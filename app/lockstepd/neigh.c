@@ -5,7 +5,7 @@
  * network or a veth: answer requests for our own addresses, resolve each
  * peer's next hop (the peer itself when on-link, else the port's gateway),
  * learn from replies and from requests addressed to us, and re-resolve
- * every LS_RESOLVE_REFRESH_NS so a moved neighbour is picked up.
+ * every LSD_RESOLVE_REFRESH_NS so a moved neighbour is picked up.
  *
  * Peers cache their next hop's MAC themselves, so the send path needs no
  * lookup; a learnt address updates every peer of the lcore behind that next
@@ -20,9 +20,9 @@
 #include "lockstepd.h"
 
 void
-ls_peer_set_nexthop(struct ls_peer *peer)
+lsd_peer_set_nexthop(struct lsd_peer *peer)
 {
-	const struct ls_port *p = &g.ports[peer->port_idx];
+	const struct lsd_port *p = &lsd.ports[peer->port_idx];
 	const struct ls_conf_port *cp = p->conf;
 
 	peer->nexthop = peer->addr;
@@ -35,7 +35,7 @@ ls_peer_set_nexthop(struct ls_peer *peer)
 }
 
 static void
-send_frame(struct ls_lcore *lc, struct ls_port *p, const uint8_t *buf, int len,
+send_frame(struct lsd_lcore *lc, struct lsd_port *p, const uint8_t *buf, int len,
 	   uint64_t *counter)
 {
 	struct rte_mbuf *m;
@@ -43,7 +43,7 @@ send_frame(struct ls_lcore *lc, struct ls_port *p, const uint8_t *buf, int len,
 
 	if (len <= 0)
 		return;
-	m = rte_pktmbuf_alloc(g.pool);
+	m = rte_pktmbuf_alloc(lsd.pool);
 	if (m == NULL) {
 		lc->st.alloc_failed++;
 		return;
@@ -56,22 +56,22 @@ send_frame(struct ls_lcore *lc, struct ls_port *p, const uint8_t *buf, int len,
 	}
 	memset(d, 0, len < 60 ? 60 : (size_t)len);
 	memcpy(d, buf, (size_t)len);
-	if (unlikely(g.cap.on))
-		ls_capture_copy(lc, m, ls_clock_now(&lc->clock), true);
-	ls_tx_frames(lc, p, &m, 1, counter);
+	if (unlikely(lsd.cap.on))
+		lsd_capture_copy(lc, m, ls_clock_now(&lc->clock), true);
+	lsd_tx_frames(lc, p, &m, 1, counter);
 }
 
 void
-ls_neigh_resolve(struct ls_lcore *lc, struct ls_peer *peer, uint64_t now_ns)
+lsd_neigh_resolve(struct lsd_lcore *lc, struct lsd_peer *peer, uint64_t now_ns)
 {
-	struct ls_port *p = &g.ports[peer->port_idx];
+	struct lsd_port *p = &lsd.ports[peer->port_idx];
 	uint8_t buf[128];
 	int len;
 
 	if (peer->static_mac || now_ns < peer->next_resolve_ns)
 		return;
-	peer->next_resolve_ns = now_ns + (peer->resolved ? LS_RESOLVE_REFRESH_NS :
-					  LS_RESOLVE_RETRY_NS);
+	peer->next_resolve_ns = now_ns + (peer->resolved ? LSD_RESOLVE_REFRESH_NS :
+					  LSD_RESOLVE_RETRY_NS);
 	if (peer->nexthop.family == LS_AF_INET) {
 		if (!p->v4.addr.family)
 			return;
@@ -88,15 +88,15 @@ ls_neigh_resolve(struct ls_lcore *lc, struct ls_peer *peer, uint64_t now_ns)
 
 /* A neighbour told us its MAC: update every peer behind it. */
 static void
-learn(struct ls_lcore *lc, const struct ls_port *p, const struct ls_addr *a,
+learn(struct lsd_lcore *lc, const struct lsd_port *p, const struct ls_addr *a,
       const struct ls_mac *mac)
 {
-	uint16_t pidx = (uint16_t)(p - g.ports);
+	uint16_t pidx = (uint16_t)(p - lsd.ports);
 
 	if (mac->b[0] & 1)
 		return; /* never learn a group address */
 	for (uint32_t s = 0; s < lc->n_peers; s++) {
-		struct ls_peer *peer = lc->peers[s];
+		struct lsd_peer *peer = lc->peers[s];
 
 		if (peer->port_idx != pidx || peer->static_mac ||
 		    !ls_addr_eq(&peer->nexthop, a))
@@ -106,12 +106,12 @@ learn(struct ls_lcore *lc, const struct ls_port *p, const struct ls_addr *a,
 		peer->mac = *mac;
 		peer->resolved = true;
 		if (peer->next_resolve_ns == 0)
-			peer->next_resolve_ns = ls_clock_now(&lc->clock) + LS_RESOLVE_REFRESH_NS;
+			peer->next_resolve_ns = ls_clock_now(&lc->clock) + LSD_RESOLVE_REFRESH_NS;
 	}
 }
 
 void
-ls_neigh_rx_arp(struct ls_lcore *lc, struct ls_port *p, const struct ls_pkt_info *pi)
+lsd_neigh_rx_arp(struct lsd_lcore *lc, struct lsd_port *p, const struct ls_pkt_info *pi)
 {
 	uint8_t buf[64];
 	bool for_us = p->v4.addr.family && ls_addr_eq(&pi->dst, &p->v4.addr);
@@ -128,7 +128,7 @@ ls_neigh_rx_arp(struct ls_lcore *lc, struct ls_port *p, const struct ls_pkt_info
 }
 
 void
-ls_neigh_rx_nd(struct ls_lcore *lc, struct ls_port *p, const struct ls_pkt_info *pi,
+lsd_neigh_rx_nd(struct lsd_lcore *lc, struct lsd_port *p, const struct ls_pkt_info *pi,
 	       bool is_ns)
 {
 	static const uint8_t unspec[16];
@@ -143,7 +143,7 @@ ls_neigh_rx_nd(struct ls_lcore *lc, struct ls_port *p, const struct ls_pkt_info 
 			learn(lc, p, &pi->nd_target, &pi->nd_lladdr);
 		return;
 	}
-	if (!ls_port_owns(p, &pi->nd_target))
+	if (!lsd_port_owns(p, &pi->nd_target))
 		return;
 	/* A solicitation carries the soliciting node's link-layer address. */
 	if (pi->nd_has_lladdr)

@@ -42,12 +42,12 @@ port_lookup(const struct ls_conf_port *cp, uint16_t *port_id)
 		return 0;
 	rc = rte_dev_probe(cp->dev);
 	if (rc < 0) {
-		LS_LOG(ERR, "port %s: cannot probe device \"%s\": %s", cp->name,
+		LSD_LOG(ERR, "port %s: cannot probe device \"%s\": %s", cp->name,
 		       cp->dev, strerror(-rc));
 		return rc;
 	}
 	if (rte_eth_dev_get_port_by_name(name, port_id) != 0) {
-		LS_LOG(ERR, "port %s: device \"%s\" probed but no ethdev named \"%s\"",
+		LSD_LOG(ERR, "port %s: device \"%s\" probed but no ethdev named \"%s\"",
 		       cp->name, cp->dev, name);
 		return -ENODEV;
 	}
@@ -72,44 +72,26 @@ make_link_local(const struct ls_mac *mac, struct ls_addr *ll)
 	ll->a[15] = mac->b[5];
 }
 
+/* Offloads we use when the device has them, then rte_eth_dev_configure. */
 static int
-port_setup(struct ls_port *p, const struct ls_conf_port *cp, bool want_hw_ts)
+port_configure(struct lsd_port *p, const struct ls_conf_port *cp,
+	       const struct rte_eth_dev_info *info, bool want_hw_ts)
 {
 	struct rte_eth_conf conf;
-	struct rte_eth_dev_info info;
-	struct rte_ether_addr ea;
-	uint16_t nb_rx = cp->rx_desc, nb_tx = cp->tx_desc;
 	int rc;
 
-	memset(p, 0, sizeof(*p));
-	p->conf = cp;
-	p->lcore = cp->lcore < 0 ? rte_get_main_lcore() : (unsigned int)cp->lcore;
-	if (!rte_lcore_is_enabled(p->lcore)) {
-		LS_LOG(ERR, "port %s: lcore %u is not enabled in the EAL core list",
-		       cp->name, p->lcore);
-		return -EINVAL;
-	}
-	rc = port_lookup(cp, &p->port_id);
-	if (rc < 0)
-		return rc;
-	rc = rte_eth_dev_info_get(p->port_id, &info);
-	if (rc < 0)
-		return rc;
-	snprintf(p->driver, sizeof(p->driver), "%s", info.driver_name);
-	p->tx_per_packet = strcmp(p->driver, "net_pcap") == 0;
-
 	memset(&conf, 0, sizeof(conf));
-	if (info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_UDP_CKSUM &&
-	    info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_IPV4_CKSUM) {
+	if (info->rx_offload_capa & RTE_ETH_RX_OFFLOAD_UDP_CKSUM &&
+	    info->rx_offload_capa & RTE_ETH_RX_OFFLOAD_IPV4_CKSUM) {
 		conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_UDP_CKSUM |
 					RTE_ETH_RX_OFFLOAD_IPV4_CKSUM;
 		p->rx_cksum_offload = true;
 	}
-	if (want_hw_ts && (info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_TIMESTAMP))
+	if (want_hw_ts && (info->rx_offload_capa & RTE_ETH_RX_OFFLOAD_TIMESTAMP))
 		conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_TIMESTAMP;
-	if (g.cfg.clock.tx_sched) {
-		if (!(info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_SEND_ON_TIMESTAMP)) {
-			LS_LOG(ERR, "port %s: %s does not send on a timestamp "
+	if (lsd.cfg.clock.tx_sched) {
+		if (!(info->tx_offload_capa & RTE_ETH_TX_OFFLOAD_SEND_ON_TIMESTAMP)) {
+			LSD_LOG(ERR, "port %s: %s does not send on a timestamp "
 			       "(RTE_ETH_TX_OFFLOAD_SEND_ON_TIMESTAMP), which clock.tx_sched needs "
 			       "(mlx5: ConnectX-6 Dx with devarg tx_pp, or ConnectX-7 and later)",
 			       cp->name, p->driver);
@@ -119,52 +101,71 @@ port_setup(struct ls_port *p, const struct ls_conf_port *cp, bool want_hw_ts)
 	}
 	rc = rte_eth_dev_configure(p->port_id, 1, 1, &conf);
 	if (rc < 0) {
-		LS_LOG(ERR, "port %s: configure failed: %s", cp->name, strerror(-rc));
+		LSD_LOG(ERR, "port %s: configure failed: %s", cp->name, strerror(-rc));
 		return rc;
 	}
 	/* configuring the offload registered the field and flag: look them up */
-	if (g.cfg.clock.tx_sched) {
+	if (lsd.cfg.clock.tx_sched) {
 		if (rte_mbuf_dyn_tx_timestamp_register(&p->tx_ts_field, &p->tx_ts_flag) != 0) {
-			LS_LOG(ERR, "port %s: no TX timestamp dynfield: %s", cp->name,
+			LSD_LOG(ERR, "port %s: no TX timestamp dynfield: %s", cp->name,
 			       rte_strerror(rte_errno));
 			return -ENOTSUP;
 		}
 		p->tx_sched = true;
 	}
+	return 0;
+}
+
+/* One RX and one TX queue, the MTU, and start (memif clients wait). */
+static int
+port_start(struct lsd_port *p, const struct ls_conf_port *cp)
+{
+	uint16_t nb_rx = cp->rx_desc, nb_tx = cp->tx_desc;
+	int rc;
+
 	rc = rte_eth_dev_adjust_nb_rx_tx_desc(p->port_id, &nb_rx, &nb_tx);
 	if (rc < 0)
 		return rc;
 	rc = rte_eth_rx_queue_setup(p->port_id, 0, nb_rx,
-				    rte_eth_dev_socket_id(p->port_id), NULL, g.pool);
+				    rte_eth_dev_socket_id(p->port_id), NULL, lsd.pool);
 	if (rc < 0) {
-		LS_LOG(ERR, "port %s: RX queue setup failed: %s", cp->name, strerror(-rc));
+		LSD_LOG(ERR, "port %s: RX queue setup failed: %s", cp->name, strerror(-rc));
 		return rc;
 	}
 	rc = rte_eth_tx_queue_setup(p->port_id, 0, nb_tx,
 				    rte_eth_dev_socket_id(p->port_id), NULL);
 	if (rc < 0) {
-		LS_LOG(ERR, "port %s: TX queue setup failed: %s", cp->name, strerror(-rc));
+		LSD_LOG(ERR, "port %s: TX queue setup failed: %s", cp->name, strerror(-rc));
 		return rc;
 	}
 	if (cp->mtu != 1500) {
 		rc = rte_eth_dev_set_mtu(p->port_id, cp->mtu);
 		if (rc < 0)
-			LS_LOG(WARNING, "port %s: cannot set MTU %u: %s", cp->name,
+			LSD_LOG(WARNING, "port %s: cannot set MTU %u: %s", cp->name,
 			       cp->mtu, strerror(-rc));
 	}
 	/* A memif client cannot start before its server listens; appliances
 	 * connected back to back come up in any order, so wait a little. */
 	for (int tries = 0; (rc = rte_eth_dev_start(p->port_id)) < 0 &&
-	     tries < LS_PORT_START_TRIES && !g.quit; tries++) {
+	     tries < LS_PORT_START_TRIES && !lsd.quit; tries++) {
 		if (tries == 0)
-			LS_LOG(INFO, "port %s: start failed (%s), retrying for %d s",
+			LSD_LOG(INFO, "port %s: start failed (%s), retrying for %d s",
 			       cp->name, strerror(-rc), LS_PORT_START_TRIES / 10);
 		rte_delay_us_sleep(100 * 1000);
 	}
 	if (rc < 0) {
-		LS_LOG(ERR, "port %s: start failed: %s", cp->name, strerror(-rc));
+		LSD_LOG(ERR, "port %s: start failed: %s", cp->name, strerror(-rc));
 		return rc;
 	}
+	return 0;
+}
+
+/* Our MAC and addresses, and what the reflector's fast path matches. */
+static void
+port_addresses(struct lsd_port *p, const struct ls_conf_port *cp)
+{
+	struct rte_ether_addr ea;
+	int rc;
 
 	/* The configured MAC wins; when the PMD cannot take it, listen
 	 * promiscuously and filter in software instead. */
@@ -172,7 +173,7 @@ port_setup(struct ls_port *p, const struct ls_conf_port *cp, bool want_hw_ts)
 		memcpy(ea.addr_bytes, cp->mac.b, 6);
 		rc = rte_eth_dev_default_mac_addr_set(p->port_id, &ea);
 		if (rc < 0) {
-			LS_LOG(INFO, "port %s: %s cannot set MAC (%s); using promiscuous mode",
+			LSD_LOG(INFO, "port %s: %s cannot set MAC (%s); using promiscuous mode",
 			       cp->name, p->driver, strerror(-rc));
 			rte_eth_promiscuous_enable(p->port_id);
 		}
@@ -186,21 +187,51 @@ port_setup(struct ls_port *p, const struct ls_conf_port *cp, bool want_hw_ts)
 		rte_eth_allmulticast_enable(p->port_id);
 	p->v4 = cp->ipv4;
 	p->v6 = cp->ipv6;
-	if (p->v4.addr.family && g.cfg.reflector.enabled) {
+	if (p->v4.addr.family && lsd.cfg.reflector.enabled) {
 		p->fast_ok = true;
 		memcpy(p->fast.mac, p->mac.b, 6);
 		memcpy(&p->fast.ip, p->v4.addr.a, 4);
 		p->fast.plen = p->v4.plen;
-		p->fast.dst_port = g.cfg.probe.dst_port;
+		p->fast.dst_port = lsd.cfg.probe.dst_port;
 	}
 	make_link_local(&p->mac, &p->v6_ll);
+}
+
+static int
+port_setup(struct lsd_port *p, const struct ls_conf_port *cp, bool want_hw_ts)
+{
+	struct rte_eth_dev_info info;
+	int rc;
+
+	memset(p, 0, sizeof(*p));
+	p->conf = cp;
+	p->lcore = cp->lcore < 0 ? rte_get_main_lcore() : (unsigned int)cp->lcore;
+	if (!rte_lcore_is_enabled(p->lcore)) {
+		LSD_LOG(ERR, "port %s: lcore %u is not enabled in the EAL core list",
+		       cp->name, p->lcore);
+		return -EINVAL;
+	}
+	rc = port_lookup(cp, &p->port_id);
+	if (rc < 0)
+		return rc;
+	rc = rte_eth_dev_info_get(p->port_id, &info);
+	if (rc < 0)
+		return rc;
+	snprintf(p->driver, sizeof(p->driver), "%s", info.driver_name);
+	p->tx_per_packet = strcmp(p->driver, "net_pcap") == 0;
+	rc = port_configure(p, cp, &info, want_hw_ts);
+	if (rc == 0)
+		rc = port_start(p, cp);
+	if (rc < 0)
+		return rc;
+	port_addresses(p, cp);
 	return 0;
 }
 
 /* A memif port that connects out: the PMD's default role, or role=client
  * (role=slave in older DPDKs). */
 static bool
-memif_client(const struct ls_port *p)
+memif_client(const struct lsd_port *p)
 {
 	return strcmp(p->driver, "net_memif") == 0 &&
 	       strstr(p->conf->dev, "role=server") == NULL &&
@@ -224,11 +255,11 @@ memif_clients_connect(void)
 	unsigned int since[LS_MAX_PORTS] = {0};
 	unsigned int tries, restarts = 0;
 
-	for (tries = 0; tries < LS_PORT_START_TRIES && !g.quit; tries++) {
+	for (tries = 0; tries < LS_PORT_START_TRIES && !lsd.quit; tries++) {
 		bool all_up = true;
 
-		for (unsigned int i = 0; i < g.n_ports; i++) {
-			struct ls_port *p = &g.ports[i];
+		for (unsigned int i = 0; i < lsd.n_ports; i++) {
+			struct lsd_port *p = &lsd.ports[i];
 			struct rte_eth_link link;
 
 			if (!memif_client(p) ||
@@ -240,49 +271,49 @@ memif_clients_connect(void)
 				continue;
 			since[i] = 0;
 			restarts++;
-			LS_LOG(INFO, "port %s: memif link still down; connecting again",
+			LSD_LOG(INFO, "port %s: memif link still down; connecting again",
 			       p->conf->name);
 			rte_eth_dev_stop(p->port_id);
 			if (rte_eth_dev_start(p->port_id) < 0)
-				LS_LOG(INFO, "port %s: start failed; trying again",
+				LSD_LOG(INFO, "port %s: start failed; trying again",
 				       p->conf->name);
 		}
 		if (all_up)
 			return;
 		rte_delay_us_sleep(100 * 1000);
 	}
-	for (unsigned int i = 0; i < g.n_ports; i++) {
+	for (unsigned int i = 0; i < lsd.n_ports; i++) {
 		struct rte_eth_link link;
 
-		if (memif_client(&g.ports[i]) &&
-		    (rte_eth_link_get_nowait(g.ports[i].port_id, &link) != 0 ||
+		if (memif_client(&lsd.ports[i]) &&
+		    (rte_eth_link_get_nowait(lsd.ports[i].port_id, &link) != 0 ||
 		     link.link_status != RTE_ETH_LINK_UP))
-			LS_LOG(WARNING, "port %s: memif link down after %d s and %u "
+			LSD_LOG(WARNING, "port %s: memif link down after %d s and %u "
 			       "fresh starts; carrying on without it",
-			       g.ports[i].conf->name, LS_PORT_START_TRIES / 10, restarts);
+			       lsd.ports[i].conf->name, LS_PORT_START_TRIES / 10, restarts);
 	}
 }
 
 int
-ls_ports_init(void)
+lsd_ports_init(void)
 {
-	bool want_hw_ts = g.cfg.clock.source == LS_CLOCK_AUTO ||
-			  g.cfg.clock.source == LS_CLOCK_NIC;
+	bool want_hw_ts = lsd.cfg.clock.source == LS_CLOCK_AUTO ||
+			  lsd.cfg.clock.source == LS_CLOCK_NIC;
 	char mac[LS_MAC_STRLEN];
 
-	for (unsigned int i = 0; i < g.cfg.n_ports; i++) {
-		struct ls_port *p = &g.ports[i];
-		int rc = port_setup(p, &g.cfg.ports[i], want_hw_ts);
+	for (unsigned int i = 0; i < lsd.cfg.n_ports; i++) {
+		struct lsd_port *p = &lsd.ports[i];
+		int rc = port_setup(p, &lsd.cfg.ports[i], want_hw_ts);
 
 		if (rc < 0) {
-			LS_LOG(ERR, "%s: ports[%u] (%s, dev \"%s\"): cannot start: %s",
-			       g.cfg.file, i, g.cfg.ports[i].name, g.cfg.ports[i].dev,
+			LSD_LOG(ERR, "%s: ports[%u] (%s, dev \"%s\"): cannot start: %s",
+			       lsd.cfg.file, i, lsd.cfg.ports[i].name, lsd.cfg.ports[i].dev,
 			       strerror(-rc));
-			g.n_ports = i;
+			lsd.n_ports = i;
 			return rc;
 		}
-		g.n_ports = i + 1;
-		LS_LOG(INFO, "port %s: ethdev %u (%s), mac %s, lcore %u%s",
+		lsd.n_ports = i + 1;
+		LSD_LOG(INFO, "port %s: ethdev %u (%s), mac %s, lcore %u%s",
 		       p->conf->name, p->port_id, p->driver,
 		       ls_mac_fmt(&p->mac, mac, sizeof(mac)), p->lcore,
 		       p->rx_cksum_offload ? ", rx checksum offload" : "");
@@ -292,23 +323,23 @@ ls_ports_init(void)
 }
 
 void
-ls_ports_stop(void)
+lsd_ports_stop(void)
 {
-	for (unsigned int i = 0; i < g.n_ports; i++) {
+	for (unsigned int i = 0; i < lsd.n_ports; i++) {
 		struct rte_eth_stats s;
 
-		if (rte_eth_stats_get(g.ports[i].port_id, &s) == 0)
-			LS_LOG(INFO, "port %s: final: rx %" PRIu64 " tx %" PRIu64
+		if (rte_eth_stats_get(lsd.ports[i].port_id, &s) == 0)
+			LSD_LOG(INFO, "port %s: final: rx %" PRIu64 " tx %" PRIu64
 			       " missed %" PRIu64 " rx-errors %" PRIu64 " tx-errors %" PRIu64,
-			       g.ports[i].conf->name, s.ipackets, s.opackets, s.imissed,
+			       lsd.ports[i].conf->name, s.ipackets, s.opackets, s.imissed,
 			       s.ierrors, s.oerrors);
-		rte_eth_dev_stop(g.ports[i].port_id);
-		rte_eth_dev_close(g.ports[i].port_id);
+		rte_eth_dev_stop(lsd.ports[i].port_id);
+		rte_eth_dev_close(lsd.ports[i].port_id);
 	}
 }
 
 bool
-ls_port_owns(const struct ls_port *p, const struct ls_addr *a)
+lsd_port_owns(const struct lsd_port *p, const struct ls_addr *a)
 {
 	if (a->family == LS_AF_INET)
 		return p->v4.addr.family && ls_addr_eq(&p->v4.addr, a);
@@ -319,19 +350,7 @@ ls_port_owns(const struct ls_port *p, const struct ls_addr *a)
 }
 
 bool
-ls_port_bad_source(const struct ls_port *p, const struct ls_addr *src)
+lsd_port_bad_source(const struct lsd_port *p, const struct ls_addr *src)
 {
-	if (ls_port_owns(p, src))
-		return true;
-	/* IPv4 network and directed-broadcast addresses of our prefix (RFC 3021:
-	 * a /31 has neither). */
-	if (src->family == LS_AF_INET && p->v4.addr.family && p->v4.plen < 31 &&
-	    ls_prefix_contains(&p->v4, src)) {
-		uint32_t a, host = (uint32_t)(0xffffffffULL >> p->v4.plen);
-
-		memcpy(&a, src->a, 4);
-		a = rte_be_to_cpu_32(a) & host;
-		return a == 0 || a == host;
-	}
-	return false;
+	return lsd_port_owns(p, src) || ls_prefix_bad_source(&p->v4, src);
 }

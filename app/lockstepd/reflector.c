@@ -34,13 +34,13 @@
 #define LS_RL_SWEEP_PER_TICK 64
 
 int
-ls_reflector_setup(struct ls_lcore *lc)
+lsd_reflector_setup(struct lsd_lcore *lc)
 {
 	char name[RTE_HASH_NAMESIZE];
-	uint32_t n = g.cfg.reflector.max_sources;
+	uint32_t n = lsd.cfg.reflector.max_sources;
 	struct rte_hash_parameters hp = {
 		.entries = n < 16 ? 16 : n,
-		.key_len = sizeof(struct ls_addr_key),
+		.key_len = sizeof(struct lsd_addr_key),
 		.hash_func = rte_hash_crc,
 		.socket_id = (int)rte_lcore_to_socket_id(lc->lcore_id),
 	};
@@ -59,10 +59,10 @@ ls_reflector_setup(struct ls_lcore *lc)
 /* Token bucket in nanosecond units: one packet costs 1e9 tokens, tokens
  * accrue at rate_pps per ns. Integer-only so it is exact and cheap. */
 static bool
-rl_admit(struct ls_rl_bucket *b, uint64_t now_ns)
+rl_admit(struct lsd_rl_bucket *b, uint64_t now_ns)
 {
-	const uint64_t rate = g.cfg.reflector.rate_pps;
-	const uint64_t cap = (uint64_t)g.cfg.reflector.burst * LS_NS_PER_S;
+	const uint64_t rate = lsd.cfg.reflector.rate_pps;
+	const uint64_t cap = (uint64_t)lsd.cfg.reflector.burst * LS_NS_PER_S;
 
 	if (now_ns > b->last_ns) {
 		uint64_t dt = now_ns - b->last_ns;
@@ -81,20 +81,20 @@ rl_admit(struct ls_rl_bucket *b, uint64_t now_ns)
 	return true;
 }
 
-static struct ls_rl_bucket *
-rl_bucket(struct ls_lcore *lc, const struct ls_addr *src, uint64_t now_ns)
+static struct lsd_rl_bucket *
+rl_bucket(struct lsd_lcore *lc, const struct ls_addr *src, uint64_t now_ns)
 {
-	const uint32_t n = g.cfg.reflector.max_sources;
-	struct ls_addr_key key;
+	const uint32_t n = lsd.cfg.reflector.max_sources;
+	struct lsd_addr_key key;
 	uint32_t slot, c;
 	int32_t pos;
 
-	ls_addr_key(src, &key);
+	lsd_addr_key(src, &key);
 	/* Multiplicative hash: the top bits mix every address byte. */
 	slot = (uint32_t)(((key.w[0] ^ key.w[1]) * 0x9e3779b97f4a7c15ULL) >> 56) &
-	       (LS_RL_CACHE - 1);
+	       (LSD_RL_CACHE - 1);
 	c = lc->rl_cache[slot];
-	if (likely(c != 0 && lc->rl[c - 1].used && ls_addr_key_eq(&lc->rl[c - 1].key, &key)))
+	if (likely(c != 0 && lc->rl[c - 1].used && lsd_addr_key_eq(&lc->rl[c - 1].key, &key)))
 		return &lc->rl[c - 1];
 	pos = rte_hash_lookup(lc->rl_hash, &key);
 	if (pos < 0) {
@@ -108,7 +108,7 @@ rl_bucket(struct ls_lcore *lc, const struct ls_addr *src, uint64_t now_ns)
 		lc->rl[pos].used = true;
 		lc->rl[pos].key = key;
 		lc->rl[pos].last_ns = now_ns;
-		lc->rl[pos].tokens_ns = (uint64_t)g.cfg.reflector.burst * LS_NS_PER_S;
+		lc->rl[pos].tokens_ns = (uint64_t)lsd.cfg.reflector.burst * LS_NS_PER_S;
 	} else if ((uint32_t)pos >= n) {
 		return &lc->rl[n];
 	}
@@ -117,12 +117,12 @@ rl_bucket(struct ls_lcore *lc, const struct ls_addr *src, uint64_t now_ns)
 }
 
 void
-ls_reflector_sweep(struct ls_lcore *lc, uint64_t now_ns)
+lsd_reflector_sweep(struct lsd_lcore *lc, uint64_t now_ns)
 {
-	const uint32_t n = g.cfg.reflector.max_sources;
+	const uint32_t n = lsd.cfg.reflector.max_sources;
 
 	for (int i = 0; i < LS_RL_SWEEP_PER_TICK; i++) {
-		struct ls_rl_bucket *b = &lc->rl[lc->rl_sweep];
+		struct lsd_rl_bucket *b = &lc->rl[lc->rl_sweep];
 
 		if (b->used && now_ns > b->last_ns + LS_RL_IDLE_NS) {
 			rte_hash_del_key(lc->rl_hash, &b->key);
@@ -140,20 +140,20 @@ ls_reflector_sweep(struct ls_lcore *lc, uint64_t now_ns)
  * copies only TLVs it echoes as is).
  */
 static inline void
-sync_fill(struct ls_lcore *lc, uint8_t *value, const struct ls_addr *src)
+sync_fill(struct lsd_lcore *lc, uint8_t *value, const struct ls_addr *src)
 {
-	struct ls_peer *peer = NULL;
-	struct ls_addr_key key;
-	struct ls_peer_owd w;
+	struct lsd_peer *peer = NULL;
+	struct lsd_addr_key key;
+	struct lsd_peer_owd w;
 	uint32_t sn;
 	bool valid;
 
 	do {
-		sn = rte_seqlock_read_begin(&g.sync_pub.lock);
-		valid = g.sync_pub.valid;
+		sn = rte_seqlock_read_begin(&lsd.sync_pub.lock);
+		valid = lsd.sync_pub.valid;
 		if (valid)
-			memcpy(value, g.sync_pub.wire, LS_STAMP_SYNC_LEN);
-	} while (rte_seqlock_read_retry(&g.sync_pub.lock, sn));
+			memcpy(value, lsd.sync_pub.wire, LS_STAMP_SYNC_LEN);
+	} while (rte_seqlock_read_retry(&lsd.sync_pub.lock, sn));
 	if (!valid)
 		return;
 	lc->st.sync_filled++;
@@ -162,7 +162,7 @@ sync_fill(struct ls_lcore *lc, uint8_t *value, const struct ls_addr *src)
 	 * estimate of the edge between us: it averages it with its own, and
 	 * a bias both directions share cancels (lib/sync, LS_SYNC_F_EDGE).
 	 */
-	ls_addr_key(src, &key);
+	lsd_addr_key(src, &key);
 	if (rte_hash_lookup_data(lc->peer_hash, &key, (void **)&peer) < 0 || peer == NULL)
 		return;
 	do {
@@ -174,27 +174,27 @@ sync_fill(struct ls_lcore *lc, uint8_t *value, const struct ls_addr *src)
 }
 
 bool
-ls_reflector_handle(struct ls_lcore *lc, struct ls_port *p, struct rte_mbuf *m,
+lsd_reflector_handle(struct lsd_lcore *lc, struct lsd_port *p, struct rte_mbuf *m,
 		    const struct ls_pkt_info *pi, uint64_t rx_ns)
 {
 	uint8_t *f = rte_pktmbuf_mtod(m, uint8_t *);
 	uint8_t *payload = f + pi->payload_off;
 	struct ls_stamp_tlv_result tr;
-	enum ls_rx_disp d;
+	enum lsd_rx_disp d;
 
-	if (!g.cfg.reflector.enabled) {
-		d = LS_RX_REFL_DISABLED;
+	if (!lsd.cfg.reflector.enabled) {
+		d = LSD_RX_REFL_DISABLED;
 		goto drop;
 	}
 	if (pi->payload_len < LS_STAMP_BASE_LEN) {
-		d = LS_RX_REFL_SHORT;
+		d = LSD_RX_REFL_SHORT;
 		goto drop;
 	}
 	if (!rl_admit(rl_bucket(lc, &pi->src, rx_ns), rx_ns)) {
-		d = LS_RX_RATE_LIMITED;
+		d = LSD_RX_RATE_LIMITED;
 		goto drop;
 	}
-	ls_stamp_reflect_inplace(payload, pi->payload_len, rx_ns, rx_ns, g.refl_ee, pi->ttl);
+	ls_stamp_reflect_inplace(payload, pi->payload_len, rx_ns, rx_ns, lsd.refl_ee, pi->ttl);
 	ls_stamp_reflect_tlvs(payload + LS_STAMP_BASE_LEN,
 			      pi->payload_len - LS_STAMP_BASE_LEN, &tr);
 	/* Separate loads: GCC would merge both updates into one 8-byte load over
@@ -205,13 +205,13 @@ ls_reflector_handle(struct ls_lcore *lc, struct ls_port *p, struct rte_mbuf *m,
 		lc->st.tlv_malformed += tr.n_malformed;
 	if (tr.sync_off >= 0)
 		sync_fill(lc, payload + LS_STAMP_BASE_LEN + tr.sync_off, &pi->src);
-	ls_pkt_udp_turnaround(f, pi, &p->mac, g.cfg.probe.ttl);
+	ls_pkt_udp_turnaround(f, pi, &p->mac, lsd.cfg.probe.ttl);
 	/* Trailing Ethernet padding is not ours to echo. */
 	rte_pktmbuf_trim(m, (uint16_t)(m->data_len - (pi->payload_off + pi->payload_len)));
 	m->hash.usr = pi->payload_off;
 	m->packet_type = pi->src.family == LS_AF_INET6 ? RTE_PTYPE_L3_IPV6 : RTE_PTYPE_L3_IPV4;
 	m->ol_flags = 0;
-	lc->st.disp[LS_RX_REFLECTED]++;
+	lc->st.disp[LSD_RX_REFLECTED]++;
 	return true;
 drop:
 	lc->st.disp[d]++;
@@ -220,24 +220,24 @@ drop:
 }
 
 bool
-ls_reflector_fast(struct ls_lcore *lc, struct ls_port *p, struct rte_mbuf *m,
+lsd_reflector_fast(struct lsd_lcore *lc, struct lsd_port *p, struct rte_mbuf *m,
 		  const struct ls_reflect_v4 *r, uint64_t rx_ns)
 {
 	struct ls_addr src = {.family = LS_AF_INET};
 
 	memcpy(src.a, &r->src, 4);
 	if (!rl_admit(rl_bucket(lc, &src, rx_ns), rx_ns)) {
-		lc->st.disp[LS_RX_RATE_LIMITED]++;
+		lc->st.disp[LSD_RX_RATE_LIMITED]++;
 		rte_pktmbuf_free(m);
 		return false;
 	}
 	ls_reflect_v4_apply(rte_pktmbuf_mtod(m, uint8_t *), r, &p->fast, rx_ns,
-			    g.refl_ee, g.refl_ptp, g.cfg.probe.ttl);
+			    lsd.refl_ee, lsd.refl_ptp, lsd.cfg.probe.ttl);
 	/* Trailing Ethernet padding is not ours to echo. */
 	rte_pktmbuf_trim(m, (uint16_t)(m->data_len -
 			 (LS_REFLECT_V4_PAYLOAD_OFF + r->payload_len)));
-	m->hash.usr = LS_REPLY_FAST;
+	m->hash.usr = LSD_REPLY_FAST;
 	m->ol_flags = 0;
-	lc->st.disp[LS_RX_REFLECTED]++;
+	lc->st.disp[LSD_RX_REFLECTED]++;
 	return true;
 }

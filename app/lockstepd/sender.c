@@ -19,7 +19,7 @@
  * floor in each direction; on a loaded fabric those are rare, and a few
  * seconds of faster probing finds them sooner without paying for that rate
  * forever. Clock sync asks for it again when it starts a peer's estimators
- * over (the peer restarted: LS_MSG_PEER_ACQUIRE).
+ * over (the peer restarted: LSD_MSG_PEER_ACQUIRE).
  *
  * Replies are matched by (source address -> peer, destination port -> path)
  * and fed to the path's live statistics: RTT excluding the reflector's
@@ -48,9 +48,9 @@ ns_to_ticks(uint64_t ns)
 }
 
 uint64_t
-ls_peer_loss_timeout_ns(const struct ls_peer *peer)
+lsd_peer_loss_timeout_ns(const struct lsd_peer *peer)
 {
-	uint64_t t = (uint64_t)g.cfg.probe.loss_timeout_us * 1000;
+	uint64_t t = (uint64_t)lsd.cfg.probe.loss_timeout_us * 1000;
 
 	if (t == 0) {
 		t = (uint64_t)peer->interval_us * 1000;
@@ -61,7 +61,7 @@ ls_peer_loss_timeout_ns(const struct ls_peer *peer)
 }
 
 static const struct ls_addr *
-src_addr(const struct ls_port *p, uint8_t family)
+src_addr(const struct lsd_port *p, uint8_t family)
 {
 	return family == LS_AF_INET ? &p->v4.addr : &p->v6.addr;
 }
@@ -71,15 +71,15 @@ src_addr(const struct ls_port *p, uint8_t family)
  * left zero: send_probes() writes it right before the frame goes out.
  */
 static struct rte_mbuf *
-build_probe(struct ls_lcore *lc, struct ls_peer *peer, struct ls_peer_path *pp,
+build_probe(struct lsd_lcore *lc, struct lsd_peer *peer, struct lsd_peer_path *pp,
 	    uint8_t member, uint32_t pair_id, uint32_t *seq)
 {
-	const struct ls_conf_probe *pc = &g.cfg.probe;
-	struct ls_port *p = &g.ports[peer->port_idx];
+	const struct ls_conf_probe *pc = &lsd.cfg.probe;
+	struct lsd_port *p = &lsd.ports[peer->port_idx];
 	uint8_t payload[LS_STAMP_BASE_LEN + 3 * LS_STAMP_TLV_HDR_LEN +
 			LS_STAMP_LOCKSTEP_LEN + LS_STAMP_SYNC_LEN + 1400];
 	struct ls_stamp_lockstep_tlv t = {
-		.node_id = g.cfg.node_id,
+		.node_id = lsd.cfg.node_id,
 		.path_id = pp->idx,
 		.pair_member = member,
 		.version = 1,
@@ -104,7 +104,7 @@ build_probe(struct ls_lcore *lc, struct ls_peer *peer, struct ls_peer_path *pp,
 	uint8_t *frame;
 	int len;
 
-	m = rte_pktmbuf_alloc(g.pool);
+	m = rte_pktmbuf_alloc(lsd.pool);
 	if (unlikely(m == NULL)) {
 		lc->st.alloc_failed++;
 		return NULL;
@@ -116,7 +116,7 @@ build_probe(struct ls_lcore *lc, struct ls_peer *peer, struct ls_peer_path *pp,
 	 * state (a zeroed sync TLV it fills in): one announcement per pair and
 	 * path is plenty, and the second member stays the smaller packet.
 	 */
-	if (member == 0 && g.cfg.sync.enabled)
+	if (member == 0 && lsd.cfg.sync.enabled)
 		ls_stamp_tlv_put(payload + LS_STAMP_BASE_LEN,
 				 sizeof(payload) - LS_STAMP_BASE_LEN, &off, 0,
 				 LS_STAMP_TLV_SYNC, NULL, LS_STAMP_SYNC_LEN);
@@ -132,8 +132,8 @@ build_probe(struct ls_lcore *lc, struct ls_peer *peer, struct ls_peer_path *pp,
 		return NULL;
 	}
 	s.seq = pp->seq++;
-	s.err_est = g.send_ee;
-	s.ssid = (uint16_t)g.cfg.node_id;
+	s.err_est = lsd.send_ee;
+	s.ssid = (uint16_t)lsd.cfg.node_id;
 	s.ts_ns = 0;
 	ls_stamp_encode_sender(payload, sizeof(payload), &s);
 	len = ls_pkt_build_udp(frame, m->data_len, &h, payload, plen);
@@ -165,7 +165,7 @@ build_probe(struct ls_lcore *lc, struct ls_peer *peer, struct ls_peer_path *pp,
  * against.
  */
 static void
-send_probes(struct ls_lcore *lc, struct ls_port *p, struct ls_peer_path *pp,
+send_probes(struct lsd_lcore *lc, struct lsd_port *p, struct lsd_peer_path *pp,
 	    struct rte_mbuf **m, const uint32_t *seq, uint16_t n)
 {
 	uint8_t fam = pp->peer->addr.family;
@@ -176,28 +176,45 @@ send_probes(struct ls_lcore *lc, struct ls_port *p, struct ls_peer_path *pp,
 	for (uint16_t i = 0; i < n; i++) {
 		uint8_t *f = rte_pktmbuf_mtod(m[i], uint8_t *);
 
-		ls_stamp_put_tx_ts(f + off, t1, g.send_ee);
+		ls_stamp_put_tx_ts(f + off, t1, lsd.send_ee);
 		ls_pkt_udp_finalize(f, m[i]->data_len, fam);
 		ls_path_on_send(&pp->live, seq[i], t1);
-		if (unlikely(g.cap.on))
-			ls_capture_copy(lc, m[i], t1, true);
+		if (unlikely(lsd.cap.on))
+			lsd_capture_copy(lc, m[i], t1, true);
 		if (at_ns != 0)
-			ls_tx_at(lc, p, m[i], at_ns);
+			lsd_tx_at(lc, p, m[i], at_ns);
 	}
-	ls_tx_frames(lc, p, m, n, &lc->st.tx_probes);
+	lsd_tx_frames(lc, p, m, n, &lc->st.tx_probes);
 }
 
 static void pair_second_cb(struct rte_timer *t, void *arg);
 
 /* Time to the path's next pair: faster while it is acquiring. */
+/* base_ns give or take pct percent, so nodes do not probe in step. */
 static uint64_t
-pair_interval_ns(struct ls_peer_path *pp)
+jitter(struct lsd_lcore *lc, uint64_t base_ns, unsigned int pct)
+{
+	uint64_t x = lc->prng, span;
+
+	/* xorshift64: jitter only needs to de-synchronise nodes, not be secure. */
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	lc->prng = x;
+	if (pct == 0)
+		return base_ns;
+	span = base_ns * pct / 100;
+	return base_ns - span + (x % (2 * span + 1));
+}
+
+static uint64_t
+pair_interval_ns(struct lsd_peer_path *pp)
 {
 	uint64_t ns = (uint64_t)pp->peer->interval_us * 1000;
 
 	if (unlikely(pp->acquire_end != 0)) {
 		if (rte_get_timer_cycles() < pp->acquire_end)
-			return ns / g.cfg.probe.acquire_rate;
+			return ns / lsd.cfg.probe.acquire_rate;
 		pp->acquire_end = 0; /* acquired: no more clock reads for it */
 	}
 	return ns;
@@ -206,21 +223,21 @@ pair_interval_ns(struct ls_peer_path *pp)
 static void
 path_timer_cb(struct rte_timer *t, void *arg)
 {
-	struct ls_peer_path *pp = arg;
-	struct ls_peer *peer = pp->peer;
-	struct ls_lcore *lc = &g.lcores[rte_lcore_id()];
-	struct ls_port *p = &g.ports[peer->port_idx];
+	struct lsd_peer_path *pp = arg;
+	struct lsd_peer *peer = pp->peer;
+	struct lsd_lcore *lc = &lsd.lcores[rte_lcore_id()];
+	struct lsd_port *p = &lsd.ports[peer->port_idx];
 	struct rte_mbuf *m[2];
 	uint32_t seq[2];
 	uint16_t n = 0;
 	uint32_t pair_id;
 
-	rte_timer_reset(t, ns_to_ticks(ls_jitter(lc, pair_interval_ns(pp),
-						 g.cfg.probe.jitter_pct)),
+	rte_timer_reset(t, ns_to_ticks(jitter(lc, pair_interval_ns(pp),
+						 lsd.cfg.probe.jitter_pct)),
 			SINGLE, rte_lcore_id(), path_timer_cb, pp);
 	if (unlikely(!peer->resolved)) {
 		lc->st.probes_unresolved++;
-		ls_neigh_resolve(lc, peer, ls_clock_now(&lc->clock));
+		lsd_neigh_resolve(lc, peer, ls_clock_now(&lc->clock));
 		return;
 	}
 	pair_id = pp->pair_id++;
@@ -237,12 +254,12 @@ path_timer_cb(struct rte_timer *t, void *arg)
 		send_probes(lc, p, pp, m, seq, n);
 		n = 0;
 	}
-	if (g.cfg.probe.pair_spacing_ns == 0) {
+	if (lsd.cfg.probe.pair_spacing_ns == 0) {
 		m[n] = build_probe(lc, peer, pp, 1, pair_id, &seq[n]);
 		if (m[n] != NULL)
 			n++;
 	} else {
-		rte_timer_reset(&pp->pair_tim, ns_to_ticks(g.cfg.probe.pair_spacing_ns),
+		rte_timer_reset(&pp->pair_tim, ns_to_ticks(lsd.cfg.probe.pair_spacing_ns),
 				SINGLE, rte_lcore_id(), pair_second_cb, pp);
 	}
 	if (n > 0)
@@ -252,49 +269,49 @@ path_timer_cb(struct rte_timer *t, void *arg)
 static void
 pair_second_cb(struct rte_timer *t __rte_unused, void *arg)
 {
-	struct ls_peer_path *pp = arg;
-	struct ls_lcore *lc = &g.lcores[rte_lcore_id()];
+	struct lsd_peer_path *pp = arg;
+	struct lsd_lcore *lc = &lsd.lcores[rte_lcore_id()];
 	uint32_t seq;
 	struct rte_mbuf *m = build_probe(lc, pp->peer, pp, 1, pp->pair_id - 1, &seq);
 
 	if (m != NULL)
-		send_probes(lc, &g.ports[pp->peer->port_idx], pp, &m, &seq, 1);
+		send_probes(lc, &lsd.ports[pp->peer->port_idx], pp, &m, &seq, 1);
 }
 
 /* The peer's paths send pairs acquire_rate x as often for acquire_ms from
  * now (nothing when acquisition is off). The paths' timers pick it up at
  * their next pair. */
 void
-ls_sender_acquire(struct ls_peer *peer)
+lsd_sender_acquire(struct lsd_peer *peer)
 {
 	uint64_t acquire;
 
-	if (!ls_acquire_on())
+	if (!lsd_acquire_on())
 		return;
-	acquire = rte_get_timer_cycles() + ns_to_ticks((uint64_t)g.cfg.probe.acquire_ms * 1000000);
+	acquire = rte_get_timer_cycles() + ns_to_ticks((uint64_t)lsd.cfg.probe.acquire_ms * 1000000);
 	for (uint16_t i = 0; i < peer->n_paths; i++)
 		peer->path[i].acquire_end = acquire;
 }
 
 void
-ls_sender_start_peer(struct ls_lcore *lc, struct ls_peer *peer)
+lsd_sender_start_peer(struct lsd_lcore *lc, struct lsd_peer *peer)
 {
 	uint64_t now = ls_clock_now(&lc->clock);
 
-	ls_neigh_resolve(lc, peer, now);
-	ls_sender_acquire(peer);
+	lsd_neigh_resolve(lc, peer, now);
+	lsd_sender_acquire(peer);
 	for (uint16_t i = 0; i < peer->n_paths; i++) {
-		struct ls_peer_path *pp = &peer->path[i];
+		struct lsd_peer_path *pp = &peer->path[i];
 
 		/* Spread the first pairs over one interval, not all at once. */
 		rte_timer_reset(&pp->tim,
-				ns_to_ticks(ls_jitter(lc, pair_interval_ns(pp) / 2, 100) + 1),
+				ns_to_ticks(jitter(lc, pair_interval_ns(pp) / 2, 100) + 1),
 				SINGLE, lc->lcore_id, path_timer_cb, pp);
 	}
 }
 
 void
-ls_sender_stop_peer(struct ls_lcore *lc __rte_unused, struct ls_peer *peer)
+lsd_sender_stop_peer(struct lsd_lcore *lc __rte_unused, struct lsd_peer *peer)
 {
 	for (uint16_t i = 0; i < peer->n_paths; i++) {
 		rte_timer_stop(&peer->path[i].tim);
@@ -303,22 +320,22 @@ ls_sender_stop_peer(struct ls_lcore *lc __rte_unused, struct ls_peer *peer)
 }
 
 void
-ls_sender_tick(struct ls_lcore *lc, uint64_t now_ns)
+lsd_sender_tick(struct lsd_lcore *lc, uint64_t now_ns)
 {
-	const uint16_t down_after = g.cfg.probe.down_after;
+	const uint16_t down_after = lsd.cfg.probe.down_after;
 
 	for (uint32_t s = 0; s < lc->n_peers; s++) {
-		struct ls_peer *peer = lc->peers[s];
-		uint64_t timeout = ls_peer_loss_timeout_ns(peer);
+		struct lsd_peer *peer = lc->peers[s];
+		uint64_t timeout = lsd_peer_loss_timeout_ns(peer);
 
 		for (uint16_t i = 0; i < peer->n_paths; i++) {
-			struct ls_peer_path *pp = &peer->path[i];
+			struct lsd_peer_path *pp = &peer->path[i];
 
 			ls_path_tick(&pp->live, now_ns, timeout);
 			pp->state_down = pp->live.consecutive_lost >= down_after;
 		}
 		if (now_ns >= peer->next_resolve_ns)
-			ls_neigh_resolve(lc, peer, now_ns);
+			lsd_neigh_resolve(lc, peer, now_ns);
 	}
 }
 
@@ -328,11 +345,11 @@ ls_sender_tick(struct ls_lcore *lc, uint64_t now_ns)
  * and dropped; the estimator copes with gaps.
  */
 static bool
-sync_record(struct ls_lcore *lc, struct ls_peer *peer, uint32_t path,
+sync_record(struct lsd_lcore *lc, struct lsd_peer *peer, uint32_t path,
 	    const struct ls_stamp_lockstep_tlv *t, const struct ls_stamp_reflector *r,
 	    uint64_t rx_ns, const uint8_t *payload, uint16_t len)
 {
-	struct ls_sync_rec rec;
+	struct lsd_sync_rec rec;
 	int off;
 
 	rec.peer = peer;
@@ -373,9 +390,9 @@ sync_record(struct ls_lcore *lc, struct ls_peer *peer, uint32_t path,
  * the windows (a sync-fabric failure in CI: +-17 ms in the 10 s window).
  */
 static inline void
-owd_correct(struct ls_peer *peer, uint64_t t1, uint64_t rx_ns, int64_t samples[LS_PM_MAX])
+owd_correct(struct lsd_peer *peer, uint64_t t1, uint64_t rx_ns, int64_t samples[LS_PM_MAX])
 {
-	struct ls_peer_owd w;
+	struct lsd_peer_owd w;
 	uint32_t sn;
 	double off;
 
@@ -387,7 +404,7 @@ owd_correct(struct ls_peer *peer, uint64_t t1, uint64_t rx_ns, int64_t samples[L
 		if (peer->first_reply_ns == 0)
 			peer->first_reply_ns = rx_ns;
 		if (peer->sync_speaker || rx_ns - peer->first_reply_ns <
-					  4ULL * g.cfg.sync.interval_ms * 1000000ULL) {
+					  4ULL * lsd.cfg.sync.interval_ms * 1000000ULL) {
 			samples[LS_PM_FWD] = LS_PM_NONE;
 			samples[LS_PM_REV] = LS_PM_NONE;
 		}
@@ -399,40 +416,40 @@ owd_correct(struct ls_peer *peer, uint64_t t1, uint64_t rx_ns, int64_t samples[L
 }
 
 void
-ls_sender_on_reply(struct ls_lcore *lc, struct ls_port *p __rte_unused,
+lsd_sender_on_reply(struct lsd_lcore *lc, struct lsd_port *p __rte_unused,
 		   struct rte_mbuf *m, const struct ls_pkt_info *pi, uint64_t rx_ns)
 {
 	const uint8_t *payload = rte_pktmbuf_mtod(m, const uint8_t *) + pi->payload_off;
 	struct ls_stamp_lockstep_tlv t;
 	struct ls_stamp_reflector r;
-	struct ls_peer_path *pp;
-	struct ls_peer *peer = NULL;
+	struct lsd_peer_path *pp;
+	struct lsd_peer *peer = NULL;
 	int64_t samples[LS_PM_MAX];
-	struct ls_addr_key key;
-	enum ls_rx_disp d;
+	struct lsd_addr_key key;
+	enum lsd_rx_disp d;
 	uint32_t path;
 	bool t_ok;
 
 	if (pi->payload_len < LS_STAMP_BASE_LEN) {
-		d = LS_RX_REPLY_SHORT;
+		d = LSD_RX_REPLY_SHORT;
 		goto out;
 	}
-	ls_addr_key(&pi->src, &key);
+	lsd_addr_key(&pi->src, &key);
 	if (rte_hash_lookup_data(lc->peer_hash, &key, (void **)&peer) < 0) {
-		d = LS_RX_REPLY_NO_PEER;
+		d = LSD_RX_REPLY_NO_PEER;
 		goto out;
 	}
-	path = (uint32_t)pi->dport - g.cfg.probe.src_port_base;
-	if (pi->dport < g.cfg.probe.src_port_base || path >= peer->n_paths) {
-		d = LS_RX_REPLY_NO_PATH;
+	path = (uint32_t)pi->dport - lsd.cfg.probe.src_port_base;
+	if (pi->dport < lsd.cfg.probe.src_port_base || path >= peer->n_paths) {
+		d = LSD_RX_REPLY_NO_PATH;
 		goto out;
 	}
 	/* Our TLV, when the reflector echoed it, must name us and this path. */
 	t_ok = ls_stamp_find_lockstep(payload + LS_STAMP_BASE_LEN,
 				      pi->payload_len - LS_STAMP_BASE_LEN, &t) == 0;
-	if (t_ok && (t.node_id != g.cfg.node_id || t.path_id != path)) {
+	if (t_ok && (t.node_id != lsd.cfg.node_id || t.path_id != path)) {
 		lc->st.foreign_replies++;
-		d = LS_RX_REPLY_NO_PATH;
+		d = LSD_RX_REPLY_NO_PATH;
 		goto out;
 	}
 	ls_stamp_decode_reflector(payload, pi->payload_len, &r);
@@ -451,7 +468,7 @@ ls_sender_on_reply(struct ls_lcore *lc, struct ls_port *p __rte_unused,
 			     ((int64_t)r.tx_ns - (int64_t)r.rx_ns);
 	samples[LS_PM_FWD] = (int64_t)r.rx_ns - (int64_t)r.sender_ts_ns;
 	samples[LS_PM_REV] = (int64_t)rx_ns - (int64_t)r.tx_ns;
-	if (g.cfg.sync.enabled) {
+	if (lsd.cfg.sync.enabled) {
 		if (t_ok && sync_record(lc, peer, path, &t, &r, rx_ns, payload, pi->payload_len))
 			peer->sync_speaker = true;
 		owd_correct(peer, r.sender_ts_ns, rx_ns, samples);
@@ -459,7 +476,7 @@ ls_sender_on_reply(struct ls_lcore *lc, struct ls_port *p __rte_unused,
 	ls_path_on_reply(&pp->live, r.sender_seq, rx_ns, samples);
 	if (pp->live.consecutive_lost == 0)
 		pp->state_down = 0;
-	d = LS_RX_REPLY;
+	d = LSD_RX_REPLY;
 out:
 	lc->st.disp[d]++;
 	rte_pktmbuf_free(m);

@@ -5,21 +5,25 @@
  * Data flow, all of it on the control thread except the two ends:
  *  - lcore, sender side: every reply's four timestamps (and the peer's sync
  *    state, when its reflector filled our sync TLV) go into the lcore's sync
- *    ring as a struct ls_sync_rec (sender.c).
- *  - ls_sync_drain(): pairs the two members of each coded pair and feeds
+ *    ring as a struct lsd_sync_rec (sender.c).
+ *  - lsd_sync_drain(): pairs the two members of each coded pair and feeds
  *    them to the path's estimator (ls_sync_est_add_pair); keeps the peer's
  *    latest announced state; resets a peer's estimators when a probe no
  *    longer fits its edge (the peer's clock stepped) or when it announces
  *    that it restarted, and the next step acquires it again.
- *  - ls_sync_poll(), every sync.interval_ms: fits every path, combines the
+ *  - lsd_sync_poll(), every sync.interval_ms: fits every path, combines the
  *    paths of all peers that are the same node (IPv4 and IPv6 peers to one
  *    host are one edge), runs one network-effect step
  *    (ls_sync_node_update) and publishes the result three ways: our state
- *    for the reflector to put into sync TLVs (g.sync_pub), each peer's
+ *    for the reflector to put into sync TLVs (lsd.sync_pub), each peer's
  *    clock relative to ours for synced one-way delays (peer->owd), and
- *    fleet time with its bound in shared memory (ls_fleettime.h), refreshed
+ *    fleet time with its bound in shared memory (fleettime.c), refreshed
  *    every 100 ms.
- *  - lcore, reflector side: fills sync TLVs from g.sync_pub (reflector.c).
+ *  - lcore, reflector side: fills sync TLVs from lsd.sync_pub (reflector.c).
+ *
+ * sync.c keeps its own list of the peers attached to it (control.c attaches
+ * each new peer and detaches it before freeing), so it never asks the
+ * registry above it; the one call down is peer.c's re-acquire message.
  *
  * Who solves: every node, for itself, from its neighbours' announcements
  * (a distributed Jacobi iteration of the weighted least-squares problem;
@@ -28,14 +32,11 @@
  * large the fleet.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <jansson.h>
 
@@ -45,12 +46,10 @@
 #include <rte_seqlock.h>
 
 #include "lockstepd.h"
-#include "ls_fleettime.h"
 #include "ls_sync.h"
 
 #define LS_SYNC_EST_CAP 1024        /* probes per path estimator */
 #define LS_SYNC_DRAIN_MAX 256       /* records per ring per drain call */
-#define LS_SYNC_SHM_NS 100000000ULL /* shared-memory refresh, 100 ms */
 #define LS_SYNC_STEP_SLACK_NS 20000 /* a probe off its edge by more than
 				     * its RTT/2 plus this is a clock step... */
 #define LS_SYNC_STEP_RUN 8          /* ...when this many in a row are: a bad edge
@@ -77,7 +76,7 @@ struct sync_path {
 	double carry, carry_sigma;  /* the drift the track was carried at (NaN: none yet) */
 };
 
-struct ls_peer_sync {
+struct lsd_peer_sync {
 	uint32_t node_id;           /* the peer's node id, from its sync TLV (0 unknown) */
 	bool has_state;
 	struct ls_sync_state st;    /* its latest announcement */
@@ -107,185 +106,112 @@ static struct {
 	struct ls_sync_est_conf econf;
 	double wander_ns;           /* sync.wander_ns: the tracks' allowance */
 	struct ls_sync_state self;
-	struct ls_clock *clock;     /* the control thread's readers (control.c): sync */
+	struct ls_clock *clock;     /* the control thread's readers (clock.c): sync */
 	struct ls_clock *q_clock;   /*   runs there too; q_clock for queries at a TSC */
-	uint64_t next_step_tsc, next_net_tsc, next_shm_tsc;
+	uint64_t next_step_tsc, next_net_tsc;
 	uint64_t step_tsc;          /* sync interval in TSC ticks */
 	uint64_t steps;             /* fit steps (each also a network step) */
 	uint64_t net_steps;         /* network steps */
 	uint64_t last_step_tsc;     /* when the last step ran (its "now") */
 	uint64_t recs, resets;
+	struct lsd_peer *peers[LS_MAX_PEERS]; /* attached peers, in attach order */
+	unsigned int n_peers;
 	struct sync_node nodes[LS_SYNC_MAX_NBRS];
 	unsigned int n_nodes;
 	struct ls_sync_track_ws *ws; /* scratch for fitting an edge's tracks */
-	/* shared memory */
-	struct ls_fleettime_shm *shm;
-	uint64_t shm_prev_tsc, shm_prev_fleet;
-} S;
-
-/* Peers are listed by the control code; sync.c sees them through this. */
-
-/* ---- shared memory ------------------------------------------------------ */
-
-static int
-shm_open_file(const char *path)
-{
-	void *p;
-	int fd;
-
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return -errno;
-	if (ftruncate(fd, 4096) != 0) {
-		int e = errno;
-
-		close(fd);
-		return -e;
-	}
-	p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
-	if (p == MAP_FAILED)
-		return -errno;
-	S.shm = p;
-	memset(S.shm, 0, sizeof(*S.shm));
-	S.shm->magic = LS_FLEETTIME_MAGIC;
-	S.shm->version = LS_FLEETTIME_VERSION;
-	return 0;
-}
-
-/*
- * Publish TSC -> fleet time. The slope comes from the previous publication
- * to this one (both in the past: the simulated clock's reader only moves
- * forward), so a reader extrapolates the last 100 ms; between publications
- * that is exact for a linear clock and follows a simulated clock's wander
- * within its 100 ms change.
- */
-static void
-shm_publish(uint64_t tsc)
-{
-	struct ls_fleettime_shm v;
-	struct ls_sync_reading r, r1;
-	uint64_t local = ls_clock_from_tsc(S.clock, tsc);
-
-	ls_sync_fleet_read(&S.self, &S.nconf, local, &r);
-	ls_sync_fleet_read(&S.self, &S.nconf, local + 1000000000ULL, &r1);
-	memset(&v, 0, sizeof(v));
-	v.flags = r.flags & (LS_FT_SYNCED | LS_FT_HOLDOVER | LS_FT_REF);
-	v.ctr0 = tsc;
-	v.fleet0_ns = r.fleet_ns;
-	if (S.shm_prev_tsc != 0 && tsc > S.shm_prev_tsc && r.fleet_ns > S.shm_prev_fleet)
-		v.mult = (uint64_t)(((unsigned __int128)(r.fleet_ns - S.shm_prev_fleet) << 32) /
-				    (tsc - S.shm_prev_tsc));
-	else
-		v.mult = (uint64_t)(((unsigned __int128)1000000000ULL << 32) / rte_get_tsc_hz());
-	v.half0_ns = r.flags ? (uint64_t)llround(r.half_ns) : UINT64_MAX;
-	v.half_ppb = r.flags && r1.half_ns > r.half_ns ? (uint64_t)llround(r1.half_ns - r.half_ns) : 0;
-	v.stale_ns = 10 * LS_SYNC_SHM_NS;
-	v.node_id = g.cfg.node_id;
-	v.ref_id = S.self.ref_id;
-	v.updates = S.shm->updates + 1;
-	ls_fleettime_publish(S.shm, &v);
-	S.shm_prev_tsc = tsc;
-	S.shm_prev_fleet = r.fleet_ns;
-}
+} sync_st;
 
 /* ---- set-up --------------------------------------------------------------- */
 
 int
-ls_sync_init(struct ls_clock *clock, struct ls_clock *q_clock)
+lsd_sync_init(struct ls_clock *clock, struct ls_clock *q_clock)
 {
-	const struct ls_conf_sync *c = &g.cfg.sync;
+	const struct ls_conf_sync *c = &lsd.cfg.sync;
 	int rc;
 
-	S.on = c->enabled;
-	if (!S.on)
+	sync_st.on = c->enabled;
+	if (!sync_st.on)
 		return 0;
-	S.clock = clock;
-	S.q_clock = q_clock;
-	ls_sync_est_conf_default(&S.econf);
-	S.econf.window_ns = (uint64_t)c->window_ms * 1000000ULL;
-	S.econf.purity_tol_ns = c->purity_tol_ns;
-	S.econf.outlier_ns = c->outlier_ns;
-	S.wander_ns = c->wander_ns;
-	ls_sync_node_conf_default(&S.nconf);
-	S.nconf.self_id = g.cfg.node_id;
-	S.nconf.reference_id = c->reference;
-	S.nconf.holdover_ppm = c->holdover_ppm;
-	S.nconf.asym_bound_ns = c->asym_bound_ns;
+	sync_st.clock = clock;
+	sync_st.q_clock = q_clock;
+	ls_sync_est_conf_default(&sync_st.econf);
+	sync_st.econf.window_ns = (uint64_t)c->window_ms * 1000000ULL;
+	sync_st.econf.purity_tol_ns = c->purity_tol_ns;
+	sync_st.econf.outlier_ns = c->outlier_ns;
+	sync_st.wander_ns = c->wander_ns;
+	ls_sync_node_conf_default(&sync_st.nconf);
+	sync_st.nconf.self_id = lsd.cfg.node_id;
+	sync_st.nconf.reference_id = c->reference;
+	sync_st.nconf.holdover_ppm = c->holdover_ppm;
+	sync_st.nconf.asym_bound_ns = c->asym_bound_ns;
 	/*
 	 * An edge's fitted sigma measures how tightly samples hug the
 	 * envelopes, not the asymmetry no two-way method sees; never trust an
 	 * edge more than the configured allowance says it can be off.
 	 */
-	S.nconf.sigma_floor_ns = fmax(LS_SYNC_EDGE_SIGMA_MIN, c->asym_bound_ns / 2);
-	S.econf.sigma_floor_ns = S.nconf.sigma_floor_ns;
+	sync_st.nconf.sigma_floor_ns = fmax(LS_SYNC_EDGE_SIGMA_MIN, c->asym_bound_ns / 2);
+	sync_st.econf.sigma_floor_ns = sync_st.nconf.sigma_floor_ns;
 	/* neighbours announce every step: allow a few missed ones */
-	if (S.nconf.state_timeout_ns < 6ULL * c->interval_ms * 1000000ULL)
-		S.nconf.state_timeout_ns = 6ULL * c->interval_ms * 1000000ULL;
-	if (S.nconf.ref_timeout_ns < 10ULL * c->interval_ms * 1000000ULL)
-		S.nconf.ref_timeout_ns = 10ULL * c->interval_ms * 1000000ULL;
-	ls_sync_state_init(&S.self, g.cfg.node_id);
-	S.ws = ls_sync_track_ws_create(EDGE_MAX_TRACKS);
-	if (S.ws == NULL) {
-		LS_LOG(ERR, "sync: out of memory for the edge fit's workspace");
+	if (sync_st.nconf.state_timeout_ns < 6ULL * c->interval_ms * 1000000ULL)
+		sync_st.nconf.state_timeout_ns = 6ULL * c->interval_ms * 1000000ULL;
+	if (sync_st.nconf.ref_timeout_ns < 10ULL * c->interval_ms * 1000000ULL)
+		sync_st.nconf.ref_timeout_ns = 10ULL * c->interval_ms * 1000000ULL;
+	ls_sync_state_init(&sync_st.self, lsd.cfg.node_id);
+	sync_st.ws = ls_sync_track_ws_create(EDGE_MAX_TRACKS);
+	if (sync_st.ws == NULL) {
+		LSD_LOG(ERR, "sync: out of memory for the edge fit's workspace");
 		return -ENOMEM;
 	}
-	rte_seqlock_init(&g.sync_pub.lock);
+	rte_seqlock_init(&lsd.sync_pub.lock);
 	/* "Node N, not synced yet" from the first reply on: askers then know at
 	 * once that we speak sync (their one-way delays wait for an offset
 	 * instead of going in raw) and who we are. */
-	ls_sync_wire_encode(&S.self, g.sync_pub.wire);
-	g.sync_pub.valid = true;
-	S.step_tsc = rte_get_tsc_hz() / 1000 * c->interval_ms;
-	S.next_step_tsc = rte_rdtsc() + S.step_tsc;
+	ls_sync_wire_encode(&sync_st.self, lsd.sync_pub.wire);
+	lsd.sync_pub.valid = true;
+	sync_st.step_tsc = rte_get_tsc_hz() / 1000 * c->interval_ms;
+	sync_st.next_step_tsc = rte_rdtsc() + sync_st.step_tsc;
 	if (c->shm[0] != '\0') {
-		rc = shm_open_file(c->shm);
+		rc = lsd_fleettime_open(c->shm);
 		if (rc < 0) {
-			LS_LOG(ERR, "%s: sync.shm: cannot create %s: %s", g.cfg.file, c->shm,
+			LSD_LOG(ERR, "%s: sync.shm: cannot create %s: %s", lsd.cfg.file, c->shm,
 			       strerror(-rc));
 			return rc;
 		}
-		LS_LOG(INFO, "sync: fleet time in %s", c->shm);
+		LSD_LOG(INFO, "sync: fleet time in %s", c->shm);
 	}
-	LS_LOG(INFO, "sync: window %u ms, step %u ms, purity %u ns, reference %s",
+	LSD_LOG(INFO, "sync: window %u ms, step %u ms, purity %u ns, reference %s",
 	       c->window_ms, c->interval_ms, c->purity_tol_ns,
 	       c->reference ? "configured" : "elected (lowest id)");
 	return 0;
 }
 
 void
-ls_sync_fini(void)
+lsd_sync_fini(void)
 {
-	if (S.shm != NULL) {
-		struct ls_fleettime_shm v = *S.shm;
-
-		/* readers see "unsynced", not a frozen mapping that looks fine */
-		v.flags = 0;
-		ls_fleettime_publish(S.shm, &v);
-		munmap(S.shm, 4096);
-		S.shm = NULL;
-		if (g.cfg.sync.shm[0] != '\0')
-			unlink(g.cfg.sync.shm);
-	}
-	ls_sync_track_ws_free(S.ws);
-	S.ws = NULL;
+	lsd_fleettime_close();
+	ls_sync_track_ws_free(sync_st.ws);
+	sync_st.ws = NULL;
 }
 
 int
-ls_sync_peer_attach(struct ls_peer *peer)
+lsd_sync_peer_attach(struct lsd_peer *peer)
 {
-	struct ls_peer_sync *ps;
+	struct lsd_peer_sync *ps;
 	struct ls_sync_est_conf ec;
 
 	rte_seqlock_init(&peer->owd.lock);
 	peer->owd.valid = false;
-	if (!S.on)
+	if (!sync_st.on)
 		return 0;
 	ps = calloc(1, sizeof(*ps) + peer->n_paths * sizeof(ps->path[0]));
 	if (ps == NULL)
 		return -ENOMEM;
+	if (sync_st.n_peers == LS_MAX_PEERS) {
+		free(ps);
+		return -ENOSPC;
+	}
 	ps->n_paths = peer->n_paths;
-	ec = S.econf;
+	ec = sync_st.econf;
 	ec.asym_ns = peer->asym_ns;
 	for (uint16_t i = 0; i < peer->n_paths; i++)
 		if (ls_sync_est_init(&ps->path[i].est, &ec, LS_SYNC_EST_CAP) != 0) {
@@ -295,18 +221,32 @@ ls_sync_peer_attach(struct ls_peer *peer)
 			return -ENOMEM;
 		}
 	peer->sync = ps;
+	sync_st.peers[sync_st.n_peers++] = peer;
 	return 0;
 }
 
+/* Out of the list (a removal moves the last peer into the gap, as in the
+ * registry, so both keep one order); its estimators stay until detach. */
 void
-ls_sync_peer_detach(struct ls_peer *peer)
+lsd_sync_peer_forget(struct lsd_peer *peer)
 {
-	struct ls_peer_sync *ps = peer->sync;
+	for (unsigned int i = 0; i < sync_st.n_peers; i++)
+		if (sync_st.peers[i] == peer) {
+			sync_st.peers[i] = sync_st.peers[--sync_st.n_peers];
+			return;
+		}
+}
+
+void
+lsd_sync_peer_detach(struct lsd_peer *peer)
+{
+	struct lsd_peer_sync *ps = peer->sync;
 
 	if (ps == NULL)
 		return;
+	lsd_sync_peer_forget(peer);
 	/* records already queued for this peer name it: take them out first */
-	ls_sync_drain();
+	lsd_sync_drain();
 	for (uint16_t i = 0; i < ps->n_paths; i++)
 		ls_sync_est_free(&ps->path[i].est);
 	free(ps);
@@ -316,7 +256,7 @@ ls_sync_peer_detach(struct ls_peer *peer)
 /* ---- samples in --------------------------------------------------------- */
 
 static void
-peer_reset(struct ls_peer_sync *ps)
+peer_reset(struct lsd_peer_sync *ps)
 {
 	for (uint16_t i = 0; i < ps->n_paths; i++) {
 		ls_sync_est_reset(&ps->path[i].est);
@@ -332,7 +272,7 @@ peer_reset(struct ls_peer_sync *ps)
 	 * this runs inside the drain) */
 	ps->reacquire = true;
 	ps->resets++;
-	S.resets++;
+	sync_st.resets++;
 }
 
 /*
@@ -341,7 +281,7 @@ peer_reset(struct ls_peer_sync *ps)
  * the peer's clock stepped (it restarted, or was set): start over.
  */
 static bool
-clock_stepped(const struct ls_peer_sync *ps, const struct ls_sync_probe *p)
+clock_stepped(const struct lsd_peer_sync *ps, const struct ls_sync_probe *p)
 {
 	double x, rtt, o;
 
@@ -354,13 +294,13 @@ clock_stepped(const struct ls_peer_sync *ps, const struct ls_sync_probe *p)
 }
 
 static void
-take(const struct ls_sync_rec *r)
+take(const struct lsd_sync_rec *r)
 {
-	struct ls_peer_sync *ps = r->peer->sync;
+	struct lsd_peer_sync *ps = r->peer->sync;
 	struct ls_sync_probe p = {.t1 = r->t1, .t2 = r->t2, .t3 = r->t3, .t4 = r->t4};
 	struct sync_path *sp;
 
-	S.recs++;
+	sync_st.recs++;
 	if (ps == NULL || r->path >= ps->n_paths)
 		return;
 	if (r->has_state) {
@@ -410,15 +350,15 @@ take(const struct ls_sync_rec *r)
 }
 
 void
-ls_sync_drain(void)
+lsd_sync_drain(void)
 {
-	struct ls_sync_rec recs[32];
+	struct lsd_sync_rec recs[32];
 	unsigned int l;
 
-	if (!S.on)
+	if (!sync_st.on)
 		return;
 	RTE_LCORE_FOREACH(l) {
-		struct rte_ring *ring = g.lcores[l].sync_ring;
+		struct rte_ring *ring = lsd.lcores[l].sync_ring;
 		unsigned int n, total = 0;
 
 		if (ring == NULL)
@@ -442,16 +382,16 @@ ls_sync_drain(void)
  * (ls_sync_node_update), so d = (phi_peer - phi_self) / (1 - phi_peer).
  */
 static bool
-mesh_drift(const struct ls_peer_sync *ps, double *d, double *sigma)
+mesh_drift(const struct lsd_peer_sync *ps, double *d, double *sigma)
 {
 	const struct ls_sync_state *st = &ps->st;
 
-	if ((S.self.flags & (LS_SYNC_F_SYNCED | LS_SYNC_F_HOLDOVER)) != LS_SYNC_F_SYNCED ||
+	if ((sync_st.self.flags & (LS_SYNC_F_SYNCED | LS_SYNC_F_HOLDOVER)) != LS_SYNC_F_SYNCED ||
 	    !ps->has_state || (st->flags & (LS_SYNC_F_SYNCED | LS_SYNC_F_HOLDOVER)) !=
-				      LS_SYNC_F_SYNCED || st->ref_id != S.self.ref_id)
+				      LS_SYNC_F_SYNCED || st->ref_id != sync_st.self.ref_id)
 		return false;
-	*d = (st->phi - S.self.phi) / (1.0 - st->phi);
-	*sigma = hypot(S.self.phi_sigma, st->phi_sigma);
+	*d = (st->phi - sync_st.self.phi) / (1.0 - st->phi);
+	*sigma = hypot(sync_st.self.phi_sigma, st->phi_sigma);
 	return isfinite(*d) && isfinite(*sigma) && *sigma > 0;
 }
 
@@ -478,8 +418,8 @@ static int
 path_fit(struct sync_path *sp, uint64_t now, double md, double msig)
 {
 	double sig, b = ls_sync_track_drift(&sp->track, LS_SYNC_DRIFT_SPAN_NS, &sp->est.conf,
-					    S.wander_ns, &sig);
-	double fsig, fb = ls_sync_est_floor_drift(&sp->est, now, S.wander_ns, &fsig);
+					    sync_st.wander_ns, &sig);
+	double fsig, fb = ls_sync_est_floor_drift(&sp->est, now, sync_st.wander_ns, &fsig);
 	double own, own_sig;
 	int rc;
 
@@ -510,7 +450,7 @@ path_fit(struct sync_path *sp, uint64_t now, double md, double msig)
 		sp->fit = sp->win;
 		return 0;
 	}
-	rc = ls_sync_track_fit(&sp->track, now, b, sig, S.wander_ns, &sp->est.conf, &sp->fit);
+	rc = ls_sync_track_fit(&sp->track, now, b, sig, sync_st.wander_ns, &sp->est.conf, &sp->fit);
 	if (rc == 0) {
 		sp->carry = b;
 		sp->carry_sigma = sig;
@@ -549,9 +489,9 @@ baselines(struct sync_node *nd, const struct ls_sync_est *e, uint64_t now, doubl
 static struct sync_node *
 node_find(uint32_t id)
 {
-	for (unsigned int i = 0; i < S.n_nodes; i++)
-		if (S.nodes[i].nbr.id == id)
-			return &S.nodes[i];
+	for (unsigned int i = 0; i < sync_st.n_nodes; i++)
+		if (sync_st.nodes[i].nbr.id == id)
+			return &sync_st.nodes[i];
 	return NULL;
 }
 
@@ -562,28 +502,28 @@ node_slot(uint32_t id)
 
 	if (nd != NULL)
 		return nd;
-	if (S.n_nodes == LS_SYNC_MAX_NBRS)
+	if (sync_st.n_nodes == LS_SYNC_MAX_NBRS)
 		return NULL;
-	memset(&S.nodes[S.n_nodes], 0, sizeof(S.nodes[0]));
-	S.nodes[S.n_nodes].nbr.id = id;
-	S.nodes[S.n_nodes].min_rtt_ns = INFINITY;
-	return &S.nodes[S.n_nodes++];
+	memset(&sync_st.nodes[sync_st.n_nodes], 0, sizeof(sync_st.nodes[0]));
+	sync_st.nodes[sync_st.n_nodes].nbr.id = id;
+	sync_st.nodes[sync_st.n_nodes].min_rtt_ns = INFINITY;
+	return &sync_st.nodes[sync_st.n_nodes++];
 }
 
 /* Peer clock relative to ours for synced one-way delays: the fleet-
  * consistent difference when both ends are synced to one reference, else
  * the raw edge. */
 static void
-publish_owd(struct ls_peer *peer, uint64_t now)
+publish_owd(struct lsd_peer *peer, uint64_t now)
 {
-	const struct ls_peer_sync *ps = peer->sync;
-	struct ls_peer_owd o = {.valid = false};
+	const struct lsd_peer_sync *ps = peer->sync;
+	struct lsd_peer_owd o = {.valid = false};
 
 	/* the node-level edge (all peers that are this node), for the reflector */
 	if (ps != NULL && ps->node_id != 0) {
-		for (unsigned int j = 0; j < S.n_nodes; j++)
-			if (S.nodes[j].nbr.id == ps->node_id && S.nodes[j].nbr.has_edge) {
-				const struct ls_sync_fit *e = &S.nodes[j].nbr.edge;
+		for (unsigned int j = 0; j < sync_st.n_nodes; j++)
+			if (sync_st.nodes[j].nbr.id == ps->node_id && sync_st.nodes[j].nbr.has_edge) {
+				const struct ls_sync_fit *e = &sync_st.nodes[j].nbr.edge;
 
 				o.edge_valid = true;
 				o.edge_ns = e->offset_ns +
@@ -604,21 +544,21 @@ publish_owd(struct ls_peer *peer, uint64_t now)
 	 * stayed in the 10 s and 60 s windows (a CI failure). Two windows
 	 * on, the fit's samples all come from after the first window.
 	 */
-	if (ps != NULL && ps->edge.ok && now - ps->edge_since >= 2 * S.econf.window_ns) {
+	if (ps != NULL && ps->edge.ok && now - ps->edge_since >= 2 * sync_st.econf.window_ns) {
 		double e = ps->edge.offset_ns + ps->edge.drift * (double)(int64_t)(now - ps->edge.t_ref);
 
 		o.valid = true;
 		o.t0 = now;
 		o.off_ns = e;
 		o.drift = ps->edge.drift;
-		if ((S.self.flags & LS_SYNC_F_SYNCED) && ps->has_state &&
-		    (ps->st.flags & LS_SYNC_F_SYNCED) && ps->st.ref_id == S.self.ref_id) {
+		if ((sync_st.self.flags & LS_SYNC_F_SYNCED) && ps->has_state &&
+		    (ps->st.flags & LS_SYNC_F_SYNCED) && ps->st.ref_id == sync_st.self.ref_id) {
 			/* the peer's local time now is about now + e */
 			double th_b = ps->st.theta_ns + ps->st.phi *
 				      ((double)(int64_t)(now - ps->st.t0) + e);
 
-			o.off_ns = th_b - S.self.theta_ns;
-			o.drift = ps->st.phi - S.self.phi;
+			o.off_ns = th_b - sync_st.self.theta_ns;
+			o.drift = ps->st.phi - sync_st.self.phi;
 		}
 	}
 	rte_seqlock_write_lock(&peer->owd.lock);
@@ -650,16 +590,16 @@ publish_owd(struct ls_peer *peer, uint64_t now)
  * links share queues, which the filter counts as independent.
  */
 static int
-edge_fit(const struct ls_peer_sync *one, uint32_t node, uint64_t now, struct ls_sync_fit *out)
+edge_fit(const struct lsd_peer_sync *one, uint32_t node, uint64_t now, struct ls_sync_fit *out)
 {
 	struct ls_sync_fit fits[EDGE_MAX_TRACKS], many;
 	const struct ls_sync_track *k[EDGE_MAX_TRACKS];
 	const struct ls_sync_est_conf *conf[EDGE_MAX_TRACKS];
 	double b[EDGE_MAX_TRACKS], bs[EDGE_MAX_TRACKS];
-	unsigned int np = ls_control_peer_count(), nf = 0, nk = 0;
+	unsigned int np = sync_st.n_peers, nf = 0, nk = 0;
 
 	for (unsigned int i = 0; i < np; i++) {
-		const struct ls_peer_sync *ps = ls_control_peer_at(i)->sync;
+		const struct lsd_peer_sync *ps = sync_st.peers[i]->sync;
 
 		if (ps == NULL || (one != NULL ? ps != one : ps->node_id != node))
 			continue;
@@ -683,7 +623,7 @@ edge_fit(const struct ls_peer_sync *one, uint32_t node, uint64_t now, struct ls_
 	/* every fitted path carried by its track, or the windows' own fits
 	 * until the tracks span enough for a drift */
 	if (nk == nf &&
-	    ls_sync_track_fit_many(k, b, bs, nk, now, S.wander_ns, conf, S.ws, &many) == 0 &&
+	    ls_sync_track_fit_many(k, b, bs, nk, now, sync_st.wander_ns, conf, sync_st.ws, &many) == 0 &&
 	    isfinite(many.offset_ns)) {
 		out->offset_ns = many.offset_ns;
 		out->sigma_ns = fmax(out->sigma_ns, many.sigma_ns);
@@ -699,12 +639,12 @@ static void
 step(void)
 {
 	uint64_t tsc = rte_rdtsc();
-	uint64_t now = ls_clock_from_tsc(S.clock, tsc);
-	unsigned int np = ls_control_peer_count();
+	uint64_t now = ls_clock_from_tsc(sync_st.clock, tsc);
+	unsigned int np = sync_st.n_peers;
 
-	S.n_nodes = 0;
+	sync_st.n_nodes = 0;
 	for (unsigned int i = 0; i < np; i++) {
-		struct ls_peer_sync *ps = ls_control_peer_at(i)->sync;
+		struct lsd_peer_sync *ps = sync_st.peers[i]->sync;
 		double md = NAN, msig = NAN;
 
 		if (ps == NULL)
@@ -715,8 +655,8 @@ step(void)
 		 * under load. Neighbours of a restarted node probe it faster
 		 * for probe.acquire_ms, as they did when it was added.
 		 */
-		if (ps->reacquire && ls_acquire_on() &&
-		    ls_control_peer_acquire(ls_control_peer_at(i)) == 0)
+		if (ps->reacquire && lsd_acquire_on() &&
+		    lsd_peer_acquire(sync_st.peers[i]) == 0)
 			ps->reacquired++;
 		ps->reacquire = false;
 		if (!mesh_drift(ps, &md, &msig))
@@ -732,10 +672,10 @@ step(void)
 	}
 	/* one neighbour per node id: IPv4 and IPv6 peers of a host are one edge */
 	for (unsigned int i = 0; i < np; i++) {
-		struct ls_peer_sync *ps = ls_control_peer_at(i)->sync;
+		struct lsd_peer_sync *ps = sync_st.peers[i]->sync;
 		struct sync_node *nd;
 
-		if (ps == NULL || ps->node_id == 0 || ps->node_id == g.cfg.node_id)
+		if (ps == NULL || ps->node_id == 0 || ps->node_id == lsd.cfg.node_id)
 			continue;
 		nd = node_slot(ps->node_id);
 		if (nd == NULL)
@@ -752,13 +692,13 @@ step(void)
 				baselines(nd, e, now, ps->edge.drift);
 		}
 	}
-	for (unsigned int j = 0; j < S.n_nodes; j++) {
-		struct sync_node *nd = &S.nodes[j];
-		const struct ls_peer_sync *only = NULL;
+	for (unsigned int j = 0; j < sync_st.n_nodes; j++) {
+		struct sync_node *nd = &sync_st.nodes[j];
+		const struct lsd_peer_sync *only = NULL;
 		unsigned int peers = 0;
 
 		for (unsigned int i = 0; i < np; i++) {
-			const struct ls_peer_sync *ps = ls_control_peer_at(i)->sync;
+			const struct lsd_peer_sync *ps = sync_st.peers[i]->sync;
 
 			if (ps != NULL && ps->node_id == nd->nbr.id) {
 				only = ps;
@@ -773,8 +713,8 @@ step(void)
 			nd->nbr.has_edge = edge_fit(NULL, nd->nbr.id, now, &nd->nbr.edge) == 0;
 		}
 	}
-	S.steps++;
-	S.last_step_tsc = tsc;
+	sync_st.steps++;
+	sync_st.last_step_tsc = tsc;
 	net_step(now);
 }
 
@@ -798,12 +738,12 @@ net_step(uint64_t now)
 {
 	struct ls_sync_nbr nbrs[LS_SYNC_MAX_NBRS];
 	struct ls_sync_nbr_use use[LS_SYNC_MAX_NBRS];
-	unsigned int np = ls_control_peer_count();
+	unsigned int np = sync_st.n_peers;
 	uint8_t wire[LS_SYNC_WIRE_LEN];
 
 	/* each node's newest announcement over all its peers */
 	for (unsigned int i = 0; i < np; i++) {
-		const struct ls_peer_sync *ps = ls_control_peer_at(i)->sync;
+		const struct lsd_peer_sync *ps = sync_st.peers[i]->sync;
 		struct sync_node *nd;
 
 		if (ps == NULL || !ps->has_state || (nd = node_find(ps->node_id)) == NULL)
@@ -814,20 +754,20 @@ net_step(uint64_t now)
 			nd->nbr.st_rx = ps->st_rx;
 		}
 	}
-	for (unsigned int j = 0; j < S.n_nodes; j++)
-		nbrs[j] = S.nodes[j].nbr;
-	ls_sync_node_update(&S.nconf, nbrs, S.n_nodes, now, &S.self, use);
-	for (unsigned int j = 0; j < S.n_nodes; j++)
-		S.nodes[j].use = use[j];
-	S.net_steps++;
+	for (unsigned int j = 0; j < sync_st.n_nodes; j++)
+		nbrs[j] = sync_st.nodes[j].nbr;
+	ls_sync_node_update(&sync_st.nconf, nbrs, sync_st.n_nodes, now, &sync_st.self, use);
+	for (unsigned int j = 0; j < sync_st.n_nodes; j++)
+		sync_st.nodes[j].use = use[j];
+	sync_st.net_steps++;
 
-	ls_sync_wire_encode(&S.self, wire);
-	rte_seqlock_write_lock(&g.sync_pub.lock);
-	memcpy(g.sync_pub.wire, wire, sizeof(wire));
-	g.sync_pub.valid = true;
-	rte_seqlock_write_unlock(&g.sync_pub.lock);
+	ls_sync_wire_encode(&sync_st.self, wire);
+	rte_seqlock_write_lock(&lsd.sync_pub.lock);
+	memcpy(lsd.sync_pub.wire, wire, sizeof(wire));
+	lsd.sync_pub.valid = true;
+	rte_seqlock_write_unlock(&lsd.sync_pub.lock);
 	for (unsigned int i = 0; i < np; i++)
-		publish_owd(ls_control_peer_at(i), now);
+		publish_owd(sync_st.peers[i], now);
 }
 
 /*
@@ -846,31 +786,28 @@ net_step(uint64_t now)
 static bool
 net_fast(void)
 {
-	double walk = S.wander_ns * sqrt((double)g.cfg.sync.interval_ms * 1e-3);
+	double walk = sync_st.wander_ns * sqrt((double)lsd.cfg.sync.interval_ms * 1e-3);
 
-	return (S.self.flags & (LS_SYNC_F_SYNCED | LS_SYNC_F_HOLDOVER)) == LS_SYNC_F_SYNCED &&
-	       S.self.sigma_ns <= 10.0 * walk;
+	return (sync_st.self.flags & (LS_SYNC_F_SYNCED | LS_SYNC_F_HOLDOVER)) == LS_SYNC_F_SYNCED &&
+	       sync_st.self.sigma_ns <= 10.0 * walk;
 }
 
 void
-ls_sync_poll(uint64_t tsc)
+lsd_sync_poll(uint64_t tsc)
 {
-	if (!S.on)
+	if (!sync_st.on)
 		return;
-	ls_sync_drain();
-	if (tsc >= S.next_step_tsc) {
+	lsd_sync_drain();
+	if (tsc >= sync_st.next_step_tsc) {
 		step();
-		S.next_step_tsc = tsc + S.step_tsc;
-		S.next_net_tsc = tsc + S.step_tsc / NET_STEPS_PER_FIT;
-	} else if (tsc >= S.next_net_tsc) {
+		sync_st.next_step_tsc = tsc + sync_st.step_tsc;
+		sync_st.next_net_tsc = tsc + sync_st.step_tsc / NET_STEPS_PER_FIT;
+	} else if (tsc >= sync_st.next_net_tsc) {
 		if (net_fast())
-			net_step(ls_clock_from_tsc(S.clock, rte_rdtsc()));
-		S.next_net_tsc = tsc + S.step_tsc / NET_STEPS_PER_FIT;
+			net_step(ls_clock_from_tsc(sync_st.clock, rte_rdtsc()));
+		sync_st.next_net_tsc = tsc + sync_st.step_tsc / NET_STEPS_PER_FIT;
 	}
-	if (S.shm != NULL && tsc >= S.next_shm_tsc) {
-		shm_publish(tsc);
-		S.next_shm_tsc = tsc + rte_get_tsc_hz() / (1000000000ULL / LS_SYNC_SHM_NS);
-	}
+	lsd_fleettime_poll(tsc, sync_st.clock, &sync_st.self, &sync_st.nconf);
 }
 
 /* ---- reporting ---------------------------------------------------------- */
@@ -914,7 +851,7 @@ state_json(const struct ls_sync_state *s, uint64_t now)
 					(double)(now - s->t_good) / 1e6 : -1.0);
 
 	/* our own state only: a neighbour's comes off the wire without it */
-	if (s == &S.self) {
+	if (s == &sync_st.self) {
 		json_object_set_new(o, "bound_sigma_ns", json_real(s->bound_sigma_ns));
 		json_object_set_new(o, "cluster_ns", json_real(s->cluster_ns));
 		json_object_set_new(o, "cluster_n", json_integer(s->cluster_n));
@@ -923,44 +860,44 @@ state_json(const struct ls_sync_state *s, uint64_t now)
 }
 
 json_t *
-ls_sync_json(uint64_t tsc)
+lsd_sync_json(uint64_t tsc)
 {
 	struct ls_sync_reading r;
 	uint64_t now, local;
-	unsigned int np = ls_control_peer_count();
+	unsigned int np = sync_st.n_peers;
 	json_t *o, *nbrs;
 
-	if (!S.on)
+	if (!sync_st.on)
 		return json_pack("{s:b}", "enabled", 0);
-	now = ls_clock_now(S.clock);
+	now = ls_clock_now(sync_st.clock);
 	if (tsc == 0)
 		tsc = rte_rdtsc();
-	local = ls_clock_from_tsc(S.q_clock, tsc);
-	ls_sync_fleet_read(&S.self, &S.nconf, local, &r);
+	local = ls_clock_from_tsc(sync_st.q_clock, tsc);
+	ls_sync_fleet_read(&sync_st.self, &sync_st.nconf, local, &r);
 	o = json_pack("{s:b, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:f}, s:{s:I, s:I, s:I, s:I, s:I}}",
-		      "enabled", 1, "state", state_json(&S.self, now),
+		      "enabled", 1, "state", state_json(&sync_st.self, now),
 		      "reading", "tsc", (json_int_t)tsc, "local_ns", (json_int_t)local,
 		      "fleet_ns", (json_int_t)r.fleet_ns,
 		      "earliest_ns", (json_int_t)r.earliest_ns,
 		      "latest_ns", (json_int_t)(r.latest_ns > INT64_MAX ? INT64_MAX : r.latest_ns),
 		      "half_ns", r.flags ? r.half_ns : -1.0,
-		      "counters", "records", (json_int_t)S.recs,
-		      "steps", (json_int_t)S.steps, "net_steps", (json_int_t)S.net_steps,
-		      "resets", (json_int_t)S.resets,
-		      "shm_updates", (json_int_t)(S.shm ? S.shm->updates : 0));
+		      "counters", "records", (json_int_t)sync_st.recs,
+		      "steps", (json_int_t)sync_st.steps, "net_steps", (json_int_t)sync_st.net_steps,
+		      "resets", (json_int_t)sync_st.resets,
+		      "shm_updates", (json_int_t)lsd_fleettime_updates());
 	{
-		json_t *t = ls_control_truth_at(tsc);
+		json_t *t = lsd_clock_truth_at(tsc);
 
 		if (t != NULL)
 			json_object_set_new(o, "truth", t);
 	}
 	nbrs = json_array();
-	for (unsigned int j = 0; j < S.n_nodes; j++) {
-		const struct sync_node *nd = &S.nodes[j];
+	for (unsigned int j = 0; j < sync_st.n_nodes; j++) {
+		const struct sync_node *nd = &sync_st.nodes[j];
 		json_t *names = json_array(), *n;
 
 		for (unsigned int i = 0; i < np; i++) {
-			const struct ls_peer *peer = ls_control_peer_at(i);
+			const struct lsd_peer *peer = sync_st.peers[i];
 
 			if (peer->sync != NULL && peer->sync->node_id == nd->nbr.id)
 				json_array_append_new(names, json_string(peer->name));
@@ -991,7 +928,7 @@ ls_sync_json(uint64_t tsc)
 	}
 	json_object_set_new(o, "neighbors", nbrs);
 	/* edges and baselines refer to this instant */
-	json_object_set_new(o, "step_tsc", json_integer((json_int_t)S.last_step_tsc));
+	json_object_set_new(o, "step_tsc", json_integer((json_int_t)sync_st.last_step_tsc));
 	return o;
 }
 
@@ -1003,9 +940,9 @@ ls_sync_json(uint64_t tsc)
  * ground truth) needs to see why a path's offset is what it is.
  */
 json_t *
-ls_sync_points_json(const struct ls_peer *peer, uint16_t k)
+lsd_sync_points_json(const struct lsd_peer *peer, uint16_t k)
 {
-	const struct ls_peer_sync *ps = peer->sync;
+	const struct lsd_peer_sync *ps = peer->sync;
 	const struct sync_path *sp;
 	const struct ls_sync_est *e;
 	json_t *pts;
@@ -1031,10 +968,10 @@ ls_sync_points_json(const struct ls_peer *peer, uint16_t k)
 }
 
 json_t *
-ls_sync_peer_json(const struct ls_peer *peer)
+lsd_sync_peer_json(const struct lsd_peer *peer)
 {
-	const struct ls_peer_sync *ps = peer->sync;
-	struct ls_peer_owd w;
+	const struct lsd_peer_sync *ps = peer->sync;
+	struct lsd_peer_owd w;
 	json_t *paths;
 	uint32_t sn;
 

@@ -83,6 +83,26 @@ ls_tsc_map_ns(const struct ls_tsc_map *m, uint64_t tsc)
 }
 
 /**
+ * Nanoseconds per tick in 32.32 fixed point between two (ticks, ns) points,
+ * rounded to nearest: the slope of every mapping here (the TSC
+ * calibration, a NIC's clock, fleet time in shared memory). Exact integer
+ * division, so no double rounding however long the baseline.
+ * @return the slope, or 0 when either coordinate does not increase or the
+ *         slope does not fit in 64 bits.
+ */
+static inline uint64_t
+ls_clock_slope_mult(uint64_t ticks_a, uint64_t ns_a, uint64_t ticks_b, uint64_t ns_b)
+{
+	unsigned __int128 num;
+
+	if (ticks_b <= ticks_a || ns_b <= ns_a)
+		return 0;
+	num = (unsigned __int128)(ns_b - ns_a) << 32;
+	num = (num + (ticks_b - ticks_a) / 2) / (ticks_b - ticks_a);
+	return num > UINT64_MAX ? 0 : (uint64_t)num;
+}
+
+/**
  * The inverse of ls_tsc_map_ns: the tick at which the map reads ns (to
  * within a tick). For a NIC's fit (device ticks -> MONOTONIC_RAW), the
  * device clock value of an instant: what a NIC that sends on a timestamp

@@ -184,19 +184,6 @@ nic_pair(uint16_t port, const struct ls_tsc_map *tm, uint64_t *ticks, uint64_t *
 	return 0;
 }
 
-/* ns per device tick in 32.32 between two pairs; 0 when not increasing. */
-static uint64_t
-nic_mult(uint64_t ticks_a, uint64_t ns_a, uint64_t ticks_b, uint64_t ns_b)
-{
-	unsigned __int128 num;
-
-	if (ticks_b <= ticks_a || ns_b <= ns_a)
-		return 0;
-	num = (unsigned __int128)(ns_b - ns_a) << 32;
-	num = (num + (ticks_b - ticks_a) / 2) / (ticks_b - ticks_a);
-	return num > UINT64_MAX ? 0 : (uint64_t)num;
-}
-
 static void
 fit_publish(struct nic_fit *f, uint64_t ticks, uint64_t ns, uint64_t mult)
 {
@@ -229,7 +216,7 @@ fit_start(uint16_t port, const struct ls_tsc_cal *cal, char *why, size_t len)
 	ls_tsc_cal_read(cal, &tm);
 	if (nic_pair(port, &tm, &k1, &n1) != 0)
 		goto unreadable;
-	mult = nic_mult(k0, n0, k1, n1);
+	mult = ls_clock_slope_mult(k0, n0, k1, n1);
 	if (mult == 0) {
 		snprintf(why, len, "%s: device clock does not advance with the TSC", desc);
 		return -ENOTSUP;
@@ -293,7 +280,7 @@ ls_clock_nic_update(const struct ls_tsc_cal *cal)
 			continue;
 		}
 		/* whole-baseline slope: its error shrinks as the run goes on */
-		mult = nic_mult(f->first_ticks, f->first_ns, ticks, ns);
+		mult = ls_clock_slope_mult(f->first_ticks, f->first_ns, ticks, ns);
 		if (mult == 0) {
 			/* counter reset or wrapped: start the baseline over */
 			f->first_ticks = ticks;

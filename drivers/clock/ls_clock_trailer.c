@@ -62,26 +62,19 @@ trailer_get(const uint8_t *frame, uint32_t len, uint64_t *ns, const uint8_t *mag
 	return 0;
 }
 
-void
-ls_rx_trailer_put(uint8_t *dst, uint64_t ns)
-{
-	trailer_put(dst, ns, rx_magic);
+/* ls_rx_trailer_put/get and ls_tx_trailer_put/get: one pair per magic. */
+#define TRAILER_KIND(kind) \
+void \
+ls_ ## kind ## _trailer_put(uint8_t *dst, uint64_t ns) \
+{ \
+	trailer_put(dst, ns, kind ## _magic); \
+} \
+\
+int \
+ls_ ## kind ## _trailer_get(const uint8_t *frame, uint32_t len, uint64_t *ns) \
+{ \
+	return trailer_get(frame, len, ns, kind ## _magic); \
 }
 
-int
-ls_rx_trailer_get(const uint8_t *frame, uint32_t len, uint64_t *ns)
-{
-	return trailer_get(frame, len, ns, rx_magic);
-}
-
-void
-ls_tx_trailer_put(uint8_t *dst, uint64_t ns)
-{
-	trailer_put(dst, ns, tx_magic);
-}
-
-int
-ls_tx_trailer_get(const uint8_t *frame, uint32_t len, uint64_t *ns)
-{
-	return trailer_get(frame, len, ns, tx_magic);
-}
+TRAILER_KIND(rx)
+TRAILER_KIND(tx)

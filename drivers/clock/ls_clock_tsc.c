@@ -117,19 +117,6 @@ sample_off(clockid_t id, int64_t *off)
 	return ok ? 0 : -EIO;
 }
 
-/* ns per tick as 32.32 between two points; 0 when the baseline is empty. */
-static uint64_t
-slope_mult(uint64_t tsc_a, uint64_t ns_a, uint64_t tsc_b, uint64_t ns_b)
-{
-	unsigned __int128 num;
-
-	if (tsc_b <= tsc_a || ns_b <= ns_a)
-		return 0;
-	/* exact integer division: no double rounding however long the baseline */
-	num = (unsigned __int128)(ns_b - ns_a) << 32;
-	return (uint64_t)((num + (tsc_b - tsc_a) / 2) / (tsc_b - tsc_a));
-}
-
 static void
 sleep_ns(uint64_t ns)
 {
@@ -225,7 +212,7 @@ ls_tsc_cal_update(struct ls_tsc_cal *cal)
 	(void)sample_off(CLOCK_TAI, &tai_off);
 	(void)sample_off(CLOCK_REALTIME, &real_off);
 
-	mult = slope_mult(cal->first_tsc, cal->first_ns, s.tsc, s.ns);
+	mult = ls_clock_slope_mult(cal->first_tsc, cal->first_ns, s.tsc, s.ns);
 	if (mult == 0)
 		return; /* TSC or clock went backwards: keep the old map */
 

@@ -109,6 +109,20 @@ ls_prefix_contains(const struct ls_prefix *p, const struct ls_addr *addr)
 	return true;
 }
 
+bool
+ls_prefix_bad_source(const struct ls_prefix *p, const struct ls_addr *src)
+{
+	uint32_t a, mine;
+
+	if (p->addr.family == 0 || p->addr.family != src->family)
+		return false;
+	if (src->family != LS_AF_INET)
+		return ls_addr_eq(&p->addr, src);
+	memcpy(&a, src->a, 4);
+	memcpy(&mine, p->addr.a, 4);
+	return ls_prefix_bad_source_v4(ntohl(a), ntohl(mine), p->plen);
+}
+
 static int
 hex_digit(char c)
 {

@@ -80,6 +80,33 @@ bool ls_addr_is_unicast(const struct ls_addr *a);
 bool ls_prefix_contains(const struct ls_prefix *p, const struct ls_addr *addr);
 
 /**
+ * IPv4 form of ls_prefix_bad_source, host byte order, for fast paths: s is
+ * mine itself, or (prefixes shorter than /31, RFC 3021) the network or
+ * directed-broadcast address of mine/plen.
+ */
+static inline bool
+ls_prefix_bad_source_v4(uint32_t s, uint32_t mine, uint8_t plen)
+{
+	uint32_t host;
+
+	if (s == mine)
+		return true;
+	if (plen >= 31)
+		return false;
+	host = (uint32_t)(0xffffffffULL >> plen);
+	return (s & ~host) == (mine & ~host) && ((s & host) == 0 || (s & host) == host);
+}
+
+/**
+ * True when src cannot be the source of a packet to an interface with
+ * address and prefix p: it is p's own address, or p's IPv4 subnet's network
+ * or directed-broadcast address (no such addresses in a /31 or /32). Answers
+ * to such a source would go to ourselves or to the whole subnet. What no
+ * host may send from at all (unspecified, multicast) is ls_addr_is_unicast.
+ */
+bool ls_prefix_bad_source(const struct ls_prefix *p, const struct ls_addr *src);
+
+/**
  * Parse "aa:bb:cc:dd:ee:ff" (also accepts '-').
  * @return 0, or -EINVAL.
  */

@@ -69,6 +69,7 @@ struct ls_ctl_cmd {
 	char *name;
 	char *usage;
 	char *help;
+	char *keys;        /* allowed argument keys, space-separated; NULL: any */
 	ls_ctl_cb cb;
 	void *aux;
 };
@@ -334,6 +335,13 @@ int
 ls_ctl_register(struct ls_ctl *ctl, const char *name, const char *usage,
 		const char *help, ls_ctl_cb cb, void *aux)
 {
+	return ls_ctl_register_keys(ctl, name, usage, help, NULL, cb, aux);
+}
+
+int
+ls_ctl_register_keys(struct ls_ctl *ctl, const char *name, const char *usage,
+		     const char *help, const char *keys, ls_ctl_cb cb, void *aux)
+{
 	struct ls_ctl_cmd *cmd;
 
 	if (ctl == NULL || cb == NULL || !valid_name(name))
@@ -347,10 +355,13 @@ ls_ctl_register(struct ls_ctl *ctl, const char *name, const char *usage,
 	cmd->name = strdup(name);
 	cmd->usage = strdup(usage ? usage : "");
 	cmd->help = strdup(help ? help : "");
-	if (cmd->name == NULL || cmd->usage == NULL || cmd->help == NULL) {
+	cmd->keys = keys ? strdup(keys) : NULL;
+	if (cmd->name == NULL || cmd->usage == NULL || cmd->help == NULL ||
+	    (keys != NULL && cmd->keys == NULL)) {
 		free(cmd->name);
 		free(cmd->usage);
 		free(cmd->help);
+		free(cmd->keys);
 		memset(cmd, 0, sizeof(*cmd));
 		return -ENOMEM;
 	}
@@ -363,6 +374,37 @@ ls_ctl_register(struct ls_ctl *ctl, const char *name, const char *usage,
 /* ------------------------------------------------------------------ */
 /* Requests                                                           */
 /* ------------------------------------------------------------------ */
+
+/* Is key one of the space-separated words of keys? */
+static bool
+key_listed(const char *keys, const char *key)
+{
+	size_t n = strlen(key);
+
+	for (const char *p = keys + strspn(keys, " "); *p != '\0'; p += strspn(p, " ")) {
+		size_t w = strcspn(p, " ");
+
+		if (w == n && memcmp(p, key, n) == 0)
+			return true;
+		p += w;
+	}
+	return false;
+}
+
+static int
+check_keys(struct ls_ctl_req *req, json_t *args, const char *keys)
+{
+	const char *key;
+	json_t *v;
+
+	json_object_foreach(args, key, v) {
+		if (!key_listed(keys, key)) {
+			ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.%s: unknown argument", key);
+			return -1;
+		}
+	}
+	return 0;
+}
 
 /* Handle one complete line (without its '\n'); returns 1 if it was a
  * request (answered), 0 if it was blank. */
@@ -442,7 +484,8 @@ handle_line(struct ls_ctl *ctl, struct ls_ctl_client *c, char *line, size_t len)
 		goto out;
 	}
 
-	cmd->cb(&req, args, cmd->aux);
+	if (cmd->keys == NULL || check_keys(&req, args, cmd->keys) == 0)
+		cmd->cb(&req, args, cmd->aux);
 	if (!req.replied) {
 		char *m = NULL;
 
@@ -902,29 +945,11 @@ ls_ctl_free(struct ls_ctl *ctl)
 		free(ctl->cmds[i].name);
 		free(ctl->cmds[i].usage);
 		free(ctl->cmds[i].help);
+		free(ctl->cmds[i].keys);
 	}
 	free(ctl->polled);
 	free(ctl->pfds);
 	free(ctl->clients);
 	free(ctl->path);
 	free(ctl);
-}
-
-int
-ls_ctl_check_keys(struct ls_ctl_req *req, json_t *args, const char *const *allowed)
-{
-	const char *key;
-	json_t *v;
-
-	json_object_foreach(args, key, v) {
-		int ok = 0;
-
-		for (int i = 0; allowed[i] != NULL; i++)
-			ok |= strcmp(key, allowed[i]) == 0;
-		if (!ok) {
-			ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.%s: unknown argument", key);
-			return -1;
-		}
-	}
-	return 0;
 }

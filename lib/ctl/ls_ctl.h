@@ -8,7 +8,8 @@
  * Reply:    {"ok": true, "result": ...}
  *        or {"ok": false, "error": {"code": "...", "message": "..."}}
  *
- * Commands live in one table (name, usage, help, callback, aux). A callback
+ * Commands live in one table (name, usage, help, allowed argument keys,
+ * callback, aux); each module registers its own. A callback
  * ends in exactly one reply, ls_ctl_reply_ok() or ls_ctl_reply_error(); if
  * it returns without one, the server answers an "internal" error for it, so
  * a client always gets an answer. "help" is built in and generated from the
@@ -26,6 +27,7 @@
 #define LS_CTL_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include <jansson.h>
@@ -84,6 +86,18 @@ int ls_ctl_register(struct ls_ctl *ctl, const char *name, const char *usage,
 		    const char *help, ls_ctl_cb cb, void *aux);
 
 /**
+ * Register a command whose arguments the server checks before the callback
+ * runs, as unixctl checks argument counts: a key of args that is not in keys
+ * gets a bad_args reply ("args.KEY: unknown argument") and the callback is
+ * not called, so a typo is never silently ignored.
+ * @param keys  the allowed keys, separated by spaces ("peer path"); "" allows
+ *              none; NULL checks nothing (same as ls_ctl_register())
+ * @return as ls_ctl_register().
+ */
+int ls_ctl_register_keys(struct ls_ctl *ctl, const char *name, const char *usage,
+			 const char *help, const char *keys, ls_ctl_cb cb, void *aux);
+
+/**
  * Serve clients: accept, read, dispatch complete lines, write replies.
  * @param timeout_ms  longest wait for activity (0 = do not wait)
  * @return requests served, or a negative errno on a listening-socket failure.
@@ -98,11 +112,25 @@ void ls_ctl_reply_error(struct ls_ctl_req *req, const char *code, const char *fm
 	__attribute__((format(printf, 3, 4)));
 
 /**
- * Reply a bad_args error and return -1 when args has a key that is not in
- * allowed (NULL-terminated), like configuration files do: a typo must not be
- * silently ignored. @return 0 when every key is allowed.
+ * Argument helpers for callbacks. Each reads one optional (or, for
+ * ls_ctl_arg_str, required) key of args; on a bad value it replies a
+ * bad_args error naming the key and what was expected, and returns -1, so
+ * a callback just returns. They return 1 when the key was present (*out
+ * set), 0 when it was absent (*out untouched).
  */
-int ls_ctl_check_keys(struct ls_ctl_req *req, json_t *args, const char *const *allowed);
+/** An integer in [lo, hi]. */
+int ls_ctl_arg_uint(struct ls_ctl_req *req, json_t *args, const char *key,
+		    uint64_t lo, uint64_t hi, uint64_t *out);
+/** A number (integer or real) in [lo, hi]. */
+int ls_ctl_arg_num(struct ls_ctl_req *req, json_t *args, const char *key,
+		   double lo, double hi, double *out);
+/**
+ * A required string; what says what it names ("peer name"). A missing or
+ * non-string key replies "args.KEY: required string (WHAT)".
+ * @return 1 with *out set, or -1.
+ */
+int ls_ctl_arg_str(struct ls_ctl_req *req, json_t *args, const char *key,
+		   const char *what, const char **out);
 
 /** Number of connected clients. */
 unsigned int ls_ctl_n_clients(const struct ls_ctl *ctl);

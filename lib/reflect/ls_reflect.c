@@ -105,23 +105,17 @@ ts_value(uint64_t ns, bool ptp)
 	       (uint32_t)(((rem << 32) + LS_NS_PER_S / 2) / LS_NS_PER_S);
 }
 
-/* The sources the generic path refuses (lib/pkt and ls_port_bad_source):
- * unspecified, multicast and above, ours, our subnet's network/broadcast. */
+/* The sources the generic path refuses: unspecified, multicast and above
+ * (lib/pkt), ours and our subnet's network/broadcast (ls_prefix_bad_source,
+ * as lockstepd's port does). */
 static inline bool
 src_ok(uint32_t src_be, const struct ls_reflect_port *port)
 {
 	uint32_t s = rte_be_to_cpu_32(src_be);
-	uint32_t mine = rte_be_to_cpu_32(port->ip);
 
-	if (s == 0 || (s >> 24) >= 224 || s == mine)
+	if (s == 0 || (s >> 24) >= 224)
 		return false;
-	if (port->plen < 31) {
-		uint32_t host = (uint32_t)(0xffffffffULL >> port->plen);
-
-		if ((s & ~host) == (mine & ~host) && ((s & host) == 0 || (s & host) == host))
-			return false;
-	}
-	return true;
+	return !ls_prefix_bad_source_v4(s, rte_be_to_cpu_32(port->ip), port->plen);
 }
 
 bool

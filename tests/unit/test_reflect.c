@@ -96,7 +96,6 @@ generic(uint8_t *f, uint32_t len, uint64_t rx, uint64_t tx, uint16_t ee, uint8_t
 	struct ls_stamp_tlv_result tr;
 	const struct ls_reflect_port p = port();
 	struct ls_prefix pfx;
-	uint32_t s;
 
 	if (ls_pkt_parse(f, len, true, &pi) != LS_PKT_UDP)
 		return -1;
@@ -106,10 +105,7 @@ generic(uint8_t *f, uint32_t len, uint64_t rx, uint64_t tx, uint16_t ee, uint8_t
 	    pi.payload_len < LS_STAMP_BASE_LEN)
 		return -1;
 	ls_prefix_parse("10.9.0.1/24", &pfx);
-	memcpy(&s, pi.src.a, 4);
-	s = rte_be_to_cpu_32(s);
-	if (s == 0x0a090001 || (ls_prefix_contains(&pfx, &pi.src) &&
-				((s & 0xff) == 0 || (s & 0xff) == 0xff)))
+	if (ls_prefix_bad_source(&pfx, &pi.src))
 		return -1;
 	ls_stamp_reflect_inplace(f + pi.payload_off, pi.payload_len, rx, rx, ee, pi.ttl);
 	ls_stamp_reflect_tlvs(f + pi.payload_off + LS_STAMP_BASE_LEN,

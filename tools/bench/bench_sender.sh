@@ -35,12 +35,12 @@ if command -v cc >/dev/null && pkg-config --exists libdpdk; then
 	cat >"$TMP/sz.c" <<'EOF'
 #include <stdio.h>
 #include "lockstepd.h"
-struct ls_global g;
+struct lsd_global lsd;
 int main(void)
 {
-	printf("bench_sender: memory per peer-path: %zu B lcore-side (struct ls_peer_path, rte_malloc)"
+	printf("bench_sender: memory per peer-path: %zu B lcore-side (struct lsd_peer_path, rte_malloc)"
 	       " + %zu B control-side (struct ls_path_window, malloc); per peer %zu B + paths\n",
-	       sizeof(struct ls_peer_path), sizeof(struct ls_path_window), sizeof(struct ls_peer));
+	       sizeof(struct lsd_peer_path), sizeof(struct ls_path_window), sizeof(struct lsd_peer));
 	return 0;
 }
 EOF

@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The peer registry and the control thread's messages to the lcores.
+ *
+ * The registry is the list of installed peers, in the order the control
+ * socket shows them (a removal moves the last peer into the gap). Only the
+ * control thread reads or writes it.
+ *
+ * An lcore's state changes only through a message on its ring: the control
+ * thread queues an lsd_msg and waits up to LSD_MSG_WAIT_US for the lcore to
+ * mark it done. Peers are allocated here, owned by the lcore while
+ * installed, and freed only after the lcore has given them back
+ * (LSD_MSG_PEER_DEL), so neither side ever sees freed memory. On a time-out
+ * the lcore may still read the message, so it is leaked rather than freed.
+ *
+ * This room knows nothing of clock sync or the socket: the callers above
+ * (control.c) attach a new peer to sync.c and detach it before freeing.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include <rte_cycles.h>
+#include <rte_malloc.h>
+#include <rte_ring.h>
+#include <rte_timer.h>
+
+#include "lockstepd.h"
+#include "ls_ctl.h"
+
+#define LSD_MSG_WAIT_US (2 * 1000 * 1000)
+
+static struct {
+	struct lsd_peer *peers[LS_MAX_PEERS];
+	unsigned int n_peers;
+} registry;
+
+struct lsd_peer *
+lsd_peer_new(const struct ls_conf_peer *cp)
+{
+	uint16_t n_paths = cp->paths ? cp->paths : lsd.cfg.probe.paths;
+	int port = cp->port[0] ? ls_config_port_index(&lsd.cfg, cp->port) : 0;
+	uint64_t now = lsd_clock_now();
+	struct lsd_peer *peer;
+
+	if (port < 0)
+		return NULL;
+	peer = rte_zmalloc("lsd_peer", sizeof(*peer) + n_paths * sizeof(peer->path[0]),
+			   RTE_CACHE_LINE_SIZE);
+	if (peer == NULL)
+		return NULL;
+	peer->win = calloc(n_paths, sizeof(*peer->win));
+	if (peer->win == NULL) {
+		rte_free(peer);
+		return NULL;
+	}
+	snprintf(peer->name, sizeof(peer->name), "%s", cp->name);
+	peer->addr = cp->addr;
+	peer->port_idx = (uint16_t)port;
+	peer->interval_us = cp->interval_us ? cp->interval_us : lsd.cfg.probe.interval_us;
+	peer->n_paths = n_paths;
+	peer->slot = -1;
+	peer->asym_ns = cp->asym_ns;
+	if (cp->has_mac) {
+		peer->mac = cp->mac;
+		peer->resolved = true;
+		peer->static_mac = true;
+	}
+	for (uint16_t i = 0; i < n_paths; i++) {
+		struct lsd_peer_path *pp = &peer->path[i];
+
+		pp->peer = peer;
+		pp->idx = i;
+		pp->sport = (uint16_t)(lsd.cfg.probe.src_port_base + i);
+		rte_timer_init(&pp->tim);
+		rte_timer_init(&pp->pair_tim);
+		ls_path_live_init(&pp->live, now);
+		ls_path_window_init(&peer->win[i]);
+	}
+	return peer;
+}
+
+void
+lsd_peer_free(struct lsd_peer *peer)
+{
+	/* both free nothing for NULL */
+	free(peer != NULL ? peer->win : NULL);
+	rte_free(peer);
+}
+
+int
+lsd_msg_send(unsigned int lcore, struct lsd_msg *m)
+{
+	m->done = 0;
+	if (rte_ring_mp_enqueue(lsd.lcores[lcore].msgs, m) != 0)
+		return -ENOBUFS;
+	for (int i = 0; i < LSD_MSG_WAIT_US / 50; i++) {
+		if (__atomic_load_n(&m->done, __ATOMIC_ACQUIRE))
+			return m->result;
+		rte_delay_us_sleep(50);
+	}
+	return -ETIMEDOUT;
+}
+
+/* A message about peer, or NULL. Messages live on the heap: after a
+ * time-out the lcore may still read one, so it is leaked, not freed. */
+static struct lsd_msg *
+msg_new(struct lsd_peer *peer, enum lsd_msg_type type, uint32_t interval_us)
+{
+	struct lsd_msg *m = calloc(1, sizeof(*m));
+
+	if (m != NULL) {
+		m->type = type;
+		m->peer = peer;
+		m->interval_us = interval_us;
+	}
+	return m;
+}
+
+/* Send m to the lcore that owns (or will own) its peer and wait. */
+static int
+msg_call(struct lsd_msg *m)
+{
+	int rc = lsd_msg_send(lsd.ports[m->peer->port_idx].lcore, m);
+
+	if (rc != -ETIMEDOUT)
+		free(m);
+	return rc;
+}
+
+/* One message about a peer to the lcore that owns (or will own) it. */
+static int
+peer_msg(struct lsd_peer *peer, enum lsd_msg_type type, uint32_t interval_us)
+{
+	struct lsd_msg *m = msg_new(peer, type, interval_us);
+
+	return m != NULL ? msg_call(m) : -ENOMEM;
+}
+
+int
+lsd_peer_set_interval(struct lsd_peer *peer, uint32_t interval_us)
+{
+	return peer_msg(peer, LSD_MSG_PROBE_SET, interval_us);
+}
+
+int
+lsd_peer_acquire(struct lsd_peer *peer)
+{
+	return peer_msg(peer, LSD_MSG_PEER_ACQUIRE, 0);
+}
+
+struct lsd_peer *
+lsd_peer_at(unsigned int i)
+{
+	return registry.peers[i];
+}
+
+unsigned int
+lsd_peer_count(void)
+{
+	return registry.n_peers;
+}
+
+int
+lsd_peer_find(const char *name)
+{
+	for (unsigned int i = 0; i < registry.n_peers; i++)
+		if (strcmp(registry.peers[i]->name, name) == 0)
+			return (int)i;
+	return -1;
+}
+
+int
+lsd_peer_find_addr(const struct ls_addr *a)
+{
+	for (unsigned int i = 0; i < registry.n_peers; i++)
+		if (ls_addr_eq(&registry.peers[i]->addr, a))
+			return (int)i;
+	return -1;
+}
+
+int
+lsd_peer_install(struct lsd_peer *peer)
+{
+	int rc = peer_msg(peer, LSD_MSG_PEER_ADD, 0);
+
+	if (rc == 0)
+		registry.peers[registry.n_peers++] = peer;
+	return rc;
+}
+
+/*
+ * Take peer idx out of the registry and back from its lcore: 0 when it is
+ * back (free it), -ENOMEM with the registry untouched, -ETIMEDOUT when the
+ * lcore did not answer (it may still own the peer: never free it then).
+ */
+int
+lsd_peer_uninstall(unsigned int idx)
+{
+	struct lsd_peer *peer = registry.peers[idx];
+	struct lsd_msg *m = msg_new(peer, LSD_MSG_PEER_DEL, 0);
+
+	if (m == NULL)
+		return -ENOMEM;
+	/* Out of the registry first: nothing here reads it from now on. */
+	registry.peers[idx] = registry.peers[--registry.n_peers];
+	/* whatever else the lcore says, it no longer holds the peer */
+	return msg_call(m) == -ETIMEDOUT ? -ETIMEDOUT : 0;
+}
+
+void
+lsd_peer_forget_all(void)
+{
+	registry.n_peers = 0;
+}
+
+/* The peer args.peer names, or -1 with the error replied. */
+int
+lsd_peer_arg(struct ls_ctl_req *req, json_t *args, const char **name)
+{
+	int idx;
+
+	if (ls_ctl_arg_str(req, args, "peer", "peer name", name) < 0)
+		return -1;
+	idx = lsd_peer_find(*name);
+	if (idx < 0)
+		ls_ctl_reply_error(req, LS_CTL_E_NOT_FOUND, "no peer named \"%s\"", *name);
+	return idx;
+}

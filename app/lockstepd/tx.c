@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Transmit helpers every lcore-side room shares (the burst loop, the
+ * sender, neighbour resolution): one tx_burst with the unsent rest freed and
+ * counted, and the request that a frame leave at its stamp.
+ *
+ * They sit below the rooms that send so that none of those has to call
+ * back into the burst loop's file; LTO inlines them into their callers.
+ */
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+#include <rte_mbuf_dyn.h>
+
+#include "lockstepd.h"
+
+void
+lsd_tx_at(struct lsd_lcore *lc, struct lsd_port *p, struct rte_mbuf *m, uint64_t at)
+{
+	uint8_t *t;
+
+	if (p->tx_sched) {
+		/* the NIC holds the frame until its clock reads at */
+		*RTE_MBUF_DYNFIELD(m, p->tx_ts_field, rte_mbuf_timestamp_t *) = at;
+		m->ol_flags |= p->tx_ts_flag;
+		lc->st.tx_at++;
+		return;
+	}
+	/* the frame's own bytes are final (checksums, capture) by now */
+	t = (uint8_t *)rte_pktmbuf_append(m, LS_RX_TRAILER_LEN);
+	if (unlikely(t == NULL)) {
+		lc->st.tx_at_no_room++;
+		return;
+	}
+	ls_tx_trailer_put(t, at);
+	lc->st.tx_at++;
+}
+
+void
+lsd_tx_frames(struct lsd_lcore *lc, struct lsd_port *p, struct rte_mbuf **m,
+	     uint16_t n, uint64_t *counter)
+{
+	uint16_t sent = rte_eth_tx_burst(p->port_id, 0, m, n);
+
+	*counter += sent;
+	if (unlikely(sent < n)) {
+		lc->st.tx_dropped += n - sent;
+		rte_pktmbuf_free_bulk(&m[sent], n - sent);
+	}
+}
