@@ -12,6 +12,7 @@
 #ifndef LS_FABRIC_PRIV_H
 #define LS_FABRIC_PRIV_H
 
+#include <stdio.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -39,7 +40,15 @@ int ls_fab_link_params(struct ls_jsonv *c, const char *path, const json_t *obj,
 
 /* Where in the file node i came from ("switches[2]", "hosts[0]"), in buf
  * (LS_JSONV_PATH_LEN bytes), for messages about it. */
-const char *ls_fab_node_path(const struct ls_fabric *f, uint16_t i, char *buf);
+static inline const char *
+ls_fab_node_path(const struct ls_fabric *f, uint16_t i, char *buf)
+{
+	if (i < f->n_switches)
+		snprintf(buf, LS_JSONV_PATH_LEN, "switches[%u]", (unsigned int)i);
+	else
+		snprintf(buf, LS_JSONV_PATH_LEN, "hosts[%u]", (unsigned int)(i - f->n_switches));
+	return buf;
+}
 
 /* Validate the whole fabric and fill the switches' outgoing channel lists;
  * n_sw_links is how many links join two switches (they come first). */

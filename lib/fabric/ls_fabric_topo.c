@@ -224,16 +224,6 @@ get_array(struct ls_jsonv *c, const json_t *root, const char *key, bool required
 	return 0;
 }
 
-const char *
-ls_fab_node_path(const struct ls_fabric *f, uint16_t i, char *buf)
-{
-	if (i < f->n_switches)
-		snprintf(buf, LS_JSONV_PATH_LEN, "switches[%u]", (unsigned int)i);
-	else
-		snprintf(buf, LS_JSONV_PATH_LEN, "hosts[%u]", (unsigned int)(i - f->n_switches));
-	return buf;
-}
-
 /* An address must not be used twice anywhere (switches and hosts). */
 static int
 check_addr_unique(struct ls_jsonv *c, const struct ls_fabric *f, uint16_t self,
