@@ -30,6 +30,7 @@
 #include <rte_ring.h>
 #include <rte_timer.h>
 
+#include "bridge.h"
 #include "lockstepd.h"
 #include "ls_ctl.h"
 
@@ -1152,6 +1153,9 @@ ls_control_start(void)
 	for (size_t i = 0; i < RTE_DIM(commands); i++)
 		ls_ctl_register(ctl.ctl, commands[i].name, commands[i].usage,
 				commands[i].help, commands[i].cb, NULL);
+	rc = lsd_bridge_ctl_init(ctl.ctl);
+	if (rc < 0)
+		return rc;
 	rc = rte_ctrl_thread_create(&ctl.tid, "ls-ctl", NULL, ctl_thread_start, NULL);
 	if (rc != 0)
 		return -rc;

@@ -189,12 +189,14 @@ enum ls_msg_type {
 	LS_MSG_PEER_DEL,       /* stop probing msg->peer and give it back */
 	LS_MSG_PROBE_SET,      /* change msg->peer's interval (0 = all peers) */
 	LS_MSG_PEER_ACQUIRE,   /* acquire msg->peer again (sender.c, acquisition) */
+	LS_MSG_POLICY,         /* run the data-path policy msg->ptr (bridge.c) */
 };
 
 struct ls_msg {
 	enum ls_msg_type type;
 	struct ls_peer *peer;
 	uint32_t interval_us;
+	const void *ptr;       /* LS_MSG_POLICY: the new struct ls_policy */
 	int result;            /* 0 or negative errno, set by the lcore */
 	uint32_t done;         /* set (release) by the lcore when handled */
 };
@@ -337,6 +339,11 @@ void ls_tx_at(struct ls_lcore *lc, struct ls_port *p, struct rte_mbuf *m, uint64
 void ls_tx_frames(struct ls_lcore *lc, struct ls_port *p, struct rte_mbuf **m,
 		  uint16_t n, uint64_t *counter);
 void ls_capture_copy(struct ls_lcore *lc, struct rte_mbuf *m, uint64_t ts_ns, bool tx);
+/* Classify a vector of frames received on p at tsc (the probe path). */
+void ls_rx_vector(struct ls_lcore *lc, struct ls_port *p, struct rte_mbuf **rx, uint16_t n,
+		  uint64_t tsc);
+/* Learn from a broadcast/multicast frame (ARP, ND) without taking it. */
+void ls_rx_peek(struct ls_lcore *lc, struct ls_port *p, const struct rte_mbuf *m);
 
 /* sender.c */
 void ls_sender_start_peer(struct ls_lcore *lc, struct ls_peer *peer);

@@ -37,6 +37,7 @@
 #include <rte_timer.h>
 #include <rte_version.h>
 
+#include "bridge.h"
 #include "lockstepd.h"
 #include "ls_stamp.h"
 
@@ -131,6 +132,9 @@ setup_pool(void)
 
 	for (unsigned int i = 0; i < g.cfg.n_ports; i++)
 		n += g.cfg.ports[i].rx_desc + g.cfg.ports[i].tx_desc + 2 * LS_BURST;
+	/* frames the data path holds: pacing wheel and slice queues */
+	if (g.cfg.bridge.enabled)
+		n += g.cfg.bridge.mbufs;
 	g.pool = rte_pktmbuf_pool_create("ls_mbuf", n, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
 					 (int)rte_socket_id());
 	if (g.pool == NULL) {
@@ -291,6 +295,8 @@ main(int argc, char **argv)
 		rc = ls_ports_init();
 	if (rc == 0)
 		rc = setup_lcores();
+	if (rc == 0)
+		rc = lsd_bridge_init();
 	if (rc == 0) {
 		ensure_socket_dir(g.cfg.control.socket);
 		rc = ls_control_start();
@@ -319,6 +325,8 @@ main(int argc, char **argv)
 	ls_control_join();
 	log_final_stats();
 	ls_control_free_peers();
+	lsd_bridge_fini();
+	lsd_bridge_ctl_fini();
 	ls_ports_stop();
 	ls_config_free(&g.cfg);
 	rte_eal_cleanup();
