@@ -130,24 +130,14 @@ flow_tpb(const struct lsd_bridge *b, const struct ls_flow *f)
 	return f->tpb ? f->tpb : b->slice_tpb[f->slice];
 }
 
-/* A new flow: classify it (slice, path) once. */
-static int32_t
-flow_new(struct lsd_bridge *b, const struct ls_flow_pkt *pk, uint8_t dir)
+/* Choose a flow's slice and path under the current policy. */
+static void
+classify(struct lsd_bridge *b, struct ls_flow *f, const struct ls_flow_pkt *pk)
 {
-	int32_t idx = ls_flow_add(b->flows, &pk->key);
 	struct ls_path_policy pp;
-	struct ls_flow *f;
 	uint32_t ps;
 	int path;
 
-	if (idx < 0) {
-		b->st.flows_full++;
-		return idx;
-	}
-	b->st.flows_new++;
-	f = ls_flow_at(b->flows, idx);
-	f->kind = pk->kind;
-	f->dir = dir;
 	ls_policy_classify(b->policy, pk, &ps, &pp);
 	f->slice = b->def_slice;
 	for (unsigned int s = 0; s < LS_SLICE_MAX; s++)
@@ -158,6 +148,25 @@ flow_new(struct lsd_bridge *b, const struct ls_flow_pkt *pk, uint8_t dir)
 	path = entropy_kind(pk) == ENT_NONE ? -1 :
 	       ls_path_pick(&pp, rte_hash_crc(&pk->key, sizeof(pk->key), 0x5eed), b->n_paths);
 	f->path = path < 0 ? 0xff : (uint8_t)path;
+	f->gen = b->gen;
+}
+
+/* A new flow: classified now, and again only when the policy changes. */
+static int32_t
+flow_new(struct lsd_bridge *b, const struct ls_flow_pkt *pk, uint8_t dir)
+{
+	int32_t idx = ls_flow_add(b->flows, &pk->key);
+	struct ls_flow *f;
+
+	if (idx < 0) {
+		b->st.flows_full++;
+		return idx;
+	}
+	b->st.flows_new++;
+	f = ls_flow_at(b->flows, idx);
+	f->kind = pk->kind;
+	f->dir = dir;
+	classify(b, f, pk);
 	return idx;
 }
 
@@ -181,9 +190,9 @@ host_frame(struct lsd_bridge *b, struct rte_mbuf *m, const struct ls_flow_pkt *p
 	struct ls_flow *f = ls_flow_at(b->flows, idx);
 	uint64_t tpb;
 
-	if (unlikely(b->slice_pol[f->slice] < 0)) {
-		/* its slice was removed: back to the default one */
-		f->slice = b->def_slice;
+	if (unlikely(f->gen != b->gen)) {
+		/* the policy changed since: existing flows follow it too */
+		classify(b, f, pk);
 		b->st.reclassified++;
 	}
 	f->pkts++;
@@ -419,6 +428,7 @@ lsd_bridge_apply(struct lsd_bridge *b, const struct ls_policy *pol)
 	}
 	memcpy(b->slice_pol, keep, sizeof(keep));
 	b->policy = pol;
+	b->gen++;
 	return 0;
 }
 

@@ -47,7 +47,7 @@ struct ls_ctl;
 	X(ce_from_host)     /* CE-marked frames from the host */ \
 	X(ce_from_fabric)   /* CE-marked frames from the fabric */ \
 	X(multi_seg)        /* chained mbufs forwarded (jumbo) */ \
-	X(reclassified)     /* flows moved after their slice went away */
+	X(reclassified)     /* flows classified again after a policy change */
 
 struct lsd_bridge_stats {
 #define X(n) uint64_t n;
@@ -70,6 +70,7 @@ struct lsd_bridge {
 	uint64_t ms_div;                    /* ticks per ms (flow ageing clock) */
 	uint64_t next_age;                  /* tsc of the next ageing step */
 	uint16_t sport_base, n_paths;
+	uint16_t gen;                       /* policy generation: bumped by each change */
 	struct lsd_bridge_stats st;
 };
 
