@@ -152,8 +152,9 @@ def iperf3(br, secs=8):
 
 def sockperf_p99(br, secs=2, runs=3):
     """UDP ping-pong latency (sockperf's one-way estimate, RTT/2) from H to
-    P, 99th percentile in microseconds: the lowest of a few short runs, so a
-    moment when another process held the CPU does not count as the path's."""
+    P: (99th percentile in us, round trips completed), the run with the
+    lowest p99 of a few short ones, so a moment when another process held
+    the CPU does not count as the path's."""
     return min(sockperf_once(br, secs) for _ in range(runs))
 
 
@@ -164,11 +165,14 @@ def sockperf_once(br, secs):
     try:
         time.sleep(0.5)
         r = sh("ip", "netns", "exec", br.ns_h, "sockperf", "ping-pong", "-i", "10.77.0.2",
-               "-p", "11111", "-t", str(secs), "-m", "64", timeout=secs + 30)
+               "-p", "11111", "-t", str(secs), "-m", "64", check=False, timeout=secs + 30)
+        p99, seen = float("inf"), 0
         for line in (r.stdout + r.stderr).splitlines():
             if "percentile 99.000" in line:
-                return float(line.split("=")[-1])
-        raise RuntimeError("no p99 in sockperf output:\n" + r.stdout + r.stderr)
+                p99 = float(line.split("=")[-1])
+            if "observations" in line and "Total" in line:
+                seen = int(line.split("Total")[1].split()[0])
+        return p99, seen
     finally:
         srv.kill()
         srv.wait()
@@ -198,28 +202,34 @@ def isolation(c, br):
     # full, as at a saturated link
     br.call("slice.set", {"name": "bulk", "weight": 2, "max_bps": 100e6,
                           "match": {"dport": 5202}})
-    idle = sockperf_p99(br)
+    (idle, n_idle) = sockperf_p99(br)
     srv, cli = bulk(br, 20)
     try:
         time.sleep(1.5)
-        shielded = sockperf_p99(br)
+        (shielded, n_sh) = sockperf_p99(br)
         # now sockperf's flow falls into the bulk slice (existing flows follow)
         br.call("slice.set", {"name": "bulk", "weight": 2, "max_bps": 100e6,
                               "match": {"dst": "10.77.0.2/32"}})
         time.sleep(0.5)
-        unshielded = sockperf_p99(br)
+        (unshielded, n_un) = sockperf_p99(br)
     finally:
         cli.wait()
         srv.kill()
         srv.wait()
     st = {s["name"]: s["stats"] for s in br.call("slices")}
-    c.check(st["bulk"]["drops"] > 0, "the bulk slice was full: %s" % st["bulk"])
-    c.check(unshielded - idle > 1000,
-            "unshielded, sockperf waits behind the bulk queue: p99 %.1f us, idle %.1f us"
-            % (unshielded, idle))
-    c.check(shielded - idle < (unshielded - idle) / 10,
-            "in a latency slice its p99 rises %.1f us over idle (unshielded %.1f us)"
-            % (shielded - idle, unshielded - idle))
+    c.check(st["bulk"]["drops"] > 0, "the bulk slice was full (drops %d)" % st["bulk"]["drops"])
+    # The contrast: in the bulk slice sockperf waits behind its full queue
+    # (4096 frames at 100 Mb/s, about 0.5 s) or is dropped with it.
+    c.check(unshielded > shielded + 1000 or n_un < n_sh / 10,
+            "unshielded, sockperf waits or is dropped behind bulk: p99 %.1f us, %d round "
+            "trips (shielded %.1f us, %d)" % (unshielded, n_un, shielded, n_sh))
+    # Issue 25 asks +20 us at most at 10 Gb/s on the emulator. Here the path
+    # is veth and two kernels on two shared cores, whose scheduling alone is
+    # tens of us; 100 us is the bound that fails when the latency slice is
+    # not served first (then p99 is the bulk queue, hundreds of ms).
+    c.check(shielded - idle <= 100,
+            "in a latency slice beside saturating bulk its p99 is %.1f us, idle %.1f us: "
+            "%+.1f us" % (shielded, idle, shielded - idle))
 
 
 def goodput_of(rate_bps):
