@@ -361,8 +361,16 @@ to_fabric(struct lsd_bridge *b, uint64_t now, unsigned int *work)
 	while ((n = ls_wheel_extract(b->wheel, now, out, LS_BURST)) > 0) {
 		for (i = 0; i < n; i++) {
 			struct rte_mbuf *m = out[i];
+			uint16_t s = (uint16_t)m->hash.usr;
 
-			to_slice(b, NULL, m, (uint16_t)m->hash.usr);
+			/* Bug (bridge fuzz, slice.del while frames were paced):
+			 * a frame whose slice was removed while it sat in the
+			 * wheel was dropped (enqueue -ENOENT, counted in
+			 * slice_drops but in no slice's drops) instead of going
+			 * to "default" like the removed slice's queue. */
+			if (unlikely(b->slice_pol[s] < 0))
+				s = b->def_slice;
+			to_slice(b, NULL, m, s);
 		}
 		*work += n;
 	}

@@ -294,6 +294,28 @@ counters_json(const struct lsd_bridge_stats *st)
 	return o;
 }
 
+/* Frames from the host the data path holds now (gauges, not counters): in
+ * the pacing wheel and on the slice queues. With them the host side adds
+ * up at any moment:
+ *   rx_host = tx_fabric + pace_drops + wheel_full + slice_drops
+ *             + tx_drops_fabric + held.wheel + held.slices
+ * (read while the lcore runs, the terms may be a burst apart). */
+static json_t *
+held_json(const struct lsd_bridge *b)
+{
+	struct ls_wheel_stats ws;
+	uint64_t q = 0;
+
+	ls_wheel_stats(b->wheel, &ws);
+	for (unsigned int s = 0; s < ls_slice_count(b->sched); s++) {
+		struct ls_slice_stats st;
+
+		if (ls_slice_get(b->sched, s, NULL, &st) == 0)
+			q += st.backlog;
+	}
+	return json_pack("{sI sI}", "wheel", (json_int_t)ws.held, "slices", (json_int_t)q);
+}
+
 json_t *
 lsd_bridge_status_json(void)
 {
@@ -301,12 +323,12 @@ lsd_bridge_status_json(void)
 
 	if (b == NULL)
 		return json_null();
-	return json_pack("{ss ss si sI sI sI so}", "host_port", b->host->conf->name,
+	return json_pack("{ss ss si sI sI sI so so}", "host_port", b->host->conf->name,
 			 "fabric_port", b->fab->conf->name, "lcore", (int)bctl.lcore,
 			 "flows", (json_int_t)ls_flow_count(b->flows),
 			 "flow_table_bytes", (json_int_t)ls_flow_table_bytes(b->flows),
 			 "link_bps", (json_int_t)g.cfg.bridge.link_bps,
-			 "counters", counters_json(&b->st));
+			 "counters", counters_json(&b->st), "held", held_json(b));
 }
 
 static void
