@@ -319,7 +319,15 @@ from_fabric(struct ls_lcore *lc, struct lsd_bridge *b, uint64_t now, unsigned in
 			continue;
 		if (pk.ecn == 3)
 			b->st.ce_from_fabric++;
-		id = ls_flow_add(b->flows, &pk.key);
+		/* The fabric side may not fill the table the host's flows need:
+		 * it adds flows only while a quarter of the table is free. */
+		ls_flow_lookup_bulk(b->flows, (const struct ls_flow_key *[]){&pk.key}, 1, &id);
+		if (id < 0 && ls_flow_count(b->flows) >= b->fabric_flow_max) {
+			b->st.flows_full_fabric++;
+			continue;
+		}
+		if (id < 0)
+			id = ls_flow_add(b->flows, &pk.key);
 		if (id < 0)
 			continue;
 		{
@@ -457,13 +465,16 @@ bridge_create(unsigned int lcore, struct ls_port *host, struct ls_port *fab,
 	b->fab = fab;
 	b->hz = rte_get_tsc_hz();
 	b->ms_div = b->hz / 1000;
+	b->fabric_flow_max = bc->max_flows / 4 * 3;
 	b->max_delay = b->hz / 1000000 * bc->pace_max_delay_us;
 	b->sport_base = g.cfg.probe.src_port_base;
 	b->n_paths = g.cfg.probe.paths;
 	for (unsigned int s = 0; s < LS_SLICE_MAX; s++)
 		b->slice_pol[s] = -1;
-	/* the largest power of two of ticks within wheel_slot_ns */
-	while ((b->hz << (shift + 1)) / 1000000000ULL <= bc->wheel_slot_ns && shift < 30)
+	/* the largest power of two of ticks within wheel_slot_ns (regression:
+	 * the units were inverted, 100 ns gave 13 ns slots; bridge fuzz test) */
+	while (((1ULL << (shift + 1)) * 1000000000ULL) / b->hz <= bc->wheel_slot_ns &&
+	       shift < 30)
 		shift++;
 	snprintf(name, sizeof(name), "lsd_flows_%u", lcore);
 	b->flows = ls_flow_table_create(&(struct ls_flow_table_params){
@@ -471,8 +482,12 @@ bridge_create(unsigned int lcore, struct ls_port *host, struct ls_port *fab,
 	b->wheel = ls_wheel_create(&(struct ls_wheel_params){
 		.n_slots = bc->wheel_slots, .slot_shift = shift,
 		.capacity = bc->mbufs, .now = rte_rdtsc()});
+	/* The link bucket must hold what the link sends during one pass of the
+	 * loop (tens of us when the lcore is busy), or a fast link underruns:
+	 * 16 KiB capped a 100 Gb/s link near 10 Gb/s (bridge fuzz test). */
 	b->sched = ls_slice_create(&(struct ls_slice_params){
-		.hz = b->hz, .link_bps = bc->link_bps, .now = rte_rdtsc()});
+		.hz = b->hz, .link_bps = bc->link_bps, .now = rte_rdtsc(),
+		.burst_bytes = (uint32_t)RTE_MAX(16384ULL, bc->link_bps / 8 / 50000)});
 	if (b->flows == NULL || b->wheel == NULL || b->sched == NULL) {
 		LS_LOG(ERR, "bridge: cannot allocate %u flows (try more memory: -m)",
 		       bc->max_flows);

@@ -36,6 +36,7 @@ struct ls_ctl;
 	X(bad_ip)           /* IP headers that make no sense: passed untouched */ \
 	X(flows_new)        /* flows added */ \
 	X(flows_full)       /* flow table full: frame passed unmanaged */ \
+	X(flows_full_fabric) /* fabric-side flow not added: table 3/4 full */ \
 	X(flows_aged)       /* flows forgotten after flow_idle_ms */ \
 	X(paced)            /* frames held in the pacing wheel */ \
 	X(pace_drops)       /* frames due later than pace_max_delay_us: dropped */ \
@@ -69,6 +70,7 @@ struct lsd_bridge {
 	uint64_t max_delay;                 /* pace_max_delay_us in ticks */
 	uint64_t ms_div;                    /* ticks per ms (flow ageing clock) */
 	uint64_t next_age;                  /* tsc of the next ageing step */
+	uint32_t fabric_flow_max;           /* fabric-side flows stop here */
 	uint16_t sport_base, n_paths;
 	uint16_t gen;                       /* policy generation: bumped by each change */
 	struct lsd_bridge_stats st;

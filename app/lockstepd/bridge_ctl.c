@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <rte_ethdev.h>
 #include <rte_lcore.h>
 
 #include "bridge.h"
@@ -316,6 +317,20 @@ held_json(const struct lsd_bridge *b)
 	return json_pack("{sI sI}", "wheel", (json_int_t)ws.held, "slices", (json_int_t)q);
 }
 
+/* The port's own view: frames the PMD could not take (no mbuf, ring full)
+ * never reach the data path's counters. */
+static json_t *
+port_json(const struct ls_port *p)
+{
+	struct rte_eth_stats s;
+
+	if (rte_eth_stats_get(p->port_id, &s) != 0)
+		return json_null();
+	return json_pack("{sI sI sI sI sI}", "rx", (json_int_t)s.ipackets,
+			 "tx", (json_int_t)s.opackets, "rx_missed", (json_int_t)s.imissed,
+			 "rx_nombuf", (json_int_t)s.rx_nombuf, "tx_errors", (json_int_t)s.oerrors);
+}
+
 json_t *
 lsd_bridge_status_json(void)
 {
@@ -323,12 +338,13 @@ lsd_bridge_status_json(void)
 
 	if (b == NULL)
 		return json_null();
-	return json_pack("{ss ss si sI sI sI so so}", "host_port", b->host->conf->name,
+	return json_pack("{ss ss si sI sI sI so so so so}", "host_port", b->host->conf->name,
 			 "fabric_port", b->fab->conf->name, "lcore", (int)bctl.lcore,
 			 "flows", (json_int_t)ls_flow_count(b->flows),
 			 "flow_table_bytes", (json_int_t)ls_flow_table_bytes(b->flows),
 			 "link_bps", (json_int_t)g.cfg.bridge.link_bps,
-			 "counters", counters_json(&b->st), "held", held_json(b));
+			 "counters", counters_json(&b->st), "held", held_json(b),
+			 "host", port_json(b->host), "fabric", port_json(b->fab));
 }
 
 static void

@@ -97,7 +97,7 @@ cat >"$TMP/bfuzz.json" <<EOF
     "policy": {
       "slices": [
         {"name": "paced", "flow_bps": 500000, "match": {"proto": "tcp", "dport": 5201}},
-        {"name": "small", "max_bps": 20000000, "qlen": 64,
+        {"name": "small", "max_bps": 1000000, "qlen": 16,
          "match": {"proto": "udp", "dport": 9999}},
         {"name": "roce", "weight": 4, "match": {"roce": true},
          "path": {"mode": "spread", "paths": [0, 1, 2, 3]}},
