@@ -33,6 +33,7 @@
 #include <rte_ring.h>
 #include <rte_timer.h>
 
+#include "bridge.h"
 #include "lockstepd.h"
 #include "ls_ctl.h"
 
@@ -713,6 +714,9 @@ lsd_control_start(void)
 	lsd_sync_register(control.ctl);
 	lsd_log_register(control.ctl);
 	lsd_capture_register(control.ctl);
+	rc = lsd_bridge_register(control.ctl);
+	if (rc < 0)
+		return rc;
 	rc = rte_ctrl_thread_create(&control.tid, "ls-ctl", NULL, ctl_thread_start, NULL);
 	if (rc != 0)
 		return -rc;

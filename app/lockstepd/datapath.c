@@ -23,6 +23,7 @@
 #include <rte_lcore.h>
 #include <rte_prefetch.h>
 
+#include "bridge.h"
 #include "lockstepd.h"
 #include "ls_stamp.h"
 
@@ -129,26 +130,19 @@ drop:
 static void stamp_and_send(struct lsd_lcore *lc, struct lsd_port *p, struct rte_mbuf **reply,
 			   uint16_t n_reply, bool cap);
 
-static void
-poll_port(struct lsd_lcore *lc, struct lsd_port *p, unsigned int *work)
+void
+lsd_rx_vector(struct lsd_lcore *lc, struct lsd_port *p, struct rte_mbuf **rx, uint16_t n,
+	      uint64_t tsc)
 {
-	struct rte_mbuf *rx[LSD_BURST], *reply[LSD_BURST];
-	uint16_t n, n_reply = 0;
-	uint64_t tsc, burst_ns;
-	uint16_t i;
+	struct rte_mbuf *reply[LSD_BURST];
+	uint16_t i, n_reply = 0;
+	uint64_t burst_ns = ls_clock_from_tsc(&lc->clock, tsc);
 	bool cap = lsd.cap.on;
 	bool hw_ts = lc->clock.kind == LS_CLOCK_NIC || lc->clock.kstamp_ports != 0 ||
 		     lc->clock.rx_trailer;
 
-	n = rte_eth_rx_burst(p->port_id, 0, rx, LSD_BURST);
-	if (n == 0)
-		return;
-	tsc = rte_rdtsc();
-	burst_ns = ls_clock_from_tsc(&lc->clock, tsc);
-	*work += n;
 	lc->st.rx_pkts += n;
 	lc->st.rx_bursts++;
-
 	for (i = 0; i < n && i < 4; i++)
 		rte_prefetch0(rte_pktmbuf_mtod(rx[i], void *));
 	for (i = 0; i < n; i++) {
@@ -180,6 +174,31 @@ poll_port(struct lsd_lcore *lc, struct lsd_port *p, unsigned int *work)
 		return;
 	}
 	stamp_and_send(lc, p, reply, n_reply, cap);
+}
+
+static void
+poll_port(struct lsd_lcore *lc, struct lsd_port *p, unsigned int *work)
+{
+	struct rte_mbuf *rx[LSD_BURST];
+	uint16_t n;
+
+	n = rte_eth_rx_burst(p->port_id, 0, rx, LSD_BURST);
+	if (n == 0)
+		return;
+	*work += n;
+	lsd_rx_vector(lc, p, rx, n, rte_rdtsc());
+}
+
+void
+lsd_rx_peek(struct lsd_lcore *lc, struct lsd_port *p, const struct rte_mbuf *m)
+{
+	struct ls_pkt_info pi;
+	int cls = ls_pkt_parse(rte_pktmbuf_mtod(m, const uint8_t *), m->data_len, true, &pi);
+
+	if (cls == LS_PKT_ARP)
+		lsd_neigh_rx_arp(lc, p, &pi);
+	else if (cls == LS_PKT_ND_NS || cls == LS_PKT_ND_NA)
+		lsd_neigh_rx_nd(lc, p, &pi, cls == LS_PKT_ND_NS);
 }
 
 /* Stamp T3 as late as we can, right before the frames go out, and send. */
@@ -263,6 +282,10 @@ apply_msg(struct lsd_lcore *lc, struct lsd_msg *msg)
 	case LSD_MSG_PEER_ACQUIRE:
 		lsd_sender_acquire(peer);
 		break;
+	case LSD_MSG_POLICY:
+		rc = lsd_bridges[lc->lcore_id] == NULL ? -ENOENT :
+		     lsd_bridge_apply(lsd_bridges[lc->lcore_id], msg->ptr);
+		break;
 	}
 	msg->result = rc;
 	__atomic_store_n(&msg->done, 1, __ATOMIC_RELEASE);
@@ -301,11 +324,19 @@ lsd_lcore_main(void *arg __rte_unused)
 	LSD_LOG(INFO, "lcore %u: polling %u port(s)", lc->lcore_id, lc->n_ports);
 
 	while (!lsd.quit) {
+		struct lsd_bridge *br = lsd_bridges[lc->lcore_id];
 		unsigned int work = 0;
 		struct lsd_msg *msg;
 
-		for (uint16_t i = 0; i < lc->n_ports; i++)
-			poll_port(lc, &lsd.ports[lc->port_idx[i]], &work);
+		for (uint16_t i = 0; i < lc->n_ports; i++) {
+			struct lsd_port *p = &lsd.ports[lc->port_idx[i]];
+
+			/* the bridge polls its two ports itself */
+			if (br == NULL || (p != br->host && p != br->fab))
+				poll_port(lc, p, &work);
+		}
+		if (br != NULL)
+			lsd_bridge_poll(lc, br, &work);
 		rte_timer_manage();
 		while (rte_ring_sc_dequeue(lc->msgs, (void **)&msg) == 0) {
 			apply_msg(lc, msg);

@@ -200,12 +200,14 @@ enum lsd_msg_type {
 	LSD_MSG_PEER_DEL,       /* stop probing msg->peer and give it back */
 	LSD_MSG_PROBE_SET,      /* change msg->peer's interval (0 = all peers) */
 	LSD_MSG_PEER_ACQUIRE,   /* acquire msg->peer again (sender.c, acquisition) */
+	LSD_MSG_POLICY,         /* run the data-path policy msg->ptr (bridge.c) */
 };
 
 struct lsd_msg {
 	enum lsd_msg_type type;
 	struct lsd_peer *peer;
 	uint32_t interval_us;
+	const void *ptr;       /* LSD_MSG_POLICY: the new struct ls_policy */
 	int result;            /* 0 or negative errno, set by the lcore */
 	uint32_t done;         /* set (release) by the lcore when handled */
 };
@@ -362,6 +364,11 @@ void lsd_lcore_setup(struct lsd_lcore *lc);
 void lsd_tx_at(struct lsd_lcore *lc, struct lsd_port *p, struct rte_mbuf *m, uint64_t at);
 void lsd_tx_frames(struct lsd_lcore *lc, struct lsd_port *p, struct rte_mbuf **m,
 		  uint16_t n, uint64_t *counter);
+/* Classify a vector of frames received on p at tsc (the probe path). */
+void lsd_rx_vector(struct lsd_lcore *lc, struct lsd_port *p, struct rte_mbuf **rx, uint16_t n,
+		   uint64_t tsc);
+/* Learn from a broadcast/multicast frame (ARP, ND) without taking it. */
+void lsd_rx_peek(struct lsd_lcore *lc, struct lsd_port *p, const struct rte_mbuf *m);
 
 /* sender.c */
 void lsd_sender_start_peer(struct lsd_lcore *lc, struct lsd_peer *peer);

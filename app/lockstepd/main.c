@@ -38,6 +38,7 @@
 #include <rte_version.h>
 
 #include "../common/ls_app.h"
+#include "bridge.h"
 #include "lockstepd.h"
 #include "ls_stamp.h"
 
@@ -121,6 +122,9 @@ setup_pool(void)
 
 	for (unsigned int i = 0; i < lsd.cfg.n_ports; i++)
 		n += lsd.cfg.ports[i].rx_desc + lsd.cfg.ports[i].tx_desc + 2 * LSD_BURST;
+	/* frames the data path holds: pacing wheel and slice queues */
+	if (lsd.cfg.bridge.enabled)
+		n += lsd.cfg.bridge.mbufs;
 	lsd.pool = rte_pktmbuf_pool_create("ls_mbuf", n, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
 					 (int)rte_socket_id());
 	if (lsd.pool == NULL) {
@@ -262,6 +266,8 @@ main(int argc, char **argv)
 		rc = lsd_ports_init();
 	if (rc == 0)
 		rc = setup_lcores();
+	if (rc == 0)
+		rc = lsd_bridge_init();
 	if (rc == 0) {
 		ensure_socket_dir(lsd.cfg.control.socket);
 		rc = lsd_control_start();
@@ -290,6 +296,8 @@ main(int argc, char **argv)
 	lsd_control_join();
 	log_final_stats();
 	lsd_control_free_peers();
+	lsd_bridge_fini();
+	lsd_bridge_ctl_fini();
 	lsd_ports_stop();
 	ls_config_free(&lsd.cfg);
 	rte_eal_cleanup();

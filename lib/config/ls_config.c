@@ -458,6 +458,8 @@ node_post(struct pctx *c, const char *path, const json_t *obj, void *base)
 	cfg->clock.sim.seed = cfg->node_id;
 	snprintf(cfg->sync.shm, sizeof(cfg->sync.shm), "/dev/shm/lockstep-%s.fleettime",
 		 cfg->node_name);
+	snprintf(cfg->bridge.policy_file, sizeof(cfg->bridge.policy_file),
+		 "/var/lib/lockstep/%s.policy.json", cfg->node_name);
 	return 0;
 }
 
@@ -475,6 +477,13 @@ port_post(struct pctx *c, const char *path, const json_t *obj, void *base)
 	char a[LS_ADDR_STRLEN], q[LS_ADDR_STRLEN];
 
 	p->has_mac = json_object_get(obj, "mac") != NULL;
+	if (p->role == LS_PORT_HOST) {
+		/* the host's frames pass through; lockstepd speaks on the fabric side */
+		if (p->ipv4.addr.family || p->ipv6.addr.family || p->gateway4.family ||
+		    p->gateway6.family)
+			return ls_jsonv_fail(&c->jv, path, "a host port has no addresses of its own");
+		return 0;
+	}
 	if (p->ipv4.addr.family == 0 && p->ipv6.addr.family == 0)
 		return ls_jsonv_fail(&c->jv, path, "needs at least one of ipv4, ipv6");
 	if (p->gateway4.family != 0) {
@@ -501,8 +510,12 @@ port_post(struct pctx *c, const char *path, const json_t *obj, void *base)
 	return 0;
 }
 
+/* Same order as enum ls_port_role. */
+static const char *const port_roles[] = { "fabric", "host", NULL };
+
 #define PORT struct ls_conf_port
 static const struct field port_fields[] = {
+	F_ENUM("role", PORT, role, port_roles),
 	F_STR("name", PORT, name, 1, F_REQ | F_NAME),
 	F_STR("dev", PORT, dev, 1, F_REQ),
 	F_FUNC("mac", PORT, mac, fn_mac, 0),
@@ -775,6 +788,79 @@ static const struct field sync_fields[] = {
 };
 static const struct schema sync_schema = SCHEMA(sync_fields, NULL);
 
+static int
+fn_policy(struct pctx *c, const char *path, const json_t *v, void *dst,
+	  const struct field *f __attribute__((unused)))
+{
+	struct ls_policy **pp = dst;
+
+	if (*pp == NULL)
+		*pp = malloc(sizeof(**pp));
+	if (*pp == NULL)
+		return ls_jsonv_fail(&c->jv, path, "out of memory");
+	return ls_policy_from_json(v, &c->jv, path, *pp);
+}
+
+static int
+bridge_port(struct pctx *c, const char *path, const char *key, const char *name,
+	    uint8_t role)
+{
+	char kpath[LS_JSONV_PATH_LEN];
+	int i = ls_config_port_index(c->cfg, name);
+
+	ls_jsonv_key(kpath, path, key);
+	if (i < 0)
+		return ls_jsonv_fail(&c->jv, kpath, "no port \"%s\"", name);
+	if (c->cfg->ports[i].role != role)
+		return ls_jsonv_fail(&c->jv, kpath, "port \"%s\" needs \"role\": \"%s\"",
+				     name, port_roles[role]);
+	return i;
+}
+
+static int
+bridge_post(struct pctx *c, const char *path, const json_t *obj, void *base)
+{
+	struct ls_conf_bridge *b = base;
+	char kpath[LS_JSONV_PATH_LEN];
+	int h, f;
+
+	(void)obj;
+	b->enabled = true;
+	h = bridge_port(c, path, "host_port", b->host_port, LS_PORT_HOST);
+	if (h < 0)
+		return h;
+	f = bridge_port(c, path, "fabric_port", b->fabric_port, LS_PORT_FABRIC);
+	if (f < 0)
+		return f;
+	/* one lcore owns both sides: no locks between them */
+	if (c->cfg->ports[h].lcore != c->cfg->ports[f].lcore)
+		return ls_jsonv_fail(&c->jv, ls_jsonv_key(kpath, path, "host_port"),
+				     "must be polled by the same lcore as the fabric port");
+	if (b->policy == NULL) {
+		b->policy = calloc(1, sizeof(*b->policy));
+		if (b->policy == NULL || ls_policy_finish(b->policy) < 0)
+			return ls_jsonv_fail(&c->jv, path, "out of memory");
+	}
+	return 0;
+}
+
+#define BR struct ls_conf_bridge
+static const struct field bridge_fields[] = {
+	F_STR("host_port", BR, host_port, 1, F_REQ | F_NAME),
+	F_STR("fabric_port", BR, fabric_port, 1, F_REQ | F_NAME),
+	F_INT("link_bps", BR, link_bps, 1000000, 10000000000000LL, F_REQ),
+	F_INT("max_flows", BR, max_flows, 1024, 16777216, 0),
+	F_INT("flow_idle_ms", BR, flow_idle_ms, 100, 86400000, 0),
+	F_INT("pace_max_delay_us", BR, pace_max_delay_us, 10, 1000000, 0),
+	F_INT("wheel_slots", BR, wheel_slots, 1024, 1 << 22, F_POW2),
+	F_INT("wheel_slot_ns", BR, wheel_slot_ns, 10, 100000, 0),
+	F_INT("mbufs", BR, mbufs, 1024, 4194304, 0),
+	F_STR("policy_file", BR, policy_file, 0, 0),
+	F_FUNC("policy", BR, policy, fn_policy, 0),
+};
+#undef BR
+static const struct schema bridge_schema = SCHEMA(bridge_fields, bridge_post);
+
 static const struct field log_fields[] = {
 	F_FUNC("level", struct ls_config, log_level, fn_log_level, 0),
 };
@@ -794,6 +880,7 @@ static const struct field top_fields[] = {
 	F_OBJ("capture", offsetof(CFG, capture), capture_schema, 0),
 	F_OBJ("sync", offsetof(CFG, sync), sync_schema, 0),
 	F_OBJ("log", 0, log_schema, 0),
+	F_OBJ("bridge", offsetof(CFG, bridge), bridge_schema, 0),
 };
 #undef CFG
 static const struct schema top_schema = SCHEMA(top_fields, NULL);
@@ -839,6 +926,13 @@ set_defaults(struct ls_config *cfg)
 	cfg->sync.wander_ns = 10.0;
 	/* sync.shm follows the node: see node_post */
 	snprintf(cfg->log_level, sizeof(cfg->log_level), "info");
+	cfg->bridge.max_flows = 262144;
+	cfg->bridge.flow_idle_ms = 30000;
+	cfg->bridge.pace_max_delay_us = 10000;
+	cfg->bridge.wheel_slots = 65536;
+	cfg->bridge.wheel_slot_ns = 100;
+	cfg->bridge.mbufs = 16384;
+	/* bridge.policy_file follows the node: see node_post */
 	/* control.socket and clock.sim.seed follow the node: see node_post */
 }
 
@@ -875,7 +969,7 @@ ls_config_from_json(const json_t *root, const char *src, struct ls_config *cfg,
 	c.out = tmp;
 	rc = parse_object(&c, "", root, &top_schema, tmp);
 	if (rc < 0) {
-		free(tmp->peers);
+		ls_config_free(tmp);
 		free(tmp);
 		return rc;
 	}
@@ -930,6 +1024,8 @@ ls_config_free(struct ls_config *cfg)
 	free(cfg->peers);
 	cfg->peers = NULL;
 	cfg->n_peers = 0;
+	free(cfg->bridge.policy);
+	cfg->bridge.policy = NULL;
 }
 
 const char *

@@ -21,6 +21,7 @@
 #include <jansson.h>
 
 #include "ls_common.h"
+#include "ls_policy.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -40,6 +41,12 @@ enum ls_clock_source {
 	LS_CLOCK_SIM,       /**< simulated: TSC + offset + drift + wander (lab) */
 };
 
+/** What a port is for. */
+enum ls_port_role {
+	LS_PORT_FABRIC = 0, /**< toward the fabric: probes, reflector, bridge's fabric side */
+	LS_PORT_HOST,       /**< the bridge's host side: the host's own frames, no addresses */
+};
+
 /** One port. */
 struct ls_conf_port {
 	char name[32];            /**< port name used by peers ("p0") */
@@ -54,6 +61,29 @@ struct ls_conf_port {
 	uint16_t rx_desc;         /**< RX ring size, default 1024 */
 	uint16_t tx_desc;         /**< TX ring size, default 1024 */
 	uint16_t mtu;             /**< MTU, default 1500 */
+	uint8_t role;             /**< enum ls_port_role, default fabric */
+};
+
+/** The data path: a bump in the wire between a host port and a fabric port. */
+struct ls_conf_bridge {
+	bool enabled;             /**< a "bridge" section is present */
+	char host_port[32];       /**< ports[].name of the host side (role "host") */
+	char fabric_port[32];     /**< ports[].name of the fabric side */
+	uint64_t link_bps;        /**< shaped rate toward the fabric, wire bits/s (required) */
+	uint32_t max_flows;       /**< flow table size per lcore, default 262144 */
+	uint32_t flow_idle_ms;    /**< a flow idle this long is forgotten, default 30000 */
+	uint32_t pace_max_delay_us; /**< a paced packet due later than this is dropped,
+				     *   default 10000 */
+	uint32_t wheel_slots;     /**< pacing wheel slots, power of two, default 65536 */
+	uint32_t mbufs;           /**< frames the data path may hold (wheel, slice
+				   *   queues), default 16384 */
+	uint32_t wheel_slot_ns;   /**< slot width (rounded to a power of two of TSC
+				   *   ticks), default 100 */
+	char policy_file[256];    /**< state file: policy saved on every change and
+				   *   restored at start, default
+				   *   /var/lib/lockstep/<node>.policy.json, "" = none */
+	struct ls_policy *policy; /**< initial policy (malloc'd; used when the state
+				   *   file does not exist yet) */
 };
 
 /** Probe defaults (per peer overrides below). */
@@ -175,6 +205,7 @@ struct ls_config {
 	struct ls_conf_capture capture;      /**< capture */
 	struct ls_conf_sync sync;            /**< clock synchronisation */
 	char log_level[16];                  /**< "error".."debug", default "info" */
+	struct ls_conf_bridge bridge;        /**< data path (bridge.enabled) */
 };
 
 /**

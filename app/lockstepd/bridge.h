@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The data path (bridge.c) and its control (bridge_ctl.c): lockstepd as a
+ * bump in the wire between a host port and a fabric port. See bridge.c for
+ * the burst loop and docs/datapath.md for the design.
+ *
+ * Ownership: the lcore that polls both ports owns struct lsd_bridge (flow
+ * table, pacing wheel, slice scheduler, counters). The control thread reads
+ * counters and flow lines with plain loads (a view may be torn between two
+ * counters, never unsafe: the memory lives as long as the daemon) and
+ * changes policy only through LSD_MSG_POLICY on the lcore's ring.
+ */
+#ifndef LSD_BRIDGE_H
+#define LSD_BRIDGE_H
+
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "lockstepd.h"
+#include "ls_flow.h"
+#include "ls_policy.h"
+#include "ls_slice.h"
+#include "ls_wheel.h"
+
+struct ls_ctl;
+
+/* Data-path counters (written by the bridge lcore only). One list gives the
+ * fields and their names in `bridge` replies. */
+#define LSD_BRIDGE_COUNTERS(X) \
+	X(rx_host)          /* frames from the host port */ \
+	X(rx_fabric)        /* frames from the fabric port for the host */ \
+	X(tx_fabric)        /* frames sent to the fabric */ \
+	X(tx_host)          /* frames sent to the host */ \
+	X(not_ip)           /* passed untouched: ARP, LLDP, other EtherTypes */ \
+	X(bad_ip)           /* IP headers that make no sense: passed untouched */ \
+	X(flows_new)        /* flows added */ \
+	X(flows_full)       /* flow table full: frame passed unmanaged */ \
+	X(flows_full_fabric) /* fabric-side flow not added: table 3/4 full */ \
+	X(flows_aged)       /* flows forgotten after flow_idle_ms */ \
+	X(paced)            /* frames held in the pacing wheel */ \
+	X(pace_drops)       /* frames due later than pace_max_delay_us: dropped */ \
+	X(wheel_full)       /* pacing wheel full: dropped */ \
+	X(slice_drops)      /* slice queue full: dropped */ \
+	X(tx_drops_fabric)  /* fabric TX queue full: dropped */ \
+	X(tx_drops_host)    /* host TX queue full: dropped */ \
+	X(steered)          /* frames whose entropy was rewritten */ \
+	X(ce_from_host)     /* CE-marked frames from the host */ \
+	X(ce_from_fabric)   /* CE-marked frames from the fabric */ \
+	X(multi_seg)        /* chained mbufs forwarded (jumbo) */ \
+	X(reclassified)     /* flows classified again after a policy change */
+
+struct lsd_bridge_stats {
+#define X(n) uint64_t n;
+	LSD_BRIDGE_COUNTERS(X)
+#undef X
+};
+
+struct lsd_bridge {
+	struct lsd_port *host, *fab;
+	struct ls_flow_table *flows;
+	struct ls_wheel *wheel;
+	struct ls_slice_sched *sched;       /* toward the fabric */
+	const struct ls_policy *policy;     /* current; swapped by LSD_MSG_POLICY */
+	/* per scheduler slice index: */
+	uint64_t slice_tpb[LS_SLICE_MAX];   /* per-flow pacing, ticks/byte 32.32 */
+	int16_t slice_pol[LS_SLICE_MAX];    /* its policy slice, -1 when unused */
+	uint16_t def_slice;                 /* scheduler index of "default" */
+	uint64_t hz;
+	uint64_t max_delay;                 /* pace_max_delay_us in ticks */
+	uint64_t ms_div;                    /* ticks per ms (flow ageing clock) */
+	uint64_t next_age;                  /* tsc of the next ageing step */
+	uint32_t fabric_flow_max;           /* fabric-side flows stop here */
+	uint16_t sport_base, n_paths;
+	uint16_t gen;                       /* policy generation: bumped by each change */
+	struct lsd_bridge_stats st;
+};
+
+extern struct lsd_bridge *lsd_bridges[RTE_MAX_LCORE];
+
+/* bridge.c (lcore) */
+int lsd_bridge_init(void);
+void lsd_bridge_fini(void);
+/* One pass of the bridge lcore: both ports' bursts, the wheel, the slices. */
+void lsd_bridge_poll(struct lsd_lcore *lc, struct lsd_bridge *b, unsigned int *work);
+/* Apply a new policy (LSD_MSG_POLICY). */
+int lsd_bridge_apply(struct lsd_bridge *b, const struct ls_policy *pol);
+
+/* bridge_ctl.c (control thread) */
+/* The starting policy: the state file's, else the config's; NULL on error. */
+const struct ls_policy *lsd_bridge_policy_initial(void);
+int lsd_bridge_register(struct ls_ctl *ctl);
+void lsd_bridge_ctl_fini(void);
+json_t *lsd_bridge_status_json(void);
+
+#endif /* LSD_BRIDGE_H */

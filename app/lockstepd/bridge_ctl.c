@@ -1,0 +1,417 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The data path's control: its commands (bridge, flows, slices, policy,
+ * slice.set/del, flow.policy/flow.policy.del), and the policy's life cycle.
+ *
+ * A policy change is made on a copy: checked, saved atomically to the state
+ * file, then handed to the bridge lcore (LSD_MSG_POLICY) which swaps it in
+ * and marks the message done; only then is the old copy freed. If the save
+ * fails nothing changes, so what runs is always what a restart restores.
+ * At start the state file wins over the config's bridge.policy (the
+ * operator's last word), and a broken state file stops the daemon with
+ * file, key and reason rather than running on a policy nobody set.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+
+#include "bridge.h"
+#include "ls_ctl.h"
+
+static struct {
+	struct ls_policy *cur;      /* what the lcore runs (control's copy) */
+	unsigned int lcore;
+} bctl;
+
+static void
+mkdir_parent(const char *file)
+{
+	char dir[sizeof(lsd.cfg.bridge.policy_file)];
+	char *slash;
+
+	snprintf(dir, sizeof(dir), "%s", file);
+	slash = strrchr(dir, '/');
+	if (slash == NULL || slash == dir)
+		return;
+	*slash = '\0';
+	if (mkdir(dir, 0750) < 0 && errno != EEXIST)
+		LSD_LOG(WARNING, "bridge: cannot create %s: %s", dir, strerror(errno));
+}
+
+/* The policy the daemon starts with: the state file's, else the config's.
+ * Exits the daemon on a state file that cannot be read. */
+const struct ls_policy *
+lsd_bridge_policy_initial(void)
+{
+	const char *file = lsd.cfg.bridge.policy_file;
+	char err[LS_ERR_LEN];
+	struct ls_policy *p = malloc(sizeof(*p));
+	int rc = -ENOENT;
+
+	if (p == NULL)
+		return NULL;
+	if (file[0] != '\0')
+		rc = ls_policy_load(file, p, err, sizeof(err));
+	if (rc == 0) {
+		LSD_LOG(INFO, "bridge: policy from %s (%u slices, %u flow rules)", file,
+		       p->n_slices, p->n_rules);
+	} else if (rc == -ENOENT) {
+		*p = *lsd.cfg.bridge.policy;
+	} else {
+		LSD_LOG(ERR, "bridge: %s", err);
+		free(p);
+		return NULL;
+	}
+	bctl.cur = p;
+	return p;
+}
+
+/* Save and hand over next; on success it becomes the current policy. */
+static int
+policy_commit(struct ls_ctl_req *req, struct ls_policy *next)
+{
+	const char *file = lsd.cfg.bridge.policy_file;
+	struct lsd_msg msg = {.type = LSD_MSG_POLICY, .ptr = next};
+	char err[LS_ERR_LEN];
+	int rc;
+
+	if (ls_policy_finish(next) < 0) {
+		free(next);
+		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "no room for the default slice");
+		return -ENOSPC;
+	}
+	if (file[0] != '\0') {
+		mkdir_parent(file);
+		rc = ls_policy_save(next, file, err, sizeof(err));
+		if (rc < 0) {
+			free(next);
+			ls_ctl_reply_error(req, LS_CTL_E_INTERNAL, "policy not changed: %s", err);
+			return rc;
+		}
+	}
+	rc = lsd_msg_send(bctl.lcore, &msg);
+	if (rc < 0 || msg.result < 0) {
+		/* on a time-out the lcore may still take it: never free it then */
+		if (rc != -ETIMEDOUT)
+			free(next);
+		ls_ctl_reply_error(req, LS_CTL_E_INTERNAL, "data path did not take the policy: %s",
+				   strerror(rc < 0 ? -rc : -msg.result));
+		return rc < 0 ? rc : msg.result;
+	}
+	free(bctl.cur);
+	bctl.cur = next;
+	return 0;
+}
+
+static struct ls_policy *
+policy_copy(struct ls_ctl_req *req)
+{
+	struct ls_policy *p = malloc(sizeof(*p));
+
+	if (p == NULL)
+		ls_ctl_reply_error(req, LS_CTL_E_INTERNAL, "out of memory");
+	else
+		*p = *bctl.cur;
+	return p;
+}
+
+static bool
+bridge_on(struct ls_ctl_req *req)
+{
+	if (bctl.cur != NULL)
+		return true;
+	ls_ctl_reply_error(req, LS_CTL_E_NOT_FOUND, "no data path (no \"bridge\" in the config)");
+	return false;
+}
+
+static void
+cmd_slice_set(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
+{
+	struct ls_jsonv jv;
+	struct ls_policy_slice s;
+	struct ls_policy *next;
+	char err[LS_ERR_LEN];
+	int i;
+
+	if (!bridge_on(req))
+		return;
+	jv = (struct ls_jsonv){.err = err, .errlen = sizeof(err)};
+	if (ls_policy_slice_from_json(args, &jv, "args", &s) < 0) {
+		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "%s", err);
+		return;
+	}
+	next = policy_copy(req);
+	if (next == NULL)
+		return;
+	i = ls_policy_slice_index(next, s.conf.name);
+	if (i < 0 && next->n_slices >= LS_SLICE_MAX) {
+		free(next);
+		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "slice table full (%d)", LS_SLICE_MAX);
+		return;
+	}
+	if (i < 0) {
+		/* before "default", which matches everything */
+		i = ls_policy_slice_index(next, "default");
+		memmove(&next->slices[i + 1], &next->slices[i],
+			sizeof(next->slices[0]) * (next->n_slices - (uint32_t)i));
+		next->n_slices++;
+	}
+	next->slices[i] = s;
+	if (policy_commit(req, next) == 0) {
+		LSD_LOG(INFO, "bridge: slice %s set", s.conf.name);
+		ls_ctl_reply_ok(req, ls_policy_slice_to_json(&s));
+	}
+}
+
+static void
+cmd_slice_del(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
+{
+	struct ls_policy *next;
+	const char *name;
+	int i;
+
+	if (!bridge_on(req) || ls_ctl_arg_str(req, args, "name", "slice name", &name) < 0)
+		return;
+	if (strcmp(name, "default") == 0) {
+		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.name: \"default\" cannot be removed");
+		return;
+	}
+	i = ls_policy_slice_index(bctl.cur, name);
+	if (i < 0) {
+		ls_ctl_reply_error(req, LS_CTL_E_NOT_FOUND, "no slice named \"%s\"", name);
+		return;
+	}
+	for (uint32_t r = 0; r < bctl.cur->n_rules; r++)
+		if (strcmp(bctl.cur->rules[r].slice, name) == 0) {
+			ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "flow rule \"%s\" puts flows in it",
+					   bctl.cur->rules[r].name);
+			return;
+		}
+	next = policy_copy(req);
+	if (next == NULL)
+		return;
+	memmove(&next->slices[i], &next->slices[i + 1],
+		sizeof(next->slices[0]) * (next->n_slices - (uint32_t)i - 1));
+	next->n_slices--;
+	if (policy_commit(req, next) == 0) {
+		LSD_LOG(INFO, "bridge: slice %s removed", name);
+		ls_ctl_reply_ok(req, json_pack("{ss}", "name", name));
+	}
+}
+
+static void
+cmd_flow_policy(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
+{
+	struct ls_policy_rule r;
+	struct ls_policy *next;
+	struct ls_jsonv jv;
+	char err[LS_ERR_LEN];
+	int i;
+
+	if (!bridge_on(req))
+		return;
+	jv = (struct ls_jsonv){.err = err, .errlen = sizeof(err)};
+	if (ls_policy_rule_from_json(args, &jv, "args", &r) < 0) {
+		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "%s", err);
+		return;
+	}
+	if (r.slice[0] != '\0' && ls_policy_slice_index(bctl.cur, r.slice) < 0) {
+		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.slice: no slice \"%s\"", r.slice);
+		return;
+	}
+	next = policy_copy(req);
+	if (next == NULL)
+		return;
+	i = ls_policy_rule_index(next, r.name);
+	if (i < 0) {
+		if (next->n_rules >= LS_POLICY_MAX_RULES) {
+			free(next);
+			ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "rule table full (%d)",
+					   LS_POLICY_MAX_RULES);
+			return;
+		}
+		i = (int)next->n_rules++;
+	}
+	next->rules[i] = r;
+	if (policy_commit(req, next) == 0) {
+		LSD_LOG(INFO, "bridge: flow rule %s set", r.name);
+		ls_ctl_reply_ok(req, json_pack("{ss si}", "name", r.name, "index", i));
+	}
+}
+
+static void
+cmd_flow_policy_del(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
+{
+	struct ls_policy *next;
+	const char *name;
+	int i;
+
+	if (!bridge_on(req) || ls_ctl_arg_str(req, args, "name", "rule name", &name) < 0)
+		return;
+	i = ls_policy_rule_index(bctl.cur, name);
+	if (i < 0) {
+		ls_ctl_reply_error(req, LS_CTL_E_NOT_FOUND, "no flow rule named \"%s\"", name);
+		return;
+	}
+	next = policy_copy(req);
+	if (next == NULL)
+		return;
+	memmove(&next->rules[i], &next->rules[i + 1],
+		sizeof(next->rules[0]) * (next->n_rules - (uint32_t)i - 1));
+	next->n_rules--;
+	if (policy_commit(req, next) == 0)
+		ls_ctl_reply_ok(req, json_pack("{ss}", "name", name));
+}
+
+static void
+cmd_policy(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_unused)
+{
+	if (!bridge_on(req))
+		return;
+	ls_ctl_reply_ok(req, ls_policy_to_json(bctl.cur));
+}
+
+static json_t *
+counters_json(const struct lsd_bridge_stats *st)
+{
+	json_t *o = json_object();
+
+#define X(n) json_object_set_new(o, #n, json_integer((json_int_t)__atomic_load_n(&st->n, __ATOMIC_RELAXED)));
+	LSD_BRIDGE_COUNTERS(X)
+#undef X
+	return o;
+}
+
+/* Frames from the host the data path holds now (gauges, not counters): in
+ * the pacing wheel and on the slice queues. With them the host side adds
+ * up at any moment:
+ *   rx_host = tx_fabric + pace_drops + wheel_full + slice_drops
+ *             + tx_drops_fabric + held.wheel + held.slices
+ * (read while the lcore runs, the terms may be a burst apart). */
+static json_t *
+held_json(const struct lsd_bridge *b)
+{
+	struct ls_wheel_stats ws;
+	uint64_t q = 0;
+
+	ls_wheel_stats(b->wheel, &ws);
+	for (unsigned int s = 0; s < ls_slice_count(b->sched); s++) {
+		struct ls_slice_stats st;
+
+		if (ls_slice_get(b->sched, s, NULL, &st) == 0)
+			q += st.backlog;
+	}
+	return json_pack("{sI sI}", "wheel", (json_int_t)ws.held, "slices", (json_int_t)q);
+}
+
+/* The port's own view: frames the PMD could not take (no mbuf, ring full)
+ * never reach the data path's counters. */
+static json_t *
+port_json(const struct lsd_port *p)
+{
+	struct rte_eth_stats s;
+
+	if (rte_eth_stats_get(p->port_id, &s) != 0)
+		return json_null();
+	return json_pack("{sI sI sI sI sI}", "rx", (json_int_t)s.ipackets,
+			 "tx", (json_int_t)s.opackets, "rx_missed", (json_int_t)s.imissed,
+			 "rx_nombuf", (json_int_t)s.rx_nombuf, "tx_errors", (json_int_t)s.oerrors);
+}
+
+json_t *
+lsd_bridge_status_json(void)
+{
+	const struct lsd_bridge *b = lsd_bridges[bctl.lcore];
+
+	if (b == NULL)
+		return json_null();
+	return json_pack("{ss ss si sI sI sI so so so so}", "host_port", b->host->conf->name,
+			 "fabric_port", b->fab->conf->name, "lcore", (int)bctl.lcore,
+			 "flows", (json_int_t)ls_flow_count(b->flows),
+			 "flow_table_bytes", (json_int_t)ls_flow_table_bytes(b->flows),
+			 "link_bps", (json_int_t)lsd.cfg.bridge.link_bps,
+			 "counters", counters_json(&b->st), "held", held_json(b),
+			 "host", port_json(b->host), "fabric", port_json(b->fab));
+}
+
+static void
+cmd_bridge(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_unused)
+{
+	if (!bridge_on(req))
+		return;
+	ls_ctl_reply_ok(req, lsd_bridge_status_json());
+}
+
+static void
+cmd_slices(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_unused)
+{
+	const struct lsd_bridge *b = lsd_bridges[bctl.lcore];
+	json_t *a;
+
+	if (!bridge_on(req))
+		return;
+	a = json_array();
+	for (unsigned int s = 0; s < ls_slice_count(b->sched); s++) {
+		struct ls_slice_conf c;
+		struct ls_slice_stats st;
+		int pi = b->slice_pol[s];
+		json_t *o;
+
+		if (pi < 0 || ls_slice_get(b->sched, s, &c, &st) < 0)
+			continue;
+		o = ls_policy_slice_to_json(&bctl.cur->slices[pi]);
+		json_object_set_new(o, "stats", json_pack(
+			"{sI sI sI sI sI sI sI sI si}", "enq_pkts", (json_int_t)st.enq_pkts,
+			"enq_bytes", (json_int_t)st.enq_bytes, "sent_pkts", (json_int_t)st.deq_pkts,
+			"sent_bytes", (json_int_t)st.deq_bytes, "drops", (json_int_t)st.drops,
+			"sent_priority", (json_int_t)st.sent_prio, "sent_min", (json_int_t)st.sent_min,
+			"sent_excess", (json_int_t)st.sent_excess, "backlog", (int)st.backlog));
+		json_array_append_new(a, o);
+	}
+	ls_ctl_reply_ok(req, a);
+}
+
+void lsd_flows_cmd(struct ls_ctl_req *req, json_t *args, void *aux);
+
+int
+lsd_bridge_register(struct ls_ctl *ctl)
+{
+	int rc = 0;
+
+	if (!lsd.cfg.bridge.enabled)
+		return 0;
+	bctl.lcore = lsd.ports[ls_config_port_index(&lsd.cfg, lsd.cfg.bridge.fabric_port)].lcore;
+	/* slice.set and flow.policy take a whole object that lib/policy checks
+	 * key by key (its messages name the key path): no key list here */
+	rc |= ls_ctl_register_keys(ctl, "bridge", "", "data path ports, flow count and "
+				   "counters", "", cmd_bridge, NULL);
+	rc |= ls_ctl_register_keys(ctl, "flows", "[top N] [by bytes|pkts|ce|drops|rate] "
+				   "[dir host|fabric]", "the busiest flows", "top by dir",
+				   lsd_flows_cmd, NULL);
+	rc |= ls_ctl_register_keys(ctl, "slices", "", "slices: shares and counters", "",
+				   cmd_slices, NULL);
+	rc |= ls_ctl_register_keys(ctl, "policy", "", "the data-path policy (slices and flow "
+				   "rules)", "", cmd_policy, NULL);
+	rc |= ls_ctl_register(ctl, "slice.set", "name [min_bps] [max_bps] [min_pps] [max_pps] "
+			      "[weight] [latency] [qlen] [flow_bps] [match] [path]",
+			      "add or change a slice (saved)", cmd_slice_set, NULL);
+	rc |= ls_ctl_register_keys(ctl, "slice.del", "name", "remove a slice (its flows go to "
+				   "default; saved)", "name", cmd_slice_del, NULL);
+	rc |= ls_ctl_register(ctl, "flow.policy", "name [match] [path] [slice]",
+			      "add or change a flow rule (saved)", cmd_flow_policy, NULL);
+	rc |= ls_ctl_register_keys(ctl, "flow.policy.del", "name", "remove a flow rule (saved)",
+				   "name", cmd_flow_policy_del, NULL);
+	return rc < 0 ? -EINVAL : 0;
+}
+
+void
+lsd_bridge_ctl_fini(void)
+{
+	free(bctl.cur);
+	bctl.cur = NULL;
+}

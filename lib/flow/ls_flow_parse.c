@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Frame parsing for the data path: just enough to find a frame's flow, its
+ * ECN bits and the fields steering rewrites. Unlike lib/pkt (which checks
+ * everything addressed to lockstepd itself) this does not verify checksums:
+ * the data path forwards what the host sends and what the fabric delivers,
+ * so a frame it cannot make sense of is passed on untouched, never dropped
+ * here. Reads stay inside len whatever the frame claims.
+ */
+#include <string.h>
+
+#include "ls_flow.h"
+
+#define ETH_HLEN 14
+#define ET_IPV4 0x0800
+#define ET_IPV6 0x86dd
+#define ET_VLAN 0x8100
+#define ET_QINQ 0x88a8
+#define P_TCP 6
+#define P_UDP 17
+#define BTH_LEN 12
+
+static inline uint16_t
+rd16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+/* Fill the L4 part of the key and the RoCEv2 fields. */
+static void
+parse_l4(const uint8_t *f, uint32_t len, uint32_t l4, uint32_t l3_end,
+	 struct ls_flow_pkt *o)
+{
+	struct ls_flow_key *k = &o->key;
+
+	if (!o->first_frag)
+		return;
+	if (k->proto == P_TCP && l4 + 20 <= len && l4 + 20 <= l3_end) {
+		o->l4_off = (uint16_t)l4;
+		memcpy(&k->sport, f + l4, 2);
+		memcpy(&k->dport, f + l4 + 2, 2);
+		k->qp_label = 0;
+		o->kind = LS_FLOW_K_TCP;
+	} else if (k->proto == P_UDP && l4 + 8 <= len && l4 + 8 <= l3_end) {
+		o->l4_off = (uint16_t)l4;
+		memcpy(&k->sport, f + l4, 2);
+		memcpy(&k->dport, f + l4 + 2, 2);
+		k->qp_label = 0;
+		o->kind = LS_FLOW_K_UDP;
+		if (rd16(f + l4 + 2) == LS_FLOW_ROCE_PORT && l4 + 8 + BTH_LEN <= len &&
+		    l4 + 8 + BTH_LEN <= l3_end) {
+			const uint8_t *bth = f + l4 + 8;
+
+			o->bth_off = (uint16_t)(l4 + 8);
+			o->bth_opcode = bth[0];
+			k->sport = 0;
+			/* destination QP: 24 bits after the reserved byte */
+			memcpy(&k->qp_label, bth + 4, 4);
+			((uint8_t *)&k->qp_label)[0] = 0;
+			o->kind = LS_FLOW_K_ROCE;
+		}
+	}
+}
+
+static int
+parse_v4(const uint8_t *f, uint32_t len, uint32_t l3, struct ls_flow_pkt *o)
+{
+	const uint8_t *ip = f + l3;
+	uint32_t ihl, tot;
+	uint16_t frag;
+
+	if (l3 + 20 > len)
+		return LS_FLOW_ERR_TRUNC;
+	ihl = (uint32_t)(ip[0] & 0x0f) * 4;
+	tot = rd16(ip + 2);
+	if ((ip[0] >> 4) != 4 || ihl < 20 || tot < ihl)
+		return LS_FLOW_ERR_L3;
+	if (l3 + ihl > len)
+		return LS_FLOW_ERR_TRUNC;
+	o->key.family = 4;
+	o->key.src[10] = o->key.src[11] = 0xff;
+	o->key.dst[10] = o->key.dst[11] = 0xff;
+	memcpy(&o->key.src[12], ip + 12, 4);
+	memcpy(&o->key.dst[12], ip + 16, 4);
+	o->key.proto = ip[9];
+	o->dscp = ip[1] >> 2;
+	o->ecn = ip[1] & 3;
+	o->l3_len = (uint16_t)tot;
+	frag = rd16(ip + 6);
+	o->first_frag = (frag & 0x1fff) == 0;
+	parse_l4(f, len, l3 + ihl, l3 + tot, o);
+	return LS_FLOW_IP;
+}
+
+/* IPv6: extension headers are not walked; a next header that is neither
+ * TCP nor UDP is an "other" flow keyed by addresses, protocol and label. */
+static int
+parse_v6(const uint8_t *f, uint32_t len, uint32_t l3, struct ls_flow_pkt *o)
+{
+	const uint8_t *ip = f + l3;
+	uint32_t vtcfl;
+
+	if (l3 + 40 > len)
+		return LS_FLOW_ERR_TRUNC;
+	if ((ip[0] >> 4) != 6)
+		return LS_FLOW_ERR_L3;
+	vtcfl = (uint32_t)ip[0] << 24 | (uint32_t)ip[1] << 16 | (uint32_t)ip[2] << 8 | ip[3];
+	o->key.family = 6;
+	memcpy(o->key.src, ip + 8, 16);
+	memcpy(o->key.dst, ip + 24, 16);
+	o->key.proto = ip[6];
+	o->dscp = (uint8_t)((vtcfl >> 22) & 0x3f);
+	o->ecn = (uint8_t)((vtcfl >> 20) & 3);
+	o->label = vtcfl & 0xfffff;
+	o->l3_len = (uint16_t)(40 + rd16(ip + 4));
+	o->first_frag = 1;
+	o->key.qp_label = __builtin_bswap32(o->label);
+	parse_l4(f, len, l3 + 40, l3 + 40 + rd16(ip + 4), o);
+	return LS_FLOW_IP;
+}
+
+int
+ls_flow_parse(const uint8_t *f, uint32_t len, struct ls_flow_pkt *o)
+{
+	uint32_t l3 = ETH_HLEN;
+	uint16_t et;
+
+	memset(o, 0, sizeof(*o));
+	if (len < ETH_HLEN)
+		return LS_FLOW_NOT_IP;
+	et = rd16(f + 12);
+	if (et == ET_VLAN || et == ET_QINQ) {
+		if (len < ETH_HLEN + 4)
+			return LS_FLOW_NOT_IP;
+		o->vlan_off = 12;
+		o->pcp = f[14] >> 5;
+		o->key.vid = __builtin_bswap16(rd16(f + 14) & 0x0fff);
+		et = rd16(f + 16);
+		l3 += 4;
+	}
+	o->l3_off = (uint16_t)l3;
+	if (et == ET_IPV4)
+		return parse_v4(f, len, l3, o);
+	if (et == ET_IPV6)
+		return parse_v6(f, len, l3, o);
+	return LS_FLOW_NOT_IP;
+}

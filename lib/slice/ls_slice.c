@@ -1,0 +1,452 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The slice scheduler (see ls_slice.h for the service order and why).
+ *
+ * Token buckets count bytes * 8 * hz (or packets * hz) so that one clock tick
+ * adds exactly rate tokens: refilling is a multiply, charging an add. Buckets
+ * refill once per dequeue call for every slice (at most LS_SLICE_MAX, a few
+ * cache lines), not per packet. A bucket with rate 0 is "unlimited" when it
+ * is a maximum and "empty" when it is a minimum.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ls_slice.h"
+
+#define QUANTUM 2048              /* DRR bytes per unit of weight and visit */
+
+struct bucket {
+	uint64_t rate;     /* tokens per tick (bits/s or packets/s) */
+	uint64_t cap;      /* depth in tokens */
+	uint64_t tokens;
+};
+
+struct slice {
+	bool used;
+	struct ls_slice_conf conf;
+	struct ls_slice_stats st;
+	struct bucket min_b, min_p, max_b, max_p;
+	uint64_t deficit;
+	uint32_t head, tail, mask;  /* FIFO of (obj, len), head/tail free-running */
+	void **obj;
+	uint32_t *len;
+};
+
+struct ls_slice_sched {
+	uint64_t hz, last;
+	uint32_t overhead, burst_bytes, burst_pkts;
+	struct bucket link;
+	unsigned int n;             /* one past the highest used index */
+	unsigned int rr, drr;       /* round-robin positions, phases 2 and 3 */
+	bool drr_fresh;             /* drr's slice got its quantum this visit */
+	struct slice sl[LS_SLICE_MAX];
+};
+
+int
+ls_slice_conf_check(const struct ls_slice_conf *c, const char **why)
+{
+	const char *w = NULL;
+
+	if (c->name[0] == '\0' || memchr(c->name, '\0', LS_SLICE_NAME_LEN) == NULL)
+		w = "name must be 1..31 characters";
+	else if (c->max_bps != 0 && c->min_bps > c->max_bps)
+		w = "min_bps above max_bps";
+	else if (c->max_pps != 0 && c->min_pps > c->max_pps)
+		w = "min_pps above max_pps";
+	else if (c->weight < 1 || c->weight > 1000)
+		w = "weight must be 1..1000";
+	else if (c->qlen < 16 || c->qlen > 65536 || (c->qlen & (c->qlen - 1)) != 0)
+		w = "qlen must be a power of two, 16..65536";
+	if (why != NULL)
+		*why = w;
+	return w == NULL ? 0 : -EINVAL;
+}
+
+static void
+bucket_init(struct bucket *b, uint64_t rate, uint64_t cap)
+{
+	b->rate = rate;
+	b->cap = cap;
+	b->tokens = cap;
+}
+
+static void
+bucket_fill(struct bucket *b, uint64_t dt)
+{
+	if (b->rate == 0)
+		return;
+	if (dt >= (b->cap - b->tokens) / b->rate + 1)
+		b->tokens = b->cap;
+	else
+		b->tokens += dt * b->rate;
+}
+
+/* A maximum: rate 0 is no limit. */
+static inline bool
+max_ok(const struct bucket *b, uint64_t cost)
+{
+	return b->rate == 0 || b->tokens >= cost;
+}
+
+static inline void
+charge(struct bucket *b, uint64_t cost)
+{
+	if (b->rate != 0)
+		b->tokens = b->tokens > cost ? b->tokens - cost : 0;
+}
+
+struct ls_slice_sched *
+ls_slice_create(const struct ls_slice_params *p)
+{
+	struct ls_slice_sched *s;
+
+	if (p == NULL || p->hz == 0 || p->link_bps == 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	s = calloc(1, sizeof(*s));
+	if (s == NULL)
+		return NULL;
+	s->hz = p->hz;
+	s->last = p->now;
+	s->overhead = p->overhead ? p->overhead : LS_SLICE_OVERHEAD;
+	s->burst_bytes = p->burst_bytes ? p->burst_bytes : 16384;
+	s->burst_pkts = p->burst_pkts ? p->burst_pkts : 32;
+	bucket_init(&s->link, p->link_bps, (uint64_t)s->burst_bytes * 8 * s->hz);
+	return s;
+}
+
+void
+ls_slice_free(struct ls_slice_sched *s)
+{
+	if (s == NULL)
+		return;
+	for (unsigned int i = 0; i < LS_SLICE_MAX; i++) {
+		free(s->sl[i].obj);
+		free(s->sl[i].len);
+	}
+	free(s);
+}
+
+int
+ls_slice_set_link(struct ls_slice_sched *s, uint64_t link_bps)
+{
+	if (link_bps == 0)
+		return -EINVAL;
+	s->link.rate = link_bps;
+	return 0;
+}
+
+/* (Re)build a slice's buckets from its conf. Depths: the scheduler's burst,
+ * so a slice idle for a while may send one burst at once, never more. */
+static void
+slice_buckets(const struct ls_slice_sched *s, struct slice *sl)
+{
+	uint64_t cb = (uint64_t)s->burst_bytes * 8 * s->hz;
+	uint64_t cp = (uint64_t)s->burst_pkts * s->hz;
+
+	bucket_init(&sl->min_b, sl->conf.min_bps, cb);
+	bucket_init(&sl->min_p, sl->conf.min_pps, cp);
+	bucket_init(&sl->max_b, sl->conf.max_bps, cb);
+	bucket_init(&sl->max_p, sl->conf.max_pps, cp);
+}
+
+int
+ls_slice_find(const struct ls_slice_sched *s, const char *name)
+{
+	for (unsigned int i = 0; i < s->n; i++)
+		if (s->sl[i].used && strcmp(s->sl[i].conf.name, name) == 0)
+			return (int)i;
+	return -ENOENT;
+}
+
+static int
+slice_alloc_queue(struct slice *sl, uint32_t qlen)
+{
+	void **o = malloc(sizeof(*o) * qlen);
+	uint32_t *l = malloc(sizeof(*l) * qlen);
+
+	if (o == NULL || l == NULL) {
+		free(o);
+		free(l);
+		return -ENOMEM;
+	}
+	free(sl->obj);
+	free(sl->len);
+	sl->obj = o;
+	sl->len = l;
+	sl->mask = qlen - 1;
+	sl->head = sl->tail = 0;
+	return 0;
+}
+
+int
+ls_slice_set(struct ls_slice_sched *s, const struct ls_slice_conf *c)
+{
+	int idx = ls_slice_find(s, c->name);
+	struct slice *sl;
+	int rc;
+
+	if (ls_slice_conf_check(c, NULL) != 0)
+		return -EINVAL;
+	if (idx < 0) {
+		for (idx = 0; idx < LS_SLICE_MAX && s->sl[idx].used; idx++)
+			;
+		if (idx == LS_SLICE_MAX)
+			return -ENOSPC;
+		sl = &s->sl[idx];
+		memset(&sl->st, 0, sizeof(sl->st));
+		sl->deficit = 0;
+		rc = slice_alloc_queue(sl, c->qlen);
+		if (rc < 0)
+			return rc;
+	} else {
+		sl = &s->sl[idx];
+		if (c->qlen != sl->conf.qlen) {
+			if (sl->tail != sl->head)
+				return -EBUSY;
+			rc = slice_alloc_queue(sl, c->qlen);
+			if (rc < 0)
+				return rc;
+		}
+	}
+	sl->conf = *c;
+	slice_buckets(s, sl);
+	sl->used = true;
+	if ((unsigned int)idx >= s->n)
+		s->n = (unsigned int)idx + 1;
+	return idx;
+}
+
+int
+ls_slice_del(struct ls_slice_sched *s, unsigned int idx)
+{
+	if (idx >= s->n || !s->sl[idx].used)
+		return -ENOENT;
+	if (s->sl[idx].tail != s->sl[idx].head)
+		return -EBUSY;
+	s->sl[idx].used = false;
+	while (s->n > 0 && !s->sl[s->n - 1].used)
+		s->n--;
+	return 0;
+}
+
+int
+ls_slice_enqueue(struct ls_slice_sched *s, unsigned int idx, void *obj, uint32_t len)
+{
+	struct slice *sl;
+
+	if (idx >= s->n || !s->sl[idx].used)
+		return -ENOENT;
+	sl = &s->sl[idx];
+	if (sl->tail - sl->head > sl->mask) {
+		sl->st.drops++;
+		return -ENOBUFS;
+	}
+	sl->obj[sl->tail & sl->mask] = obj;
+	sl->len[sl->tail & sl->mask] = len;
+	sl->tail++;
+	sl->st.enq_pkts++;
+	sl->st.enq_bytes += len;
+	return 0;
+}
+
+static void
+refill(struct ls_slice_sched *s, uint64_t now)
+{
+	uint64_t dt = now > s->last ? now - s->last : 0;
+
+	if (dt == 0)
+		return;
+	s->last = now;
+	bucket_fill(&s->link, dt);
+	for (unsigned int i = 0; i < s->n; i++) {
+		struct slice *sl = &s->sl[i];
+
+		if (!sl->used)
+			continue;
+		bucket_fill(&sl->min_b, dt);
+		bucket_fill(&sl->min_p, dt);
+		bucket_fill(&sl->max_b, dt);
+		bucket_fill(&sl->max_p, dt);
+	}
+}
+
+static inline uint64_t
+cost_bytes(const struct ls_slice_sched *s, uint32_t len)
+{
+	return (uint64_t)(len + s->overhead) * 8 * s->hz;
+}
+
+static inline bool
+backlogged(const struct slice *sl)
+{
+	return sl->used && sl->tail != sl->head;
+}
+
+static inline uint32_t
+head_len(const struct slice *sl)
+{
+	return sl->len[sl->head & sl->mask];
+}
+
+static inline bool
+under_max(const struct ls_slice_sched *s, const struct slice *sl)
+{
+	return max_ok(&sl->max_b, cost_bytes(s, head_len(sl))) &&
+	       max_ok(&sl->max_p, s->hz);
+}
+
+/* Under its guaranteed minimum: some minimum is set and every set one has
+ * the tokens for the head packet. */
+static inline bool
+under_min(const struct ls_slice_sched *s, const struct slice *sl)
+{
+	if (sl->min_b.rate == 0 && sl->min_p.rate == 0)
+		return false;
+	return max_ok(&sl->min_b, cost_bytes(s, head_len(sl))) &&
+	       max_ok(&sl->min_p, s->hz);
+}
+
+enum phase { PH_PRIO, PH_MIN, PH_EXCESS };
+
+/* Phase 3: deficit round robin by weight among slices under their max. */
+static int
+pick_excess(struct ls_slice_sched *s)
+{
+	unsigned int tries = s->n * (9216 / QUANTUM + 2);
+
+	for (; tries > 0; tries--) {
+		struct slice *sl;
+
+		if (s->drr >= s->n)
+			s->drr = 0;
+		sl = &s->sl[s->drr];
+		if (backlogged(sl) && under_max(s, sl)) {
+			if (!s->drr_fresh) {
+				sl->deficit += (uint64_t)sl->conf.weight * QUANTUM;
+				s->drr_fresh = true;
+			}
+			if (sl->deficit >= head_len(sl))
+				return (int)s->drr;
+		} else if (!backlogged(sl)) {
+			sl->deficit = 0;
+		}
+		s->drr++;
+		s->drr_fresh = false;
+	}
+	return -1;
+}
+
+static int
+pick(struct ls_slice_sched *s, enum phase *ph)
+{
+	unsigned int i;
+
+	for (i = 0; i < s->n; i++) {
+		struct slice *sl = &s->sl[i];
+
+		if (sl->conf.latency && backlogged(sl) && under_max(s, sl)) {
+			*ph = PH_PRIO;
+			return (int)i;
+		}
+	}
+	for (i = 0; i < s->n; i++) {
+		unsigned int k = (s->rr + i) % s->n;
+		struct slice *sl = &s->sl[k];
+
+		if (backlogged(sl) && under_min(s, sl) && under_max(s, sl)) {
+			s->rr = k + 1;
+			*ph = PH_MIN;
+			return (int)k;
+		}
+	}
+	*ph = PH_EXCESS;
+	return pick_excess(s);
+}
+
+static void *
+take(struct ls_slice_sched *s, struct slice *sl, enum phase ph)
+{
+	uint32_t len = head_len(sl);
+	uint64_t cb = cost_bytes(s, len);
+	void *obj = sl->obj[sl->head & sl->mask];
+
+	sl->head++;
+	charge(&s->link, cb);
+	charge(&sl->max_b, cb);
+	charge(&sl->max_p, s->hz);
+	if (ph != PH_EXCESS) {
+		charge(&sl->min_b, cb);
+		charge(&sl->min_p, s->hz);
+	}
+	if (ph == PH_EXCESS)
+		sl->deficit -= len;
+	sl->st.deq_pkts++;
+	sl->st.deq_bytes += len;
+	if (ph == PH_PRIO)
+		sl->st.sent_prio++;
+	else if (ph == PH_MIN)
+		sl->st.sent_min++;
+	else
+		sl->st.sent_excess++;
+	return obj;
+}
+
+unsigned int
+ls_slice_dequeue(struct ls_slice_sched *s, uint64_t now, void **out, unsigned int max)
+{
+	unsigned int got = 0;
+
+	refill(s, now);
+	while (got < max) {
+		enum phase ph;
+		int k = pick(s, &ph);
+
+		if (k < 0 || !max_ok(&s->link, cost_bytes(s, head_len(&s->sl[k]))))
+			break;
+		out[got++] = take(s, &s->sl[k], ph);
+	}
+	return got;
+}
+
+unsigned int
+ls_slice_drain(struct ls_slice_sched *s, unsigned int idx, void **out, unsigned int max)
+{
+	struct slice *sl;
+	unsigned int got = 0;
+
+	if (idx >= s->n || !s->sl[idx].used)
+		return 0;
+	sl = &s->sl[idx];
+	while (got < max && sl->tail != sl->head) {
+		out[got++] = sl->obj[sl->head & sl->mask];
+		sl->head++;
+	}
+	return got;
+}
+
+int
+ls_slice_get(const struct ls_slice_sched *s, unsigned int idx, struct ls_slice_conf *c,
+	     struct ls_slice_stats *st)
+{
+	const struct slice *sl;
+
+	if (idx >= s->n || !s->sl[idx].used)
+		return -ENOENT;
+	sl = &s->sl[idx];
+	if (c != NULL)
+		*c = sl->conf;
+	if (st != NULL) {
+		*st = sl->st;
+		st->backlog = sl->tail - sl->head;
+	}
+	return 0;
+}
+
+unsigned int
+ls_slice_count(const struct ls_slice_sched *s)
+{
+	return s->n;
+}

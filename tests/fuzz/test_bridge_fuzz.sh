@@ -1,0 +1,325 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# Bridge fuzz test: lockstepd as a bump in the wire between two net_pcap
+# ports, >= 100k hostile and valid frames into each side (gen_bridge_pcap.py:
+# flows of TCP/UDP/VXLAN/Geneve/RoCEv2 over IPv4/IPv6/VLAN, mutated; runts,
+# ARP, LLDP, broadcast, jumbo; on the fabric side also the probe path's mix
+# to lockstepd's own MAC), under a policy that paces some flows, caps a
+# slice, steers RoCEv2, tunnels and IPv6. Then:
+#
+#  - the daemon is alive, answers and shuts down cleanly;
+#  - host side, exactly (bridge counters, held = the `bridge` reply's gauges):
+#      rx_host = tx_fabric + pace_drops + wheel_full + slice_drops
+#                + tx_drops_fabric + held.wheel + held.slices
+#    and rx_host = frames in the host file = the PMD's count; not_ip and
+#    bad_ip are what a Python copy of ls_flow_parse finds in the file;
+#  - fabric side, exactly: port rx = status rx_pkts (frames to our MAC, the
+#    probe path) + rx_fabric, and rx_fabric = tx_host + tx_drops_host;
+#  - output files: HOSTOUT holds tx_host frames, FABOUT tx_fabric frames
+#    plus lockstepd's own (tx_probes + tx_replies + tx_arp + tx_nd);
+#  - frames the bridge may not change (not IP, bad IP, TCP, plain UDP over
+#    IPv4) come out byte for byte; steered ones differ only in the entropy
+#    field, with UDP checksum and ICRC as good as they came in (multisets);
+#    nothing comes out that did not go in: no amplification.
+#
+#   sudo tests/fuzz/test_bridge_fuzz.sh                   # from the repo root
+#   LS_BUILD=build-asan FUZZ_COUNT=200000 FUZZ_SEED=7 sudo -E tests/fuzz/test_bridge_fuzz.sh
+set -euo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+LS_BUILD=${LS_BUILD:-./build}
+DAEMON=$LS_BUILD/app/lockstepd/lockstepd
+PY=/usr/bin/python3
+FUZZ_COUNT=${FUZZ_COUNT:-110000}
+FUZZ_SEED=${FUZZ_SEED:-2525}
+MIN_DELIVERED=100000
+TMP=$(mktemp -d /tmp/ls-bfuzz.XXXXXX)
+SOCK=$TMP/ctl.sock
+DPID=
+PREFIX="ls-bfuzz$$"
+
+fail() { echo "test_bridge_fuzz: FAIL: $*" >&2; exit 1; }
+
+cleanup() {
+	local rc=$?
+	if [ -n "$DPID" ] && kill -0 "$DPID" 2>/dev/null; then
+		kill -KILL "$DPID" 2>/dev/null || true
+	fi
+	if [ $rc -ne 0 ] && [ -f "$TMP/daemon.log" ]; then
+		echo "---- lockstepd log (last 40 lines) ----" >&2
+		tail -n 40 "$TMP/daemon.log" >&2
+		echo "test_bridge_fuzz: reproduce with FUZZ_SEED=$FUZZ_SEED FUZZ_COUNT=$FUZZ_COUNT" >&2
+	fi
+	if [ $rc -ne 0 ] && [ -n "${FUZZ_KEEP:-}" ]; then
+		echo "test_bridge_fuzz: kept $TMP" >&2
+	else
+		rm -rf "$TMP"
+	fi
+	rm -rf "/var/run/dpdk/$PREFIX"
+	exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+ctl() {
+	"$LS_BUILD/tools/lockstepctl/lockstepctl" -s "$SOCK" call "$1" "${2:-{\}}"
+}
+
+[ "$(id -u)" = 0 ] || { echo "SKIP: must run as root (DPDK)"; exit 77; }
+[ -x "$DAEMON" ] || fail "no lockstepd at $DAEMON (set LS_BUILD)"
+
+HIN=$TMP/HOSTFUZZ.pcap
+FIN=$TMP/FABFUZZ.pcap
+HOUT=$TMP/HOSTOUT.pcap
+FOUT=$TMP/FABOUT.pcap
+read -r nhost nfab < <("$PY" "$HERE/gen_bridge_pcap.py" gen "$HIN" "$FIN" \
+	--count "$FUZZ_COUNT" --seed "$FUZZ_SEED")
+echo "test_bridge_fuzz: generated $nhost host and $nfab fabric frames (seed $FUZZ_SEED)"
+
+# The fabric port has gen_fuzz_pcap.py's addresses, so its probe-path mix
+# is addressed to lockstepd. link_bps is far above the replay rate: the
+# default slice never drops, so every untouched frame must come out.
+cat >"$TMP/bfuzz.json" <<EOF
+{
+  "node": {"name": "bfuzz", "id": 9},
+  "ports": [
+    {"name": "host", "role": "host", "dev": "net_pcap0,rx_pcap=$HIN,tx_pcap=$HOUT"},
+    {"name": "fab", "dev": "net_pcap1,rx_pcap=$FIN,tx_pcap=$FOUT",
+     "mac": "02:00:00:00:00:01", "ipv4": "10.9.0.1/24", "ipv6": "fd00:9::1/64"}
+  ],
+  "peers": [{"name": "n2", "addr": "10.9.0.2", "port": "fab"}],
+  "probe": {"interval_us": 10000, "paths": 4, "dst_port": 862, "src_port_base": 49152},
+  "reflector": {"rate_pps": 100000000, "burst": 1000000, "max_sources": 65536},
+  "bridge": {
+    "host_port": "host", "fabric_port": "fab", "link_bps": 100000000000,
+    "max_flows": 16384, "pace_max_delay_us": 2000, "mbufs": 1024, "policy_file": "",
+    "policy": {
+      "slices": [
+        {"name": "paced", "flow_bps": 500000, "match": {"proto": "tcp", "dport": 5201}},
+        {"name": "small", "max_bps": 1000000, "qlen": 16,
+         "match": {"proto": "udp", "dport": 9999}},
+        {"name": "roce", "weight": 4, "match": {"roce": true},
+         "path": {"mode": "spread", "paths": [0, 1, 2, 3]}},
+        {"name": "fast", "latency": true, "max_bps": 1000000000, "flow_bps": 200000000,
+         "match": {"dscp": [46]}}
+      ],
+      "flows": [
+        {"name": "v6pin", "match": {"dst": "fd20::/16"}, "path": {"mode": "pin", "paths": [2]}},
+        {"name": "vxlan", "match": {"proto": "udp", "dport": 4789},
+         "path": {"mode": "spread", "paths": [0, 1, 2, 3]}},
+        {"name": "geneve", "match": {"proto": "udp", "dport": 6081},
+         "path": {"mode": "avoid", "paths": [1]}, "slice": "roce"}
+      ]
+    }
+  },
+  "control": {"socket": "$SOCK"},
+  "idle": {"backoff": true},
+  "log": {"level": "info"}
+}
+EOF
+
+"$DAEMON" --no-pci --no-huge -m 1024 --file-prefix "$PREFIX" --lcores '0@(0,1)' \
+	-- --config "$TMP/bfuzz.json" >"$TMP/daemon.log" 2>&1 &
+DPID=$!
+
+# Counters as one line of JSON: {"status": ..., "bridge": ...}.
+snapshot() {
+	local st br
+	st=$(ctl status) && br=$(ctl bridge) && sl=$(ctl slices) &&
+		printf '{"status": %s, "bridge": %s, "slices": %s}\n' "$st" "$br" "$sl"
+}
+
+# While the input streams in, take the paced slice away and put it back
+# again and again: its queued frames move to "default", frames in the
+# pacing wheel come out for a slice that is gone (or whose index a new
+# slice took), flows are reclassified.
+PACED='{"name": "paced", "flow_bps": 500000, "match": {"proto": "tcp", "dport": 5201}}'
+(
+	for _ in $(seq 100); do
+		[ -e "$TMP/toggle.stop" ] && break
+		if ctl slice.del '{"name": "paced"}' >/dev/null 2>&1; then
+			echo del >>"$TMP/toggle.log"
+		fi
+		sleep 0.02
+		if ctl slice.set "$PACED" >/dev/null 2>&1; then
+			echo set >>"$TMP/toggle.log"
+		fi
+		sleep 0.05
+	done
+) &
+TOGGLE=$!
+
+# Done when both ports have delivered their whole file and the data path
+# holds nothing any more (the wheel and slice queues drain in ms) -- or
+# when nothing moves for 2 s.
+deadline=$((SECONDS + 180))
+last=
+stable=0
+while :; do
+	kill -0 "$DPID" 2>/dev/null || fail "lockstepd died while reading the fuzz input"
+	if snap=$(snapshot 2>/dev/null); then
+		state=$(echo "$snap" | "$PY" -c '
+import json, sys
+s = json.load(sys.stdin)
+b, p = s["bridge"], {q["name"]: q for q in s["status"]["ports"]}
+print(p["host"]["rx_pkts"], p["fab"]["rx_pkts"], b["held"]["wheel"] + b["held"]["slices"],
+      b["counters"]["tx_fabric"], b["counters"]["tx_host"])')
+		read -r hrx frx held _ _ <<<"$state"
+		[ "$hrx" -ge "$nhost" ] && [ "$frx" -ge "$nfab" ] && [ "$held" = 0 ] && break
+		if [ "$state" = "$last" ]; then
+			stable=$((stable + 1))
+			[ $stable -ge 4 ] && break
+		else
+			stable=0
+		fi
+		last=$state
+	fi
+	[ $SECONDS -lt $deadline ] || fail "timed out: host rx ${hrx:-?}/$nhost fabric rx ${frx:-?}/$nfab held ${held:-?}"
+	sleep 0.5
+done
+
+touch "$TMP/toggle.stop"
+wait "$TOGGLE" || true
+ntoggle=$(grep -c . "$TMP/toggle.log" 2>/dev/null || true)
+echo "test_bridge_fuzz: $ntoggle policy changes (slice.del / slice.set paced) during the input"
+ctl slice.set "$PACED" >/dev/null || fail "slice.set paced after the input"
+
+# lockstepd's own frames must be counted before the files are closed: stop
+# probing (no more probes, no more ARP for the peer), then take the last
+# snapshot once the counters stand still.
+ctl peer.del '{"name": "n2"}' >/dev/null || fail "peer.del"
+sleep 0.5
+prev=
+for _ in $(seq 20); do
+	snap=$(snapshot) || fail "control socket not answering after the fuzz input"
+	cur=$(echo "$snap" | "$PY" -c '
+import json, sys
+s = json.load(sys.stdin)
+c = s["status"]["counters"]
+print(c["tx_probes"], c["tx_replies"], c["tx_arp"], c["tx_nd"], s["bridge"]["counters"])')
+	[ "$cur" = "$prev" ] && break
+	prev=$cur
+	sleep 0.5
+done
+[ "$cur" = "$prev" ] || fail "counters still moving 10 s after the input ended"
+echo "$snap" >"$TMP/final.json"
+
+# Clean shutdown: exit status 0, control socket removed (net_pcap closes
+# the tx_pcap files on stop).
+kill -0 "$DPID" 2>/dev/null || fail "lockstepd is not running after the fuzz input"
+kill -TERM "$DPID"
+rc=0
+wait "$DPID" || rc=$?
+DPID=
+[ $rc -eq 0 ] || fail "lockstepd exited with status $rc after SIGTERM"
+[ ! -e "$SOCK" ] || fail "control socket $SOCK left behind after shutdown"
+grep -E "ERROR: (Address|Undefined|Leak)Sanitizer|runtime error:" "$TMP/daemon.log" &&
+	fail "sanitizer report in the daemon log"
+
+"$PY" "$HERE/gen_bridge_pcap.py" check "$HIN" "$FIN" "$HOUT" "$FOUT" >"$TMP/files.json" ||
+	fail "reading the pcap files"
+
+"$PY" - "$TMP/final.json" "$TMP/files.json" "$MIN_DELIVERED" <<'EOF' || fail "counter check"
+import json, sys
+s = json.load(open(sys.argv[1]))
+f = json.load(open(sys.argv[2]))
+need = int(sys.argv[3])
+c = s["bridge"]["counters"]
+held = s["bridge"]["held"]
+st = s["status"]["counters"]
+ports = {p["name"]: p for p in s["status"]["ports"]}
+bad = []
+
+def check(ok, what):
+    print("  %-4s %s" % ("ok" if ok else "FAIL", what))
+    if not ok:
+        bad.append(what)
+
+print("test_bridge_fuzz: bridge counters:")
+for k, v in c.items():
+    if v:
+        print("    %-16s %9d" % (k, v))
+print("    held: wheel %d, slices %d; flows now %d" % (held["wheel"], held["slices"],
+                                                      s["bridge"]["flows"]))
+for sl in s["slices"]:
+    x = sl["stats"]
+    print("    slice %-8s enq %7d sent %7d drops %6d backlog %d" %
+          (sl["name"], x["enq_pkts"], x["sent_pkts"], x["drops"], x["backlog"]))
+print("    probe path: rx_pkts %d; tx probes %d replies %d arp %d nd %d dropped %d" %
+      (st["rx_pkts"], st["tx_probes"], st["tx_replies"], st["tx_arp"], st["tx_nd"],
+       st["tx_dropped"]))
+print("    files: %s" % json.dumps({k: v for k, v in f.items() if k != "fwd_examples"}))
+
+hrx, frx = ports["host"]["rx_pkts"], ports["fab"]["rx_pkts"]
+print("test_bridge_fuzz: checks:")
+check(hrx >= need and frx >= need, "PMDs delivered host %d, fabric %d frames (>= %d each)" % (hrx, frx, need))
+check(hrx == f["host_in"] and frx == f["fab_in"],
+      "every frame of both files was read: host %d of %d, fabric %d of %d" %
+      (hrx, f["host_in"], frx, f["fab_in"]))
+check(c["rx_host"] == hrx, "rx_host %d = host port rx %d" % (c["rx_host"], hrx))
+drops = c["pace_drops"] + c["wheel_full"] + c["slice_drops"] + c["tx_drops_fabric"]
+q = held["wheel"] + held["slices"]
+check(c["rx_host"] == c["tx_fabric"] + drops + q,
+      "host side: rx_host %d = tx_fabric %d + pace_drops %d + wheel_full %d + slice_drops %d "
+      "+ tx_drops_fabric %d + held %d (= %d)" %
+      (c["rx_host"], c["tx_fabric"], c["pace_drops"], c["wheel_full"], c["slice_drops"],
+       c["tx_drops_fabric"], q, c["tx_fabric"] + drops + q))
+check(q == 0, "nothing held at the end: wheel %d, slices %d" % (held["wheel"], held["slices"]))
+check(c["not_ip"] == f["host_not_ip"] and c["bad_ip"] == f["host_bad_ip"],
+      "not_ip %d / bad_ip %d = what ls_flow_parse's copy finds in the host file (%d / %d)" %
+      (c["not_ip"], c["bad_ip"], f["host_not_ip"], f["host_bad_ip"]))
+# A removed slice takes its drop counter with it, but the one removed here
+# ("paced") never fills its queue (the wheel spaces its frames): so every
+# slice drop is a full queue of a slice still there -- none is a frame the
+# wheel released for a slice that had gone.
+check(c["slice_drops"] == sum(x["stats"]["drops"] for x in s["slices"]),
+      "slice_drops %d = sum of the slices' drops %d" %
+      (c["slice_drops"], sum(x["stats"]["drops"] for x in s["slices"])))
+check(frx == st["rx_pkts"] + c["rx_fabric"],
+      "fabric side: port rx %d = probe path rx_pkts %d + rx_fabric %d" %
+      (frx, st["rx_pkts"], c["rx_fabric"]))
+check(st["rx_pkts"] == f["fab_ours"],
+      "probe path rx_pkts %d = frames to lockstepd's MAC in the fabric file %d" %
+      (st["rx_pkts"], f["fab_ours"]))
+disp = sum(v for k, v in st.items() if k.startswith("rx_") and k != "rx_pkts")
+check(disp == st["rx_pkts"], "probe path dispositions add up: %d = rx_pkts %d" % (disp, st["rx_pkts"]))
+check(c["rx_fabric"] == c["tx_host"] + c["tx_drops_host"],
+      "rx_fabric %d = tx_host %d + tx_drops_host %d" %
+      (c["rx_fabric"], c["tx_host"], c["tx_drops_host"]))
+check(f["host_out"] == c["tx_host"], "HOSTOUT.pcap frames %d = tx_host %d" % (f["host_out"], c["tx_host"]))
+own = st["tx_probes"] + st["tx_replies"] + st["tx_arp"] + st["tx_nd"]
+check(f["fab_out_fwd"] == c["tx_fabric"] and f["fab_out_own"] == own,
+      "FABOUT.pcap frames %d = tx_fabric %d forwarded (%d found) + own %d "
+      "(tx_probes %d + tx_replies %d + tx_arp %d + tx_nd %d; %d found)" %
+      (f["fab_out"], c["tx_fabric"], f["fab_out_fwd"], own, st["tx_probes"], st["tx_replies"],
+       st["tx_arp"], st["tx_nd"], f["fab_out_own"]))
+check(f["host_out_not_in"] == 0 and f["host_out_missing"] == c["tx_drops_host"],
+      "fabric -> host frames byte-identical: %d out not in, %d missing (tx_drops_host %d)" %
+      (f["host_out_not_in"], f["host_out_missing"], c["tx_drops_host"]))
+def_drops = sum(x["stats"]["drops"] for x in s["slices"] if x["name"] == "default")
+check(f["untouched_out_not_in"] == 0 and f["untouched_missing"] <= def_drops,
+      "untouched frames (not IP, bad IP) byte-identical: in %d, out %d, %d out not in, "
+      "%d missing (default slice drops %d)" %
+      (f["untouched_in"], f["untouched_out"], f["untouched_out_not_in"],
+       f["untouched_missing"], def_drops))
+check(f["fwd_not_in"] == 0,
+      "every forwarded IP frame is an input frame, changed at most in its entropy field, "
+      "UDP checksum and ICRC as good as before: %d not (%d with a checksum broken) %s" %
+      (f["fwd_not_in"], f["fwd_checksum_broken"], f["fwd_examples"]))
+check(f["steered_out"] <= c["steered"],
+      "frames changed on the way %d <= steered %d" % (f["steered_out"], c["steered"]))
+check(f["roce_icrc_ok_out"] > 0, "RoCEv2 frames with a good ICRC came out: %d (in %d)" %
+      (f["roce_icrc_ok_out"], f["roce_icrc_ok_in"]))
+check(f["fab_out"] <= f["host_in"] + own and f["host_out"] <= f["fab_in"] and
+      st["tx_replies"] <= st["rx_pkts"],
+      "no amplification: fabric out %d <= host in %d + own %d, host out %d <= fabric in %d, "
+      "replies %d <= probe path rx %d" %
+      (f["fab_out"], f["host_in"], own, f["host_out"], f["fab_in"], st["tx_replies"], st["rx_pkts"]))
+for k in ("pace_drops", "slice_drops", "steered", "paced", "multi_seg", "not_ip", "bad_ip",
+          "flows_full", "ce_from_host", "ce_from_fabric", "reclassified"):
+    check(c[k] > 0, "the input exercised %s (%d)" % (k, c[k]))
+check(st["rx_reflected"] > 0, "probes to lockstepd were reflected (%d)" % st["rx_reflected"])
+sys.exit(1 if bad else 0)
+EOF
+echo "test_bridge_fuzz: PASS"

@@ -1,0 +1,254 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# Benchmark (not a test): lockstepd's data path (the bridge: host port ->
+# parse -> flow table -> steer/pace/slice -> fabric port) forwarding rate on
+# one core, against dpdk-testpmd --forward-mode=macswap on the same vdevs and
+# core, in one run, for several cases:
+#
+#   64      64-byte IPv4 TCP-shaped frames, BENCH_FLOWS distinct flows
+#   1500    the same with 1500-byte frames
+#   pace    64-byte TCP, one slice with flow_bps 10e9: every frame goes
+#           through the pacing wheel, none is held long
+#   steer   64-byte frames, half RoCEv2 spread over paths 0-3 (source port
+#           rewritten, ICRC and UDP checksum updated), half IPv6 UDP pinned
+#           to path 2 (flow label rewritten)
+#   mix     64-byte 802.1Q frames, 32 slices (one per VID 1..32), half
+#           RoCEv2 (spread), half TCP-shaped
+#
+# Host port: net_pcap rx_pcap=FILE,infinite_rx=1 with one frame per flow
+# (tools/bench/gen_flows_pcap.py), so every flow comes back once per pass and
+# the flow table holds BENCH_FLOWS flows. Fabric port: net_null no-rx=1 (a TX
+# sink). testpmd gets the same two vdevs and forwards port 0 -> port 1. The
+# pcap PMD's cost (an mbuf allocated and the frame copied per RX) is in both
+# numbers. lockstepd is measured from the bridge counter tx_fabric over
+# BENCH_SECS after the flow table is full; testpmd from port 1's per-second
+# Tx-pps (first 2 samples skipped). Cycles/packet = the core's clock / rate.
+#
+#   sudo tools/bench/bench_datapath.sh                 # from the repo root
+#   LS_BUILD=build BENCH_SECS=5 BENCH_CASES="64 mix" sudo -E tools/bench/bench_datapath.sh
+#
+# Memory: net_pcap keeps every frame of the pcap in an mbuf, so each
+# contestant needs BENCH_FLOWS + 64k mbufs (a 4 KB page each with --no-huge:
+# 4.3 GB for 1 M flows) plus the flow table; -m is sized from BENCH_FLOWS
+# (5.7 GB for 1 M; override: BENCH_MEM, MB). Starting a contestant (filling
+# the pool, loading the pcap) takes about a minute on a loaded 2-vCPU VM.
+set -euo pipefail
+
+LS_BUILD=${LS_BUILD:-./build}
+DAEMON=$LS_BUILD/app/lockstepd/lockstepd
+CTL=$LS_BUILD/tools/lockstepctl/lockstepctl
+TESTPMD=${TESTPMD:-dpdk-testpmd}
+PY=/usr/bin/python3
+GEN=$(dirname "$0")/gen_flows_pcap.py
+CORE=${BENCH_CORE:-1}          # the data-path core for both contestants
+CTL_CORE=${BENCH_CTL_CORE:-0}  # testpmd's main lcore (it does not forward)
+SECS=${BENCH_SECS:-10}
+FLOWS=${BENCH_FLOWS:-1048576}
+CASES=${BENCH_CASES:-"64 1500 pace steer mix"}
+MBUFS=$((FLOWS + 65536))
+# mbufs (a 2,176-byte buffer + headers: one per 4 KB page with --no-huge) +
+# flow table (~300 B/flow) + 1 GB slack
+MEM=${BENCH_MEM:-$(( (MBUFS * 4096 + FLOWS * 384) / 1048576 + 1024 ))}
+TMP=$(mktemp -d /tmp/ls-bench-dp.XXXXXX)
+SOCK=$TMP/ctl.sock
+PREFIX=ls-bench-dp$$
+PIDS=()
+
+fail() { echo "bench_datapath: $*" >&2; exit 1; }
+say() { echo "bench_datapath: $*" >&2; }
+
+cleanup() {
+	local rc=$?
+	for p in "${PIDS[@]}"; do
+		kill -KILL "$p" 2>/dev/null || true
+	done
+	rm -rf "$TMP" "/var/run/dpdk/$PREFIX-ls" "/var/run/dpdk/$PREFIX-pmd"
+	exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+ctl() {
+	"$CTL" -s "$SOCK" call "$1"
+}
+
+[ "$(id -u)" = 0 ] || fail "must run as root"
+[ -x "$DAEMON" ] || fail "no lockstepd at $DAEMON (set LS_BUILD)"
+[ -x "$CTL" ] || fail "no lockstepctl at $CTL (set LS_BUILD)"
+command -v "$TESTPMD" >/dev/null || fail "no $TESTPMD (apt-get install dpdk)"
+avail=$(awk '/MemAvailable/ { print int($2 / 1024) }' /proc/meminfo)
+[ "$avail" -gt $((MEM + 2048)) ] ||
+	fail "need ~$((MEM + 2048)) MB free for $FLOWS flows, have $avail MB: lower BENCH_FLOWS"
+# the core's clock (on this VM cpuinfo's MHz is the TSC rate)
+HZ=$(awk -v c="$CORE" '/^processor/ { p = $3 } /^cpu MHz/ && p == c { printf "%.0f", $4 * 1e6 }' /proc/cpuinfo)
+[ -n "$HZ" ] || HZ=0
+
+# case -> "pcap kind" "frame size" "policy JSON"
+case_kind() {
+	case $1 in
+	64|pace) echo tcp ;;
+	1500) echo tcp ;;
+	steer) echo steer ;;
+	mix) echo mix ;;
+	*) fail "unknown case $1 (64 1500 pace steer mix)" ;;
+	esac
+}
+case_size() { [ "$1" = 1500 ] && echo 1500 || echo 64; }
+case_policy() {
+	local roce='{"name": "roce", "match": {"roce": true}, "path": {"mode": "spread", "paths": [0, 1, 2, 3]}}'
+	case $1 in
+	64|1500) echo '{}' ;;
+	pace) echo '{"slices": [{"name": "paced", "flow_bps": 10e9, "match": {"proto": "tcp"}}]}' ;;
+	steer) echo "{\"flows\": [$roce, {\"name\": \"v6\", \"match\": {\"dst\": \"fd00::/16\",
+		\"proto\": \"udp\"}, \"path\": {\"mode\": \"pin\", \"paths\": [2]}}]}" ;;
+	mix)
+		local s="" v
+		for v in $(seq 32); do
+			s="$s${s:+, }{\"name\": \"vlan$v\", \"match\": {\"vid\": $v}}"
+		done
+		echo "{\"slices\": [$s], \"flows\": [$roce]}" ;;
+	esac
+}
+
+# Run lockstepd on one case; writes "pps flows table_bytes paced/s steered/s"
+# to $TMP/ls.out (not in a subshell, so cleanup sees its pid).
+run_lockstepd() {
+	local name=$1 pcap=$2 policy=$3 i n
+	cat >"$TMP/bench.json" <<EOF
+{
+  "node": {"name": "bench", "id": 1},
+  "ports": [{"name": "host", "role": "host", "lcore": $CORE,
+             "dev": "net_pcap0,rx_pcap=$pcap,infinite_rx=1"},
+            {"name": "fab", "dev": "net_null0,no-rx=1", "mac": "02:00:00:00:00:03",
+             "ipv4": "10.200.0.3/24", "lcore": $CORE}],
+  "bridge": {"host_port": "host", "fabric_port": "fab", "link_bps": 10000000000000,
+             "max_flows": $FLOWS, "mbufs": $MBUFS, "policy_file": "",
+             "policy": $policy},
+  "control": {"socket": "$SOCK"},
+  "idle": {"backoff": false},
+  "log": {"level": "warning"}
+}
+EOF
+	rm -f "$SOCK"
+	"$DAEMON" --no-pci --no-huge -m "$MEM" --file-prefix "$PREFIX-ls" -l "$CORE" \
+		-- --config "$TMP/bench.json" >"$TMP/ls.log" 2>&1 &
+	LPID=$!
+	PIDS+=("$LPID")
+	# loading the pcap into mbufs takes a while for 1 M frames
+	for i in $(seq 3000); do
+		[ -S "$SOCK" ] && ctl bridge >/dev/null 2>&1 && break
+		kill -0 "$LPID" 2>/dev/null || { cat "$TMP/ls.log" >&2; fail "lockstepd failed to start ($name)"; }
+		sleep 0.1
+	done
+	ctl bridge >/dev/null 2>&1 || { cat "$TMP/ls.log" >&2; fail "lockstepd has no bridge ($name)"; }
+	# warm-up: until the flow table holds every flow (one pass), then 1 s
+	for i in $(seq 600); do
+		n=$(ctl bridge | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["flows"])')
+		[ "$n" -ge "$FLOWS" ] && break
+		sleep 0.1
+	done
+	sleep 1
+	ctl bridge >"$TMP/b0.json"
+	t0=$(date +%s.%N)
+	sleep "$SECS"
+	ctl bridge >"$TMP/b1.json"
+	t1=$(date +%s.%N)
+	ctl slices >"$TMP/sl.json"
+	[ -n "${BENCH_PERF:-}" ] && perf_lockstepd "$LPID" "$name"
+	kill -TERM "$LPID"
+	wait "$LPID" || fail "lockstepd exited with status $? (log: $(tail -n 5 "$TMP/ls.log"))"
+	"$PY" - "$TMP/b0.json" "$TMP/b1.json" "$t0" "$t1" "$name" "$FLOWS" "$TMP/sl.json" <<'EOF'
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+sl = json.load(open(sys.argv[7]))
+sl = sl.get("slices", []) if isinstance(sl, dict) else sl
+busy = sum(1 for x in sl if x.get("stats", {}).get("sent_pkts", 0) > 0)
+dt = float(sys.argv[4]) - float(sys.argv[3])
+name, want = sys.argv[5], int(sys.argv[6])
+ca, cb = a["counters"], b["counters"]
+d = lambda k: cb[k] - ca[k]
+bad = {k: cb[k] for k in ("flows_full", "pace_drops", "wheel_full", "slice_drops",
+                         "tx_drops_fabric", "bad_ip", "not_ip") if cb[k]}
+sys.stderr.write("bench_datapath: %s: lockstepd tx_fabric %.0f/s (rx_host %.0f/s), flows %d of %d "
+                 "(flows_new %d, aged %d), paced %.0f/s, steered %.0f/s, flow table %d B, "
+                 "%d of %d slices sent%s\n" % (
+                 name, d("tx_fabric") / dt, d("rx_host") / dt, b["flows"], want,
+                 cb["flows_new"], cb["flows_aged"], d("paced") / dt, d("steered") / dt,
+                 b["flow_table_bytes"], busy, len(sl), ", nonzero: %s" % bad if bad else ""))
+print("%.0f %d %d %.0f %.0f" % (d("tx_fabric") / dt, b["flows"], b["flow_table_bytes"],
+                               d("paced") / dt, d("steered") / dt))
+EOF
+} >"$TMP/ls.out"
+
+# Optional (BENCH_PERF=1): 3 s of perf timer sampling on the running lockstepd,
+# top symbols (the VM has no PMU counters; cpu-clock sampling works).
+perf_lockstepd() {
+	command -v perf >/dev/null || { say "no perf"; return 0; }
+	perf record -q -e cpu-clock -p "$1" -o "$TMP/perf.data" -- sleep 3 >/dev/null 2>&1 || return 0
+	say "$2: perf, share of lockstepd's samples by object, then by symbol" \
+		"(DPDK's shared libraries have no symbols: net_pcap is the PMD's RX copy)"
+	perf report -q -i "$TMP/perf.data" --no-children --sort dso 2>/dev/null |
+		grep -v '^$' | head -n 6 >&2 || true
+	perf report -q -i "$TMP/perf.data" --no-children --sort dso,symbol 2>/dev/null |
+		grep -v '^$' | head -n 12 >&2 || true
+}
+
+# testpmd macswap on the same pcap and core; writes port 1's mean Tx-pps to
+# $TMP/pmd.out.
+run_testpmd() {
+	local name=$1 pcap=$2 i
+	"$TESTPMD" --no-pci --no-huge -m "$MEM" --file-prefix "$PREFIX-pmd" -l "$CTL_CORE,$CORE" \
+		--main-lcore "$CTL_CORE" --vdev "net_pcap0,rx_pcap=$pcap,infinite_rx=1" \
+		--vdev "net_null0,no-rx=1" -- --forward-mode=macswap --nb-cores=1 \
+		--stats-period 1 --total-num-mbufs=$MBUFS --no-lsc-interrupt >"$TMP/pmd.log" 2>&1 &
+	TPID=$!
+	PIDS+=("$TPID")
+	for i in $(seq 3000); do
+		grep -q 'Tx-pps' "$TMP/pmd.log" && break
+		kill -0 "$TPID" 2>/dev/null || { tail -n 30 "$TMP/pmd.log" >&2; fail "testpmd failed ($name)"; }
+		sleep 0.1
+	done
+	sleep $((SECS + 2))
+	kill -INT "$TPID"
+	wait "$TPID" || true
+	# port 1's per-second Tx-pps; skip the first two samples, average the rest
+	awk '/NIC statistics for port/ { for (i = 1; i < NF; i++) if ($i == "port") p = $(i + 1) }
+	     /Tx-pps:/ && p == 1 { print $2 }' "$TMP/pmd.log" |
+		awk 'NR > 2 { s += $1; n++ } END { if (n) printf "%.0f", s / n; else print 0 }' \
+		>"$TMP/pmd.out"
+}
+
+say "core $CORE ($(awk "BEGIN { printf \"%.2f\", $HZ / 1e9 }") GHz), ${SECS}s per run," \
+	"$FLOWS flows, $MBUFS mbufs, -m $MEM, cases: $CASES"
+declare -A PCAPS
+RESULTS=()
+for c in $CASES; do
+	kind=$(case_kind "$c")
+	size=$(case_size "$c")
+	pcap=${PCAPS[$kind-$size]:-}
+	if [ -z "$pcap" ]; then
+		pcap=$TMP/$kind-$size.pcap
+		say "writing $FLOWS $size-byte $kind frames to $pcap"
+		"$PY" "$GEN" "$pcap" "$kind" "$FLOWS" "$size"
+		PCAPS[$kind-$size]=$pcap
+	fi
+	run_lockstepd "$c" "$pcap" "$(case_policy "$c")"
+	read -r ls_pps nflows tbytes paced steered <"$TMP/ls.out"
+	run_testpmd "$c" "$pcap"
+	pmd_pps=$(cat "$TMP/pmd.out")
+	[ "$pmd_pps" -gt 0 ] || { tail -n 30 "$TMP/pmd.log" >&2; fail "no Tx-pps samples from testpmd ($c)"; }
+	say "$c: testpmd macswap $pmd_pps pkt/s"
+	RESULTS+=("$c $size $ls_pps $pmd_pps $nflows $tbytes $paced $steered")
+done
+
+echo "bench_datapath: core $CORE, ${SECS}s each, $FLOWS flows; pkt/s, cycles/pkt at $HZ Hz"
+printf '%-6s %5s %12s %8s %12s %8s %6s %9s %8s %12s %12s\n' case bytes lockstepd cyc/pkt \
+	testpmd cyc/pkt ratio flows B/flow paced/s steered/s
+for r in "${RESULTS[@]}"; do
+	read -r c size ls pmd nflows tbytes paced steered <<<"$r"
+	awk -v c="$c" -v s="$size" -v l="$ls" -v p="$pmd" -v n="$nflows" -v b="$tbytes" \
+		-v f="$FLOWS" -v pa="$paced" -v st="$steered" -v hz="$HZ" 'BEGIN {
+		printf "%-6s %5d %12d %8.0f %12d %8.0f %6.3f %9d %8.1f %12d %12d\n", c, s, l,
+			l ? hz / l : 0, p, p ? hz / p : 0, p ? l / p : 0, n, b / f, pa, st }'
+done
