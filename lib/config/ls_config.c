@@ -27,16 +27,8 @@
 #include <string.h>
 
 #include "ls_config.h"
+#include "ls_config_priv.h"
 #include "ls_jsonv.h"
-
-/* Parse context: where errors go and what cross references can see. */
-struct pctx {
-	struct ls_jsonv jv;            /* where errors go */
-	const struct ls_config *cfg;   /* ports known so far (for peers) */
-	struct ls_config *out;         /* config being built (ports, peers) */
-};
-
-
 
 /* Type check shared by every string-valued key. */
 static int
@@ -47,74 +39,6 @@ want_string(struct pctx *c, const char *path, const json_t *v, const char **s)
 	*s = json_string_value(v);
 	return 0;
 }
-
-/*
- * Field tables.
- */
-
-struct field;
-
-typedef int (*field_fn)(struct pctx *c, const char *path, const json_t *v,
-			void *dst, const struct field *f);
-typedef int (*post_fn)(struct pctx *c, const char *path, const json_t *obj,
-		       void *base);
-
-enum field_kind {
-	FK_INT,   /* JSON integer in [min, max], stored in 1/2/4/8 bytes */
-	FK_NUM,   /* JSON integer or real in [dmin, dmax], stored as double */
-	FK_BOOL,  /* JSON true/false */
-	FK_STR,   /* string of min..size-1 bytes copied into char[size] */
-	FK_ENUM,  /* string out of names[], its index stored like FK_INT */
-	FK_OBJ,   /* nested object described by sub (same base + off) */
-	FK_ARR,   /* JSON array of [min, max] entries: fn() does the entries */
-	FK_FUNC,  /* anything else: fn() does type check and store */
-};
-
-#define F_REQ  0x1 /* required key */
-#define F_POW2 0x2 /* FK_INT: power of two */
-#define F_NAME 0x4 /* FK_STR: name charset [A-Za-z0-9_.-] */
-
-struct schema {
-	const struct field *fields;
-	size_t n;
-	post_fn post;     /* cross-key checks once every field is in */
-};
-
-struct field {
-	const char *key;
-	enum field_kind kind;
-	unsigned int flags;
-	size_t off;                 /* from the base of the enclosing object */
-	size_t size;                /* bytes at off */
-	long long min, max;         /* FK_INT range; FK_STR minimum length */
-	double dmin, dmax;          /* FK_NUM range */
-	const char *const *names;   /* FK_ENUM choices, NULL-terminated */
-	const struct schema *sub;   /* FK_OBJ */
-	field_fn fn;                /* FK_FUNC */
-};
-
-#define MSIZE(T, m) sizeof(((T *)0)->m)
-
-#define F_INT(k, T, m, lo, hi, fl) { .key = (k), .kind = FK_INT, \
-	.flags = (fl), .off = offsetof(T, m), .size = MSIZE(T, m), \
-	.min = (lo), .max = (hi) }
-#define F_NUMBER(k, T, m, lo, hi) { .key = (k), .kind = FK_NUM, \
-	.off = offsetof(T, m), .size = MSIZE(T, m), .dmin = (lo), .dmax = (hi) }
-#define F_BOOL(k, T, m) { .key = (k), .kind = FK_BOOL, \
-	.off = offsetof(T, m), .size = MSIZE(T, m) }
-#define F_STR(k, T, m, minlen, fl) { .key = (k), .kind = FK_STR, \
-	.flags = (fl), .off = offsetof(T, m), .size = MSIZE(T, m), \
-	.min = (minlen) }
-#define F_ENUM(k, T, m, choices) { .key = (k), .kind = FK_ENUM, \
-	.off = offsetof(T, m), .size = MSIZE(T, m), .names = (choices) }
-#define F_OBJ(k, off_, s, fl) { .key = (k), .kind = FK_OBJ, .flags = (fl), \
-	.off = (off_), .sub = &(s) }
-#define F_ARRAY(k, T, m, lo, hi, f, fl) { .key = (k), .kind = FK_ARR, .flags = (fl), \
-	.off = offsetof(T, m), .size = MSIZE(T, m), .min = (lo), .max = (hi), .fn = (f) }
-#define F_FUNC(k, T, m, f, fl) { .key = (k), .kind = FK_FUNC, .flags = (fl), \
-	.off = offsetof(T, m), .size = MSIZE(T, m), .fn = (f) }
-
-#define SCHEMA(tab, p) { .fields = (tab), .n = LS_ARRAY_SIZE(tab), .post = (p) }
 
 /* Little-endian or not, memcpy of the right width is what the member holds. */
 static void
@@ -788,79 +712,6 @@ static const struct field sync_fields[] = {
 };
 static const struct schema sync_schema = SCHEMA(sync_fields, NULL);
 
-static int
-fn_policy(struct pctx *c, const char *path, const json_t *v, void *dst,
-	  const struct field *f __attribute__((unused)))
-{
-	struct ls_policy **pp = dst;
-
-	if (*pp == NULL)
-		*pp = malloc(sizeof(**pp));
-	if (*pp == NULL)
-		return ls_jsonv_fail(&c->jv, path, "out of memory");
-	return ls_policy_from_json(v, &c->jv, path, *pp);
-}
-
-static int
-bridge_port(struct pctx *c, const char *path, const char *key, const char *name,
-	    uint8_t role)
-{
-	char kpath[LS_JSONV_PATH_LEN];
-	int i = ls_config_port_index(c->cfg, name);
-
-	ls_jsonv_key(kpath, path, key);
-	if (i < 0)
-		return ls_jsonv_fail(&c->jv, kpath, "no port \"%s\"", name);
-	if (c->cfg->ports[i].role != role)
-		return ls_jsonv_fail(&c->jv, kpath, "port \"%s\" needs \"role\": \"%s\"",
-				     name, port_roles[role]);
-	return i;
-}
-
-static int
-bridge_post(struct pctx *c, const char *path, const json_t *obj, void *base)
-{
-	struct ls_conf_bridge *b = base;
-	char kpath[LS_JSONV_PATH_LEN];
-	int h, f;
-
-	(void)obj;
-	b->enabled = true;
-	h = bridge_port(c, path, "host_port", b->host_port, LS_PORT_HOST);
-	if (h < 0)
-		return h;
-	f = bridge_port(c, path, "fabric_port", b->fabric_port, LS_PORT_FABRIC);
-	if (f < 0)
-		return f;
-	/* one lcore owns both sides: no locks between them */
-	if (c->cfg->ports[h].lcore != c->cfg->ports[f].lcore)
-		return ls_jsonv_fail(&c->jv, ls_jsonv_key(kpath, path, "host_port"),
-				     "must be polled by the same lcore as the fabric port");
-	if (b->policy == NULL) {
-		b->policy = calloc(1, sizeof(*b->policy));
-		if (b->policy == NULL || ls_policy_finish(b->policy) < 0)
-			return ls_jsonv_fail(&c->jv, path, "out of memory");
-	}
-	return 0;
-}
-
-#define BR struct ls_conf_bridge
-static const struct field bridge_fields[] = {
-	F_STR("host_port", BR, host_port, 1, F_REQ | F_NAME),
-	F_STR("fabric_port", BR, fabric_port, 1, F_REQ | F_NAME),
-	F_INT("link_bps", BR, link_bps, 1000000, 10000000000000LL, F_REQ),
-	F_INT("max_flows", BR, max_flows, 1024, 16777216, 0),
-	F_INT("flow_idle_ms", BR, flow_idle_ms, 100, 86400000, 0),
-	F_INT("pace_max_delay_us", BR, pace_max_delay_us, 10, 1000000, 0),
-	F_INT("wheel_slots", BR, wheel_slots, 1024, 1 << 22, F_POW2),
-	F_INT("wheel_slot_ns", BR, wheel_slot_ns, 10, 100000, 0),
-	F_INT("mbufs", BR, mbufs, 1024, 4194304, 0),
-	F_STR("policy_file", BR, policy_file, 0, 0),
-	F_FUNC("policy", BR, policy, fn_policy, 0),
-};
-#undef BR
-static const struct schema bridge_schema = SCHEMA(bridge_fields, bridge_post);
-
 static const struct field log_fields[] = {
 	F_FUNC("level", struct ls_config, log_level, fn_log_level, 0),
 };
@@ -880,7 +731,7 @@ static const struct field top_fields[] = {
 	F_OBJ("capture", offsetof(CFG, capture), capture_schema, 0),
 	F_OBJ("sync", offsetof(CFG, sync), sync_schema, 0),
 	F_OBJ("log", 0, log_schema, 0),
-	F_OBJ("bridge", offsetof(CFG, bridge), bridge_schema, 0),
+	F_OBJ("bridge", offsetof(CFG, bridge), ls_config_bridge_schema, 0),
 };
 #undef CFG
 static const struct schema top_schema = SCHEMA(top_fields, NULL);

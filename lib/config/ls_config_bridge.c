@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The config's "bridge" section (the data path, docs/datapath.md): the two
+ * ports and their roles, the shaped link, the tables' sizes, the state file
+ * and the starting policy, which lib/policy checks with the same
+ * file/key/reason errors as every other key.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ls_config.h"
+#include "ls_config_priv.h"
+#include "ls_policy.h"
+
+static int
+fn_policy(struct pctx *c, const char *path, const json_t *v, void *dst,
+	  const struct field *f __attribute__((unused)))
+{
+	struct ls_policy **pp = dst;
+
+	if (*pp == NULL)
+		*pp = malloc(sizeof(**pp));
+	if (*pp == NULL)
+		return ls_jsonv_fail(&c->jv, path, "out of memory");
+	return ls_policy_from_json(v, &c->jv, path, *pp);
+}
+
+static int
+bridge_port(struct pctx *c, const char *path, const char *key, const char *name,
+	    uint8_t role)
+{
+	char kpath[LS_JSONV_PATH_LEN];
+	int i = ls_config_port_index(c->cfg, name);
+
+	ls_jsonv_key(kpath, path, key);
+	if (i < 0)
+		return ls_jsonv_fail(&c->jv, kpath, "no port \"%s\"", name);
+	if (c->cfg->ports[i].role != role)
+		return ls_jsonv_fail(&c->jv, kpath, "port \"%s\" needs \"role\": \"%s\"",
+				     name, role == LS_PORT_HOST ? "host" : "fabric");
+	return i;
+}
+
+static int
+bridge_post(struct pctx *c, const char *path, const json_t *obj, void *base)
+{
+	struct ls_conf_bridge *b = base;
+	char kpath[LS_JSONV_PATH_LEN];
+	int h, f;
+
+	(void)obj;
+	b->enabled = true;
+	h = bridge_port(c, path, "host_port", b->host_port, LS_PORT_HOST);
+	if (h < 0)
+		return h;
+	f = bridge_port(c, path, "fabric_port", b->fabric_port, LS_PORT_FABRIC);
+	if (f < 0)
+		return f;
+	/* one lcore owns both sides: no locks between them */
+	if (c->cfg->ports[h].lcore != c->cfg->ports[f].lcore)
+		return ls_jsonv_fail(&c->jv, ls_jsonv_key(kpath, path, "host_port"),
+				     "must be polled by the same lcore as the fabric port");
+	if (b->policy == NULL) {
+		b->policy = calloc(1, sizeof(*b->policy));
+		if (b->policy == NULL || ls_policy_finish(b->policy) < 0)
+			return ls_jsonv_fail(&c->jv, path, "out of memory");
+	}
+	return 0;
+}
+
+#define BR struct ls_conf_bridge
+static const struct field bridge_fields[] = {
+	F_STR("host_port", BR, host_port, 1, F_REQ | F_NAME),
+	F_STR("fabric_port", BR, fabric_port, 1, F_REQ | F_NAME),
+	F_INT("link_bps", BR, link_bps, 1000000, 10000000000000LL, F_REQ),
+	F_INT("max_flows", BR, max_flows, 1024, 16777216, 0),
+	F_INT("flow_idle_ms", BR, flow_idle_ms, 100, 86400000, 0),
+	F_INT("pace_max_delay_us", BR, pace_max_delay_us, 10, 1000000, 0),
+	F_INT("wheel_slots", BR, wheel_slots, 1024, 1 << 22, F_POW2),
+	F_INT("wheel_slot_ns", BR, wheel_slot_ns, 10, 100000, 0),
+	F_INT("mbufs", BR, mbufs, 1024, 4194304, 0),
+	F_STR("policy_file", BR, policy_file, 0, 0),
+	F_FUNC("policy", BR, policy, fn_policy, 0),
+};
+#undef BR
+const struct schema ls_config_bridge_schema = SCHEMA(bridge_fields, bridge_post);
+
