@@ -96,7 +96,7 @@ steer(struct lsd_bridge *b, const struct ls_flow *f, uint8_t *fr, uint32_t len,
 		if (old == value)
 			return;
 		if (pk->kind == LS_FLOW_K_ROCE) {
-			if (ls_roce_set_sport(fr + pk->l3_off, len - pk->l3_off, value, NULL) < 0)
+			if (ls_roce_set_sport(fr + pk->l3_off, len - pk->l3_off, value, &b->roce) < 0)
 				return;
 		} else {
 			udp[0] = (uint8_t)(value >> 8);

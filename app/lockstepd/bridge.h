@@ -19,6 +19,7 @@
 
 #include "lockstepd.h"
 #include "ls_flow.h"
+#include "ls_roce.h"
 #include "ls_policy.h"
 #include "ls_slice.h"
 #include "ls_wheel.h"
@@ -73,6 +74,7 @@ struct lsd_bridge {
 	uint32_t fabric_flow_max;           /* fabric-side flows stop here */
 	uint16_t sport_base, n_paths;
 	uint16_t gen;                       /* policy generation: bumped by each change */
+	struct ls_roce_shift_cache roce;    /* ICRC update: the shift for a UDP length */
 	struct lsd_bridge_stats st;
 };
 

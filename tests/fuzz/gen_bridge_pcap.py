@@ -32,6 +32,8 @@ import sys
 import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "lab"))
+import lspkt  # noqa: E402  (csum: the probe path's fuzz generator imports it too)
 import gen_fuzz_pcap as gf  # noqa: E402  (eth, ipv4, ipv6, udp, csum, write_pcap, probe-path mix)
 
 OUR_MAC = gf.OUR_MAC
@@ -172,7 +174,7 @@ def udp_csum_ok(fr, p):
         ph = fr[l3 + 12:l3 + 20] + struct.pack("!BBH", 0, 17, ulen)
     else:
         ph = fr[l3 + 8:l3 + 40] + struct.pack("!IxxxB", ulen, 17)
-    return gf.csum(ph + seg) == 0
+    return lspkt.csum(ph + seg) == 0
 
 
 def masked(fr):
@@ -292,7 +294,7 @@ def build(fl, rnd, ecn):
         l3 = gf.ipv4(fl.src, fl.dst, fl.proto, l4, ident=rnd.getrandbits(16),
                      frag=0x4000 if fl.kind in ("tcp", "roce") else 0)
         l3 = l3[:1] + bytes([tos]) + l3[2:10] + b"\0\0" + l3[12:]
-        l3 = l3[:10] + struct.pack("!H", gf.csum(l3[:20])) + l3[12:]
+        l3 = l3[:10] + struct.pack("!H", lspkt.csum(l3[:20])) + l3[12:]
         et = ETH_IP4
     if fl.kind == "roce":
         # the ICRC over the finished IP packet

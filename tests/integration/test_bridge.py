@@ -340,6 +340,26 @@ def main():
                 "counters: paced %d, rx_fabric %d, tx_host %d" %
                 (st["paced"], st["rx_fabric"], st["tx_host"]))
 
+        # the same through lockstepctl's verbs
+        ctl = os.path.join(lslab.BUILD, "tools", "lockstepctl", "lockstepctl")
+        r = sh(ctl, "-s", br.sock, "flows", "--top", "3", "--by", "bytes", check=False)
+        c.check(r.returncode == 0 and "SLICE" in r.stdout and "paced" in r.stdout,
+                "lockstepctl flows: a table with the paced flow (rc %d)" % r.returncode)
+        r = sh(ctl, "-s", br.sock, "slice", "set", "tmp", "--latency", "true",
+               "--max-bps", "5e7", "--match", '{"dport": 9}', check=False)
+        r2 = sh(ctl, "-s", br.sock, "slices", check=False)
+        c.check(r.returncode == 0 and "tmp" in r2.stdout and "LATENCY" in r2.stdout,
+                "lockstepctl slice set, then slices lists it (rc %d)" % r.returncode)
+        r = sh(ctl, "-s", br.sock, "slice", "set", "bad", "--weight", "0", check=False)
+        c.check(r.returncode != 0 and "args.weight" in r.stderr,
+                "lockstepctl slice set --weight 0: refused (rc %d): %s"
+                % (r.returncode, r.stderr.strip()))
+        r = sh(ctl, "-s", br.sock, "slice", "del", "tmp", check=False)
+        c.check(r.returncode == 0 and all(s["name"] != "tmp" for s in br.call("slices")),
+                "lockstepctl slice del removes it (rc %d)" % r.returncode)
+        if os.path.exists(br.state):
+            os.unlink(br.state)  # the checks below start from no saved change
+
         # a bad slice: bad_args naming the key, nothing saved
         try:
             br.call("slice.set", {"name": "x", "weight": 0})

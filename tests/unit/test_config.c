@@ -622,6 +622,49 @@ START_TEST(test_missing_required)
 }
 END_TEST
 
+/* The data path's section: two ports with their roles, the policy checked
+ * by lib/policy with the same file/key/reason messages. */
+#define BR_PORTS "'ports': [{'name': 'h', 'role': 'host', 'dev': 'x'}, " \
+	"{'name': 'f', 'dev': 'y', 'ipv4': '10.0.0.1/24'}]"
+#define BRIDGE(extra) "{" NODE ", " BR_PORTS ", 'bridge': {'host_port': 'h', " \
+	"'fabric_port': 'f', 'link_bps': 10000000000" extra "}}"
+
+START_TEST(test_bridge)
+{
+	struct ls_config cfg;
+
+	load_good(BRIDGE(""), &cfg);
+	ck_assert(cfg.bridge.enabled);
+	ck_assert_uint_eq(cfg.ports[0].role, LS_PORT_HOST);
+	ck_assert_uint_eq(cfg.bridge.link_bps, 10000000000ULL);
+	ck_assert_uint_eq(cfg.bridge.max_flows, 262144);
+	ck_assert_uint_eq(cfg.bridge.mbufs, 16384);
+	ck_assert_str_eq(cfg.bridge.policy_file, "/var/lib/lockstep/n1.policy.json");
+	ck_assert_uint_eq(cfg.bridge.policy->n_slices, 1); /* "default" */
+	ls_config_free(&cfg);
+	load_good(BRIDGE(", 'policy': {'slices': [{'name': 'lat', 'latency': true, "
+			 "'max_bps': 2e9, 'match': {'dscp': [46]}}]}"), &cfg);
+	ck_assert_uint_eq(cfg.bridge.policy->n_slices, 2);
+	ck_assert_uint_eq(cfg.bridge.policy->slices[0].conf.max_bps, 2000000000ULL);
+	ls_config_free(&cfg);
+	EXACT(BRIDGE(", 'policy': {'slices': [{'name': 'a', 'weight': 0}]}"),
+	      "bridge.policy.slices[0].weight: 0 out of range 1..1000");
+	EXACT("{" NODE ", 'ports': [{'name': 'h', 'role': 'host', 'dev': 'x', "
+	      "'ipv4': '10.0.0.1/24'}]}", "ports[0]: a host port has no addresses of its own");
+	EXACT("{" NODE ", " BR_PORTS ", 'bridge': {'host_port': 'f', 'fabric_port': 'f', "
+	      "'link_bps': 1000000000}}", "bridge.host_port: port \"f\" needs \"role\": \"host\"");
+	EXACT("{" NODE ", " BR_PORTS ", 'bridge': {'host_port': 'h', 'fabric_port': 'z', "
+	      "'link_bps': 1000000000}}", "bridge.fabric_port: no port \"z\"");
+	EXACT("{" NODE ", 'ports': [{'name': 'h', 'role': 'host', 'dev': 'x', 'lcore': 1}, "
+	      "{'name': 'f', 'dev': 'y', 'ipv4': '10.0.0.1/24'}], 'bridge': {'host_port': 'h', "
+	      "'fabric_port': 'f', 'link_bps': 1000000000}}",
+	      "bridge.host_port: must be polled by the same lcore as the fabric port");
+	EXACT("{" NODE ", " BR_PORTS ", 'bridge': {'fabric_port': 'f', 'link_bps': 1000000000}}",
+	      "bridge.host_port: required key missing");
+	BAD(BRIDGE(", 'wheel_slots': 3000"), "bridge.wheel_slots", "must be a power of 2");
+}
+END_TEST
+
 START_TEST(test_family_mismatch)
 {
 	struct ls_config cfg;
@@ -835,6 +878,7 @@ config_suite(void)
 	tcase_add_test(tc, test_family_mismatch);
 	tcase_add_test(tc, test_parse_peer);
 	tcase_add_test(tc, test_from_json);
+	tcase_add_test(tc, test_bridge);
 	tcase_add_test(tc, test_many_peers);
 	tcase_add_test(tc, test_examples);
 	suite_add_tcase(s, tc);

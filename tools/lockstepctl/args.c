@@ -108,7 +108,9 @@ parse_args(struct cli *cli, const struct cli_cmd *cmd, int argc, char **argv,
 			return rc;
 		if (matched)
 			continue;
-		for (k = 0; defs != NULL && defs[k].lname != NULL; k++) {
+		/* p->val has MAX_OPTS slots: a longer table would write past
+		 * it (slice set's ten options did before MAX_OPTS was 16) */
+		for (k = 0; defs != NULL && defs[k].lname != NULL && k < MAX_OPTS; k++) {
 			size_t n = strlen(defs[k].lname);
 
 			if (strncmp(a, defs[k].lname, n) != 0)
@@ -221,6 +223,14 @@ add_arg(const struct cli_cmd *cmd, json_t *args, const char *key,
 			return EX_USAGE;
 		*drop |= rc < 0 && d == NULL;
 		return EX_OK;
+	case ARG_JSON: {
+		json_t *v = json_loads(val, JSON_DECODE_ANY, NULL);
+
+		if (v == NULL)
+			return usage_error(cmd, "%s: not a JSON value: %s", d ? d->lname : key, val);
+		json_object_set_new(args, key, v);
+		return EX_OK;
+	}
 	case ARG_STR:
 	case ARG_WINDOW:
 	default:

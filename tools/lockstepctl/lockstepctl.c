@@ -71,6 +71,35 @@ static const struct optdef capture_opts[] = {
 	{ NULL },
 };
 
+static const struct optdef flows_opts[] = {
+	{ "--top", true, "top", ARG_UINT, 1000 },
+	{ "--by", true, "by", ARG_STR, 0 },
+	{ "--dir", true, "dir", ARG_STR, 0 },
+	{ NULL },
+};
+
+/* Rates go as JSON numbers so 10e9 works; match and path as JSON objects. */
+static const struct optdef slice_opts[] = {
+	{ "--min-bps", true, "min_bps", ARG_JSON, 0 },
+	{ "--max-bps", true, "max_bps", ARG_JSON, 0 },
+	{ "--min-pps", true, "min_pps", ARG_JSON, 0 },
+	{ "--max-pps", true, "max_pps", ARG_JSON, 0 },
+	{ "--weight", true, "weight", ARG_JSON, 0 },
+	{ "--latency", true, "latency", ARG_JSON, 0 },
+	{ "--qlen", true, "qlen", ARG_JSON, 0 },
+	{ "--flow-bps", true, "flow_bps", ARG_JSON, 0 },
+	{ "--match", true, "match", ARG_JSON, 0 },
+	{ "--path", true, "path", ARG_JSON, 0 },
+	{ NULL },
+};
+
+static const struct optdef rule_opts[] = {
+	{ "--match", true, "match", ARG_JSON, 0 },
+	{ "--path", true, "path", ARG_JSON, 0 },
+	{ "--slice", true, "slice", ARG_STR, 0 },
+	{ NULL },
+};
+
 /* probe set with neither --interval-us nor --paths would change nothing. */
 static int
 probe_set_check(const struct cli_cmd *cmd, const struct parsed *p)
@@ -116,6 +145,28 @@ static const struct cli_cmd commands[] = {
 	  .min_pos = 1, .pos_kind = ARG_FILE, .opts = capture_opts },
 	{ "capture stop", "", "stop the capture",
 	  .dcmd = "capture.stop", .fmt = print_kv },
+	{ "bridge", "", "the data path: ports, flows, counters",
+	  .dcmd = "bridge", .fmt = fmt_raw },
+	{ "flows", "[--top N] [--by bytes|pkts|ce|drops|rate] [--dir host|fabric]",
+	  "the data path's busiest flows", .dcmd = "flows", .fmt = fmt_flows,
+	  .opts = flows_opts },
+	{ "slices", "", "slices: shares and counters",
+	  .dcmd = "slices", .fmt = fmt_slices },
+	{ "policy", "", "the data-path policy (slices and flow rules) as JSON",
+	  .dcmd = "policy", .fmt = fmt_raw },
+	{ "slice set", "NAME [--min-bps R] [--max-bps R] [--min-pps R] [--max-pps R] "
+	  "[--weight W] [--latency true|false] [--qlen N] [--flow-bps R] "
+	  "[--match JSON] [--path JSON]", "add or change a slice (saved)",
+	  .dcmd = "slice.set", .fmt = fmt_raw, .pos = { "name" }, .min_pos = 1,
+	  .opts = slice_opts },
+	{ "slice del", "NAME", "remove a slice (saved)", .dcmd = "slice.del",
+	  .fmt = print_kv, .pos = { "name" }, .min_pos = 1 },
+	{ "rule set", "NAME [--match JSON] [--path JSON] [--slice S]",
+	  "add or change a flow rule: path policy for matching flows (saved)",
+	  .dcmd = "flow.policy", .fmt = print_kv, .pos = { "name" }, .min_pos = 1,
+	  .opts = rule_opts },
+	{ "rule del", "NAME", "remove a flow rule (saved)", .dcmd = "flow.policy.del",
+	  .fmt = print_kv, .pos = { "name" }, .min_pos = 1 },
 	{ "call", "CMD [JSON-ARGS]",
 	  "send any daemon command, print the result", cmd_call },
 	{ "mesh", "[--metric rtt|fwd|rev|loss] [--window W] [-s SOCK ...] "

@@ -52,6 +52,7 @@ enum arg_kind {
 	ARG_UINT,       /* decimal up to optdef.max */
 	ARG_WINDOW,     /* 1s, 10s or 60s */
 	ARG_FILE,       /* a path, made absolute for the daemon */
+	ARG_JSON,       /* a JSON value ({...}, [...], true, 1e9) sent as such */
 };
 
 /* One option of a subcommand; key/kind/max serve the request builder. */
@@ -67,7 +68,7 @@ struct cli_cmd;
 typedef int (*cli_fn)(struct cli *cli, const struct cli_cmd *cmd, int argc,
 		      char **argv);
 
-#define MAX_OPTS 8
+#define MAX_OPTS 16
 #define MAX_POS 8
 
 struct parsed {
@@ -172,6 +173,10 @@ int fmt_status(const json_t *r);
 int fmt_peers(const json_t *r);
 int fmt_sync(const json_t *r);
 int fmt_raw(const json_t *result);
+
+/* fmt_bridge.c: the data path */
+int fmt_flows(const json_t *r);
+int fmt_slices(const json_t *r);
 
 /* fmt_paths.c */
 int fmt_paths(const json_t *r);
