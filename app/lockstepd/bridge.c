@@ -39,18 +39,12 @@
 
 struct lsd_bridge *lsd_bridges[RTE_MAX_LCORE];
 
-static inline uint16_t
-rd16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
 /* RFC 1624: a 16-bit field changed from old to new inside a checksummed
  * range; 0 stays 0 (UDP over IPv4 without a checksum). */
 static inline void
 csum_fix16(uint8_t *csum, uint16_t old, uint16_t new)
 {
-	uint32_t c = rd16(csum);
+	uint32_t c = ls_get_be16(csum);
 
 	if (c == 0)
 		return;
@@ -70,7 +64,7 @@ enum { ENT_NONE, ENT_SPORT, ENT_LABEL };
 static inline int
 entropy_kind(const struct ls_flow_pkt *pk)
 {
-	uint16_t dport = rd16((const uint8_t *)&pk->key.dport);
+	uint16_t dport = ls_get_be16((const uint8_t *)&pk->key.dport);
 
 	if (pk->kind == LS_FLOW_K_ROCE)
 		return ENT_SPORT;
@@ -91,7 +85,7 @@ steer(struct lsd_bridge *b, const struct ls_flow *f, uint8_t *fr, uint32_t len,
 	switch (entropy_kind(pk)) {
 	case ENT_SPORT: {
 		uint8_t *udp = fr + pk->l4_off;
-		uint16_t old = rd16(udp);
+		uint16_t old = ls_get_be16(udp);
 
 		if (old == value)
 			return;

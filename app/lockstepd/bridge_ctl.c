@@ -129,23 +129,46 @@ bridge_on(struct ls_ctl_req *req)
 	return false;
 }
 
+typedef int (*parse_fn)(const json_t *obj, const struct ls_jsonv *jv, const char *path,
+			void *out);
+
+static int
+parse_slice(const json_t *obj, const struct ls_jsonv *jv, const char *path, void *out)
+{
+	return ls_policy_slice_from_json(obj, jv, path, out);
+}
+
+static int
+parse_rule(const json_t *obj, const struct ls_jsonv *jv, const char *path, void *out)
+{
+	return ls_policy_rule_from_json(obj, jv, path, out);
+}
+
+/* The start of every change that takes an object: parse args into out
+ * (bad_args naming the key on failure), then a copy of the policy to
+ * change. NULL when a reply was sent. */
+static struct ls_policy *
+begin_change(struct ls_ctl_req *req, json_t *args, parse_fn parse, void *out)
+{
+	char err[LS_ERR_LEN];
+	struct ls_jsonv jv = {.err = err, .errlen = sizeof(err)};
+
+	if (!bridge_on(req))
+		return NULL;
+	if (parse(args, &jv, "args", out) < 0) {
+		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "%s", err);
+		return NULL;
+	}
+	return policy_copy(req);
+}
+
 static void
 cmd_slice_set(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 {
-	struct ls_jsonv jv;
 	struct ls_policy_slice s;
-	struct ls_policy *next;
-	char err[LS_ERR_LEN];
+	struct ls_policy *next = begin_change(req, args, parse_slice, &s);
 	int i;
 
-	if (!bridge_on(req))
-		return;
-	jv = (struct ls_jsonv){.err = err, .errlen = sizeof(err)};
-	if (ls_policy_slice_from_json(args, &jv, "args", &s) < 0) {
-		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "%s", err);
-		return;
-	}
-	next = policy_copy(req);
 	if (next == NULL)
 		return;
 	i = ls_policy_slice_index(next, s.conf.name);
@@ -208,35 +231,25 @@ static void
 cmd_flow_policy(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 {
 	struct ls_policy_rule r;
-	struct ls_policy *next;
-	struct ls_jsonv jv;
-	char err[LS_ERR_LEN];
+	struct ls_policy *next = begin_change(req, args, parse_rule, &r);
 	int i;
 
-	if (!bridge_on(req))
+	if (next == NULL)
 		return;
-	jv = (struct ls_jsonv){.err = err, .errlen = sizeof(err)};
-	if (ls_policy_rule_from_json(args, &jv, "args", &r) < 0) {
-		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "%s", err);
-		return;
-	}
-	if (r.slice[0] != '\0' && ls_policy_slice_index(bctl.cur, r.slice) < 0) {
+	if (r.slice[0] != '\0' && ls_policy_slice_index(next, r.slice) < 0) {
+		free(next);
 		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.slice: no slice \"%s\"", r.slice);
 		return;
 	}
-	next = policy_copy(req);
-	if (next == NULL)
-		return;
 	i = ls_policy_rule_index(next, r.name);
-	if (i < 0) {
-		if (next->n_rules >= LS_POLICY_MAX_RULES) {
-			free(next);
-			ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "rule table full (%d)",
-					   LS_POLICY_MAX_RULES);
-			return;
-		}
-		i = (int)next->n_rules++;
+	if (i < 0 && next->n_rules >= LS_POLICY_MAX_RULES) {
+		free(next);
+		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "rule table full (%d)",
+				   LS_POLICY_MAX_RULES);
+		return;
 	}
+	if (i < 0)
+		i = (int)next->n_rules++;
 	next->rules[i] = r;
 	if (policy_commit(req, next) == 0) {
 		LSD_LOG(INFO, "bridge: flow rule %s set", r.name);

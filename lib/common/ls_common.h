@@ -62,6 +62,29 @@ int ls_prefix_parse(const char *s, struct ls_prefix *out);
 const char *ls_addr_fmt(const struct ls_addr *a, char *buf, size_t len);
 
 /** True when two addresses are equal (family and bytes). */
+/** Big-endian (network order) field of a frame, read and written bytewise:
+ * any alignment, any host. */
+static inline uint16_t
+ls_get_be16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+/** 24-bit big-endian field (RoCEv2 QP, PSN). */
+static inline uint32_t
+ls_get_be24(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | p[2];
+}
+
+/** Write a big-endian 16-bit field. */
+static inline void
+ls_put_be16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
 static inline bool
 ls_addr_eq(const struct ls_addr *x, const struct ls_addr *y)
 {

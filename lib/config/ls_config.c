@@ -777,13 +777,7 @@ set_defaults(struct ls_config *cfg)
 	cfg->sync.wander_ns = 10.0;
 	/* sync.shm follows the node: see node_post */
 	snprintf(cfg->log_level, sizeof(cfg->log_level), "info");
-	cfg->bridge.max_flows = 262144;
-	cfg->bridge.flow_idle_ms = 30000;
-	cfg->bridge.pace_max_delay_us = 10000;
-	cfg->bridge.wheel_slots = 65536;
-	cfg->bridge.wheel_slot_ns = 100;
-	cfg->bridge.mbufs = 16384;
-	/* bridge.policy_file follows the node: see node_post */
+	ls_config_bridge_defaults(&cfg->bridge);
 	/* control.socket and clock.sim.seed follow the node: see node_post */
 }
 

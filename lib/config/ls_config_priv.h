@@ -94,5 +94,6 @@ struct field {
 
 /* Sections defined in their own files. */
 extern const struct schema ls_config_bridge_schema;
+void ls_config_bridge_defaults(struct ls_conf_bridge *b);
 
 #endif /* LS_CONFIG_PRIV_H */

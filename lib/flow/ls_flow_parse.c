@@ -9,6 +9,7 @@
  */
 #include <string.h>
 
+#include "ls_common.h"
 #include "ls_flow.h"
 
 #define ETH_HLEN 14
@@ -19,12 +20,6 @@
 #define P_TCP 6
 #define P_UDP 17
 #define BTH_LEN 12
-
-static inline uint16_t
-rd16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
 
 /* Fill the L4 part of the key and the RoCEv2 fields. */
 static void
@@ -47,7 +42,7 @@ parse_l4(const uint8_t *f, uint32_t len, uint32_t l4, uint32_t l3_end,
 		memcpy(&k->dport, f + l4 + 2, 2);
 		k->qp_label = 0;
 		o->kind = LS_FLOW_K_UDP;
-		if (rd16(f + l4 + 2) == LS_FLOW_ROCE_PORT && l4 + 8 + BTH_LEN <= len &&
+		if (ls_get_be16(f + l4 + 2) == LS_FLOW_ROCE_PORT && l4 + 8 + BTH_LEN <= len &&
 		    l4 + 8 + BTH_LEN <= l3_end) {
 			const uint8_t *bth = f + l4 + 8;
 
@@ -72,7 +67,7 @@ parse_v4(const uint8_t *f, uint32_t len, uint32_t l3, struct ls_flow_pkt *o)
 	if (l3 + 20 > len)
 		return LS_FLOW_ERR_TRUNC;
 	ihl = (uint32_t)(ip[0] & 0x0f) * 4;
-	tot = rd16(ip + 2);
+	tot = ls_get_be16(ip + 2);
 	if ((ip[0] >> 4) != 4 || ihl < 20 || tot < ihl)
 		return LS_FLOW_ERR_L3;
 	if (l3 + ihl > len)
@@ -86,7 +81,7 @@ parse_v4(const uint8_t *f, uint32_t len, uint32_t l3, struct ls_flow_pkt *o)
 	o->dscp = ip[1] >> 2;
 	o->ecn = ip[1] & 3;
 	o->l3_len = (uint16_t)tot;
-	frag = rd16(ip + 6);
+	frag = ls_get_be16(ip + 6);
 	o->first_frag = (frag & 0x1fff) == 0;
 	parse_l4(f, len, l3 + ihl, l3 + tot, o);
 	return LS_FLOW_IP;
@@ -112,10 +107,10 @@ parse_v6(const uint8_t *f, uint32_t len, uint32_t l3, struct ls_flow_pkt *o)
 	o->dscp = (uint8_t)((vtcfl >> 22) & 0x3f);
 	o->ecn = (uint8_t)((vtcfl >> 20) & 3);
 	o->label = vtcfl & 0xfffff;
-	o->l3_len = (uint16_t)(40 + rd16(ip + 4));
+	o->l3_len = (uint16_t)(40 + ls_get_be16(ip + 4));
 	o->first_frag = 1;
 	o->key.qp_label = __builtin_bswap32(o->label);
-	parse_l4(f, len, l3 + 40, l3 + 40 + rd16(ip + 4), o);
+	parse_l4(f, len, l3 + 40, l3 + 40 + ls_get_be16(ip + 4), o);
 	return LS_FLOW_IP;
 }
 
@@ -128,14 +123,14 @@ ls_flow_parse(const uint8_t *f, uint32_t len, struct ls_flow_pkt *o)
 	memset(o, 0, sizeof(*o));
 	if (len < ETH_HLEN)
 		return LS_FLOW_NOT_IP;
-	et = rd16(f + 12);
+	et = ls_get_be16(f + 12);
 	if (et == ET_VLAN || et == ET_QINQ) {
 		if (len < ETH_HLEN + 4)
 			return LS_FLOW_NOT_IP;
 		o->vlan_off = 12;
 		o->pcp = f[14] >> 5;
-		o->key.vid = __builtin_bswap16(rd16(f + 14) & 0x0fff);
-		et = rd16(f + 16);
+		o->key.vid = __builtin_bswap16(ls_get_be16(f + 14) & 0x0fff);
+		et = ls_get_be16(f + 16);
 		l3 += 4;
 	}
 	o->l3_off = (uint16_t)l3;

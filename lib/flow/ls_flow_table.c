@@ -44,32 +44,29 @@ heap_allocated(void)
 struct ls_flow_table *
 ls_flow_table_create(const struct ls_flow_table_params *p)
 {
-	struct rte_hash_parameters hp = {0};
-	struct ls_flow_table *t;
-
+	struct rte_hash_parameters hp = {
+		.entries = p != NULL ? p->max_flows : 0,
+		.key_len = sizeof(struct ls_flow_key),
+		.hash_func = rte_hash_crc,
+		/* a full bucket spills into the extendable table instead of
+		 * failing an insert the capacity allows */
+		.extra_flag = RTE_HASH_EXTRA_FLAGS_EXT_TABLE,
+	};
 	uint64_t before = heap_allocated();
+	struct ls_flow_table *t;
 
 	if (p == NULL || p->name == NULL || p->max_flows < 8) {
 		errno = EINVAL;
 		return NULL;
 	}
-	t = rte_zmalloc_socket("ls_flow_table", sizeof(*t), 64, p->socket_id);
-	if (t == NULL) {
-		errno = ENOMEM;
-		return NULL;
-	}
 	hp.name = p->name;
-	hp.entries = p->max_flows;
-	hp.key_len = sizeof(struct ls_flow_key);
-	hp.hash_func = rte_hash_crc;
 	hp.socket_id = p->socket_id;
-	/* A full bucket spills into the extendable table instead of failing
-	 * an insert the capacity allows. */
-	hp.extra_flag = RTE_HASH_EXTRA_FLAGS_EXT_TABLE;
-	t->h = rte_hash_create(&hp);
-	if (t->h == NULL) {
-		rte_free(t);
-		errno = rte_errno == EEXIST ? EEXIST : ENOMEM;
+	t = rte_zmalloc_socket("ls_flow_table", sizeof(*t), 64, p->socket_id);
+	if (t != NULL)
+		t->h = rte_hash_create(&hp);
+	if (t == NULL || t->h == NULL) {
+		errno = t != NULL && rte_errno == EEXIST ? EEXIST : ENOMEM;
+		ls_flow_table_free(t);
 		return NULL;
 	}
 	/* rte_hash positions run 0 .. entries - 1 (it rounds its own slots up,
@@ -78,8 +75,7 @@ ls_flow_table_create(const struct ls_flow_table_params *p)
 	t->flows = rte_zmalloc_socket("ls_flows", sizeof(struct ls_flow) * t->cap, 64,
 				      p->socket_id);
 	if (t->flows == NULL) {
-		rte_hash_free(t->h);
-		rte_free(t);
+		ls_flow_table_free(t);
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -87,13 +83,12 @@ ls_flow_table_create(const struct ls_flow_table_params *p)
 	return t;
 }
 
+/* rte_hash_free and rte_free take NULL. */
 void
 ls_flow_table_free(struct ls_flow_table *t)
 {
-	if (t == NULL)
-		return;
-	rte_hash_free(t->h);
-	rte_free(t->flows);
+	if (t != NULL)
+		rte_hash_free(t->h), rte_free(t->flows);
 	rte_free(t);
 }
 

@@ -130,19 +130,6 @@ ls_pkt_class_name(int cls)
 	return "unknown";
 }
 
-static inline uint16_t
-rd16(const uint8_t *p)
-{
-	return (uint16_t)((p[0] << 8) | p[1]);
-}
-
-static inline void
-wr16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
 static inline bool
 mac_is_group(const uint8_t *m)
 {
@@ -357,14 +344,14 @@ parse_arp(const uint8_t *frame, uint32_t len, struct ls_pkt_info *pi)
 
 	if (len - ETH_HLEN < ARP_LEN)
 		return LS_PKT_ERR_TRUNC;
-	if (rd16(a + offsetof(struct rte_arp_hdr, arp_hardware)) !=
+	if (ls_get_be16(a + offsetof(struct rte_arp_hdr, arp_hardware)) !=
 		RTE_ARP_HRD_ETHER ||
-	    rd16(a + offsetof(struct rte_arp_hdr, arp_protocol)) !=
+	    ls_get_be16(a + offsetof(struct rte_arp_hdr, arp_protocol)) !=
 		RTE_ETHER_TYPE_IPV4 ||
 	    a[offsetof(struct rte_arp_hdr, arp_hlen)] != RTE_ETHER_ADDR_LEN ||
 	    a[offsetof(struct rte_arp_hdr, arp_plen)] != 4)
 		return LS_PKT_ERR_ARP;
-	pi->arp_op = rd16(a + offsetof(struct rte_arp_hdr, arp_opcode));
+	pi->arp_op = ls_get_be16(a + offsetof(struct rte_arp_hdr, arp_opcode));
 	memcpy(pi->arp_sha.b, d + offsetof(struct rte_arp_ipv4, arp_sha), 6);
 	put_addr(&pi->src, LS_AF_INET, d + offsetof(struct rte_arp_ipv4, arp_sip));
 	put_addr(&pi->dst, LS_AF_INET, d + offsetof(struct rte_arp_ipv4, arp_tip));
@@ -391,7 +378,7 @@ ls_pkt_parse(const uint8_t *frame, uint32_t len, bool verify_l4,
 		return LS_PKT_ERR_TRUNC;
 	memcpy(pi->dst_mac.b, frame + offsetof(struct rte_ether_hdr, dst_addr), 6);
 	memcpy(pi->src_mac.b, frame + offsetof(struct rte_ether_hdr, src_addr), 6);
-	pi->ether_type = rd16(frame + offsetof(struct rte_ether_hdr, ether_type));
+	pi->ether_type = ls_get_be16(frame + offsetof(struct rte_ether_hdr, ether_type));
 	pi->l3_off = (uint16_t)ETH_HLEN;
 
 	switch (pi->ether_type) {
@@ -422,7 +409,7 @@ put_eth(uint8_t *buf, const uint8_t *dst, const uint8_t *src, uint16_t type)
 {
 	memcpy(buf + offsetof(struct rte_ether_hdr, dst_addr), dst, 6);
 	memcpy(buf + offsetof(struct rte_ether_hdr, src_addr), src, 6);
-	wr16(buf + offsetof(struct rte_ether_hdr, ether_type), type);
+	ls_put_be16(buf + offsetof(struct rte_ether_hdr, ether_type), type);
 }
 
 static void
@@ -574,11 +561,11 @@ ls_pkt_build_arp(uint8_t *buf, uint32_t cap, uint16_t op,
 	if (spa->family != LS_AF_INET || tpa->family != LS_AF_INET)
 		return -EINVAL;
 	put_eth(buf, tha != NULL ? tha->b : bcast, sha->b, RTE_ETHER_TYPE_ARP);
-	wr16(a + offsetof(struct rte_arp_hdr, arp_hardware), RTE_ARP_HRD_ETHER);
-	wr16(a + offsetof(struct rte_arp_hdr, arp_protocol), RTE_ETHER_TYPE_IPV4);
+	ls_put_be16(a + offsetof(struct rte_arp_hdr, arp_hardware), RTE_ARP_HRD_ETHER);
+	ls_put_be16(a + offsetof(struct rte_arp_hdr, arp_protocol), RTE_ETHER_TYPE_IPV4);
 	a[offsetof(struct rte_arp_hdr, arp_hlen)] = RTE_ETHER_ADDR_LEN;
 	a[offsetof(struct rte_arp_hdr, arp_plen)] = 4;
-	wr16(a + offsetof(struct rte_arp_hdr, arp_opcode), op);
+	ls_put_be16(a + offsetof(struct rte_arp_hdr, arp_opcode), op);
 	memcpy(d + offsetof(struct rte_arp_ipv4, arp_sha), sha->b, 6);
 	memcpy(d + offsetof(struct rte_arp_ipv4, arp_sip), spa->a, 4);
 	memcpy(d + offsetof(struct rte_arp_ipv4, arp_tha),
@@ -678,12 +665,12 @@ ls_pkt_build_na(uint8_t *buf, uint32_t cap, const struct ls_mac *src_mac,
 static inline void
 csum_replace16(uint8_t *ck, uint16_t old, uint16_t new)
 {
-	uint32_t sum = (uint32_t)(uint16_t)~rd16(ck) + (uint16_t)~old + new;
+	uint32_t sum = (uint32_t)(uint16_t)~ls_get_be16(ck) + (uint16_t)~old + new;
 
 	/* At most 3 * 0xffff: two folds always bring it into 16 bits. */
 	sum = (sum & 0xffff) + (sum >> 16);
 	sum = (sum & 0xffff) + (sum >> 16);
-	wr16(ck, (uint16_t)~sum);
+	ls_put_be16(ck, (uint16_t)~sum);
 }
 
 uint8_t
@@ -725,9 +712,9 @@ ls_pkt_set_ce(uint8_t *l3, uint8_t family)
 	if ((l3[1] & LS_ECN_MASK) == LS_ECN_CE)
 		return true;
 	/* TOS is the low byte of the word that starts with version/IHL. */
-	old = rd16(l3);
+	old = ls_get_be16(l3);
 	l3[1] |= LS_ECN_CE;
-	csum_replace16(l3 + 10, old, rd16(l3));
+	csum_replace16(l3 + 10, old, ls_get_be16(l3));
 	return true;
 }
 
@@ -777,7 +764,7 @@ build_te4(uint8_t *buf, uint32_t cap, const struct ls_mac *src_mac,
 	 * length smaller than a header shrink the quote below one: the
 	 * sender needs the header to match the error to its packet.
 	 */
-	tlen = rd16(orig + 2);
+	tlen = ls_get_be16(orig + 2);
 	memcpy(dst, orig + 12, 4);
 	rc = te_quote(buf, cap, IPV4_HLEN, orig, orig_len, tlen >= IPV4_HLEN ? tlen : orig_len,
 		      TE4_QUOTE_MAX);
@@ -824,7 +811,7 @@ build_te6(uint8_t *buf, uint32_t cap, const struct ls_mac *src_mac,
 	if (orig_len < IPV6_HLEN || (orig[0] >> 4) != 6)
 		return -EINVAL;
 	memcpy(dst, orig + 8, 16);
-	rc = te_quote(buf, cap, IPV6_HLEN, orig, orig_len, IPV6_HLEN + (uint32_t)rd16(orig + 4),
+	rc = te_quote(buf, cap, IPV6_HLEN, orig, orig_len, IPV6_HLEN + (uint32_t)ls_get_be16(orig + 4),
 		      TE6_QUOTE_MAX);
 	if (rc < 0)
 		return rc;

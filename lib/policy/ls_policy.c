@@ -262,30 +262,30 @@ range(const json_t *v, const struct ls_jsonv *jv, const char *path, long long ma
 	return 0;
 }
 
+/* Ranges are stored as two uint32_t, whatever their bound. */
+static int
+k_range(const json_t *v, const struct ls_jsonv *jv, const char *path, long long max,
+	uint32_t *r)
+{
+	long long lo, hi;
+
+	if (range(v, jv, path, max, &lo, &hi) < 0)
+		return -EINVAL;
+	r[0] = (uint32_t)lo;
+	r[1] = (uint32_t)hi;
+	return 0;
+}
+
 static int
 k_port_range(const json_t *v, const struct ls_jsonv *jv, const char *path, void *out)
 {
-	long long lo, hi;
-	uint16_t *r = out;
-
-	if (range(v, jv, path, 65535, &lo, &hi) < 0)
-		return -EINVAL;
-	r[0] = (uint16_t)lo;
-	r[1] = (uint16_t)hi;
-	return 0;
+	return k_range(v, jv, path, 65535, out);
 }
 
 static int
 k_qp_range(const json_t *v, const struct ls_jsonv *jv, const char *path, void *out)
 {
-	long long lo, hi;
-	uint32_t *r = out;
-
-	if (range(v, jv, path, 0xffffff, &lo, &hi) < 0)
-		return -EINVAL;
-	r[0] = (uint32_t)lo;
-	r[1] = (uint32_t)hi;
-	return 0;
+	return k_range(v, jv, path, 0xffffff, out);
 }
 
 #define MK(name, fn, field) { name, fn, offsetof(struct ls_match, field) }

@@ -56,8 +56,8 @@ struct ls_match {
 	uint16_t vid;             /**< VLAN ID */
 	struct ls_prefix src;     /**< source prefix; family 0 = any */
 	struct ls_prefix dst;     /**< destination prefix; family 0 = any */
-	uint16_t sport[2];        /**< source port range; {0, 0} = any */
-	uint16_t dport[2];        /**< destination port range; {0, 0} = any */
+	uint32_t sport[2];        /**< source port range; {0, 0} = any */
+	uint32_t dport[2];        /**< destination port range; {0, 0} = any */
 	uint32_t qp[2];           /**< RoCEv2 destination QP range; {0, 0} = any */
 };
 

@@ -17,6 +17,7 @@
  * per-lcore cache saves for the handful of lengths a flow uses.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -37,25 +38,6 @@
 #define SPORT_TAIL(udp_len) ((uint32_t)(udp_len) - 2 - LS_ROCE_ICRC_LEN)
 /* crc32() of two zero bytes: the affine part the linear delta removes. */
 #define CRC32_OF_2_ZEROS 0x41d912ffu
-
-static inline uint16_t
-get16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static inline void
-put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
-static inline uint32_t
-get24(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | p[2];
-}
 
 static inline void
 put24(uint8_t *p, uint32_t v)
@@ -94,12 +76,12 @@ ls_roce_bth_parse(const uint8_t *buf, uint32_t len, struct ls_roce_bth *bth)
 	bth->migreq = buf[1] & 0x40;
 	bth->pad_cnt = (buf[1] >> 4) & 0x3;
 	bth->tver = buf[1] & 0xf;
-	bth->pkey = get16(buf + 2);
+	bth->pkey = ls_get_be16(buf + 2);
 	bth->fecn = buf[4] & 0x80;
 	bth->becn = buf[4] & 0x40;
-	bth->dest_qp = get24(buf + 5);
+	bth->dest_qp = ls_get_be24(buf + 5);
 	bth->ack_req = buf[8] & 0x80;
-	bth->psn = get24(buf + 9);
+	bth->psn = ls_get_be24(buf + 9);
 	return 0;
 }
 
@@ -114,7 +96,7 @@ ls_roce_bth_put(uint8_t *buf, uint32_t cap, const struct ls_roce_bth *bth)
 	buf[0] = bth->opcode;
 	buf[1] = (uint8_t)((bth->se ? 0x80 : 0) | (bth->migreq ? 0x40 : 0) |
 			   bth->pad_cnt << 4 | bth->tver);
-	put16(buf + 2, bth->pkey);
+	ls_put_be16(buf + 2, bth->pkey);
 	buf[4] = (uint8_t)((bth->fecn ? 0x80 : 0) | (bth->becn ? 0x40 : 0));
 	put24(buf + 5, bth->dest_qp);
 	buf[8] = bth->ack_req ? 0x80 : 0;
@@ -135,7 +117,7 @@ locate_ip(const uint8_t *l3, uint32_t len, struct ls_roce_pkt *rp)
 		if (len < IP4_HDR_MIN)
 			return -EMSGSIZE;
 		hl = (l3[0] & 0xf) * 4u;
-		ip_len = get16(l3 + 2);
+		ip_len = ls_get_be16(l3 + 2);
 		if (hl < IP4_HDR_MIN || ip_len < hl)
 			return -EBADMSG;
 		if (hl > len || ip_len > len)
@@ -145,7 +127,7 @@ locate_ip(const uint8_t *l3, uint32_t len, struct ls_roce_pkt *rp)
 		/* MF set or a fragment offset: the ICRC covers the whole
 		 * datagram, which one fragment does not hold.
 		 */
-		if (get16(l3 + 6) & 0x3fff)
+		if (ls_get_be16(l3 + 6) & 0x3fff)
 			return -EPROTONOSUPPORT;
 		rp->family = LS_AF_INET;
 		break;
@@ -153,7 +135,7 @@ locate_ip(const uint8_t *l3, uint32_t len, struct ls_roce_pkt *rp)
 		if (len < IP6_HDR_LEN)
 			return -EMSGSIZE;
 		hl = IP6_HDR_LEN;
-		ip_len = IP6_HDR_LEN + get16(l3 + 4);
+		ip_len = IP6_HDR_LEN + ls_get_be16(l3 + 4);
 		if (ip_len > len)
 			return -EMSGSIZE;
 		/* RoCEv2 puts UDP right after the fixed header; extension
@@ -187,13 +169,13 @@ ls_roce_locate(const uint8_t *l3, uint32_t len, struct ls_roce_pkt *rp)
 	if (rp->ip_len - rp->udp_off < UDP_HDR_LEN)
 		return -EBADMSG;
 	udp = l3 + rp->udp_off;
-	if (get16(udp + 2) != LS_ROCE_UDP_PORT)
+	if (ls_get_be16(udp + 2) != LS_ROCE_UDP_PORT)
 		return -EPROTONOSUPPORT;
-	udp_len = get16(udp + 4);
+	udp_len = ls_get_be16(udp + 4);
 	if (udp_len != rp->ip_len - rp->udp_off ||
 	    udp_len < UDP_HDR_LEN + LS_ROCE_BTH_LEN + LS_ROCE_ICRC_LEN)
 		return -EBADMSG;
-	rp->sport = get16(udp);
+	rp->sport = ls_get_be16(udp);
 	rp->udp_len = (uint16_t)udp_len;
 	rp->bth_off = (uint16_t)(rp->udp_off + UDP_HDR_LEN);
 	rp->icrc_off = rp->ip_len - LS_ROCE_ICRC_LEN;
@@ -228,34 +210,28 @@ icrc_calc(const uint8_t *l3, const struct ls_roce_pkt *rp)
 	return (uint32_t)crc;
 }
 
+/* The ICRC a packet should carry (computed) or carries (read). */
+static int
+icrc_of(const uint8_t *l3, uint32_t len, uint32_t *icrc, bool computed)
+{
+	struct ls_roce_pkt rp;
+	int rc = icrc == NULL ? -EINVAL : ls_roce_locate(l3, len, &rp);
+
+	if (rc == 0)
+		*icrc = computed ? icrc_calc(l3, &rp) : get_icrc(l3 + rp.icrc_off);
+	return rc;
+}
+
 int
 ls_roce_icrc_compute(const uint8_t *l3, uint32_t len, uint32_t *icrc)
 {
-	struct ls_roce_pkt rp;
-	int rc;
-
-	if (icrc == NULL)
-		return -EINVAL;
-	rc = ls_roce_locate(l3, len, &rp);
-	if (rc < 0)
-		return rc;
-	*icrc = icrc_calc(l3, &rp);
-	return 0;
+	return icrc_of(l3, len, icrc, true);
 }
 
 int
 ls_roce_icrc_get(const uint8_t *l3, uint32_t len, uint32_t *icrc)
 {
-	struct ls_roce_pkt rp;
-	int rc;
-
-	if (icrc == NULL)
-		return -EINVAL;
-	rc = ls_roce_locate(l3, len, &rp);
-	if (rc < 0)
-		return rc;
-	*icrc = get_icrc(l3 + rp.icrc_off);
-	return 0;
+	return icrc_of(l3, len, icrc, false);
 }
 
 int
@@ -315,7 +291,7 @@ ls_roce_icrc_update_sport(uint32_t icrc, uint16_t old_sport,
 
 	if (old_sport == new_sport)
 		return icrc;
-	put16(delta, old_sport ^ new_sport);
+	ls_put_be16(delta, old_sport ^ new_sport);
 	/* crc32() of the delta less crc32() of as many zeros: the linear
 	 * part alone, which is what XORs into the packet's CRC.
 	 */
@@ -364,21 +340,21 @@ ls_roce_set_sport(uint8_t *l3, uint32_t len, uint16_t sport,
 	memcpy(old_icrc, icrc_p, 4);
 	put_icrc(icrc_p, ls_roce_icrc_update_sport(get_icrc(icrc_p), rp.sport,
 						   sport, rp.udp_len, cache));
-	put16(udp, sport);
+	ls_put_be16(udp, sport);
 	/* The UDP checksum covers the port and the ICRC (it is UDP payload),
 	 * so both changes go into an RFC 1624 update: HC' = ~(~HC + ~m + m').
 	 * Zero means "no checksum" (IPv4) or a sender that relies on the
 	 * ICRC (RoCEv2 over IPv6): leave it so. A computed zero goes out as
 	 * 0xffff, the other zero of ones' complement (RFC 768).
 	 */
-	ck = get16(udp + 6);
+	ck = ls_get_be16(udp + 6);
 	if (ck != 0) {
 		m_old = changed_sum(rp.sport, old_icrc, rp.icrc_off - rp.udp_off);
 		ck = (uint16_t)~ones_add((uint32_t)(uint16_t)~ck +
 					 (uint16_t)~m_old +
 					 changed_sum(sport, icrc_p,
 						     rp.icrc_off - rp.udp_off));
-		put16(udp + 6, ck == 0 ? 0xffff : ck);
+		ls_put_be16(udp + 6, ck == 0 ? 0xffff : ck);
 	}
 	return 0;
 }
@@ -388,7 +364,7 @@ static uint32_t
 sum16(const uint8_t *p, uint32_t n, uint32_t sum)
 {
 	for (uint32_t i = 0; i + 1 < n; i += 2)
-		sum += get16(p + i);
+		sum += ls_get_be16(p + i);
 	if (n & 1)
 		sum += (uint32_t)p[n - 1] << 8;
 	return sum;
@@ -428,29 +404,29 @@ ls_roce_cnp_build(uint8_t *buf, uint32_t cap, const struct ls_roce_cnp_params *p
 		hl = IP4_HDR_MIN;
 		buf[0] = 0x45;
 		buf[1] = tos;
-		put16(buf + 2, (uint16_t)n);
-		put16(buf + 4, p->ip_id);
-		put16(buf + 6, 0x4000);         /* DF: RoCE is never fragmented */
+		ls_put_be16(buf + 2, (uint16_t)n);
+		ls_put_be16(buf + 4, p->ip_id);
+		ls_put_be16(buf + 6, 0x4000);         /* DF: RoCE is never fragmented */
 		buf[8] = ttl;
 		buf[9] = IPPROTO_UDP_NUM;
 		memcpy(buf + 12, p->src.a, 4);
 		memcpy(buf + 16, p->dst.a, 4);
-		put16(buf + 10, fold(sum16(buf, hl, 0)));
+		ls_put_be16(buf + 10, fold(sum16(buf, hl, 0)));
 	} else {
 		hl = IP6_HDR_LEN;
 		buf[0] = (uint8_t)(0x60 | tos >> 4);
 		buf[1] = (uint8_t)(tos << 4 | p->flow_label >> 16);
-		put16(buf + 2, (uint16_t)p->flow_label);
-		put16(buf + 4, (uint16_t)(n - hl));
+		ls_put_be16(buf + 2, (uint16_t)p->flow_label);
+		ls_put_be16(buf + 4, (uint16_t)(n - hl));
 		buf[6] = IPPROTO_UDP_NUM;
 		buf[7] = ttl;
 		memcpy(buf + 8, p->src.a, 16);
 		memcpy(buf + 24, p->dst.a, 16);
 	}
 	udp = buf + hl;
-	put16(udp, p->sport);
-	put16(udp + 2, LS_ROCE_UDP_PORT);
-	put16(udp + 4, (uint16_t)(n - hl));
+	ls_put_be16(udp, p->sport);
+	ls_put_be16(udp + 2, LS_ROCE_UDP_PORT);
+	ls_put_be16(udp + 4, (uint16_t)(n - hl));
 	rc = ls_roce_bth_put(udp + UDP_HDR_LEN, LS_ROCE_BTH_LEN, &bth);
 	if (rc < 0)
 		return rc;
@@ -469,7 +445,7 @@ ls_roce_cnp_build(uint8_t *buf, uint32_t cap, const struct ls_roce_cnp_params *p
 		sum += n - hl;
 		sum += IPPROTO_UDP_NUM;
 		ck = fold(sum16(udp, n - hl, sum));
-		put16(udp + 6, ck == 0 ? 0xffff : ck);
+		ls_put_be16(udp + 6, ck == 0 ? 0xffff : ck);
 	}
 	return (int)n;
 }
