@@ -12,6 +12,7 @@
  * file, key and reason rather than running on a policy nobody set.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,6 +145,20 @@ parse_rule(const json_t *obj, const struct ls_jsonv *jv, const char *path, void 
 	return ls_policy_rule_from_json(obj, jv, path, out);
 }
 
+/* A change refused after the copy was made: drop it, reply bad_args. */
+static void __attribute__((format(printf, 3, 4)))
+refuse(struct ls_ctl_req *req, struct ls_policy *next, const char *fmt, ...)
+{
+	char msg[LS_ERR_LEN];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	free(next);
+	ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "%s", msg);
+}
+
 /* The start of every change that takes an object: parse args into out
  * (bad_args naming the key on failure), then a copy of the policy to
  * change. NULL when a reply was sent. */
@@ -173,8 +188,7 @@ cmd_slice_set(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 		return;
 	i = ls_policy_slice_index(next, s.conf.name);
 	if (i < 0 && next->n_slices >= LS_SLICE_MAX) {
-		free(next);
-		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "slice table full (%d)", LS_SLICE_MAX);
+		refuse(req, next, "slice table full (%d)", LS_SLICE_MAX);
 		return;
 	}
 	if (i < 0) {
@@ -237,15 +251,12 @@ cmd_flow_policy(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 	if (next == NULL)
 		return;
 	if (r.slice[0] != '\0' && ls_policy_slice_index(next, r.slice) < 0) {
-		free(next);
-		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.slice: no slice \"%s\"", r.slice);
+		refuse(req, next, "args.slice: no slice \"%s\"", r.slice);
 		return;
 	}
 	i = ls_policy_rule_index(next, r.name);
 	if (i < 0 && next->n_rules >= LS_POLICY_MAX_RULES) {
-		free(next);
-		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "rule table full (%d)",
-				   LS_POLICY_MAX_RULES);
+		refuse(req, next, "rule table full (%d)", LS_POLICY_MAX_RULES);
 		return;
 	}
 	if (i < 0)

@@ -98,27 +98,33 @@ k_rate(const json_t *v, const struct ls_jsonv *jv, const char *path, void *out)
 	return rc;
 }
 
+/* An integer in [lo, hi] stored as uint32_t. */
+static int
+u32_in(const json_t *v, const struct ls_jsonv *jv, const char *path, long long lo,
+       long long hi, uint32_t *out)
+{
+	long long x;
+	int rc = int_in(v, jv, path, lo, hi, &x);
+
+	if (rc == 0)
+		*out = (uint32_t)x;
+	return rc;
+}
+
 static int
 k_weight(const json_t *v, const struct ls_jsonv *jv, const char *path, void *out)
 {
-	long long x;
-	int rc = int_in(v, jv, path, 1, 1000, &x);
-
-	if (rc == 0)
-		*(uint32_t *)out = (uint32_t)x;
-	return rc;
+	return u32_in(v, jv, path, 1, 1000, out);
 }
 
 static int
 k_qlen(const json_t *v, const struct ls_jsonv *jv, const char *path, void *out)
 {
-	long long x;
-	int rc = int_in(v, jv, path, 16, 65536, &x);
+	uint32_t *q = out;
+	int rc = u32_in(v, jv, path, 16, 65536, q);
 
-	if (rc == 0 && (x & (x - 1)) != 0)
-		return ls_jsonv_fail(jv, path, "%lld is not a power of two", x);
-	if (rc == 0)
-		*(uint32_t *)out = (uint32_t)x;
+	if (rc == 0 && (*q & (*q - 1)) != 0)
+		return ls_jsonv_fail(jv, path, "%u is not a power of two", *q);
 	return rc;
 }
 
