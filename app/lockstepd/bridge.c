@@ -214,6 +214,12 @@ host_frame(struct lsd_bridge *b, struct rte_mbuf *m, const struct ls_flow_pkt *p
 			rte_pktmbuf_free(m);
 			return;
 		}
+		b->st.paced++;
+		if (at <= now) {
+			/* under its rate: the wheel would give it back next slot */
+			to_slice(b, f, m, f->slice);
+			return;
+		}
 		m->hash.usr = f->slice;
 		if (ls_wheel_insert(b->wheel, m, at) < 0) {
 			f->drops++;
@@ -221,7 +227,6 @@ host_frame(struct lsd_bridge *b, struct rte_mbuf *m, const struct ls_flow_pkt *p
 			rte_pktmbuf_free(m);
 			return;
 		}
-		b->st.paced++;
 	}
 }
 

@@ -39,7 +39,7 @@ struct ls_ctl;
 	X(flows_full)       /* flow table full: frame passed unmanaged */ \
 	X(flows_full_fabric) /* fabric-side flow not added: table 3/4 full */ \
 	X(flows_aged)       /* flows forgotten after flow_idle_ms */ \
-	X(paced)            /* frames held in the pacing wheel */ \
+	X(paced)            /* frames of paced flows (held in the wheel when ahead of their rate) */ \
 	X(pace_drops)       /* frames due later than pace_max_delay_us: dropped */ \
 	X(wheel_full)       /* pacing wheel full: dropped */ \
 	X(slice_drops)      /* slice queue full: dropped */ \
