@@ -87,12 +87,3 @@ static const struct field bridge_fields[] = {
 const struct schema ls_config_bridge_schema = SCHEMA(bridge_fields, bridge_post);
 
 
-/* docs/datapath.md lists the same values; policy_file follows the node
- * (node_post), policy is made by bridge_post. */
-void
-ls_config_bridge_defaults(struct ls_conf_bridge *b)
-{
-	*b = (struct ls_conf_bridge){ .max_flows = 262144, .flow_idle_ms = 30000,
-		.pace_max_delay_us = 10000, .wheel_slots = 65536, .wheel_slot_ns = 100,
-		.mbufs = 16384 };
-}

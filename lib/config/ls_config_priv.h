@@ -94,6 +94,15 @@ struct field {
 
 /* Sections defined in their own files. */
 extern const struct schema ls_config_bridge_schema;
-void ls_config_bridge_defaults(struct ls_conf_bridge *b);
+
+/* The bridge's defaults (docs/datapath.md lists the same values);
+ * policy_file follows the node (node_post), policy is made by bridge_post. */
+static inline void
+ls_config_bridge_defaults(struct ls_conf_bridge *b)
+{
+	*b = (struct ls_conf_bridge){ .max_flows = 262144, .flow_idle_ms = 30000,
+		.pace_max_delay_us = 10000, .wheel_slots = 65536, .wheel_slot_ns = 100,
+		.mbufs = 16384 };
+}
 
 #endif /* LS_CONFIG_PRIV_H */
