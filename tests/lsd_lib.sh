@@ -46,3 +46,24 @@ lsd_require() {
 	[ "$(id -u)" = 0 ] || { echo "SKIP: must run as root ($1)"; exit 77; }
 	[ -x "$DAEMON" ] || fail "no lockstepd at $DAEMON (set LS_BUILD)"
 }
+
+# lsd_fuzz_cleanup: the fuzz tests' EXIT trap (set FUZZ_SEED, FUZZ_COUNT and
+# PREFIX first): stop the daemon; on failure show its log and the seed that
+# replays it (the input is deterministic), and keep TMP with FUZZ_KEEP=1;
+# remove the EAL runtime directory.
+lsd_fuzz_cleanup() {
+	local rc=$?
+
+	lsd_stop -KILL
+	if [ $rc -ne 0 ]; then
+		lsd_log_tail
+		echo "$NAME: reproduce with FUZZ_SEED=$FUZZ_SEED FUZZ_COUNT=$FUZZ_COUNT" >&2
+	fi
+	if [ $rc -ne 0 ] && [ -n "${FUZZ_KEEP:-}" ]; then
+		echo "$NAME: kept $TMP" >&2
+	else
+		rm -rf "$TMP"
+	fi
+	rm -rf "/var/run/dpdk/$PREFIX"
+	exit $rc
+}

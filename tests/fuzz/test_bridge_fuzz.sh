@@ -34,40 +34,12 @@ PY=/usr/bin/python3
 FUZZ_COUNT=${FUZZ_COUNT:-110000}
 FUZZ_SEED=${FUZZ_SEED:-2525}
 MIN_DELIVERED=100000
-TMP=$(mktemp -d /tmp/ls-bfuzz.XXXXXX)
-SOCK=$TMP/ctl.sock
-DPID=
-PREFIX="ls-bfuzz$$"
-
-fail() { echo "test_bridge_fuzz: FAIL: $*" >&2; exit 1; }
-
-cleanup() {
-	local rc=$?
-	if [ -n "$DPID" ] && kill -0 "$DPID" 2>/dev/null; then
-		kill -KILL "$DPID" 2>/dev/null || true
-	fi
-	if [ $rc -ne 0 ] && [ -f "$TMP/daemon.log" ]; then
-		echo "---- lockstepd log (last 40 lines) ----" >&2
-		tail -n 40 "$TMP/daemon.log" >&2
-		echo "test_bridge_fuzz: reproduce with FUZZ_SEED=$FUZZ_SEED FUZZ_COUNT=$FUZZ_COUNT" >&2
-	fi
-	if [ $rc -ne 0 ] && [ -n "${FUZZ_KEEP:-}" ]; then
-		echo "test_bridge_fuzz: kept $TMP" >&2
-	else
-		rm -rf "$TMP"
-	fi
-	rm -rf "/var/run/dpdk/$PREFIX"
-	exit $rc
-}
-trap cleanup EXIT
+NAME=test_bridge_fuzz TAG=bfuzz
+. "$HERE/../lsd_lib.sh"      # TMP, SOCK, DPID, fail, ctl, lsd_fuzz_cleanup, lsd_require
+PREFIX="ls-bfuzz$$"         # EAL runtime dir /var/run/dpdk/$PREFIX
+trap lsd_fuzz_cleanup EXIT
 trap 'exit 130' INT TERM
-
-ctl() {
-	"$LS_BUILD/tools/lockstepctl/lockstepctl" -s "$SOCK" call "$1" "${2:-{\}}"
-}
-
-[ "$(id -u)" = 0 ] || { echo "SKIP: must run as root (DPDK)"; exit 77; }
-[ -x "$DAEMON" ] || fail "no lockstepd at $DAEMON (set LS_BUILD)"
+lsd_require "DPDK"
 
 HIN=$TMP/HOSTFUZZ.pcap
 FIN=$TMP/FABFUZZ.pcap

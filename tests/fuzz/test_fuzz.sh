@@ -21,24 +21,7 @@ NAME=test_fuzz TAG=fuzz
 . "$HERE/../lsd_lib.sh"      # TMP, SOCK, DPID, fail, ctl, lsd_stop, lsd_log_tail, lsd_require
 PREFIX="ls-fuzz$$"          # EAL runtime dir /var/run/dpdk/$PREFIX
 
-cleanup() {
-	local rc=$?
-	lsd_stop -KILL
-	[ $rc -eq 0 ] || lsd_log_tail
-	# A fuzz failure is only useful if it can be replayed: the input is
-	# deterministic, and FUZZ_KEEP=1 keeps the files.
-	if [ $rc -ne 0 ]; then
-		echo "test_fuzz: reproduce with FUZZ_SEED=$FUZZ_SEED FUZZ_COUNT=$FUZZ_COUNT" >&2
-	fi
-	if [ $rc -ne 0 ] && [ -n "${FUZZ_KEEP:-}" ]; then
-		echo "test_fuzz: kept $TMP" >&2
-	else
-		rm -rf "$TMP"
-	fi
-	rm -rf "/var/run/dpdk/$PREFIX"
-	exit $rc
-}
-trap cleanup EXIT
+trap lsd_fuzz_cleanup EXIT
 trap 'exit 130' INT TERM
 lsd_require "DPDK"
 
