@@ -159,6 +159,26 @@ refuse(struct ls_ctl_req *req, struct ls_policy *next, const char *fmt, ...)
 	ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "%s", msg);
 }
 
+/* Where an entry goes in an array of *n (at most max) entries of sz bytes:
+ * at its own index when it exists, else at index at, the entries from there
+ * on moving up one. -1 when the array is full (next is dropped, replied). */
+static int
+place(struct ls_ctl_req *req, struct ls_policy *next, void *arr, uint32_t *n, size_t sz,
+      uint32_t max, int found, int at)
+{
+	char *a = arr;
+
+	if (found >= 0)
+		return found;
+	if (*n >= max) {
+		refuse(req, next, "table full (%u)", max);
+		return -1;
+	}
+	memmove(a + ((size_t)at + 1) * sz, a + (size_t)at * sz, sz * (*n - (uint32_t)at));
+	(*n)++;
+	return at;
+}
+
 /* The start of every change that takes an object: parse args into out
  * (bad_args naming the key on failure), then a copy of the policy to
  * change. NULL when a reply was sent. */
@@ -186,18 +206,11 @@ cmd_slice_set(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 
 	if (next == NULL)
 		return;
-	i = ls_policy_slice_index(next, s.conf.name);
-	if (i < 0 && next->n_slices >= LS_SLICE_MAX) {
-		refuse(req, next, "slice table full (%d)", LS_SLICE_MAX);
+	/* a new slice goes before "default", which matches everything */
+	i = place(req, next, next->slices, &next->n_slices, sizeof(s), LS_SLICE_MAX,
+		  ls_policy_slice_index(next, s.conf.name), ls_policy_slice_index(next, "default"));
+	if (i < 0)
 		return;
-	}
-	if (i < 0) {
-		/* before "default", which matches everything */
-		i = ls_policy_slice_index(next, "default");
-		memmove(&next->slices[i + 1], &next->slices[i],
-			sizeof(next->slices[0]) * (next->n_slices - (uint32_t)i));
-		next->n_slices++;
-	}
 	next->slices[i] = s;
 	if (policy_commit(req, next) == 0) {
 		LSD_LOG(INFO, "bridge: slice %s set", s.conf.name);
@@ -254,13 +267,10 @@ cmd_flow_policy(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 		refuse(req, next, "args.slice: no slice \"%s\"", r.slice);
 		return;
 	}
-	i = ls_policy_rule_index(next, r.name);
-	if (i < 0 && next->n_rules >= LS_POLICY_MAX_RULES) {
-		refuse(req, next, "rule table full (%d)", LS_POLICY_MAX_RULES);
-		return;
-	}
+	i = place(req, next, next->rules, &next->n_rules, sizeof(r), LS_POLICY_MAX_RULES,
+		  ls_policy_rule_index(next, r.name), (int)next->n_rules);
 	if (i < 0)
-		i = (int)next->n_rules++;
+		return;
 	next->rules[i] = r;
 	if (policy_commit(req, next) == 0) {
 		LSD_LOG(INFO, "bridge: flow rule %s set", r.name);

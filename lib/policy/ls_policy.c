@@ -18,14 +18,18 @@
 
 #include "ls_policy.h"
 
+/* A key's reader; max bounds the readers of sets and ranges (0 elsewhere). */
 typedef int (*key_fn)(const json_t *v, const struct ls_jsonv *jv, const char *path,
-		      void *out);
+		      void *out, long long max);
 
 struct key {
 	const char *name;
 	key_fn fn;
 	size_t off;
+	long long max;
 };
+
+#define UNUSED __attribute__((unused))
 
 static int
 walk(const json_t *obj, const struct ls_jsonv *jv, const char *path,
@@ -52,7 +56,7 @@ walk(const json_t *obj, const struct ls_jsonv *jv, const char *path,
 		if (v == NULL)
 			continue;
 		rc = keys[i].fn(v, jv, ls_jsonv_key(kp, path, keys[i].name),
-				(char *)base + keys[i].off);
+				(char *)base + keys[i].off, keys[i].max);
 		if (rc < 0)
 			return rc;
 	}
@@ -88,7 +92,8 @@ int_in(const json_t *v, const struct ls_jsonv *jv, const char *path, long long l
 
 /* Rates: bits or packets per second, up to 10 Tb/s. */
 static int
-k_rate(const json_t *v, const struct ls_jsonv *jv, const char *path, void *out)
+k_rate(const json_t *v, const struct ls_jsonv *jv, const char *path, void *out,
+	long long max UNUSED)
 {
 	double d;
 	int rc = num_in(v, jv, path, 0, 1e13, &d);
@@ -112,13 +117,15 @@ u32_in(const json_t *v, const struct ls_jsonv *jv, const char *path, long long l
 }
 
 static int
-k_weight(const json_t *v, const struct ls_jsonv *jv, const char *path, void *out)
+k_weight(const json_t *v, const struct ls_jsonv *jv, const char *path, void *out,
+	long long max UNUSED)
 {
 	return u32_in(v, jv, path, 1, 1000, out);
 }
 
 static int
-k_qlen(const json_t *v, const struct ls_jsonv *jv, const char *path, void *out)
+k_qlen(const json_t *v, const struct ls_jsonv *jv, const char *path, void *out,
+	long long max UNUSED)
 {
 	uint32_t *q = out;
 	int rc = u32_in(v, jv, path, 16, 65536, q);
@@ -129,7 +136,8 @@ k_qlen(const json_t *v, const struct ls_jsonv *jv, const char *path, void *out)
 }
 
 static int
-k_bool(const json_t *v, const struct ls_jsonv *jv, const char *path, void *out)
+k_bool(const json_t *v, const struct ls_jsonv *jv, const char *path, void *out,
+	long long max UNUSED)
 {
 	if (!json_is_boolean(v))
 		return ls_jsonv_fail(jv, path, "expected true or false, got %s", ls_jsonv_kind(v));
@@ -138,7 +146,8 @@ k_bool(const json_t *v, const struct ls_jsonv *jv, const char *path, void *out)
 }
 
 static int
-k_name(const json_t *v, const struct ls_jsonv *jv, const char *path, void *out)
+k_name(const json_t *v, const struct ls_jsonv *jv, const char *path, void *out,
+	long long max UNUSED)
 {
 	const char *s;
 	char q[LS_JSONV_QUOTE_MAX + 8];
@@ -181,25 +190,17 @@ int_set(const json_t *v, const struct ls_jsonv *jv, const char *path, int max,
 	return 0;
 }
 
+/* A set of small integers 0..max as a bit mask (uint64_t). */
 static int
-k_dscp(const json_t *v, const struct ls_jsonv *jv, const char *path, void *out)
+k_set(const json_t *v, const struct ls_jsonv *jv, const char *path, void *out,
+      long long max)
 {
-	return int_set(v, jv, path, 63, out);
+	return int_set(v, jv, path, (int)max, out);
 }
 
 static int
-k_pcp(const json_t *v, const struct ls_jsonv *jv, const char *path, void *out)
-{
-	uint64_t m;
-	int rc = int_set(v, jv, path, 7, &m);
-
-	if (rc == 0)
-		*(uint8_t *)out = (uint8_t)m;
-	return rc;
-}
-
-static int
-k_proto(const json_t *v, const struct ls_jsonv *jv, const char *path, void *out)
+k_proto(const json_t *v, const struct ls_jsonv *jv, const char *path, void *out,
+	long long max UNUSED)
 {
 	long long x;
 
@@ -218,7 +219,8 @@ k_proto(const json_t *v, const struct ls_jsonv *jv, const char *path, void *out)
 }
 
 static int
-k_vid(const json_t *v, const struct ls_jsonv *jv, const char *path, void *out)
+k_vid(const json_t *v, const struct ls_jsonv *jv, const char *path, void *out,
+	long long max UNUSED)
 {
 	struct ls_match *m = (struct ls_match *)((char *)out - offsetof(struct ls_match, vid));
 	long long x;
@@ -232,7 +234,8 @@ k_vid(const json_t *v, const struct ls_jsonv *jv, const char *path, void *out)
 }
 
 static int
-k_prefix(const json_t *v, const struct ls_jsonv *jv, const char *path, void *out)
+k_prefix(const json_t *v, const struct ls_jsonv *jv, const char *path, void *out,
+	long long max UNUSED)
 {
 	char q[LS_JSONV_QUOTE_MAX + 8];
 
@@ -270,10 +273,11 @@ range(const json_t *v, const struct ls_jsonv *jv, const char *path, long long ma
 
 /* Ranges are stored as two uint32_t, whatever their bound. */
 static int
-k_range(const json_t *v, const struct ls_jsonv *jv, const char *path, long long max,
-	uint32_t *r)
+k_range(const json_t *v, const struct ls_jsonv *jv, const char *path, void *out,
+	long long max)
 {
 	long long lo, hi;
+	uint32_t *r = out;
 
 	if (range(v, jv, path, max, &lo, &hi) < 0)
 		return -EINVAL;
@@ -282,29 +286,18 @@ k_range(const json_t *v, const struct ls_jsonv *jv, const char *path, long long 
 	return 0;
 }
 
-static int
-k_port_range(const json_t *v, const struct ls_jsonv *jv, const char *path, void *out)
-{
-	return k_range(v, jv, path, 65535, out);
-}
-
-static int
-k_qp_range(const json_t *v, const struct ls_jsonv *jv, const char *path, void *out)
-{
-	return k_range(v, jv, path, 0xffffff, out);
-}
-
-#define MK(name, fn, field) { name, fn, offsetof(struct ls_match, field) }
+#define MK(name, fn, field, max) { name, fn, offsetof(struct ls_match, field), max }
 static const struct key match_keys[] = {
-	MK("dscp", k_dscp, dscp), MK("pcp", k_pcp, pcp), MK("proto", k_proto, proto),
-	MK("roce", k_bool, roce), MK("vid", k_vid, vid), MK("src", k_prefix, src),
-	MK("dst", k_prefix, dst), MK("sport", k_port_range, sport),
-	MK("dport", k_port_range, dport), MK("qp", k_qp_range, qp),
+	MK("dscp", k_set, dscp, 63), MK("pcp", k_set, pcp, 7), MK("proto", k_proto, proto, 0),
+	MK("roce", k_bool, roce, 0), MK("vid", k_vid, vid, 0), MK("src", k_prefix, src, 0),
+	MK("dst", k_prefix, dst, 0), MK("sport", k_range, sport, 65535),
+	MK("dport", k_range, dport, 65535), MK("qp", k_range, qp, 0xffffff),
 };
 #undef MK
 
 static int
-k_match(const json_t *v, const struct ls_jsonv *jv, const char *path, void *out)
+k_match(const json_t *v, const struct ls_jsonv *jv, const char *path, void *out,
+	long long max UNUSED)
 {
 	memset(out, 0, sizeof(struct ls_match));
 	return walk(v, jv, path, match_keys, LS_ARRAY_SIZE(match_keys), out);
@@ -313,7 +306,8 @@ k_match(const json_t *v, const struct ls_jsonv *jv, const char *path, void *out)
 static const char *const path_modes[] = {"keep", "pin", "spread", "avoid"};
 
 static int
-k_mode(const json_t *v, const struct ls_jsonv *jv, const char *path, void *out)
+k_mode(const json_t *v, const struct ls_jsonv *jv, const char *path, void *out,
+	long long max UNUSED)
 {
 	if (json_is_string(v))
 		for (unsigned int i = 0; i < LS_ARRAY_SIZE(path_modes); i++)
@@ -325,7 +319,8 @@ k_mode(const json_t *v, const struct ls_jsonv *jv, const char *path, void *out)
 }
 
 static int
-k_paths(const json_t *v, const struct ls_jsonv *jv, const char *path, void *out)
+k_paths(const json_t *v, const struct ls_jsonv *jv, const char *path, void *out,
+	long long max UNUSED)
 {
 	struct ls_path_policy *pp =
 		(struct ls_path_policy *)((char *)out - offsetof(struct ls_path_policy, paths));
@@ -342,7 +337,8 @@ static const struct key path_keys[] = {
 };
 
 static int
-k_path(const json_t *v, const struct ls_jsonv *jv, const char *path, void *out)
+k_path(const json_t *v, const struct ls_jsonv *jv, const char *path, void *out,
+	long long max UNUSED)
 {
 	struct ls_path_policy *pp = out;
 	int rc;

@@ -49,7 +49,7 @@ extern "C" {
 /** Which flows a slice or rule takes. Unset fields match anything. */
 struct ls_match {
 	uint64_t dscp;            /**< bit d: DSCP d matches; 0 = any */
-	uint8_t pcp;              /**< bit p: VLAN PCP p matches; 0 = any */
+	uint64_t pcp;             /**< bit p: VLAN PCP p matches; 0 = any */
 	uint8_t proto;            /**< IP protocol; 0 = any */
 	bool roce;                /**< RoCEv2 only */
 	bool has_vid;             /**< vid set */

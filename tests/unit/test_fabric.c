@@ -465,7 +465,7 @@ START_TEST(test_host_by_v4)
 	ck_assert_int_eq(found, 256);
 	for (int i = 0; i < 100000; i++) {
 		struct ls_addr a = { .family = LS_AF_INET };
-		uint32_t v = (uint32_t)rnd(&s);
+		uint32_t v = (uint32_t)ls_fab_rand(&s);
 		int want = -1;
 
 		memcpy(a.a, &v, 4);

@@ -192,16 +192,6 @@ check_clos_routes(const struct ls_fabric *f)
 	}
 }
 
-static inline uint64_t
-rnd(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
 struct flow {
 	struct ls_addr src, dst;
 	uint8_t proto;
@@ -213,7 +203,7 @@ struct flow {
 static inline void
 rand_flow(uint64_t *s, int i, struct flow *fl)
 {
-	uint64_t a = rnd(s), b = rnd(s), c = rnd(s);
+	uint64_t a = ls_fab_rand(s), b = ls_fab_rand(s), c = ls_fab_rand(s);
 
 	memset(fl, 0, sizeof(*fl));
 	if (i & 1) {

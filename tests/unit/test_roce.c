@@ -81,16 +81,16 @@ put16(uint8_t *p, uint16_t v)
 	p[1] = (uint8_t)v;
 }
 
-/* Ones' complement sum, folded, not inverted. */
+/* Ones' complement sum, folded, not inverted: the oracle, byte by byte as
+ * RFC 1071 defines it (even offsets are the high byte of a 16-bit word),
+ * so it shares nothing with the library's word loop. */
 static uint16_t
 csum(const uint8_t *p, uint32_t n, uint32_t sum)
 {
-	for (uint32_t i = 0; i + 1 < n; i += 2)
-		sum += get16(p + i);
-	if (n & 1)
-		sum += (uint32_t)p[n - 1] << 8;
-	while (sum >> 16)
+	for (uint32_t i = 0; i < n; i++) {
+		sum += (i % 2 == 0) ? (uint32_t)p[i] << 8 : p[i];
 		sum = (sum & 0xffff) + (sum >> 16);
+	}
 	return (uint16_t)sum;
 }
 
