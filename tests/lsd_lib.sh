@@ -2,12 +2,16 @@
 #
 # Sourced by the shell tests that drive one lockstepd through its control
 # socket (tests/fuzz/test_fuzz.sh, tests/interop/test_interop.sh). Set NAME
-# (for messages), TAG (for the temporary directory), LS_BUILD and DAEMON
-# first. Gives TMP (a fresh directory), SOCK (the control socket in it),
-# DPID (set it to the daemon's pid), fail(), ctl(), and for the caller's
-# clean-up lsd_stop and lsd_log_tail; lsd_require checks root (else SKIP)
-# and the daemon binary (else FAIL).
+# (for messages) and TAG (for the temporary directory); LS_BUILD, DAEMON
+# and PY default to ./build, its lockstepd and Debian's python3. Gives TMP
+# (a fresh directory), SOCK (the control socket in it), DPID (set it to the
+# daemon's pid), fail(), ctl(), and for the caller's clean-up lsd_stop and
+# lsd_log_tail; lsd_require checks root (else SKIP) and the daemon binary
+# (else FAIL); lsd_fuzz_begin and lsd_fuzz_cleanup serve the fuzz tests.
 
+LS_BUILD=${LS_BUILD:-./build}
+DAEMON=${DAEMON:-$LS_BUILD/app/lockstepd/lockstepd}
+PY=${PY:-/usr/bin/python3}
 TMP=$(mktemp -d "/tmp/ls-$TAG.XXXXXX")
 SOCK=$TMP/ctl.sock
 DPID=
@@ -45,6 +49,15 @@ lsd_log_tail() {
 lsd_require() {
 	[ "$(id -u)" = 0 ] || { echo "SKIP: must run as root ($1)"; exit 77; }
 	[ -x "$DAEMON" ] || fail "no lockstepd at $DAEMON (set LS_BUILD)"
+}
+
+# lsd_fuzz_begin: what both fuzz tests do first: an EAL prefix of their
+# own, lsd_fuzz_cleanup on exit, root and the daemon required.
+lsd_fuzz_begin() {
+	PREFIX="ls-$TAG$$"          # EAL runtime dir /var/run/dpdk/$PREFIX
+	trap lsd_fuzz_cleanup EXIT
+	trap 'exit 130' INT TERM
+	lsd_require "DPDK"
 }
 
 # lsd_fuzz_cleanup: the fuzz tests' EXIT trap (set FUZZ_SEED, FUZZ_COUNT and

@@ -28,18 +28,12 @@
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
-LS_BUILD=${LS_BUILD:-./build}
-DAEMON=$LS_BUILD/app/lockstepd/lockstepd
-PY=/usr/bin/python3
 FUZZ_COUNT=${FUZZ_COUNT:-110000}
 FUZZ_SEED=${FUZZ_SEED:-2525}
 MIN_DELIVERED=100000
 NAME=test_bridge_fuzz TAG=bfuzz
-. "$HERE/../lsd_lib.sh"      # TMP, SOCK, DPID, fail, ctl, lsd_fuzz_cleanup, lsd_require
-PREFIX="ls-bfuzz$$"         # EAL runtime dir /var/run/dpdk/$PREFIX
-trap lsd_fuzz_cleanup EXIT
-trap 'exit 130' INT TERM
-lsd_require "DPDK"
+. "$HERE/../lsd_lib.sh"      # LS_BUILD, DAEMON, PY, TMP, SOCK, DPID, fail, ctl, lsd_fuzz_*
+lsd_fuzz_begin
 
 HIN=$TMP/HOSTFUZZ.pcap
 FIN=$TMP/FABFUZZ.pcap

@@ -11,19 +11,12 @@
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
-LS_BUILD=${LS_BUILD:-./build}
-DAEMON=$LS_BUILD/app/lockstepd/lockstepd
-PY=/usr/bin/python3
 FUZZ_COUNT=${FUZZ_COUNT:-120000}
 FUZZ_SEED=${FUZZ_SEED:-8762}
 MIN_DELIVERED=100000
 NAME=test_fuzz TAG=fuzz
-. "$HERE/../lsd_lib.sh"      # TMP, SOCK, DPID, fail, ctl, lsd_stop, lsd_log_tail, lsd_require
-PREFIX="ls-fuzz$$"          # EAL runtime dir /var/run/dpdk/$PREFIX
-
-trap lsd_fuzz_cleanup EXIT
-trap 'exit 130' INT TERM
-lsd_require "DPDK"
+. "$HERE/../lsd_lib.sh"      # LS_BUILD, DAEMON, PY, TMP, SOCK, DPID, fail, ctl, lsd_fuzz_*
+lsd_fuzz_begin
 
 IN=$TMP/fuzz.pcap
 OUT=$TMP/out.pcap
