@@ -1,19 +1,22 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What both apps' main() do before their own start-up (lockstepd,
- * lockstep-fabric): split the command line at "--" and let SIGINT/SIGTERM
+ * lockstep-fabric): split the command line at "--", read the app's options and
+ * its file, answer a check-only run, bring the EAL up, and let SIGINT/SIGTERM
  * ask the process to quit.
  *
  * EAL options come before "--", the app's own after it. Without "--" the
  * whole line is the app's (--help and --check work without hugepages or
  * root) and the EAL gets just the program name.
  *
- * Header-only: a few lines that two programs include once each.
+ * ls_app_start() lives in ls_app.c, which both executables compile; the rest
+ * is a few inline lines.
  */
 #ifndef LS_APP_H
 #define LS_APP_H
 
-#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <string.h>
 
 struct ls_app_argv {
@@ -37,22 +40,23 @@ ls_app_split_argv(int argc, char **argv, struct ls_app_argv *a)
 	a->app_argv = dashdash < 0 ? argv : argv + dashdash;
 }
 
-static volatile int *ls_app_quit;
+/* What differs between the apps' start-ups; the order is ls_app_start()'s. */
+struct ls_app_start {
+	const char *name;  /* program name for messages */
+	/* The app's own options; < 0 on bad usage (already printed). */
+	int (*parse)(int argc, char **argv, bool *check_only);
+	/* The app's file (config or topology): < 0 with the reason in err;
+	 * on a check-only run it prints "FILE: ok (...)", frees, returns 1. */
+	int (*load)(bool check_only, char *err, size_t len);
+	volatile int *quit;      /* set by SIGINT/SIGTERM once the EAL is up */
+};
 
-static void
-ls_app_on_signal(int sig)
-{
-	(void)sig;
-	*ls_app_quit = 1;
-}
-
-/* SIGINT and SIGTERM set *quit, which the app's loops watch. */
-static inline void
-ls_app_catch_signals(volatile int *quit)
-{
-	ls_app_quit = quit;
-	signal(SIGINT, ls_app_on_signal);
-	signal(SIGTERM, ls_app_on_signal);
-}
+/*
+ * Runs parse, load, the check-only answer, rte_eal_init() and catches
+ * SIGINT/SIGTERM. Returns when the EAL is up and the app goes on; otherwise
+ * ends the process (as rte_exit does) with 0 check-only ok, 1 EAL failed,
+ * 2 bad usage or file. What load() made is left to the process's end.
+ */
+void ls_app_start(const struct ls_app_start *s, int argc, char **argv);
 
 #endif /* LS_APP_H */

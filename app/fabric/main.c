@@ -68,8 +68,10 @@ static const char usage_text[] =
 "\n"
 "Exit status: 0 clean shutdown, 1 failure, 2 bad usage or topology.\n";
 
+static const char *fab_topo_path;
+
 static int
-parse_args(int argc, char **argv, const char **topo, bool *check)
+parse_args(int argc, char **argv, bool *check)
 {
 	/* Long-only options get a capital letter getopt_long returns. */
 	static const struct option opts[] = {
@@ -96,7 +98,7 @@ parse_args(int argc, char **argv, const char **topo, bool *check)
 	while ((c = getopt_long(argc, argv, "t:d:s:T:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 't':
-			*topo = optarg;
+			fab_topo_path = optarg;
 			break;
 		case 'd':
 			snprintf(fab.sock_dir, sizeof(fab.sock_dir), "%s", optarg);
@@ -144,7 +146,7 @@ parse_args(int argc, char **argv, const char **topo, bool *check)
 			return -EINVAL;
 		}
 	}
-	if (*topo == NULL) {
+	if (fab_topo_path == NULL) {
 		fprintf(stderr, "lockstep-fabric: --topo FILE is required\n%s", usage_text);
 		return -EINVAL;
 	}
@@ -211,35 +213,28 @@ port_open(uint16_t host)
 	return 0;
 }
 
+/* The topology, and on --check the verdict (1: done). */
+static int
+fab_load(bool check_only, char *err, size_t len)
+{
+	int rc = ls_fab_load(fab_topo_path, &fab.fab, err, len);
+
+	if (rc < 0 || !check_only)
+		return rc;
+	printf("%s: ok (%u nodes, %u links)\n", fab_topo_path, fab.fab->n_nodes, fab.fab->n_links);
+	ls_fab_free(fab.fab);
+	return 1;
+}
+
 int
 main(int argc, char **argv)
 {
-	const char *topo = NULL;
-	bool check = false;
-	char err[512];
-	struct ls_app_argv av;
-	int rc, ret;
+	static const struct ls_app_start start = {
+		.name = "lockstep-fabric", .parse = parse_args, .load = fab_load, .quit = &fab.quit,
+	};
+	int rc;
 
-	ls_app_split_argv(argc, argv, &av);
-	if (parse_args(av.app_argc, av.app_argv, &topo, &check) < 0)
-		return 2;
-	rc = ls_fab_load(topo, &fab.fab, err, sizeof(err));
-	if (rc < 0) {
-		fprintf(stderr, "lockstep-fabric: %s\n", err);
-		return 2;
-	}
-	if (check) {
-		printf("%s: ok (%u nodes, %u links)\n", topo, fab.fab->n_nodes, fab.fab->n_links);
-		ls_fab_free(fab.fab);
-		return 0;
-	}
-	ret = rte_eal_init(av.eal_argc, argv);
-	if (ret < 0) {
-		fprintf(stderr, "lockstep-fabric: EAL initialisation failed (EAL messages above)\n");
-		ls_fab_free(fab.fab);
-		return 1;
-	}
-	ls_app_catch_signals(&fab.quit);
+	ls_app_start(&start, argc, argv);
 	mkdir(fab.sock_dir, 0755);
 	for (unsigned int i = 0; i < LS_FAB_MAX_NODES; i++)
 		fab.port_of_host[i] = -1;
@@ -273,7 +268,7 @@ main(int argc, char **argv)
 	}
 	fab.lcore = rte_lcore_id();
 	LSF_LOG(INFO, "%s: %u switches and hosts, %u links, %u host ports; control %s",
-		topo, fab.fab->n_nodes, fab.fab->n_links, fab.n_ports, fab.socket);
+		fab_topo_path, fab.fab->n_nodes, fab.fab->n_links, fab.n_ports, fab.socket);
 	lsf_loop(NULL);
 
 	LSF_LOG(INFO, "shutting down: rx %" PRIu64 " tx %" PRIu64 " events %" PRIu64,

@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,24 +160,41 @@ refuse(struct ls_ctl_req *req, struct ls_policy *next, const char *fmt, ...)
 	ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "%s", msg);
 }
 
-/* Where an entry goes in an array of *n (at most max) entries of sz bytes:
- * at its own index when it exists, else at index at, the entries from there
- * on moving up one. -1 when the array is full (next is dropped, replied). */
-static int
-place(struct ls_ctl_req *req, struct ls_policy *next, void *arr, uint32_t *n, size_t sz,
-      uint32_t max, int found, int at)
-{
-	char *a = arr;
+/* What slice.set/slice.del and flow.policy/flow.policy.del differ in: the
+ * kind of entry and where it lives in struct ls_policy. One set and one del
+ * handler serve both. */
+struct entry_kind {
+	const char *what;           /* "slice", "flow rule" */
+	const char *name_desc;      /* args.name's description in errors */
+	parse_fn parse;
+	size_t size, name_off, arr_off, n_off;
+	uint32_t max;
+	/* Where a new entry goes; < 0 when refused (replied, next freed). */
+	int (*admit)(struct ls_ctl_req *req, struct ls_policy *next, const void *e);
+	/* < 0 when the entry may not go (replied). */
+	int (*may_delete)(struct ls_ctl_req *req, const char *name);
+	json_t *(*reply)(const void *e, int i);
+};
 
-	if (found >= 0)
-		return found;
-	if (*n >= max) {
-		refuse(req, next, "table full (%u)", max);
-		return -1;
-	}
-	memmove(a + ((size_t)at + 1) * sz, a + (size_t)at * sz, sz * (*n - (uint32_t)at));
-	(*n)++;
-	return at;
+static char *
+entry_at(const struct entry_kind *k, struct ls_policy *p, uint32_t i)
+{
+	return (char *)p + k->arr_off + (size_t)i * k->size;
+}
+
+static uint32_t *
+entry_count(const struct entry_kind *k, struct ls_policy *p)
+{
+	return (uint32_t *)((char *)p + k->n_off);
+}
+
+static int
+entry_index(const struct entry_kind *k, struct ls_policy *p, const char *name)
+{
+	for (uint32_t i = 0; i < *entry_count(k, p); i++)
+		if (strcmp(entry_at(k, p, i) + k->name_off, name) == 0)
+			return (int)i;
+	return -1;
 }
 
 /* The start of every change that takes an object: parse args into out
@@ -197,110 +215,138 @@ begin_change(struct ls_ctl_req *req, json_t *args, parse_fn parse, void *out)
 	return policy_copy(req);
 }
 
+/* slice.set, flow.policy: an entry replaces its namesake in place, or a new
+ * one goes where admit() says, the entries from there on moving up one. */
 static void
-cmd_slice_set(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
+cmd_entry_set(struct ls_ctl_req *req, json_t *args, void *aux)
 {
-	struct ls_policy_slice s;
-	struct ls_policy *next = begin_change(req, args, parse_slice, &s);
-	int i;
+	const struct entry_kind *k = aux;
+	union {
+		struct ls_policy_slice slice;
+		struct ls_policy_rule rule;
+	} e;
+	struct ls_policy *next = begin_change(req, args, k->parse, &e);
+	const char *name = (const char *)&e + k->name_off;
+	uint32_t *n;
+	int i, at;
 
-	if (next == NULL)
+	if (next == NULL || (at = k->admit(req, next, &e)) < 0)
 		return;
-	/* a new slice goes before "default", which matches everything */
-	i = place(req, next, next->slices, &next->n_slices, sizeof(s), LS_SLICE_MAX,
-		  ls_policy_slice_index(next, s.conf.name), ls_policy_slice_index(next, "default"));
-	if (i < 0)
+	n = entry_count(k, next);
+	i = entry_index(k, next, name);
+	if (i < 0 && *n >= k->max) {
+		refuse(req, next, "table full (%u)", k->max);
 		return;
-	next->slices[i] = s;
+	}
+	if (i < 0) {
+		memmove(entry_at(k, next, (uint32_t)at + 1), entry_at(k, next, (uint32_t)at),
+			k->size * (*n - (uint32_t)at));
+		(*n)++;
+		i = at;
+	}
+	memcpy(entry_at(k, next, (uint32_t)i), &e, k->size);
 	if (policy_commit(req, next) == 0) {
-		LSD_LOG(INFO, "bridge: slice %s set", s.conf.name);
-		ls_ctl_reply_ok(req, ls_policy_slice_to_json(&s));
+		LSD_LOG(INFO, "bridge: %s %s set", k->what, name);
+		ls_ctl_reply_ok(req, k->reply(&e, i));
 	}
 }
 
+/* slice.del, flow.policy.del */
 static void
-cmd_slice_del(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
+cmd_entry_del(struct ls_ctl_req *req, json_t *args, void *aux)
 {
+	const struct entry_kind *k = aux;
 	struct ls_policy *next;
 	const char *name;
+	uint32_t *n;
 	int i;
 
-	if (!bridge_on(req) || ls_ctl_arg_str(req, args, "name", "slice name", &name) < 0)
+	if (!bridge_on(req) || ls_ctl_arg_str(req, args, "name", k->name_desc, &name) < 0)
 		return;
-	if (strcmp(name, "default") == 0) {
-		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.name: \"default\" cannot be removed");
+	i = entry_index(k, bctl.cur, name);
+	if (i < 0) {
+		ls_ctl_reply_error(req, LS_CTL_E_NOT_FOUND, "no %s named \"%s\"", k->what, name);
 		return;
 	}
-	i = ls_policy_slice_index(bctl.cur, name);
-	if (i < 0) {
-		ls_ctl_reply_error(req, LS_CTL_E_NOT_FOUND, "no slice named \"%s\"", name);
+	if ((k->may_delete != NULL && k->may_delete(req, name) < 0) ||
+	    (next = policy_copy(req)) == NULL)
 		return;
+	n = entry_count(k, next);
+	memmove(entry_at(k, next, (uint32_t)i), entry_at(k, next, (uint32_t)i + 1),
+		k->size * (*n - (uint32_t)i - 1));
+	(*n)--;
+	if (policy_commit(req, next) == 0) {
+		LSD_LOG(INFO, "bridge: %s %s removed", k->what, name);
+		ls_ctl_reply_ok(req, json_pack("{ss}", "name", name));
+	}
+}
+
+/* A new slice goes before "default", which matches everything. */
+static int
+slice_admit(struct ls_ctl_req *req __rte_unused, struct ls_policy *next,
+	    const void *e __rte_unused)
+{
+	int d = ls_policy_slice_index(next, "default");
+
+	return d < 0 ? (int)next->n_slices : d;
+}
+
+static int
+slice_may_delete(struct ls_ctl_req *req, const char *name)
+{
+	if (strcmp(name, "default") == 0) {
+		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.name: \"default\" cannot be removed");
+		return -EINVAL;
 	}
 	for (uint32_t r = 0; r < bctl.cur->n_rules; r++)
 		if (strcmp(bctl.cur->rules[r].slice, name) == 0) {
 			ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "flow rule \"%s\" puts flows in it",
 					   bctl.cur->rules[r].name);
-			return;
+			return -EBUSY;
 		}
-	next = policy_copy(req);
-	if (next == NULL)
-		return;
-	memmove(&next->slices[i], &next->slices[i + 1],
-		sizeof(next->slices[0]) * (next->n_slices - (uint32_t)i - 1));
-	next->n_slices--;
-	if (policy_commit(req, next) == 0) {
-		LSD_LOG(INFO, "bridge: slice %s removed", name);
-		ls_ctl_reply_ok(req, json_pack("{ss}", "name", name));
-	}
+	return 0;
 }
 
-static void
-cmd_flow_policy(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
+static json_t *
+slice_reply(const void *e, int i __rte_unused)
 {
-	struct ls_policy_rule r;
-	struct ls_policy *next = begin_change(req, args, parse_rule, &r);
-	int i;
-
-	if (next == NULL)
-		return;
-	if (r.slice[0] != '\0' && ls_policy_slice_index(next, r.slice) < 0) {
-		refuse(req, next, "args.slice: no slice \"%s\"", r.slice);
-		return;
-	}
-	i = place(req, next, next->rules, &next->n_rules, sizeof(r), LS_POLICY_MAX_RULES,
-		  ls_policy_rule_index(next, r.name), (int)next->n_rules);
-	if (i < 0)
-		return;
-	next->rules[i] = r;
-	if (policy_commit(req, next) == 0) {
-		LSD_LOG(INFO, "bridge: flow rule %s set", r.name);
-		ls_ctl_reply_ok(req, json_pack("{ss si}", "name", r.name, "index", i));
-	}
+	return ls_policy_slice_to_json(e);
 }
 
-static void
-cmd_flow_policy_del(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
+/* A new rule goes last: rules match in order, the first wins. */
+static int
+rule_admit(struct ls_ctl_req *req, struct ls_policy *next, const void *e)
 {
-	struct ls_policy *next;
-	const char *name;
-	int i;
+	const struct ls_policy_rule *r = e;
 
-	if (!bridge_on(req) || ls_ctl_arg_str(req, args, "name", "rule name", &name) < 0)
-		return;
-	i = ls_policy_rule_index(bctl.cur, name);
-	if (i < 0) {
-		ls_ctl_reply_error(req, LS_CTL_E_NOT_FOUND, "no flow rule named \"%s\"", name);
-		return;
+	if (r->slice[0] != '\0' && ls_policy_slice_index(next, r->slice) < 0) {
+		refuse(req, next, "args.slice: no slice \"%s\"", r->slice);
+		return -ENOENT;
 	}
-	next = policy_copy(req);
-	if (next == NULL)
-		return;
-	memmove(&next->rules[i], &next->rules[i + 1],
-		sizeof(next->rules[0]) * (next->n_rules - (uint32_t)i - 1));
-	next->n_rules--;
-	if (policy_commit(req, next) == 0)
-		ls_ctl_reply_ok(req, json_pack("{ss}", "name", name));
+	return (int)next->n_rules;
 }
+
+static json_t *
+rule_reply(const void *e, int i)
+{
+	return json_pack("{ss si}", "name", ((const struct ls_policy_rule *)e)->name, "index", i);
+}
+
+static const struct entry_kind slice_kind = {
+	.what = "slice", .name_desc = "slice name", .parse = parse_slice,
+	.size = sizeof(struct ls_policy_slice),
+	.name_off = offsetof(struct ls_policy_slice, conf.name),
+	.arr_off = offsetof(struct ls_policy, slices), .n_off = offsetof(struct ls_policy, n_slices),
+	.max = LS_SLICE_MAX, .admit = slice_admit, .may_delete = slice_may_delete,
+	.reply = slice_reply,
+};
+
+static const struct entry_kind rule_kind = {
+	.what = "flow rule", .name_desc = "rule name", .parse = parse_rule,
+	.size = sizeof(struct ls_policy_rule), .name_off = offsetof(struct ls_policy_rule, name),
+	.arr_off = offsetof(struct ls_policy, rules), .n_off = offsetof(struct ls_policy, n_rules),
+	.max = LS_POLICY_MAX_RULES, .admit = rule_admit, .reply = rule_reply,
+};
 
 static void
 cmd_policy(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_unused)
@@ -433,13 +479,17 @@ lsd_bridge_register(struct ls_ctl *ctl)
 				   "rules)", "", cmd_policy, NULL);
 	rc |= ls_ctl_register(ctl, "slice.set", "name [min_bps] [max_bps] [min_pps] [max_pps] "
 			      "[weight] [latency] [qlen] [flow_bps] [match] [path]",
-			      "add or change a slice (saved)", cmd_slice_set, NULL);
+			      "add or change a slice (saved)", cmd_entry_set,
+			      (void *)&slice_kind);
 	rc |= ls_ctl_register_keys(ctl, "slice.del", "name", "remove a slice (its flows go to "
-				   "default; saved)", "name", cmd_slice_del, NULL);
+				   "default; saved)", "name", cmd_entry_del,
+				   (void *)&slice_kind);
 	rc |= ls_ctl_register(ctl, "flow.policy", "name [match] [path] [slice]",
-			      "add or change a flow rule (saved)", cmd_flow_policy, NULL);
+			      "add or change a flow rule (saved)", cmd_entry_set,
+			      (void *)&rule_kind);
 	rc |= ls_ctl_register_keys(ctl, "flow.policy.del", "name", "remove a flow rule (saved)",
-				   "name", cmd_flow_policy_del, NULL);
+				   "name", cmd_entry_del,
+				   (void *)&rule_kind);
 	return rc < 0 ? -EINVAL : 0;
 }
 

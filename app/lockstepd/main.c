@@ -68,10 +68,12 @@ static const char usage_text[] =
 "Exit status: 0 clean shutdown, 1 start-up or runtime failure, 2 bad usage\n"
 "or configuration.\n";
 
+static const char *lsd_config_path;
+
 /* App options come after "--"; --help/--version also work alone, before any
  * EAL parsing, so they never need hugepages or root. */
 static int
-parse_app_args(int argc, char **argv, const char **config, bool *check_only)
+parse_app_args(int argc, char **argv, bool *check_only)
 {
 	static const struct option opts[] = {
 		{"config", required_argument, NULL, 'c'},
@@ -87,7 +89,7 @@ parse_app_args(int argc, char **argv, const char **config, bool *check_only)
 	while ((c = getopt_long(argc, argv, "c:hV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
-			*config = optarg;
+			lsd_config_path = optarg;
 			break;
 		case 'k':
 			*check_only = true;
@@ -108,7 +110,7 @@ parse_app_args(int argc, char **argv, const char **config, bool *check_only)
 		fprintf(stderr, "lockstepd: unexpected argument \"%s\"\n", argv[optind]);
 		return -EINVAL;
 	}
-	if (*config == NULL) {
+	if (lsd_config_path == NULL) {
 		fprintf(stderr, "lockstepd: --config FILE is required\n%s", usage_text);
 		return -EINVAL;
 	}
@@ -217,42 +219,33 @@ ensure_socket_dir(const char *path)
 		LSD_LOG(WARNING, "cannot create %s: %s", dir, strerror(errno));
 }
 
+/* The config, and on --check-config the verdict (1: done). */
+static int
+lsd_load(bool check_only, char *err, size_t len)
+{
+	int rc = ls_config_load(lsd_config_path, &lsd.cfg, err, len);
+
+	if (rc < 0 || !check_only)
+		return rc;
+	printf("%s: ok (node %s, %u port(s), %u peer(s))\n", lsd_config_path,
+	       lsd.cfg.node_name, lsd.cfg.n_ports, lsd.cfg.n_peers);
+	ls_config_free(&lsd.cfg);
+	return 1;
+}
+
 int
 main(int argc, char **argv)
 {
-	const char *config = NULL;
-	bool check_only = false;
-	char err[LS_ERR_LEN];
-	struct ls_app_argv av;
-	int ret, rc;
+	static const struct ls_app_start start = {
+		.name = "lockstepd", .parse = parse_app_args, .load = lsd_load, .quit = &lsd.quit,
+	};
+	int rc;
 
-	/* Without "--", only --help/--version (or app options alone) make sense. */
-	ls_app_split_argv(argc, argv, &av);
-	if (parse_app_args(av.app_argc, av.app_argv, &config, &check_only) < 0)
-		return 2;
-	rc = ls_config_load(config, &lsd.cfg, err, sizeof(err));
-	if (rc < 0) {
-		fprintf(stderr, "lockstepd: %s\n", err);
-		return 2;
-	}
-	if (check_only) {
-		printf("%s: ok (node %s, %u port(s), %u peer(s))\n", config,
-		       lsd.cfg.node_name, lsd.cfg.n_ports, lsd.cfg.n_peers);
-		ls_config_free(&lsd.cfg);
-		return 0;
-	}
-	ret = rte_eal_init(av.eal_argc, argv);
-	if (ret < 0) {
-		fprintf(stderr, "lockstepd: EAL initialisation failed%s%s (EAL messages above)\n",
-			rte_errno ? ": " : "", rte_errno ? rte_strerror(rte_errno) : "");
-		ls_config_free(&lsd.cfg);
-		return 1;
-	}
+	ls_app_start(&start, argc, argv);
 	lsd_log_set_level(lsd_log_level_from_name(lsd.cfg.log_level));
 	lsd.refl_ptp = !lsd.cfg.reflector.ntp_format;
 	lsd.refl_ee = ls_stamp_err_est(false, lsd.refl_ptp, 12, 1);
 	lsd.send_ee = ls_stamp_err_est(false, true, 12, 1);
-	ls_app_catch_signals(&lsd.quit);
 	lsd.start_tsc = rte_rdtsc();
 
 	rc = setup_pool();

@@ -367,6 +367,17 @@ def main():
         except lslab.CtlError as e:
             c.check("bad_args" in str(e) and "args.weight" in str(e),
                     "slice.set weight 0 refused: %s" % e)
+        # refused edits of the slice and rule tables: each a clear error, nothing saved
+        for cmd, args, want in (
+                ("slice.del", {"name": "default"}, "cannot be removed"),
+                ("slice.del", {"name": "nosuch"}, "not_found"),
+                ("flow.policy.del", {"name": "nosuch"}, "not_found"),
+                ("flow.policy", {"name": "r", "slice": "nosuch"}, "no slice \"nosuch\"")):
+            try:
+                br.call(cmd, args)
+                c.check(False, "%s %s refused" % (cmd, args))
+            except lslab.CtlError as e:
+                c.check(want in str(e), "%s %s refused: %s" % (cmd, args, e))
         c.check(not os.path.exists(br.state), "nothing saved by a refused change")
 
         # change the rate on the socket; it is saved; a restart keeps it
@@ -387,6 +398,18 @@ def main():
                 "after the restart iperf3 gets the new 100 Mb/s: median second %.2f Mb/s "
                 "(whole run %.2f), expected %.2f: %+.2f%%" %
                 (got / 1e6, whole / 1e6, want / 1e6, (got / want - 1) * 100))
+
+        # a slice a rule puts flows in cannot go until the rule goes
+        br.call("flow.policy", {"name": "keep", "match": {"dport": 7}, "slice": "paced"})
+        try:
+            br.call("slice.del", {"name": "paced"})
+            c.check(False, "slice.del of a slice a rule uses refused")
+        except lslab.CtlError as e:
+            c.check("flow rule \"keep\" puts flows in it" in str(e),
+                    "slice.del of a slice a rule uses refused: %s" % e)
+        br.call("flow.policy.del", {"name": "keep"})
+        c.check(all(r["name"] != "keep" for r in br.call("policy")["flows"]),
+                "flow.policy.del removes the rule")
 
         # steering: IPv6 flow label and RoCEv2 source port
         br.call("flow.policy", {"name": "pin6", "match": {"dst": "fd77::2/128", "proto": "udp"},

@@ -115,17 +115,15 @@ parse_args(struct cli *cli, const struct cli_cmd *cmd, int argc, char **argv,
 
 			if (strncmp(a, defs[k].lname, n) != 0)
 				continue;
-			if (a[n] == '=' && defs[k].has_arg) {
+			if (a[n] == '=') {
 				p->val[k] = a + n + 1;
 			} else if (a[n] != '\0') {
 				continue;
-			} else if (defs[k].has_arg) {
+			} else {
 				if (i + 1 >= argc)
 					return usage_error(cmd, "%s needs a "
 							   "value", a);
 				p->val[k] = argv[++i];
-			} else {
-				p->val[k] = "";
 			}
 			matched = true;
 			break;
@@ -240,6 +238,18 @@ add_arg(const struct cli_cmd *cmd, json_t *args, const char *key,
 	}
 }
 
+/* An option's request key: "--max-bps" → "max_bps". */
+static const char *
+opt_key(const struct optdef *d, char *buf, size_t len)
+{
+	size_t i;
+
+	for (i = 0; d->lname[i + 2] != '\0' && i + 1 < len; i++)
+		buf[i] = d->lname[i + 2] == '-' ? '_' : d->lname[i + 2];
+	buf[i] = '\0';
+	return buf;
+}
+
 /* Everything that can be checked before a request is built. */
 static int
 check_parsed(const struct cli_cmd *cmd, const struct parsed *p)
@@ -264,6 +274,7 @@ cmd_request(struct cli *cli, const struct cli_cmd *cmd, int argc,
 	const struct optdef *d = cmd->opts;
 	bool drop = false;
 	struct parsed p;
+	char key[64];
 	json_t *args;
 	int k, rc;
 
@@ -280,8 +291,8 @@ cmd_request(struct cli *cli, const struct cli_cmd *cmd, int argc,
 			     p.pos[k], &drop);
 	for (k = 0; rc == EX_OK && d != NULL && d[k].lname != NULL; k++)
 		if (p.val[k] != NULL)
-			rc = add_arg(cmd, args, d[k].key, &d[k], d[k].kind,
-				     p.val[k], &drop);
+			rc = add_arg(cmd, args, opt_key(&d[k], key, sizeof(key)), &d[k],
+				     d[k].kind, p.val[k], &drop);
 	if (rc != EX_OK || drop) {
 		json_decref(args);
 		args = NULL;

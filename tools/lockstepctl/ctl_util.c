@@ -228,18 +228,95 @@ tbl_row(struct table *t, const json_t *o, size_t from, size_t to)
 		tbl_cell(t, t->cols[c].fmt(json_object_get(o, t->cols[c].key)));
 }
 
-/* An array of objects as a table, one row each. */
-void
-tbl_array(const json_t *arr, const struct col *cols, size_t ncols,
-	  const char *indent)
+static const struct {
+	char type;
+	const char *(*fmt)(const json_t *j);
+} col_types[] = {
+	{ 's', f_str }, { 'r', f_str }, { 'n', f_int }, { 'u', f_us },
+	{ 'p', f_pct }, { 'U', f_updown },
+};
+
+static void
+cut_at(char *s, char ch)
 {
+	char *p = strchr(s, ch);
+
+	if (p != NULL)
+		*p = '\0';
+}
+
+/* One word of a column spec (struct cols) into c. w and k are two copies of
+ * the word: without "HEADER=", w becomes the header (capitals), k the key. */
+static void
+col_parse(struct col *c, char *w, char *k)
+{
+	char *eq = strchr(w, '='), *colon = strchr(w, ':');
+	char type = colon != NULL ? colon[1] : 's';
+
+	if (eq != NULL) {
+		*eq = '\0';
+		k = eq + 1;
+	}
+	cut_at(w, ':');
+	cut_at(k, ':');
+	if (eq == NULL)
+		for (char *p = w; *p; p++)
+			*p = (char)(*p >= 'a' && *p <= 'z' ? *p - 'a' + 'A' : *p);
+	c->hdr = w;
+	c->key = strcmp(k, "-") == 0 ? NULL : k;
+	c->align = type == 's' ? 'l' : 'r';
+	c->fmt = NULL;
+	for (size_t i = 0; i < sizeof(col_types) / sizeof(col_types[0]); i++)
+		if (col_types[i].type == type)
+			c->fmt = col_types[i].fmt;
+	if (c->fmt == NULL) {
+		fprintf(stderr, "lockstepctl: bug: column type '%c' in \"%s\"\n", type, k);
+		abort();
+	}
+}
+
+/* The specs are this program's own constants: a bad one is a bug. */
+void
+cols_parse(struct cols *cs, const char *spec)
+{
+	size_t len = strlen(spec), off = 0;
+
+	if (2 * len + 2 > sizeof(cs->buf)) {
+		fprintf(stderr, "lockstepctl: bug: column spec too long\n");
+		abort();
+	}
+	memcpy(cs->buf, spec, len + 1);
+	memcpy(cs->buf + len + 1, spec, len + 1);
+	cs->n = 0;
+	while (off < len) {
+		size_t wl = strcspn(cs->buf + off, " ");
+
+		if (wl > 0) {
+			if (cs->n == MAX_COLS) {
+				fprintf(stderr, "lockstepctl: bug: over %d columns\n", MAX_COLS);
+				abort();
+			}
+			cs->buf[off + wl] = '\0';
+			cs->buf[len + 1 + off + wl] = '\0';
+			col_parse(&cs->c[cs->n++], cs->buf + off, cs->buf + len + 1 + off);
+		}
+		off += wl + 1;
+	}
+}
+
+/* An array of objects as a table, one row each; spec as in struct cols. */
+void
+tbl_array(const json_t *arr, const char *spec, const char *indent)
+{
+	struct cols cs;
 	struct table t;
 	json_t *e;
 	size_t i;
 
-	tbl_init_cols(&t, cols, ncols);
+	cols_parse(&cs, spec);
+	tbl_init_cols(&t, cs.c, cs.n);
 	json_array_foreach((json_t *)arr, i, e)
-		tbl_row(&t, e, 0, ncols);
+		tbl_row(&t, e, 0, cs.n);
 	tbl_print(&t, indent);
 	tbl_free(&t);
 }

@@ -10,32 +10,21 @@
 
 #include "lockstepctl.h"
 
-static const struct col flow_cols[] = {
-	{ "SRC", "src", f_str, 'l' }, { "DST", "dst", f_str, 'l' },
-	{ "PROTO", "proto", f_int, 'r' }, { "SPORT", "sport", f_int, 'r' },
-	{ "DPORT", "dport", f_int, 'r' }, { "QP/LABEL", "qp_label", f_int, 'r' },
-	{ "KIND", "kind", f_str, 'l' }, { "DIR", "dir", f_str, 'l' },
-	{ "SLICE", "slice", f_str, 'l' }, { "PATH", "path", f_str, 'r' },
-	{ "PKTS", "pkts", f_int, 'r' }, { "BYTES", "bytes", f_int, 'r' },
-	{ "CE", "ce", f_int, 'r' }, { "DROPS", "drops", f_int, 'r' },
-	{ "PACE_BPS", "pace_bps", f_int, 'r' },
-};
+static const char flow_cols[] =
+	"src dst proto:n sport:n dport:n QP/LABEL=qp_label:n kind dir slice path:r "
+	"pkts:n bytes:n ce:n drops:n pace_bps:n";
 
 int
 fmt_flows(const json_t *r)
 {
 	printf("flows in the table: %s\n", f_int(json_object_get(r, "flows")));
-	tbl_array(json_object_get(r, "top"), flow_cols, N_COLS(flow_cols), "");
+	tbl_array(json_object_get(r, "top"), flow_cols, "");
 	return EX_OK;
 }
 
-static const struct col slice_cols[] = {
-	{ "SLICE", "name", f_str, 'l' }, { "LATENCY", "latency", f_str, 'l' },
-	{ "MIN_BPS", "min_bps", f_int, 'r' }, { "MAX_BPS", "max_bps", f_int, 'r' },
-	{ "WEIGHT", "weight", f_int, 'r' }, { "FLOW_BPS", "flow_bps", f_int, 'r' },
-	{ "SENT", "sent_pkts", f_int, 'r' }, { "SENT_BYTES", "sent_bytes", f_int, 'r' },
-	{ "DROPS", "drops", f_int, 'r' }, { "BACKLOG", "backlog", f_int, 'r' },
-};
+static const char slice_cols[] =
+	"SLICE=name latency min_bps:n max_bps:n weight:n flow_bps:n SENT=sent_pkts:n "
+	"sent_bytes:n drops:n backlog:n";
 
 /* One flat row per slice: its shares beside its "stats". */
 int
@@ -50,7 +39,7 @@ fmt_slices(const json_t *r)
 		json_object_update(row, json_object_get(s, "stats"));
 		json_array_append_new(rows, row);
 	}
-	tbl_array(rows, slice_cols, N_COLS(slice_cols), "");
+	tbl_array(rows, slice_cols, "");
 	json_decref(rows);
 	return EX_OK;
 }

@@ -26,16 +26,11 @@ int
 fmt_paths(const json_t *r)
 {
 	/* PEER is the peer's name; the rest are the path's keys. */
-	static const struct col cols[] = {
-		{ "PEER", "name", f_str, 'l' }, { "PATH", "path", f_str, 'r' },
-		{ "SPORT", "sport", f_str, 'r' }, { "STATE", "state", f_str, 'l' },
-		{ "SENT", "sent", f_int, 'r' }, { "RECEIVED", "received", f_int, 'r' },
-		{ "LOST", "lost", f_int, 'r' }, { "LOSS", "loss_pct", f_pct, 'r' },
-		{ "RTT_P50_µs", "rtt_p50_ns", f_us, 'r' },
-		{ "RTT_P99_µs", "rtt_p99_ns", f_us, 'r' },
-		{ "FWD_P50_µs", "fwd_p50_ns", f_us, 'r' },
-		{ "REV_P50_µs", "rev_p50_ns", f_us, 'r' },
-	};
+	static const char spec[] =
+		"PEER=name path:r sport:r state sent:n received:n lost:n LOSS=loss_pct:p "
+		"RTT_P50_µs=rtt_p50_ns:u RTT_P99_µs=rtt_p99_ns:u FWD_P50_µs=fwd_p50_ns:u "
+		"REV_P50_µs=rev_p50_ns:u";
+	struct cols cols;
 	const json_t *peers = array_in(r, "peers");
 	struct table t;
 	json_t *pe, *pa;
@@ -44,11 +39,12 @@ fmt_paths(const json_t *r)
 	if (peers == NULL)
 		return EX_PROTO;
 	printf("node %s, window %s\n\n", get_s(r, "node"), get_s(r, "window"));
-	tbl_init_cols(&t, cols, N_COLS(cols));
+	cols_parse(&cols, spec);
+	tbl_init_cols(&t, cols.c, cols.n);
 	json_array_foreach((json_t *)peers, i, pe) {
 		json_array_foreach(json_object_get(pe, "paths"), j, pa) {
 			tbl_row(&t, pe, 0, 1);
-			tbl_row(&t, pa, 1, N_COLS(cols));
+			tbl_row(&t, pa, 1, cols.n);
 		}
 	}
 	tbl_print(&t, "");
@@ -60,21 +56,17 @@ fmt_paths(const json_t *r)
 static void
 path_windows(const json_t *ws)
 {
-	static const struct col cols[] = {
-		{ "WINDOW", NULL, NULL, 'l' }, { "SENT", "sent", f_int, 'r' },
-		{ "RECEIVED", "received", f_int, 'r' }, { "LOST", "lost", f_int, 'r' },
-		{ "LOSS", "loss_pct", f_pct, 'r' }, { "METRIC", NULL, NULL, 'l' },
-		{ "COUNT", "count", f_int, 'r' }, { "MIN_µs", "min", f_us, 'r' },
-		{ "P50_µs", "p50", f_us, 'r' }, { "P99_µs", "p99", f_us, 'r' },
-		{ "P99.9_µs", "p999", f_us, 'r' }, { "MAX_µs", "max", f_us, 'r' },
-		{ "MEAN_µs", "mean", f_us, 'r' },
-	};
+	static const char spec[] =
+		"WINDOW=- sent:n received:n lost:n LOSS=loss_pct:p METRIC=- count:n MIN_µs=min:u "
+		"P50_µs=p50:u P99_µs=p99:u P99.9_µs=p999:u MAX_µs=max:u MEAN_µs=mean:u";
+	struct cols cols;
 	static const char *const wins[] = { "1s", "10s", "60s" };
 	static const char *const metrics[] = { "rtt", "fwd", "rev" };
 	struct table t;
 	size_t w, m, k;
 
-	tbl_init_cols(&t, cols, N_COLS(cols));
+	cols_parse(&cols, spec);
+	tbl_init_cols(&t, cols.c, cols.n);
 	for (w = 0; w < 3; w++) {
 		const json_t *win = json_object_get(ws, wins[w]);
 
@@ -89,7 +81,7 @@ path_windows(const json_t *ws)
 					tbl_cell(&t, "");
 			}
 			tbl_cell(&t, metrics[m]);
-			tbl_row(&t, json_object_get(win, metrics[m]), 6, N_COLS(cols));
+			tbl_row(&t, json_object_get(win, metrics[m]), 6, cols.n);
 		}
 	}
 	tbl_print(&t, "  ");

@@ -16,41 +16,32 @@
 
 #include "lockstepctl.h"
 
-static const struct col help_cols[] = {
-	{ "COMMAND", "cmd", f_str, 'l' }, { "ARGS", "usage", f_str, 'l' },
-	{ "DESCRIPTION", "help", f_str, 'l' },
-};
+static const char help_cols[] = "COMMAND=cmd ARGS=usage DESCRIPTION=help";
 
-static const struct col peer_cols[] = {
-	{ "PEER", "name", f_str, 'l' }, { "ADDR", "addr", f_str, 'l' },
-	{ "PORT", "port", f_str, 'r' }, { "PATHS", "paths", f_str, 'r' },
-	{ "INTERVAL_µs", "interval_us", f_int, 'r' },
-	{ "STATE", "state", f_str, 'l' }, { "MAC", "mac", f_str, 'l' },
-	{ "SENT", "sent", f_int, 'r' }, { "RECEIVED", "received", f_int, 'r' },
-	{ "LOST", "lost", f_int, 'r' }, { "LOSS", "loss_pct", f_pct, 'r' },
-	{ "RTT_P50_µs", "rtt_p50_ns", f_us, 'r' },
-};
+static const char peer_cols[] =
+	"PEER=name addr port:r paths:r INTERVAL_µs=interval_us:n state mac sent:n "
+	"received:n lost:n LOSS=loss_pct:p RTT_P50_µs=rtt_p50_ns:u";
 
 /* A reply that is an array of objects, one row each. */
 static int
-fmt_array(const json_t *r, const struct col *cols, size_t ncols)
+fmt_array(const json_t *r, const char *cols)
 {
 	if (!json_is_array(r))
 		return EX_PROTO;
-	tbl_array(r, cols, ncols, "");
+	tbl_array(r, cols, "");
 	return EX_OK;
 }
 
 int
 fmt_help(const json_t *result)
 {
-	return fmt_array(result, help_cols, N_COLS(help_cols));
+	return fmt_array(result, help_cols);
 }
 
 int
 fmt_peers(const json_t *r)
 {
-	return fmt_array(r, peer_cols, N_COLS(peer_cols));
+	return fmt_array(r, peer_cols);
 }
 
 /* The clock's source, then whatever else it reports, inline. */
@@ -135,17 +126,11 @@ status_head(const json_t *r)
 static void
 status_ports(const json_t *ports)
 {
-	static const struct col cols[] = {
-		{ "PORT", "name", f_str, 'l' }, { "DEV", "dev", f_str, 'l' },
-		{ "ID", "port_id", f_str, 'r' }, { "MAC", "mac", f_str, 'l' },
-		{ "IPV4", "ipv4", f_str, 'l' }, { "IPV6", "ipv6", f_str, 'l' },
-		{ "LCORE", "lcore", f_str, 'l' }, { "LINK", "link_up", f_updown, 'r' },
-		{ "RX_PKTS", "rx_pkts", f_int, 'r' }, { "TX_PKTS", "tx_pkts", f_int, 'r' },
-		{ "RX_MISSED", "rx_missed", f_int, 'r' },
-	};
+	static const char cols[] = "PORT=name dev ID=port_id:r mac ipv4 ipv6 lcore "
+		"LINK=link_up:U rx_pkts:n tx_pkts:n rx_missed:n";
 
 	printf("\nports:\n");
-	tbl_array(ports, cols, N_COLS(cols), "  ");
+	tbl_array(ports, cols, "  ");
 }
 
 static void

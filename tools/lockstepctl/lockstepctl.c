@@ -46,57 +46,56 @@
 /* ------------------------------------------------------------------ */
 
 static const struct optdef window_opts[] = {
-	{ "--window", true, "window", ARG_WINDOW, 0 },
+	{ "--window", ARG_WINDOW },
 	{ NULL },
 };
 
 static const struct optdef peer_add_opts[] = {
-	{ "--port", true, "port", ARG_UINT, 65535 },
-	{ "--paths", true, "paths", ARG_UINT, 65535 },
-	{ "--interval-us", true, "interval_us", ARG_UINT, UINT32_MAX },
+	{ "--port", ARG_UINT, 65535 },
+	{ "--paths", ARG_UINT, 65535 },
+	{ "--interval-us", ARG_UINT, UINT32_MAX },
 	{ NULL },
 };
 
 static const struct optdef probe_set_opts[] = {
-	{ "--peer", true, "peer", ARG_STR, 0 },
-	{ "--interval-us", true, "interval_us", ARG_UINT, UINT32_MAX },
-	{ "--paths", true, "paths", ARG_UINT, 65535 },
+	{ "--peer", ARG_STR },
+	{ "--interval-us", ARG_UINT, UINT32_MAX },
+	{ "--paths", ARG_UINT, 65535 },
 	{ NULL },
 };
 
 static const struct optdef capture_opts[] = {
-	{ "--snaplen", true, "snaplen", ARG_UINT, UINT32_MAX },
-	{ "--max-bytes", true, "max_bytes", ARG_UINT,
-	  (unsigned long long)INT64_MAX },
+	{ "--snaplen", ARG_UINT, UINT32_MAX },
+	{ "--max-bytes", ARG_UINT, (unsigned long long)INT64_MAX },
 	{ NULL },
 };
 
 static const struct optdef flows_opts[] = {
-	{ "--top", true, "top", ARG_UINT, 1000 },
-	{ "--by", true, "by", ARG_STR, 0 },
-	{ "--dir", true, "dir", ARG_STR, 0 },
+	{ "--top", ARG_UINT, 1000 },
+	{ "--by", ARG_STR },
+	{ "--dir", ARG_STR },
 	{ NULL },
 };
 
 /* Rates go as JSON numbers so 10e9 works; match and path as JSON objects. */
 static const struct optdef slice_opts[] = {
-	{ "--min-bps", true, "min_bps", ARG_JSON, 0 },
-	{ "--max-bps", true, "max_bps", ARG_JSON, 0 },
-	{ "--min-pps", true, "min_pps", ARG_JSON, 0 },
-	{ "--max-pps", true, "max_pps", ARG_JSON, 0 },
-	{ "--weight", true, "weight", ARG_JSON, 0 },
-	{ "--latency", true, "latency", ARG_JSON, 0 },
-	{ "--qlen", true, "qlen", ARG_JSON, 0 },
-	{ "--flow-bps", true, "flow_bps", ARG_JSON, 0 },
-	{ "--match", true, "match", ARG_JSON, 0 },
-	{ "--path", true, "path", ARG_JSON, 0 },
+	{ "--min-bps", ARG_JSON },
+	{ "--max-bps", ARG_JSON },
+	{ "--min-pps", ARG_JSON },
+	{ "--max-pps", ARG_JSON },
+	{ "--weight", ARG_JSON },
+	{ "--latency", ARG_JSON },
+	{ "--qlen", ARG_JSON },
+	{ "--flow-bps", ARG_JSON },
+	{ "--match", ARG_JSON },
+	{ "--path", ARG_JSON },
 	{ NULL },
 };
 
 static const struct optdef rule_opts[] = {
-	{ "--match", true, "match", ARG_JSON, 0 },
-	{ "--path", true, "path", ARG_JSON, 0 },
-	{ "--slice", true, "slice", ARG_STR, 0 },
+	{ "--match", ARG_JSON },
+	{ "--path", ARG_JSON },
+	{ "--slice", ARG_STR },
 	{ NULL },
 };
 

@@ -55,11 +55,10 @@ enum arg_kind {
 	ARG_JSON,       /* a JSON value ({...}, [...], true, 1e9) sent as such */
 };
 
-/* One option of a subcommand; key/kind/max serve the request builder. */
+/* One option of a subcommand; every option takes a value. Its request key
+ * is the name without "--", '-' as '_' ("--max-bps" sends "max_bps"). */
 struct optdef {
 	const char *lname;  /* "--port" */
-	bool has_arg;
-	const char *key;    /* request key; NULL: not sent as is */
 	enum arg_kind kind;
 	unsigned long long max;
 };
@@ -113,15 +112,29 @@ const char *f_updown(const json_t *j);
 const char *f_uptime(const json_t *j);
 const char *get_s(const json_t *o, const char *key);
 
-#define N_COLS(a) (sizeof(a) / sizeof((a)[0]))
 
 /* A table column read from one key of a JSON object. */
 struct col {
 	const char *hdr;
-	const char *key;
+	const char *key;                        /* NULL: cells the caller adds */
 	const char *(*fmt)(const json_t *j);    /* f_str, f_int, f_us, ... */
 	char align;                             /* 'l' or 'r' */
 };
+
+/*
+ * A table's columns written as one string, as ps -o takes them:
+ * "[HEADER=]key[:type] ...". The header defaults to the key in capitals;
+ * key "-" is a column the caller fills; type is s (text, left; the
+ * default), r (text, right), n (integer), u (ns shown in µs), p (percent),
+ * U (up/down), all right-aligned but s.
+ */
+#define MAX_COLS 24
+struct cols {
+	struct col c[MAX_COLS];
+	size_t n;
+	char buf[768];          /* the spec's words, split */
+};
+void cols_parse(struct cols *cs, const char *spec);
 
 struct table {
 	const struct col *cols; /* or NULL, and hdr/align below */
@@ -138,8 +151,7 @@ void tbl_init(struct table *t, size_t ncols, const char *const *hdr,
 void tbl_init_cols(struct table *t, const struct col *cols, size_t ncols);
 void tbl_cell(struct table *t, const char *text);
 void tbl_row(struct table *t, const json_t *o, size_t from, size_t to);
-void tbl_array(const json_t *arr, const struct col *cols, size_t ncols,
-	       const char *indent);
+void tbl_array(const json_t *arr, const char *spec, const char *indent);
 void tbl_print(const struct table *t, const char *indent);
 void tbl_free(struct table *t);
 int print_kv(const json_t *result);

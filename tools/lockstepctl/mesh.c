@@ -36,12 +36,12 @@ struct mesh_node {
 };
 
 static const struct optdef mesh_defs[] = {
-	{ "--metric", true },
-	{ "--window", true },
-	{ "--dir", true },
-	{ "--interval", true },
-	{ "--count", true },
-	{ NULL, false },
+	{ "--metric" },
+	{ "--window" },
+	{ "--dir" },
+	{ "--interval" },
+	{ "--count" },
+	{ NULL },
 };
 
 static int

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The start-up both apps share (see ls_app.h): one place for the order
+ * options → file → check-only → EAL, and for the exit statuses it gives.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <rte_eal.h>
+#include <rte_errno.h>
+
+#include "ls_app.h"
+
+static volatile int *ls_app_quit;
+
+static void
+ls_app_on_signal(int sig)
+{
+	(void)sig;
+	*ls_app_quit = 1;
+}
+
+void
+ls_app_start(const struct ls_app_start *s, int argc, char **argv)
+{
+	struct ls_app_argv av;
+	bool check_only = false;
+	char err[512];
+	int rc;
+
+	ls_app_split_argv(argc, argv, &av);
+	if (s->parse(av.app_argc, av.app_argv, &check_only) < 0)
+		exit(2);
+	rc = s->load(check_only, err, sizeof(err));
+	if (rc < 0) {
+		fprintf(stderr, "%s: %s\n", s->name, err);
+		exit(2);
+	}
+	if (rc > 0)
+		exit(0);
+	if (rte_eal_init(av.eal_argc, argv) < 0) {
+		fprintf(stderr, "%s: EAL initialisation failed%s%s (EAL messages above)\n",
+			s->name, rte_errno ? ": " : "", rte_errno ? rte_strerror(rte_errno) : "");
+		exit(1);
+	}
+	/* SIGINT and SIGTERM set *quit, which the app's loops watch. */
+	ls_app_quit = s->quit;
+	signal(SIGINT, ls_app_on_signal);
+	signal(SIGTERM, ls_app_on_signal);
+}
