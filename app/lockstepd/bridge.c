@@ -164,11 +164,23 @@ flow_new(struct lsd_bridge *b, const struct ls_flow_pkt *pk, uint8_t dir)
 	return idx;
 }
 
-/* Put m on its slice queue (the frame is final). */
-static inline void
-to_slice(struct lsd_bridge *b, struct ls_flow *f, struct rte_mbuf *m, uint16_t slice)
+/* A paced frame's slice and length, kept in its wheel entry. 18 bits of
+ * length hold any frame up to 256 KiB (a 9000-byte MTU with room); slices
+ * are fewer than 2^14 (LS_SLICE_MAX). */
+#define WHEEL_TAG_LEN_BITS 18
+_Static_assert(LS_SLICE_MAX <= 1u << (32 - WHEEL_TAG_LEN_BITS), "slice index fits the tag");
+static inline uint32_t
+wheel_tag(uint16_t slice, uint32_t len)
 {
-	if (ls_slice_enqueue(b->sched, slice, m, m->pkt_len) < 0) {
+	return (uint32_t)slice << WHEEL_TAG_LEN_BITS | len;
+}
+
+/* Put m (len bytes) on its slice queue (the frame is final). */
+static inline void
+to_slice(struct lsd_bridge *b, struct ls_flow *f, struct rte_mbuf *m, uint32_t len,
+	 uint16_t slice)
+{
+	if (ls_slice_enqueue(b->sched, slice, m, len) < 0) {
 		b->st.slice_drops++;
 		if (f != NULL)
 			f->drops++;
@@ -200,7 +212,7 @@ host_frame(struct lsd_bridge *b, struct rte_mbuf *m, const struct ls_flow_pkt *p
 		steer(b, f, rte_pktmbuf_mtod(m, uint8_t *), m->data_len, pk);
 	tpb = flow_tpb(b, f);
 	if (tpb == 0) {
-		to_slice(b, f, m, f->slice);
+		to_slice(b, f, m, m->pkt_len, f->slice);
 		return;
 	}
 	{
@@ -217,11 +229,10 @@ host_frame(struct lsd_bridge *b, struct rte_mbuf *m, const struct ls_flow_pkt *p
 		b->st.paced++;
 		if (at <= now) {
 			/* under its rate: the wheel would give it back next slot */
-			to_slice(b, f, m, f->slice);
+			to_slice(b, f, m, m->pkt_len, f->slice);
 			return;
 		}
-		m->hash.usr = f->slice;
-		if (ls_wheel_insert(b->wheel, m, at) < 0) {
+		if (ls_wheel_insert(b->wheel, m, wheel_tag(f->slice, m->pkt_len), at) < 0) {
 			f->drops++;
 			b->st.wheel_full++;
 			rte_pktmbuf_free(m);
@@ -277,14 +288,14 @@ from_host(struct lsd_bridge *b, uint64_t now, unsigned int *work)
 		int32_t id;
 
 		if (slot[i] == 0xff) {
-			to_slice(b, NULL, m[i], b->def_slice);
+			to_slice(b, NULL, m[i], m[i]->pkt_len, b->def_slice);
 			continue;
 		}
 		id = idx[slot[i]];
 		if (id < 0)
 			id = flow_new(b, &pk[i], 0);
 		if (id < 0) {
-			to_slice(b, NULL, m[i], b->def_slice);
+			to_slice(b, NULL, m[i], m[i]->pkt_len, b->def_slice);
 			continue;
 		}
 		host_frame(b, m[i], &pk[i], id, now, now_ms);
@@ -367,13 +378,16 @@ static void
 to_fabric(struct lsd_bridge *b, uint64_t now, unsigned int *work)
 {
 	void *out[LSD_BURST];
+	uint32_t tags[LSD_BURST];
 	unsigned int n, i;
 	uint16_t sent;
 
-	while ((n = ls_wheel_extract(b->wheel, now, out, LSD_BURST)) > 0) {
+	/* the frames' slices and lengths come from the wheel's tags: the mbufs
+	 * waited there, likely out of cache, and only the PMD reads them next */
+	while ((n = ls_wheel_extract(b->wheel, now, out, tags, LSD_BURST)) > 0) {
 		for (i = 0; i < n; i++) {
 			struct rte_mbuf *m = out[i];
-			uint16_t s = (uint16_t)m->hash.usr;
+			uint16_t s = (uint16_t)(tags[i] >> WHEEL_TAG_LEN_BITS);
 
 			/* Bug (bridge fuzz, slice.del while frames were paced):
 			 * a frame whose slice was removed while it sat in the
@@ -382,7 +396,7 @@ to_fabric(struct lsd_bridge *b, uint64_t now, unsigned int *work)
 			 * to "default" like the removed slice's queue. */
 			if (unlikely(b->slice_pol[s] < 0))
 				s = b->def_slice;
-			to_slice(b, NULL, m, s);
+			to_slice(b, NULL, m, tags[i] & ((1u << WHEEL_TAG_LEN_BITS) - 1), s);
 		}
 		*work += n;
 	}
@@ -443,7 +457,7 @@ lsd_bridge_apply(struct lsd_bridge *b, const struct ls_policy *pol)
 			continue;
 		while ((got = ls_slice_drain(b->sched, s, q, LSD_BURST)) > 0)
 			for (unsigned int i = 0; i < got; i++)
-				to_slice(b, NULL, q[i], b->def_slice);
+				to_slice(b, NULL, q[i], ((struct rte_mbuf *)q[i])->pkt_len, b->def_slice);
 		ls_slice_del(b->sched, s);
 	}
 	memcpy(b->slice_pol, keep, sizeof(keep));
@@ -537,7 +551,7 @@ lsd_bridge_fini(void)
 		if (b == NULL)
 			continue;
 		if (b->wheel != NULL)
-			while ((n = ls_wheel_extract(b->wheel, UINT64_MAX, q, LSD_BURST)) > 0)
+			while ((n = ls_wheel_extract(b->wheel, UINT64_MAX, q, NULL, LSD_BURST)) > 0)
 				rte_pktmbuf_free_bulk((struct rte_mbuf **)q, n);
 		for (unsigned int s = 0; b->sched != NULL && s < ls_slice_count(b->sched); s++)
 			while ((n = ls_slice_drain(b->sched, s, q, LSD_BURST)) > 0)

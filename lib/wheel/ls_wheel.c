@@ -22,6 +22,7 @@ struct node {
 	void *obj;
 	uint64_t at;
 	uint32_t next;
+	uint32_t tag;   /* in what would be padding: 24 bytes either way */
 };
 
 struct ls_wheel {
@@ -101,7 +102,7 @@ slot_append(struct ls_wheel *w, uint32_t n)
 }
 
 int
-ls_wheel_insert(struct ls_wheel *w, void *obj, uint64_t at)
+ls_wheel_insert(struct ls_wheel *w, void *obj, uint32_t tag, uint64_t at)
 {
 	uint32_t n = w->free_head;
 
@@ -112,6 +113,7 @@ ls_wheel_insert(struct ls_wheel *w, void *obj, uint64_t at)
 	w->free_head = w->nodes[n].next;
 	w->nodes[n].obj = obj;
 	w->nodes[n].at = at;
+	w->nodes[n].tag = tag;
 	slot_append(w, n);
 	w->st.inserted++;
 	w->st.held++;
@@ -145,7 +147,8 @@ next_busy(const struct ls_wheel *w, uint64_t from, uint64_t limit)
 }
 
 unsigned int
-ls_wheel_extract(struct ls_wheel *w, uint64_t now, void **out, unsigned int max)
+ls_wheel_extract(struct ls_wheel *w, uint64_t now, void **out, uint32_t *tags,
+		 unsigned int max)
 {
 	uint64_t limit = now >> w->shift; /* slots before this one have ended */
 	unsigned int got = 0;
@@ -168,6 +171,8 @@ ls_wheel_extract(struct ls_wheel *w, uint64_t now, void **out, unsigned int max)
 				/* parked beyond the horizon: not due yet */
 				slot_append(w, n);
 			} else if (got < max) {
+				if (tags != NULL)
+					tags[got] = w->nodes[n].tag;
 				out[got++] = w->nodes[n].obj;
 				w->nodes[n].next = w->free_head;
 				w->free_head = n;

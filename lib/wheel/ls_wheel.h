@@ -66,16 +66,19 @@ void ls_wheel_free(struct ls_wheel *w);
 /**
  * Hold obj until the clock reaches at. An at in the past leaves at the
  * next extraction, after what is already due (FIFO within a slot).
+ * tag is the caller's, handed back with obj: what the caller needs on the
+ * way out (a slice and a length, say) without touching obj, which is
+ * likely out of cache by then.
  * @return 0, or -ENOSPC when every node is in use (obj not taken).
  */
-int ls_wheel_insert(struct ls_wheel *w, void *obj, uint64_t at);
+int ls_wheel_insert(struct ls_wheel *w, void *obj, uint32_t tag, uint64_t at);
 
 /**
  * Take up to max elements whose slot has ended by now, in slot order and
- * FIFO within a slot.
+ * FIFO within a slot; their tags go to tags[] when tags is not NULL.
  * @return the number written to out.
  */
-unsigned int ls_wheel_extract(struct ls_wheel *w, uint64_t now, void **out,
+unsigned int ls_wheel_extract(struct ls_wheel *w, uint64_t now, void **out, uint32_t *tags,
 			      unsigned int max);
 
 /** Fill st with the wheel's counters. */

@@ -81,7 +81,7 @@ START_TEST(test_exact_release)
 
 		it[i].at = t0 + rng_next() % span;
 		it[i].seq = i;
-		ck_assert_int_eq(ls_wheel_insert(w, &it[i], it[i].at), 0);
+		ck_assert_int_eq(ls_wheel_insert(w, &it[i], 0, it[i].at), 0);
 	}
 	uint64_t stride = 0;
 	unsigned int n = 0;
@@ -91,7 +91,7 @@ START_TEST(test_exact_release)
 			stride = 1 + rng_next() % (3ULL << SHIFT);
 			now += stride;
 		}
-		n = ls_wheel_extract(w, now, out, 64);
+		n = ls_wheel_extract(w, now, out, NULL, 64);
 		for (i = 0; i < n; i++) {
 			struct item *x = out[i];
 			uint64_t slot = x->at >> SHIFT;
@@ -121,10 +121,10 @@ START_TEST(test_fifo_within_slot)
 
 	for (i = 0; i < 100; i++) {
 		it[i].seq = i;
-		ck_assert_int_eq(ls_wheel_insert(w, &it[i], (5ULL << SHIFT) + i % 7), 0);
+		ck_assert_int_eq(ls_wheel_insert(w, &it[i], 0, (5ULL << SHIFT) + i % 7), 0);
 	}
-	ck_assert_uint_eq(ls_wheel_extract(w, 5ULL << SHIFT, out, 100), 0);
-	n = ls_wheel_extract(w, 6ULL << SHIFT, out, 100);
+	ck_assert_uint_eq(ls_wheel_extract(w, 5ULL << SHIFT, out, NULL, 100), 0);
+	n = ls_wheel_extract(w, 6ULL << SHIFT, out, NULL, 100);
 	ck_assert_uint_eq(n, 100);
 	for (i = 0; i < 100; i++)
 		ck_assert_uint_eq(((struct item *)out[i])->seq, i);
@@ -142,9 +142,9 @@ START_TEST(test_full_and_past)
 	void *out[8];
 
 	for (int i = 0; i < 4; i++)
-		ck_assert_int_eq(ls_wheel_insert(w, &x[i], 0), 0);
-	ck_assert_int_eq(ls_wheel_insert(w, &x[4], 0), -ENOSPC);
-	ck_assert_uint_eq(ls_wheel_extract(w, (1ULL << 20) + (1 << SHIFT), out, 8), 4);
+		ck_assert_int_eq(ls_wheel_insert(w, &x[i], 0, 0), 0);
+	ck_assert_int_eq(ls_wheel_insert(w, &x[4], 0, 0), -ENOSPC);
+	ck_assert_uint_eq(ls_wheel_extract(w, (1ULL << 20) + (1 << SHIFT), out, NULL, 8), 4);
 	ck_assert_ptr_eq(out[0], &x[0]);
 	ck_assert_ptr_eq(out[3], &x[3]);
 	ls_wheel_stats(w, &st);
@@ -175,6 +175,7 @@ check_rate(unsigned int nflows, uint64_t rate_bps, unsigned int k)
 	uint32_t *pend = calloc((size_t)nflows * k, sizeof(*pend));
 	uint32_t *lastlen = calloc(nflows, sizeof(*lastlen));
 	void *out[256];
+	uint32_t tags[256];
 	double worst = 0;
 
 	rng_state = nflows;
@@ -184,7 +185,7 @@ check_rate(unsigned int nflows, uint64_t rate_bps, unsigned int k)
 			uintptr_t tag = (uintptr_t)f * k + j;
 
 			pend[tag] = len;
-			ck_assert_int_eq(ls_wheel_insert(w, (void *)tag,
+			ck_assert_int_eq(ls_wheel_insert(w, (void *)tag, len,
 				 ls_wheel_pace(&pc[f], tpb, len, 0)), 0);
 		}
 		first[f] = UINT64_MAX;
@@ -193,11 +194,13 @@ check_rate(unsigned int nflows, uint64_t rate_bps, unsigned int k)
 		unsigned int n;
 
 		now += 64;
-		while ((n = ls_wheel_extract(w, now, out, 256)) > 0) {
+		while ((n = ls_wheel_extract(w, now, out, tags, 256)) > 0) {
 			for (unsigned int i = 0; i < n; i++) {
 				uintptr_t tag = (uintptr_t)out[i];
 				unsigned int f = (unsigned int)(tag / k);
 
+				/* each element's own tag comes back with it */
+				ck_assert_uint_eq(tags[i], pend[tag]);
 				if (first[f] == UINT64_MAX)
 					first[f] = now;
 				else
@@ -205,7 +208,7 @@ check_rate(unsigned int nflows, uint64_t rate_bps, unsigned int k)
 				last[f] = now;
 				lastlen[f] = pend[tag];
 				pend[tag] = 64 + rng_next() % 8937;
-				ck_assert_int_eq(ls_wheel_insert(w, out[i],
+				ck_assert_int_eq(ls_wheel_insert(w, out[i], pend[tag],
 					 ls_wheel_pace(&pc[f], tpb, pend[tag], now)), 0);
 			}
 		}

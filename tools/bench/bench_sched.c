@@ -574,8 +574,8 @@ lk_offer(void *ctx, struct rte_mbuf **m, unsigned int n, uint64_t now)
 		at = ls_wheel_pace(&fl->pace, fl->tpb, m[i]->pkt_len, now);
 		if (unlikely(at - now > k->max_delay))
 			k->late++; /* lockstepd would drop it; the closed loop keeps it */
-		m[i]->hash.usr = fl->slice;
-		if (unlikely(ls_wheel_insert(k->wheel, m[i], at) < 0))
+		if (unlikely(ls_wheel_insert(k->wheel, m[i], (uint32_t)fl->slice << 18 | m[i]->pkt_len,
+					     at) < 0))
 			fifo_put(k->f, &m[i], 1);
 	}
 }
@@ -586,16 +586,18 @@ lk_dequeue(void *ctx, struct rte_mbuf **m, uint64_t now)
 {
 	struct lk *k = ctx;
 	void *out[BURST];
+	uint32_t tags[BURST];
 	unsigned int n;
 
 	(void)now;
 	now = rte_rdtsc(); /* lockstepd reads the clock again before to_fabric */
-	while ((n = ls_wheel_extract(k->wheel, now, out, BURST)) > 0)
+	while ((n = ls_wheel_extract(k->wheel, now, out, tags, BURST)) > 0)
 		for (unsigned int i = 0; i < n; i++) {
 			struct rte_mbuf *p = out[i];
 
-			if (unlikely(ls_slice_enqueue(k->sched, (uint16_t)p->hash.usr, p,
-						      p->pkt_len) < 0)) {
+			/* slice and length from the tag, as lockstepd's to_fabric */
+			if (unlikely(ls_slice_enqueue(k->sched, tags[i] >> 18, p,
+						      tags[i] & ((1u << 18) - 1)) < 0)) {
 				k->slice_full++;
 				fifo_put(k->f, &p, 1);
 			}
@@ -667,7 +669,7 @@ lk_run(struct traffic *t, bool accuracy, uint64_t r_bytes, uint64_t link_bits, d
 		void *out[BURST];
 		unsigned int n;
 
-		while ((n = ls_wheel_extract(k.wheel, UINT64_MAX, out, BURST)) > 0)
+		while ((n = ls_wheel_extract(k.wheel, UINT64_MAX, out, NULL, BURST)) > 0)
 			fifo_put(&f, (struct rte_mbuf **)out, n);
 		while ((n = ls_slice_drain(k.sched, (unsigned int)sl, out, BURST)) > 0)
 			fifo_put(&f, (struct rte_mbuf **)out, n);
