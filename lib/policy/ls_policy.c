@@ -352,6 +352,65 @@ k_path(const json_t *v, const struct ls_jsonv *jv, const char *path, void *out,
 	return 0;
 }
 
+static const char *const cc_modes[] = {"off", "dcqcn", "delay"};
+
+static int
+k_cc_mode(const json_t *v, const struct ls_jsonv *jv, const char *path, void *out,
+	  long long max UNUSED)
+{
+	if (json_is_string(v))
+		for (unsigned int i = 0; i < LS_ARRAY_SIZE(cc_modes); i++)
+			if (strcmp(json_string_value(v), cc_modes[i]) == 0) {
+				*(uint8_t *)out = (uint8_t)i;
+				return 0;
+			}
+	return ls_jsonv_fail(jv, path, "expected \"off\", \"dcqcn\" or \"delay\"");
+}
+
+const char *
+ls_policy_cc_mode_name(uint8_t mode)
+{
+	return mode < LS_ARRAY_SIZE(cc_modes) ? cc_modes[mode] : "?";
+}
+
+/* An integer 1..max (0..100 for a percentage) stored as uint32_t. */
+static int
+k_u32(const json_t *v, const struct ls_jsonv *jv, const char *path, void *out, long long max)
+{
+	return u32_in(v, jv, path, max == 100 ? 0 : 1, max, out);
+}
+
+static int
+k_bytes(const json_t *v, const struct ls_jsonv *jv, const char *path, void *out,
+	long long max)
+{
+	long long x;
+	int rc = int_in(v, jv, path, 1, max, &x);
+
+	if (rc == 0)
+		*(uint64_t *)out = (uint64_t)x;
+	return rc;
+}
+
+#define CK(name, fn, field, max) { name, fn, offsetof(struct ls_policy_cc, field), max }
+static const struct key cc_keys[] = {
+	CK("mode", k_cc_mode, mode, 0), CK("np", k_bool, np, 0),
+	CK("cnp_interval_us", k_u32, cnp_interval_us, 1000000),
+	CK("ai_bps", k_rate, ai_bps, 0), CK("hai_bps", k_rate, hai_bps, 0),
+	CK("min_bps", k_rate, min_bps, 0), CK("k_us", k_u32, k_us, 1000000),
+	CK("t_us", k_u32, t_us, 1000000), CK("byte_reset", k_bytes, byte_reset, 1LL << 40),
+	CK("f", k_u32, f, 1000), CK("g_inv", k_u32, g_inv, 65536),
+	CK("min_dec_pct", k_u32, min_dec_pct, 100), CK("target_us", k_u32, target_us, 100000),
+};
+#undef CK
+
+static int
+k_cc(const json_t *v, const struct ls_jsonv *jv, const char *path, void *out,
+     long long max UNUSED)
+{
+	return walk(v, jv, path, cc_keys, LS_ARRAY_SIZE(cc_keys), out);
+}
+
 #define SK(name, fn, field) { name, fn, offsetof(struct ls_policy_slice, field) }
 static const struct key slice_keys[] = {
 	SK("name", k_name, conf.name), SK("min_bps", k_rate, conf.min_bps),
@@ -359,7 +418,7 @@ static const struct key slice_keys[] = {
 	SK("max_pps", k_rate, conf.max_pps), SK("weight", k_weight, conf.weight),
 	SK("latency", k_bool, conf.latency), SK("qlen", k_qlen, conf.qlen),
 	SK("flow_bps", k_rate, flow_bps), SK("match", k_match, match),
-	SK("path", k_path, path),
+	SK("path", k_path, path), SK("cc", k_cc, cc),
 };
 #undef SK
 
@@ -369,6 +428,13 @@ ls_policy_slice_defaults(struct ls_policy_slice *s)
 	memset(s, 0, sizeof(*s));
 	s->conf.weight = 1;
 	s->conf.qlen = 4096;
+	/* DCQCN: the paper's K, T, B, F, g, R_AI; ConnectX's rpg_min_rate and
+	 * rpg_min_dec_fac; the NP's interval is the paper's N (docs/cc.md) */
+	s->cc = (struct ls_policy_cc){
+		.cnp_interval_us = 50, .ai_bps = 40000000, .hai_bps = 200000000,
+		.min_bps = 1000000, .k_us = 55, .t_us = 55, .byte_reset = 10u << 20, .f = 5,
+		.g_inv = 256, .min_dec_pct = 50, .target_us = 10,
+	};
 }
 
 int

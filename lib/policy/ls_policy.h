@@ -76,12 +76,37 @@ struct ls_path_policy {
 	uint64_t paths;           /**< bit k: path k listed */
 };
 
+/** Congestion control of a slice's flows (lib/cc). */
+enum ls_cc_mode {
+	LS_CC_OFF = 0,            /**< pace at flow_bps (or not at all) */
+	LS_CC_DCQCN,              /**< DCQCN reaction point, driven by CNPs from the fabric */
+	LS_CC_DELAY,              /**< delay mode, driven by the path's one-way delay */
+};
+
+/** A slice's congestion-control settings; defaults in docs/cc.md. */
+struct ls_policy_cc {
+	uint8_t mode;             /**< enum ls_cc_mode */
+	bool np;                  /**< answer CE-marked RoCEv2 from the fabric with CNPs */
+	uint32_t cnp_interval_us; /**< at most one CNP per QP per this */
+	uint64_t ai_bps;          /**< DCQCN R_AI; delay mode: increase per interval */
+	uint64_t hai_bps;         /**< DCQCN R_HAI */
+	uint64_t min_bps;         /**< floor of the CC rate */
+	uint32_t k_us;            /**< DCQCN α update period K */
+	uint32_t t_us;            /**< DCQCN rate increase timer T */
+	uint64_t byte_reset;      /**< DCQCN byte counter B, bytes */
+	uint32_t f;               /**< DCQCN fast recovery stages F */
+	uint32_t g_inv;           /**< DCQCN g = 1 / g_inv */
+	uint32_t min_dec_pct;     /**< DCQCN: one CNP keeps at least this % of the rate */
+	uint32_t target_us;       /**< delay mode: target queueing delay */
+};
+
 /** One slice: its shares, per-flow pacing, what it takes, how it steers. */
 struct ls_policy_slice {
 	struct ls_slice_conf conf;  /**< name and shares (lib/slice) */
 	uint64_t flow_bps;          /**< pace each flow at this rate; 0 unpaced */
 	struct ls_match match;      /**< which flows */
 	struct ls_path_policy path; /**< steering for its flows */
+	struct ls_policy_cc cc;     /**< congestion control of its flows */
 };
 
 /** One flow rule: a path policy (and optionally a slice) for matching flows. */
@@ -127,6 +152,9 @@ json_t *ls_policy_to_json(const struct ls_policy *p);
 
 /** @return one slice as JSON. */
 json_t *ls_policy_slice_to_json(const struct ls_policy_slice *s);
+
+/** "off", "dcqcn" or "delay". */
+const char *ls_policy_cc_mode_name(uint8_t mode);
 
 /**
  * Write the policy to file atomically (a temporary file in the same

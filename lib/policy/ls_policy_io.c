@@ -91,17 +91,30 @@ path_json(const struct ls_path_policy *pp)
 	return o;
 }
 
+static json_t *
+cc_json(const struct ls_policy_cc *c)
+{
+	return json_pack("{ss sb si sI sI sI si si sI si si si si}",
+			 "mode", ls_policy_cc_mode_name(c->mode), "np", c->np,
+			 "cnp_interval_us", (int)c->cnp_interval_us, "ai_bps", (json_int_t)c->ai_bps,
+			 "hai_bps", (json_int_t)c->hai_bps, "min_bps", (json_int_t)c->min_bps,
+			 "k_us", (int)c->k_us, "t_us", (int)c->t_us,
+			 "byte_reset", (json_int_t)c->byte_reset, "f", (int)c->f,
+			 "g_inv", (int)c->g_inv, "min_dec_pct", (int)c->min_dec_pct,
+			 "target_us", (int)c->target_us);
+}
+
 json_t *
 ls_policy_slice_to_json(const struct ls_policy_slice *s)
 {
 	const struct ls_slice_conf *c = &s->conf;
 
-	return json_pack("{ss sI sI sI sI si sb si sI so so}", "name", c->name,
+	return json_pack("{ss sI sI sI sI si sb si sI so so so}", "name", c->name,
 			 "min_bps", (json_int_t)c->min_bps, "max_bps", (json_int_t)c->max_bps,
 			 "min_pps", (json_int_t)c->min_pps, "max_pps", (json_int_t)c->max_pps,
 			 "weight", (int)c->weight, "latency", c->latency, "qlen", (int)c->qlen,
 			 "flow_bps", (json_int_t)s->flow_bps, "match", match_json(&s->match),
-			 "path", path_json(&s->path));
+			 "path", path_json(&s->path), "cc", cc_json(&s->cc));
 }
 
 static json_t *

@@ -20,7 +20,8 @@ static const char *good =
 	"{\"slices\": ["
 	" {\"name\": \"infer\", \"latency\": true, \"max_bps\": 2e9, \"match\": {\"dscp\": [46, 34]}},"
 	" {\"name\": \"train\", \"min_bps\": 5000000000, \"weight\": 4, \"flow_bps\": 1e9,"
-	"  \"match\": {\"roce\": true, \"qp\": [1000, 2000]}, \"path\": {\"mode\": \"spread\", \"paths\": [0, 1, 2]}},"
+	"  \"match\": {\"roce\": true, \"qp\": [1000, 2000]}, \"path\": {\"mode\": \"spread\", \"paths\": [0, 1, 2]},"
+	"  \"cc\": {\"mode\": \"dcqcn\", \"np\": true, \"ai_bps\": 5e6, \"g_inv\": 16, \"min_dec_pct\": 0}},"
 	" {\"name\": \"web\", \"match\": {\"proto\": \"tcp\", \"dport\": 443, \"dst\": \"10.1.0.0/16\"}}"
 	"], \"flows\": ["
 	" {\"name\": \"iperf\", \"match\": {\"dport\": [5201, 5210]}, \"path\": {\"mode\": \"pin\", \"paths\": [3]}, \"slice\": \"web\"}"
@@ -57,6 +58,13 @@ START_TEST(test_parse_and_round_trip)
 	ck_assert_uint_eq(p.slices[1].match.qp[1], 2000);
 	ck_assert_uint_eq(p.slices[1].path.mode, LS_PATH_SPREAD);
 	ck_assert_uint_eq(p.rules[0].path.first, 3);
+	ck_assert_uint_eq(p.slices[1].cc.mode, LS_CC_DCQCN);
+	ck_assert(p.slices[1].cc.np);
+	ck_assert_uint_eq(p.slices[1].cc.ai_bps, 5000000);
+	ck_assert_uint_eq(p.slices[1].cc.g_inv, 16);
+	ck_assert_uint_eq(p.slices[1].cc.min_dec_pct, 0);
+	ck_assert_uint_eq(p.slices[1].cc.k_us, 55);   /* left out: the default */
+	ck_assert_uint_eq(p.slices[0].cc.mode, LS_CC_OFF);
 	a = ls_policy_to_json(&p);
 	{
 		char *s = json_dumps(a, 0);
@@ -97,6 +105,12 @@ START_TEST(test_errors_name_key)
 		{"{\"slices\": [{\"name\": \"a b\"}]}",
 		 "pol.json: policy.slices[0].name: a b: only A-Z a-z 0-9 _ . - allowed"},
 		{"{\"slicez\": []}", "pol.json: policy.slicez: unknown key"},
+		{"{\"slices\": [{\"name\": \"a\", \"cc\": {\"mode\": \"bbr\"}}]}",
+		 "pol.json: policy.slices[0].cc.mode: expected \"off\", \"dcqcn\" or \"delay\""},
+		{"{\"slices\": [{\"name\": \"a\", \"cc\": {\"t_us\": 0}}]}",
+		 "pol.json: policy.slices[0].cc.t_us: 0 out of range 1..1000000"},
+		{"{\"slices\": [{\"name\": \"a\", \"cc\": {\"min_dec_pct\": 101}}]}",
+		 "pol.json: policy.slices[0].cc.min_dec_pct: 101 out of range 0..100"},
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
