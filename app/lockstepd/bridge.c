@@ -161,6 +161,7 @@ flow_new(struct lsd_bridge *b, const struct ls_flow_pkt *pk, uint8_t dir)
 	f->kind = pk->kind;
 	f->dir = dir;
 	classify(b, f, pk);
+	lsd_cc_flow_init(b, idx, f->slice, rte_rdtsc());
 	return idx;
 }
 
@@ -199,6 +200,7 @@ host_frame(struct lsd_bridge *b, struct rte_mbuf *m, const struct ls_flow_pkt *p
 	if (unlikely(f->gen != b->gen)) {
 		/* the policy changed since: existing flows follow it too */
 		classify(b, f, pk);
+		lsd_cc_flow_init(b, idx, f->slice, now);
 		b->st.reclassified++;
 	}
 	f->pkts++;
@@ -206,11 +208,15 @@ host_frame(struct lsd_bridge *b, struct rte_mbuf *m, const struct ls_flow_pkt *p
 	f->last_ms = now_ms;
 	if (pk->ecn == 3) {
 		f->ce++;
+		b->slice_ce[f->slice]++;
 		b->st.ce_from_host++;
 	}
+	if (b->cc_on && pk->kind == LS_FLOW_K_ROCE)
+		lsd_cc_from_host(b, rte_pktmbuf_mtod(m, uint8_t *), pk);
 	if (f->path != 0xff)
 		steer(b, f, rte_pktmbuf_mtod(m, uint8_t *), m->data_len, pk);
-	tpb = flow_tpb(b, f);
+	tpb = b->cc_on && lsd_cc_mode_on(b, f->slice) ?
+		lsd_cc_tpb(b, f, idx, m->pkt_len, now) : flow_tpb(b, f);
 	if (tpb == 0) {
 		to_slice(b, f, m, m->pkt_len, f->slice);
 		return;
@@ -302,6 +308,50 @@ from_host(struct lsd_bridge *b, uint64_t now, unsigned int *work)
 	}
 }
 
+/* A frame from the fabric for the host: its flow's counters (CE per flow,
+ * slice and the sender's path) and, for RoCEv2, congestion control. */
+static void
+fabric_frame(struct lsd_bridge *b, struct rte_mbuf *m, const uint8_t *fr, uint64_t now,
+	     uint32_t now_ms)
+{
+	struct ls_flow_pkt pk;
+	struct ls_flow *fl;
+	int32_t id;
+
+	if (ls_flow_parse(fr, m->data_len, &pk) != LS_FLOW_IP)
+		return;
+	/* The fabric side may not fill the table the host's flows need:
+	 * it adds flows only while a quarter of the table is free. */
+	ls_flow_lookup_bulk(b->flows, (const struct ls_flow_key *[]){&pk.key}, 1, &id);
+	if (id < 0 && ls_flow_count(b->flows) >= b->fabric_flow_max) {
+		b->st.flows_full_fabric++;
+		id = -1;
+	} else if (id < 0) {
+		id = flow_new(b, &pk, 1);
+	}
+	if (id >= 0) {
+		fl = ls_flow_at(b->flows, id);
+		fl->pkts++;
+		fl->bytes += m->pkt_len;
+		fl->last_ms = now_ms;
+		if (pk.ecn == 3) {
+			fl->ce++;
+			b->slice_ce[fl->slice]++;
+		}
+	}
+	if (pk.ecn == 3) {
+		uint16_t sport = pk.l4_off ? ls_get_be16(fr + pk.l4_off) : 0;
+
+		b->st.ce_from_fabric++;
+		/* the sender steered its path k to source port base + k */
+		if (pk.kind == LS_FLOW_K_ROCE && sport >= b->sport_base &&
+		    sport - b->sport_base < LS_POLICY_MAX_PATHS)
+			b->path_ce[sport - b->sport_base]++;
+	}
+	if (b->cc_on && pk.kind == LS_FLOW_K_ROCE)
+		lsd_cc_from_fabric(b, fr, &pk, id, now);
+}
+
 /* Frames of the fabric port: ours to the probe path, the rest (counted per
  * flow) to the host. Broadcast and multicast go to both: lockstepd only
  * reads them (ARP, ND) and the host gets them whole. */
@@ -320,8 +370,6 @@ from_fabric(struct lsd_lcore *lc, struct lsd_bridge *b, uint64_t now, unsigned i
 	*work += n;
 	for (i = 0; i < n; i++) {
 		const uint8_t *f = rte_pktmbuf_mtod(m[i], const uint8_t *);
-		struct ls_flow_pkt pk;
-		int32_t id;
 
 		if (m[i]->data_len >= 6 && memcmp(f, b->fab->mac.b, 6) == 0) {
 			ours[no++] = m[i];
@@ -330,36 +378,10 @@ from_fabric(struct lsd_lcore *lc, struct lsd_bridge *b, uint64_t now, unsigned i
 		if (m[i]->data_len >= 6 && (f[0] & 1))
 			lsd_rx_peek(lc, b->fab, m[i]);
 		host[nh++] = m[i];
-		if (ls_flow_parse(f, m[i]->data_len, &pk) != LS_FLOW_IP)
-			continue;
-		if (pk.ecn == 3)
-			b->st.ce_from_fabric++;
-		/* The fabric side may not fill the table the host's flows need:
-		 * it adds flows only while a quarter of the table is free. */
-		ls_flow_lookup_bulk(b->flows, (const struct ls_flow_key *[]){&pk.key}, 1, &id);
-		if (id < 0 && ls_flow_count(b->flows) >= b->fabric_flow_max) {
-			b->st.flows_full_fabric++;
-			continue;
-		}
-		if (id < 0)
-			id = ls_flow_add(b->flows, &pk.key);
-		if (id < 0)
-			continue;
-		{
-			struct ls_flow *fl = ls_flow_at(b->flows, id);
-
-			if (fl->pkts == 0) {
-				fl->kind = pk.kind;
-				fl->dir = 1;
-				fl->slice = b->def_slice;
-				b->st.flows_new++;
-			}
-			fl->pkts++;
-			fl->bytes += m[i]->pkt_len;
-			fl->last_ms = now_ms;
-			fl->ce += pk.ecn == 3;
-		}
+		fabric_frame(b, m[i], f, tsc, now_ms);
 	}
+	if (b->cc_on)
+		lsd_cc_flush(b);
 	b->st.rx_fabric += nh;
 	if (no > 0)
 		lsd_rx_vector(lc, b->fab, ours, no, tsc);
@@ -435,6 +457,7 @@ lsd_bridge_apply(struct lsd_bridge *b, const struct ls_policy *pol)
 {
 	int16_t keep[LS_SLICE_MAX];
 	unsigned int s, n = ls_slice_count(b->sched);
+	bool cc_on = false;
 	int d;
 
 	for (s = 0; s < LS_SLICE_MAX; s++)
@@ -446,7 +469,10 @@ lsd_bridge_apply(struct lsd_bridge *b, const struct ls_policy *pol)
 			return k; /* checked by the control thread: cannot happen */
 		keep[k] = (int16_t)i;
 		b->slice_tpb[k] = ls_wheel_tpb(b->hz, pol->slices[i].flow_bps);
+		lsd_cc_apply_slice(b, (unsigned int)k, &pol->slices[i]);
+		cc_on |= pol->slices[i].cc.mode != LS_CC_OFF || pol->slices[i].cc.np;
 	}
+	b->cc_on = cc_on;
 	d = ls_slice_find(b->sched, "default");
 	b->def_slice = (uint16_t)(d < 0 ? 0 : d);
 	for (s = 0; s < n; s++) {
@@ -506,7 +532,8 @@ bridge_create(unsigned int lcore, struct lsd_port *host, struct lsd_port *fab,
 	b->sched = ls_slice_create(&(struct ls_slice_params){
 		.hz = b->hz, .link_bps = bc->link_bps, .now = rte_rdtsc(),
 		.burst_bytes = (uint32_t)RTE_MAX(16384ULL, bc->link_bps / 8 / 50000)});
-	if (b->flows == NULL || b->wheel == NULL || b->sched == NULL) {
+	if (b->flows == NULL || b->wheel == NULL || b->sched == NULL ||
+	    lsd_cc_create(b, socket) < 0) {
 		LSD_LOG(ERR, "bridge: cannot allocate %u flows (try more memory: -m)",
 		       bc->max_flows);
 		return -ENOMEM;
@@ -559,6 +586,7 @@ lsd_bridge_fini(void)
 		ls_wheel_free(b->wheel);
 		ls_slice_free(b->sched);
 		ls_flow_table_free(b->flows);
+		lsd_cc_free(b);
 		rte_free(b);
 		lsd_bridges[l] = NULL;
 	}

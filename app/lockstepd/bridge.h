@@ -49,7 +49,15 @@ struct ls_ctl;
 	X(ce_from_host)     /* CE-marked frames from the host */ \
 	X(ce_from_fabric)   /* CE-marked frames from the fabric */ \
 	X(multi_seg)        /* chained mbufs forwarded (jumbo) */ \
-	X(reclassified)     /* flows classified again after a policy change */
+	X(reclassified)     /* flows classified again after a policy change */ \
+	X(cnp_sent)         /* CNPs sent for CE-marked RoCEv2 from the fabric (NP) */ \
+	X(cnp_rate_limited) /* CE marks within a flow's CNP interval: no CNP */ \
+	X(cnp_unpaired)     /* CE marks on a QP whose sender QP is not known yet */ \
+	X(cnp_no_mbuf)      /* CNPs not sent: no mbuf or burst full */ \
+	X(cnp_received)     /* CNPs from the fabric (RP) */ \
+	X(cnp_unmatched)    /* CNPs for no flow under DCQCN here */ \
+	X(qp_pairs_learnt)  /* QP pairings learnt from RC ACKs */ \
+	X(qp_pairs_full)    /* address pairs not tracked: table full */
 
 struct lsd_bridge_stats {
 #define X(n) uint64_t n;
@@ -75,6 +83,10 @@ struct lsd_bridge {
 	uint16_t sport_base, n_paths;
 	uint16_t gen;                       /* policy generation: bumped by each change */
 	struct ls_roce_shift_cache roce;    /* ICRC update: the shift for a UDP length */
+	struct lsd_cc *cc;                  /* congestion control (bridge_cc.c) */
+	bool cc_on;                         /* a slice has cc or np: RoCEv2 is tracked */
+	uint64_t slice_ce[LS_SLICE_MAX];    /* CE-marked frames per slice (both ways) */
+	uint64_t path_ce[LS_POLICY_MAX_PATHS]; /* CE from the fabric by the sender's path */
 	struct lsd_bridge_stats st;
 };
 
@@ -87,6 +99,21 @@ void lsd_bridge_fini(void);
 void lsd_bridge_poll(struct lsd_lcore *lc, struct lsd_bridge *b, unsigned int *work);
 /* Apply a new policy (LSD_MSG_POLICY). */
 int lsd_bridge_apply(struct lsd_bridge *b, const struct ls_policy *pol);
+
+/* bridge_cc.c (lcore; lsd_cc_flow_json for the control thread) */
+struct lsd_cc;
+int lsd_cc_create(struct lsd_bridge *b, int socket);
+void lsd_cc_free(struct lsd_bridge *b);
+void lsd_cc_apply_slice(struct lsd_bridge *b, unsigned int k, const struct ls_policy_slice *s);
+void lsd_cc_flow_init(struct lsd_bridge *b, int32_t idx, uint16_t slice, uint64_t now);
+uint64_t lsd_cc_tpb(struct lsd_bridge *b, struct ls_flow *f, int32_t idx, uint32_t len,
+		    uint64_t now);
+bool lsd_cc_mode_on(const struct lsd_bridge *b, uint16_t slice);
+void lsd_cc_from_host(struct lsd_bridge *b, const uint8_t *fr, const struct ls_flow_pkt *pk);
+void lsd_cc_from_fabric(struct lsd_bridge *b, const uint8_t *fr, const struct ls_flow_pkt *pk,
+			int32_t idx, uint64_t now);
+void lsd_cc_flush(struct lsd_bridge *b);
+json_t *lsd_cc_flow_json(const struct lsd_bridge *b, int32_t idx, const struct ls_flow *f);
 
 /* bridge_ctl.c (control thread) */
 /* The starting policy: the state file's, else the config's; NULL on error. */

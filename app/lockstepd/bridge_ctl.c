@@ -456,6 +456,44 @@ cmd_slices(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_un
 	ls_ctl_reply_ok(req, a);
 }
 
+/* Congestion control at a glance: per slice its settings and CE marks, CE
+ * from the fabric by the sender's path, the NP/RP counters. */
+static void
+cmd_cc(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_unused)
+{
+	const struct lsd_bridge *b = lsd_bridges[bctl.lcore];
+	json_t *sl, *paths, *cnt;
+
+	if (!bridge_on(req))
+		return;
+	sl = json_array();
+	for (unsigned int s = 0; s < ls_slice_count(b->sched); s++) {
+		int pi = b->slice_pol[s];
+		json_t *o, *whole;
+
+		if (pi < 0)
+			continue;
+		o = json_pack("{ss sI}", "name", bctl.cur->slices[pi].conf.name, "ce",
+			      (json_int_t)b->slice_ce[s]);
+		whole = ls_policy_slice_to_json(&bctl.cur->slices[pi]);
+		json_object_update(o, json_object_get(whole, "cc"));
+		json_decref(whole);
+		json_array_append_new(sl, o);
+	}
+	paths = json_array();
+	for (unsigned int p = 0; p < LS_POLICY_MAX_PATHS; p++)
+		if (b->path_ce[p] != 0)
+			json_array_append_new(paths, json_pack("{si sI}", "path", (int)p, "ce",
+							       (json_int_t)b->path_ce[p]));
+	cnt = json_object();
+#define X(n) json_object_set_new(cnt, #n, json_integer((json_int_t)b->st.n));
+	X(ce_from_host) X(ce_from_fabric) X(cnp_sent) X(cnp_rate_limited) X(cnp_unpaired)
+	X(cnp_no_mbuf) X(cnp_received) X(cnp_unmatched) X(qp_pairs_learnt) X(qp_pairs_full)
+#undef X
+	ls_ctl_reply_ok(req, json_pack("{so so so}", "slices", sl, "paths_ce", paths,
+				       "counters", cnt));
+}
+
 void lsd_flows_cmd(struct ls_ctl_req *req, json_t *args, void *aux);
 
 int
@@ -471,8 +509,10 @@ lsd_bridge_register(struct ls_ctl *ctl)
 	rc |= ls_ctl_register_keys(ctl, "bridge", "", "data path ports, flow count and "
 				   "counters", "", cmd_bridge, NULL);
 	rc |= ls_ctl_register_keys(ctl, "flows", "[top N] [by bytes|pkts|ce|drops|rate] "
-				   "[dir host|fabric]", "the busiest flows", "top by dir",
-				   lsd_flows_cmd, NULL);
+				   "[dir host|fabric] [cc true]", "the busiest flows (cc: their "
+				   "congestion control)", "top by dir cc", lsd_flows_cmd, NULL);
+	rc |= ls_ctl_register_keys(ctl, "cc", "", "congestion control: per slice its mode and "
+				   "CE marks, CE by path, CNP counters", "", cmd_cc, NULL);
 	rc |= ls_ctl_register_keys(ctl, "slices", "", "slices: shares and counters", "",
 				   cmd_slices, NULL);
 	rc |= ls_ctl_register_keys(ctl, "policy", "", "the data-path policy (slices and flow "

@@ -93,7 +93,7 @@ key_json(const struct ls_flow_key *k)
 static const char *const kinds[] = {"ip", "tcp", "udp", "roce"};
 
 static json_t *
-flow_json(const struct lsd_bridge *b, const struct ls_policy *pol, int32_t idx)
+flow_json(const struct lsd_bridge *b, const struct ls_policy *pol, int32_t idx, bool cc)
 {
 	const struct ls_flow *f = ls_flow_at(b->flows, idx);
 	const struct ls_flow_key *k = ls_flow_key_at(b->flows, idx);
@@ -112,12 +112,14 @@ flow_json(const struct lsd_bridge *b, const struct ls_policy *pol, int32_t idx)
 	json_object_set_new(o, "ce", json_integer(f->ce));
 	json_object_set_new(o, "drops", json_integer(f->drops));
 	json_object_set_new(o, "pace_bps", json_integer((json_int_t)score(b, f, 4)));
+	if (cc)
+		json_object_set_new(o, "cc", lsd_cc_flow_json(b, idx, f));
 	return o;
 }
 
-/* Parses args (top, by, dir); replies bad_args itself. */
+/* Parses args (top, by, dir, cc); replies bad_args itself. */
 static int
-flows_args(struct ls_ctl_req *req, json_t *args, unsigned int *top, int *by, int *dir)
+flows_args(struct ls_ctl_req *req, json_t *args, unsigned int *top, int *by, int *dir, bool *cc)
 {
 	static const char *const bys[] = {"bytes", "pkts", "ce", "drops", "rate"};
 	uint64_t n = 20;
@@ -140,6 +142,12 @@ flows_args(struct ls_ctl_req *req, json_t *args, unsigned int *top, int *by, int
 			return -EINVAL;
 		}
 	}
+	v = json_object_get(args, "cc");
+	if (v != NULL && !json_is_boolean(v)) {
+		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.cc: expected true or false");
+		return -EINVAL;
+	}
+	*cc = json_is_true(v);
 	v = json_object_get(args, "dir");
 	if (v != NULL) {
 		if (json_is_string(v) && strcmp(json_string_value(v), "host") == 0)
@@ -164,6 +172,7 @@ lsd_flows_cmd(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 	unsigned int top, n = 0, l;
 	struct row *h;
 	int by, dir;
+	bool cc;
 	json_t *a;
 
 	for (l = 0; l < RTE_MAX_LCORE && b == NULL; l++)
@@ -172,7 +181,7 @@ lsd_flows_cmd(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 		ls_ctl_reply_error(req, LS_CTL_E_NOT_FOUND, "no data path (no \"bridge\" in the config)");
 		return;
 	}
-	if (flows_args(req, args, &top, &by, &dir) < 0)
+	if (flows_args(req, args, &top, &by, &dir, &cc) < 0)
 		return;
 	pol = b->policy;
 	h = malloc(sizeof(*h) * top);
@@ -190,7 +199,7 @@ lsd_flows_cmd(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 	qsort(h, n, sizeof(*h), cmp_desc);
 	a = json_array();
 	for (unsigned int i = 0; i < n; i++) {
-		json_t *o = flow_json(b, pol, h[i].idx);
+		json_t *o = flow_json(b, pol, h[i].idx, cc);
 
 		if (o != NULL)
 			json_array_append_new(a, o);

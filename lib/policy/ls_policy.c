@@ -397,8 +397,8 @@ static const struct key cc_keys[] = {
 	CK("mode", k_cc_mode, mode, 0), CK("np", k_bool, np, 0),
 	CK("cnp_interval_us", k_u32, cnp_interval_us, 1000000),
 	CK("ai_bps", k_rate, ai_bps, 0), CK("hai_bps", k_rate, hai_bps, 0),
-	CK("min_bps", k_rate, min_bps, 0), CK("k_us", k_u32, k_us, 1000000),
-	CK("t_us", k_u32, t_us, 1000000), CK("byte_reset", k_bytes, byte_reset, 1LL << 40),
+	CK("min_bps", k_rate, min_bps, 0), CK("k_us", k_u32, k_us, 10000000),
+	CK("t_us", k_u32, t_us, 10000000), CK("byte_reset", k_bytes, byte_reset, 1LL << 40),
 	CK("f", k_u32, f, 1000), CK("g_inv", k_u32, g_inv, 65536),
 	CK("min_dec_pct", k_u32, min_dec_pct, 100), CK("target_us", k_u32, target_us, 100000),
 };

@@ -108,7 +108,7 @@ START_TEST(test_errors_name_key)
 		{"{\"slices\": [{\"name\": \"a\", \"cc\": {\"mode\": \"bbr\"}}]}",
 		 "pol.json: policy.slices[0].cc.mode: expected \"off\", \"dcqcn\" or \"delay\""},
 		{"{\"slices\": [{\"name\": \"a\", \"cc\": {\"t_us\": 0}}]}",
-		 "pol.json: policy.slices[0].cc.t_us: 0 out of range 1..1000000"},
+		 "pol.json: policy.slices[0].cc.t_us: 0 out of range 1..10000000"},
 		{"{\"slices\": [{\"name\": \"a\", \"cc\": {\"min_dec_pct\": 101}}]}",
 		 "pol.json: policy.slices[0].cc.min_dec_pct: 101 out of range 0..100"},
 	};

@@ -115,10 +115,12 @@ parse_args(struct cli *cli, const struct cli_cmd *cmd, int argc, char **argv,
 
 			if (strncmp(a, defs[k].lname, n) != 0)
 				continue;
-			if (a[n] == '=') {
+			if (a[n] == '=' && defs[k].kind != ARG_FLAG) {
 				p->val[k] = a + n + 1;
 			} else if (a[n] != '\0') {
 				continue;
+			} else if (defs[k].kind == ARG_FLAG) {
+				p->val[k] = "";
 			} else {
 				if (i + 1 >= argc)
 					return usage_error(cmd, "%s needs a "
@@ -220,6 +222,9 @@ add_arg(const struct cli_cmd *cmd, json_t *args, const char *key,
 		if (rc == -EX_USAGE)
 			return EX_USAGE;
 		*drop |= rc < 0 && d == NULL;
+		return EX_OK;
+	case ARG_FLAG:
+		json_object_set_new(args, key, json_true());
 		return EX_OK;
 	case ARG_JSON: {
 		json_t *v = json_loads(val, JSON_DECODE_ANY, NULL);

@@ -74,6 +74,7 @@ static const struct optdef flows_opts[] = {
 	{ "--top", ARG_UINT, 1000 },
 	{ "--by", ARG_STR },
 	{ "--dir", ARG_STR },
+	{ "--cc", ARG_FLAG },
 	{ NULL },
 };
 
@@ -146,9 +147,11 @@ static const struct cli_cmd commands[] = {
 	  .dcmd = "capture.stop", .fmt = print_kv },
 	{ "bridge", "", "the data path: ports, flows, counters",
 	  .dcmd = "bridge", .fmt = fmt_raw },
-	{ "flows", "[--top N] [--by bytes|pkts|ce|drops|rate] [--dir host|fabric]",
-	  "the data path's busiest flows", .dcmd = "flows", .fmt = fmt_flows,
-	  .opts = flows_opts },
+	{ "flows", "[--top N] [--by bytes|pkts|ce|drops|rate] [--dir host|fabric] [--cc]",
+	  "the data path's busiest flows (--cc: their congestion control)", .dcmd = "flows",
+	  .fmt = fmt_flows, .opts = flows_opts },
+	{ "cc", "", "congestion control: slices' modes and CE marks, CE by path, CNPs",
+	  .dcmd = "cc", .fmt = fmt_cc },
 	{ "slices", "", "slices: shares and counters",
 	  .dcmd = "slices", .fmt = fmt_slices },
 	{ "policy", "", "the data-path policy (slices and flow rules) as JSON",

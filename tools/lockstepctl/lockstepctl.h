@@ -53,9 +53,10 @@ enum arg_kind {
 	ARG_WINDOW,     /* 1s, 10s or 60s */
 	ARG_FILE,       /* a path, made absolute for the daemon */
 	ARG_JSON,       /* a JSON value ({...}, [...], true, 1e9) sent as such */
+	ARG_FLAG,       /* no value: sends true */
 };
 
-/* One option of a subcommand; every option takes a value. Its request key
+/* One option of a subcommand; all but ARG_FLAG take a value. Its request key
  * is the name without "--", '-' as '_' ("--max-bps" sends "max_bps"). */
 struct optdef {
 	const char *lname;  /* "--port" */
@@ -189,6 +190,7 @@ int fmt_raw(const json_t *result);
 /* fmt_bridge.c: the data path */
 int fmt_flows(const json_t *r);
 int fmt_slices(const json_t *r);
+int fmt_cc(const json_t *r);
 
 /* fmt_paths.c */
 int fmt_paths(const json_t *r);

@@ -1,0 +1,443 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Congestion control in the data path (lib/cc does the arithmetic): the
+ * bridge lcore's per-flow CC state, the notification point (CNPs for
+ * CE-marked RoCEv2 arriving from the fabric) and the reaction point (CNPs
+ * from the fabric slow the host's paced flows down).
+ *
+ * Who gets a CNP. A CNP goes to the *sender's* QP, which frames toward our
+ * host do not carry (their BTH names our host's QP). A device in the wire
+ * learns the pairing from RC's acknowledgements: an ACK carries the PSN of
+ * the request it acknowledges. Per pair of addresses we keep the last PSN
+ * each QP received in each direction; an ACK from the host (to QP X, PSN q)
+ * pairs X with the host's QP Y whose last request from the fabric had PSN q
+ * (or a little more: requests may have moved on while the ACK was on its
+ * way), and symmetrically for ACKs from the fabric. PSNs start at random
+ * 24-bit values, so a wrong pairing needs two QPs of one address pair within
+ * the window of each other. Until a QP is paired its CE marks are counted
+ * (cnp_unpaired) and no CNP is sent: a CNP to a guessed QP would slow a flow
+ * that did nothing. Frames that are not RC (UD, no ACKs) never pair.
+ *
+ * Memory: one 64-byte line per flow (parallel to the flow table) and a set
+ * of four QPs each way per address pair in an rte_hash; sized at start, no
+ * allocation per packet. CNPs are built in mbufs from the daemon's pool
+ * and leave on the fabric port at the end of the burst, ahead of the
+ * slices (they are control frames).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include <rte_cycles.h>
+#include <rte_ethdev.h>
+#include <rte_hash.h>
+#include <rte_hash_crc.h>
+#include <rte_malloc.h>
+
+#include "bridge.h"
+#include "ls_cc.h"
+
+#define QP_SET 4              /* QPs remembered per address pair and direction */
+#define PSN_WINDOW 1024       /* requests an ACK may lag behind */
+#define PSN_MASK 0xffffff
+#define OP_RC_ACK 0x11        /* BTH opcode: RC Acknowledge */
+#define CNP_DSCP 48           /* ConnectX's default cnp_dscp */
+
+#define PSN_NONE UINT32_MAX  /* a QP seen only in ACKs: no request PSN yet */
+
+struct qp_side {
+	uint32_t qp;              /* 24 bits; 0: empty (QP0 carries no RoCEv2 data) */
+	uint32_t psn;             /* last request PSN toward this QP, or PSN_NONE */
+	uint32_t peer;            /* the QP at the other end, 0 until paired */
+};
+
+/* QPs between one local (host) and one remote address. */
+struct qp_set {
+	struct qp_side loc[QP_SET]; /* the host's QPs (frames from the fabric name them) */
+	struct qp_side rem[QP_SET]; /* the remote QPs (frames from the host name them) */
+	uint8_t next_loc, next_rem;   /* round-robin replacement */
+};
+
+struct pair_key {
+	uint8_t local[16], remote[16];
+	uint16_t vid;
+	uint8_t family, pad;
+};
+
+/* One flow's congestion state: 64 bytes beside its 64-byte flow line. */
+struct lsd_cc_flow {
+	union {
+		struct ls_dcqcn dcqcn;
+		struct ls_cc_delay delay;
+	};
+	uint64_t last_cnp;        /* NP: when this flow's sender last got a CNP */
+	uint32_t cnps;            /* CNPs sent for it (NP) or received (RP) */
+	uint32_t paced_kbps;      /* the rate the flow's tpb was computed for */
+};
+
+struct lsd_cc {
+	struct lsd_cc_flow *flow;  /* [max_flows] */
+	struct rte_hash *pairs;
+	struct qp_set *sets;
+	struct ls_dcqcn_params dq[LS_SLICE_MAX];
+	struct ls_cc_delay_params dl[LS_SLICE_MAX];
+	uint64_t cnp_ticks[LS_SLICE_MAX];
+	uint64_t max_bps[LS_SLICE_MAX]; /* the slice's ceiling, 0: the link */
+	uint8_t mode[LS_SLICE_MAX];
+	bool np[LS_SLICE_MAX];
+	struct rte_mbuf *out[LSD_BURST]; /* CNPs built this burst */
+	unsigned int n_out;
+};
+
+_Static_assert(sizeof(struct lsd_cc_flow) == 64, "one cache line per flow");
+
+int
+lsd_cc_create(struct lsd_bridge *b, int socket)
+{
+	uint32_t n = lsd.cfg.bridge.max_flows;
+	char name[32];
+	struct rte_hash_parameters hp = {
+		.name = name, .entries = n / 4 < 1024 ? 1024 : n / 4,
+		.key_len = sizeof(struct pair_key), .hash_func = rte_hash_crc,
+		.socket_id = socket,
+	};
+
+	snprintf(name, sizeof(name), "lsd_qp_pairs_%d", socket);
+	b->cc = rte_zmalloc_socket("lsd_cc", sizeof(*b->cc), 64, socket);
+	if (b->cc == NULL)
+		return -ENOMEM;
+	b->cc->flow = rte_zmalloc_socket("lsd_cc_flow", sizeof(struct lsd_cc_flow) * n, 64,
+					 socket);
+	b->cc->sets = rte_zmalloc_socket("lsd_qp_sets", sizeof(struct qp_set) * hp.entries, 64,
+					 socket);
+	b->cc->pairs = rte_hash_create(&hp);
+	if (b->cc->flow == NULL || b->cc->sets == NULL || b->cc->pairs == NULL)
+		return -ENOMEM;
+	return 0;
+}
+
+void
+lsd_cc_free(struct lsd_bridge *b)
+{
+	if (b->cc == NULL)
+		return;
+	rte_hash_free(b->cc->pairs);
+	rte_free(b->cc->sets);
+	rte_free(b->cc->flow);
+	rte_free(b->cc);
+	b->cc = NULL;
+}
+
+/* The slice k's settings from its policy entry. */
+void
+lsd_cc_apply_slice(struct lsd_bridge *b, unsigned int k, const struct ls_policy_slice *s)
+{
+	struct lsd_cc *cc = b->cc;
+	const struct ls_policy_cc *c = &s->cc;
+	uint64_t max = s->conf.max_bps ? s->conf.max_bps : lsd.cfg.bridge.link_bps;
+	struct ls_dcqcn_params *d = &cc->dq[k];
+
+	if (s->flow_bps != 0 && s->flow_bps < max)
+		max = s->flow_bps; /* a paced slice's per-flow rate is the ceiling */
+	cc->mode[k] = c->mode;
+	cc->np[k] = c->np;
+	cc->max_bps[k] = max;
+	cc->cnp_ticks[k] = b->hz / 1000000 * c->cnp_interval_us;
+	ls_dcqcn_defaults(d, b->hz, max);
+	d->ai_bps = c->ai_bps;
+	d->hai_bps = c->hai_bps;
+	d->min_bps = c->min_bps;
+	d->g = LS_CC_ONE / c->g_inv;
+	d->alpha_ticks = b->hz / 1000000 * c->k_us;
+	d->timer_ticks = b->hz / 1000000 * c->t_us;
+	d->byte_reset = c->byte_reset;
+	d->f = c->f;
+	d->min_dec_pct = c->min_dec_pct;
+	ls_cc_delay_defaults(&cc->dl[k], b->hz, max);
+	cc->dl[k].target_ns = (uint64_t)c->target_us * 1000;
+	cc->dl[k].min_bps = c->min_bps;
+	cc->dl[k].ai_bps = c->ai_bps;
+}
+
+/* A flow starts (or is classified again): line rate of its slice, idle. */
+void
+lsd_cc_flow_init(struct lsd_bridge *b, int32_t idx, uint16_t slice, uint64_t now)
+{
+	struct lsd_cc_flow *c = &b->cc->flow[idx];
+
+	memset(c, 0, sizeof(*c));
+	if (b->cc->mode[slice] == LS_CC_DCQCN)
+		ls_dcqcn_init(&c->dcqcn, &b->cc->dq[slice], now);
+	else if (b->cc->mode[slice] == LS_CC_DELAY)
+		ls_cc_delay_init(&c->delay, &b->cc->dl[slice]);
+}
+
+/* Whether slice's flows are paced by a congestion-control loop. */
+bool
+lsd_cc_mode_on(const struct lsd_bridge *b, uint16_t slice)
+{
+	return b->cc->mode[slice] != LS_CC_OFF;
+}
+
+/* The pacing rate of a flow under congestion control, as ticks per byte;
+ * recomputed (a 128-bit division) only when the rate moved. */
+uint64_t
+lsd_cc_tpb(struct lsd_bridge *b, struct ls_flow *f, int32_t idx, uint32_t len, uint64_t now)
+{
+	struct lsd_cc_flow *c = &b->cc->flow[idx];
+	uint64_t rate = b->cc->mode[f->slice] == LS_CC_DCQCN ?
+		ls_dcqcn_on_send(&c->dcqcn, &b->cc->dq[f->slice], now, len) : c->delay.rate;
+	uint32_t kbps = (uint32_t)(rate / 1000);
+
+	if (kbps != c->paced_kbps || f->tpb == 0) {
+		c->paced_kbps = kbps;
+		f->tpb = ls_wheel_tpb(b->hz, rate);
+	}
+	return f->tpb;
+}
+
+static struct qp_set *
+qp_set_of(struct lsd_bridge *b, const struct ls_flow_key *k, bool from_host)
+{
+	struct pair_key pk = {.vid = k->vid, .family = k->family};
+	int32_t i;
+
+	memcpy(pk.local, from_host ? k->src : k->dst, 16);
+	memcpy(pk.remote, from_host ? k->dst : k->src, 16);
+	i = rte_hash_lookup(b->cc->pairs, &pk);
+	if (i < 0) {
+		i = rte_hash_add_key(b->cc->pairs, &pk);
+		if (i < 0) {
+			b->st.qp_pairs_full++;
+			return NULL;
+		}
+		memset(&b->cc->sets[i], 0, sizeof(b->cc->sets[i]));
+	}
+	return &b->cc->sets[i];
+}
+
+static struct qp_side *
+side_find(struct qp_side *s, uint32_t qp)
+{
+	for (unsigned int i = 0; i < QP_SET; i++)
+		if (s[i].qp == qp)
+			return &s[i];
+	return NULL;
+}
+
+/* A request toward qp with psn: remember it (a new QP replaces the oldest). */
+static void
+side_note(struct qp_side *s, uint8_t *next, uint32_t qp, uint32_t psn)
+{
+	struct qp_side *e = side_find(s, qp);
+
+	if (e == NULL) {
+		e = &s[*next];
+		*next = (uint8_t)((*next + 1) % QP_SET);
+		*e = (struct qp_side){.qp = qp, .psn = PSN_NONE};
+	}
+	if (psn != PSN_NONE)
+		e->psn = psn;
+}
+
+/* An ACK with PSN q sent to QP to (on side to_side) acknowledges requests
+ * its sender's QP got: the one on the other side whose last request is q
+ * or a little past it. Pair the two. */
+static void
+side_pair(struct lsd_bridge *b, struct qp_side *to_side, uint8_t *next, struct qp_side *other,
+	  uint32_t to, uint32_t q)
+{
+	struct qp_side *best = NULL, *t;
+	uint32_t best_d = PSN_WINDOW;
+
+	side_note(to_side, next, to, PSN_NONE);
+	for (unsigned int i = 0; i < QP_SET; i++) {
+		uint32_t d = (other[i].psn - q) & PSN_MASK;
+
+		if (other[i].qp != 0 && other[i].psn != PSN_NONE && d < best_d) {
+			best = &other[i];
+			best_d = d;
+		}
+	}
+	t = side_find(to_side, to);
+	if (best == NULL || (best->peer == to && t->peer == best->qp))
+		return;
+	best->peer = to;
+	t->peer = best->qp;
+	b->st.qp_pairs_learnt++;
+}
+
+static uint32_t
+bth_qp(const uint8_t *bth)
+{
+	return (uint32_t)bth[5] << 16 | (uint32_t)bth[6] << 8 | bth[7];
+}
+
+static uint32_t
+bth_psn(const uint8_t *bth)
+{
+	return (uint32_t)bth[9] << 16 | (uint32_t)bth[10] << 8 | bth[11];
+}
+
+/* A RoCEv2 frame from the host: requests note their PSN toward the remote
+ * QP; ACKs pair the remote QP they go to with the host's QP acked. */
+void
+lsd_cc_from_host(struct lsd_bridge *b, const uint8_t *fr, const struct ls_flow_pkt *pk)
+{
+	const uint8_t *bth = fr + pk->bth_off;
+	struct qp_set *s = qp_set_of(b, &pk->key, true);
+	uint32_t qp = bth_qp(bth), psn = bth_psn(bth);
+
+	if (s == NULL || qp == 0 || pk->bth_opcode == LS_ROCE_OPCODE_CNP)
+		return;
+	if (pk->bth_opcode == OP_RC_ACK)
+		side_pair(b, s->rem, &s->next_rem, s->loc, qp, psn);
+	else
+		side_note(s->rem, &s->next_rem, qp, psn);
+}
+
+/* Notification point: a CNP to the sender of a CE-marked frame, at most one
+ * per flow per interval, once its QP is known. */
+static void
+send_cnp(struct lsd_bridge *b, const uint8_t *fr, const struct ls_flow_pkt *pk,
+	 uint32_t dest_qp)
+{
+	struct ls_roce_cnp_params cp = {.dscp = CNP_DSCP, .pkey = 0xffff, .dest_qp = dest_qp,
+					.sport = (uint16_t)(b->sport_base)};
+	uint32_t l2 = pk->l3_off;
+	struct rte_mbuf *m;
+	uint8_t *o;
+	int n;
+
+	if (b->cc->n_out == LSD_BURST || (m = rte_pktmbuf_alloc(lsd.pool)) == NULL) {
+		b->st.cnp_no_mbuf++;
+		return;
+	}
+	cp.src.family = cp.dst.family = pk->key.family == 6 ? LS_AF_INET6 : LS_AF_INET;
+	/* back where the frame came from: our host's address to its sender */
+	if (pk->key.family == 6) {
+		memcpy(cp.src.a, pk->key.dst, 16);
+		memcpy(cp.dst.a, pk->key.src, 16);
+	} else {
+		memcpy(cp.src.a, pk->key.dst + 12, 4);
+		memcpy(cp.dst.a, pk->key.src + 12, 4);
+	}
+	o = rte_pktmbuf_mtod(m, uint8_t *);
+	/* L2 mirrored: the frame's source MAC is the next hop back; its VLAN
+	 * tag (priority included) is kept */
+	memcpy(o, fr + 6, 6);
+	memcpy(o + 6, fr, 6);
+	memcpy(o + 12, fr + 12, l2 - 12);
+	n = ls_roce_cnp_build(o + l2, RTE_MBUF_DEFAULT_DATAROOM - l2, &cp);
+	if (n < 0) {
+		rte_pktmbuf_free(m);
+		return;
+	}
+	m->data_len = m->pkt_len = l2 + (uint32_t)n;
+	b->cc->out[b->cc->n_out++] = m;
+	b->st.cnp_sent++;
+}
+
+/* Reaction point: a CNP from the fabric names the host's QP; the paced
+ * flow is the host's frames to its peer QP. */
+static void
+on_cnp(struct lsd_bridge *b, const struct ls_flow_pkt *pk, struct qp_set *s, uint32_t qp,
+       uint64_t now)
+{
+	struct qp_side *l = side_find(s->loc, qp);
+	struct ls_flow_key k = pk->key;
+	const struct ls_flow_key *kp = &k;
+	int32_t idx;
+	struct ls_flow *f;
+
+	b->st.cnp_received++;
+	if (l == NULL || l->peer == 0) {
+		b->st.cnp_unmatched++;
+		return;
+	}
+	memcpy(k.src, pk->key.dst, 16);
+	memcpy(k.dst, pk->key.src, 16);
+	k.qp_label = rte_cpu_to_be_32(l->peer);
+	ls_flow_lookup_bulk(b->flows, &kp, 1, &idx);
+	if (idx < 0 || b->cc->mode[(f = ls_flow_at(b->flows, idx))->slice] != LS_CC_DCQCN) {
+		b->st.cnp_unmatched++;
+		return;
+	}
+	ls_dcqcn_on_cnp(&b->cc->flow[idx].dcqcn, &b->cc->dq[f->slice], now);
+	b->cc->flow[idx].cnps++;
+}
+
+/* A RoCEv2 frame from the fabric (flow idx, its line f, or idx < 0). */
+void
+lsd_cc_from_fabric(struct lsd_bridge *b, const uint8_t *fr, const struct ls_flow_pkt *pk,
+		   int32_t idx, uint64_t now)
+{
+	const uint8_t *bth = fr + pk->bth_off;
+	struct qp_set *s = qp_set_of(b, &pk->key, false);
+	uint32_t qp = bth_qp(bth), psn = bth_psn(bth);
+	struct qp_side *l;
+
+	if (s == NULL || qp == 0)
+		return;
+	if (pk->bth_opcode == LS_ROCE_OPCODE_CNP) {
+		on_cnp(b, pk, s, qp, now);
+		return;
+	}
+	if (pk->bth_opcode == OP_RC_ACK)
+		side_pair(b, s->loc, &s->next_loc, s->rem, qp, psn);
+	else
+		side_note(s->loc, &s->next_loc, qp, psn);
+	l = side_find(s->loc, qp);
+	if (pk->ecn != 3 || idx < 0 || !b->cc->np[ls_flow_at(b->flows, idx)->slice])
+		return;
+	if (l == NULL || l->peer == 0) {
+		b->st.cnp_unpaired++;
+		return;
+	}
+	if (!ls_cc_np_due(&b->cc->flow[idx].last_cnp, now,
+			  b->cc->cnp_ticks[ls_flow_at(b->flows, idx)->slice])) {
+		b->st.cnp_rate_limited++;
+		return;
+	}
+	b->cc->flow[idx].cnps++;
+	send_cnp(b, fr, pk, l->peer);
+}
+
+/* The burst's CNPs, out on the fabric port. */
+void
+lsd_cc_flush(struct lsd_bridge *b)
+{
+	struct lsd_cc *cc = b->cc;
+	uint16_t sent;
+
+	if (cc->n_out == 0)
+		return;
+	sent = rte_eth_tx_burst(b->fab->port_id, 0, cc->out, (uint16_t)cc->n_out);
+	b->st.tx_fabric += sent;
+	if (sent < cc->n_out) {
+		b->st.tx_drops_fabric += cc->n_out - sent;
+		rte_pktmbuf_free_bulk(&cc->out[sent], cc->n_out - sent);
+	}
+	cc->n_out = 0;
+}
+
+/* What the operator sees of a flow's loop (control thread, plain loads). */
+json_t *
+lsd_cc_flow_json(const struct lsd_bridge *b, int32_t idx, const struct ls_flow *f)
+{
+	const struct lsd_cc_flow *c = &b->cc->flow[idx];
+	uint8_t mode = b->cc->mode[f->slice];
+
+	if (mode == LS_CC_DCQCN)
+		return json_pack("{ss sI sI sf ss si}", "mode", "dcqcn",
+				 "rate_bps", (json_int_t)c->dcqcn.rc,
+				 "target_bps", (json_int_t)c->dcqcn.rt,
+				 "alpha", (double)c->dcqcn.alpha / LS_CC_ONE,
+				 "state", ls_dcqcn_state_name(ls_dcqcn_state(&c->dcqcn,
+									     &b->cc->dq[f->slice])),
+				 "cnps", (int)c->cnps);
+	if (mode == LS_CC_DELAY)
+		return json_pack("{ss sI si si}", "mode", "delay", "rate_bps",
+				 (json_int_t)c->delay.rate, "decreases", (int)c->delay.decreases,
+				 "increases", (int)c->delay.increases);
+	return json_pack("{ss si}", "mode", "off", "cnps", (int)c->cnps);
+}
