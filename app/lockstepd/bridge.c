@@ -216,7 +216,7 @@ host_frame(struct lsd_bridge *b, struct rte_mbuf *m, const struct ls_flow_pkt *p
 	if (f->path != 0xff)
 		steer(b, f, rte_pktmbuf_mtod(m, uint8_t *), m->data_len, pk);
 	tpb = b->cc_on && lsd_cc_mode_on(b, f->slice) ?
-		lsd_cc_tpb(b, f, idx, m->pkt_len, now) : flow_tpb(b, f);
+		lsd_cc_tpb(b, f, idx, pk, m->pkt_len, now) : flow_tpb(b, f);
 	if (tpb == 0) {
 		to_slice(b, f, m, m->pkt_len, f->slice);
 		return;
@@ -505,6 +505,7 @@ bridge_create(unsigned int lcore, struct lsd_port *host, struct lsd_port *fab,
 	if (b == NULL)
 		return -ENOMEM;
 	lsd_bridges[lcore] = b;
+	b->lc = &lsd.lcores[lcore];
 	b->host = host;
 	b->fab = fab;
 	b->hz = rte_get_tsc_hz();

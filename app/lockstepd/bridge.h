@@ -84,6 +84,7 @@ struct lsd_bridge {
 	uint16_t gen;                       /* policy generation: bumped by each change */
 	struct ls_roce_shift_cache roce;    /* ICRC update: the shift for a UDP length */
 	struct lsd_cc *cc;                  /* congestion control (bridge_cc.c) */
+	struct lsd_lcore *lc;               /* the lcore (its probes feed the delay mode) */
 	bool cc_on;                         /* a slice has cc or np: RoCEv2 is tracked */
 	uint64_t slice_ce[LS_SLICE_MAX];    /* CE-marked frames per slice (both ways) */
 	uint64_t path_ce[LS_POLICY_MAX_PATHS]; /* CE from the fabric by the sender's path */
@@ -106,8 +107,8 @@ int lsd_cc_create(struct lsd_bridge *b, int socket);
 void lsd_cc_free(struct lsd_bridge *b);
 void lsd_cc_apply_slice(struct lsd_bridge *b, unsigned int k, const struct ls_policy_slice *s);
 void lsd_cc_flow_init(struct lsd_bridge *b, int32_t idx, uint16_t slice, uint64_t now);
-uint64_t lsd_cc_tpb(struct lsd_bridge *b, struct ls_flow *f, int32_t idx, uint32_t len,
-		    uint64_t now);
+uint64_t lsd_cc_tpb(struct lsd_bridge *b, struct ls_flow *f, int32_t idx,
+		    const struct ls_flow_pkt *pk, uint32_t len, uint64_t now);
 bool lsd_cc_mode_on(const struct lsd_bridge *b, uint16_t slice);
 void lsd_cc_from_host(struct lsd_bridge *b, const uint8_t *fr, const struct ls_flow_pkt *pk);
 void lsd_cc_from_fabric(struct lsd_bridge *b, const uint8_t *fr, const struct ls_flow_pkt *pk,

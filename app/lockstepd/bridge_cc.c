@@ -178,14 +178,40 @@ lsd_cc_mode_on(const struct lsd_bridge *b, uint16_t slice)
 	return b->cc->mode[slice] != LS_CC_OFF;
 }
 
+/* Delay mode: once per interval, the forward queueing delay of the flow's
+ * path toward its destination (a peer the probe mesh measures; the worst of
+ * its paths when the flow is not steered). No sample, no change. */
+static uint64_t
+delay_rate(struct lsd_bridge *b, const struct ls_flow *f, struct lsd_cc_flow *c,
+	   const struct ls_flow_pkt *pk, uint64_t now)
+{
+	const struct ls_cc_delay_params *p = &b->cc->dl[f->slice];
+	struct ls_addr a = {.family = pk->key.family == 6 ? LS_AF_INET6 : LS_AF_INET};
+	int64_t q;
+
+	if (c->delay.last != 0 && now - c->delay.last < p->interval)
+		return c->delay.rate;
+	if (pk->key.family == 6)
+		memcpy(a.a, pk->key.dst, 16);
+	else
+		memcpy(a.a, pk->key.dst + 12, 4);
+	/* samples older than 50 ms describe a queue that may be gone */
+	q = lsd_peer_queue_ns(b->lc, &a, f->path, now, b->hz / 20);
+	if (q < 0)
+		return c->delay.rate;
+	return ls_cc_delay_on_sample(&c->delay, p, now, (uint64_t)q);
+}
+
 /* The pacing rate of a flow under congestion control, as ticks per byte;
  * recomputed (a 128-bit division) only when the rate moved. */
 uint64_t
-lsd_cc_tpb(struct lsd_bridge *b, struct ls_flow *f, int32_t idx, uint32_t len, uint64_t now)
+lsd_cc_tpb(struct lsd_bridge *b, struct ls_flow *f, int32_t idx, const struct ls_flow_pkt *pk,
+	   uint32_t len, uint64_t now)
 {
 	struct lsd_cc_flow *c = &b->cc->flow[idx];
 	uint64_t rate = b->cc->mode[f->slice] == LS_CC_DCQCN ?
-		ls_dcqcn_on_send(&c->dcqcn, &b->cc->dq[f->slice], now, len) : c->delay.rate;
+		ls_dcqcn_on_send(&c->dcqcn, &b->cc->dq[f->slice], now, len) :
+		delay_rate(b, f, c, pk, now);
 	uint32_t kbps = (uint32_t)(rate / 1000);
 
 	if (kbps != c->paced_kbps || f->tpb == 0) {

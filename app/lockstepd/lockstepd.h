@@ -148,6 +148,12 @@ struct lsd_peer_path {
 	uint8_t state_down;        /* consecutive losses reached down_after */
 	uint64_t acquire_end;      /* timer cycles: until then pairs go acquire_rate x as often */
 	struct ls_path_live live;  /* lcore-owned statistics */
+	/* forward queueing for the data path's delay mode (lcore): the one-way
+	 * delay above its floor; a constant clock offset cancels out */
+	int64_t fwd_min[2];        /* floor: min of this and the last epoch */
+	uint64_t fwd_epoch_end;    /* TSC: when this epoch's minimum rolls over */
+	int64_t q_ns;              /* last forward sample minus the floor */
+	uint64_t q_tsc;            /* TSC of that sample, 0: none yet */
 };
 
 /*
@@ -381,6 +387,10 @@ lsd_acquire_on(void)
 {
 	return lsd.cfg.probe.acquire_ms > 0 && lsd.cfg.probe.acquire_rate > 1;
 }
+/* Forward queueing delay toward addr on path (0xff: the worst of its paths)
+ * from samples no older than max_age TSC ticks; -1 when none. */
+int64_t lsd_peer_queue_ns(struct lsd_lcore *lc, const struct ls_addr *addr, uint8_t path,
+			  uint64_t now, uint64_t max_age);
 void lsd_sender_on_reply(struct lsd_lcore *lc, struct lsd_port *p, struct rte_mbuf *m,
 			const struct ls_pkt_info *pi, uint64_t rx_ns);
 void lsd_sender_tick(struct lsd_lcore *lc, uint64_t now_ns);

@@ -415,6 +415,45 @@ owd_correct(struct lsd_peer *peer, uint64_t t1, uint64_t rx_ns, int64_t samples[
 	samples[LS_PM_REV] += (int64_t)llround(off);
 }
 
+/* A forward one-way delay sample: the path's floor (minimum over 10-20 s,
+ * two epochs so an old minimum ages out) and the queueing above it. */
+static void
+queue_note(struct lsd_peer_path *pp, int64_t fwd)
+{
+	uint64_t now = rte_rdtsc();
+
+	if (now >= pp->fwd_epoch_end) {
+		pp->fwd_min[1] = pp->fwd_epoch_end ? pp->fwd_min[0] : fwd;
+		pp->fwd_min[0] = fwd;
+		pp->fwd_epoch_end = now + 10 * rte_get_tsc_hz();
+	}
+	if (fwd < pp->fwd_min[0])
+		pp->fwd_min[0] = fwd;
+	pp->q_ns = fwd - RTE_MIN(pp->fwd_min[0], pp->fwd_min[1]);
+	pp->q_tsc = now;
+}
+
+int64_t
+lsd_peer_queue_ns(struct lsd_lcore *lc, const struct ls_addr *addr, uint8_t path,
+		  uint64_t now, uint64_t max_age)
+{
+	struct lsd_peer *peer;
+	struct lsd_addr_key key;
+	int64_t q = -1;
+
+	lsd_addr_key(addr, &key);
+	if (rte_hash_lookup_data(lc->peer_hash, &key, (void **)&peer) < 0)
+		return -1;
+	for (uint16_t i = 0; i < peer->n_paths; i++) {
+		const struct lsd_peer_path *pp = &peer->path[i];
+
+		if ((path != 0xff && i != path) || pp->q_tsc == 0 || now - pp->q_tsc > max_age)
+			continue;
+		q = RTE_MAX(q, pp->q_ns);
+	}
+	return q;
+}
+
 void
 lsd_sender_on_reply(struct lsd_lcore *lc, struct lsd_port *p __rte_unused,
 		   struct rte_mbuf *m, const struct ls_pkt_info *pi, uint64_t rx_ns)
@@ -474,6 +513,8 @@ lsd_sender_on_reply(struct lsd_lcore *lc, struct lsd_port *p __rte_unused,
 		owd_correct(peer, r.sender_ts_ns, rx_ns, samples);
 	}
 	ls_path_on_reply(&pp->live, r.sender_seq, rx_ns, samples);
+	if (samples[LS_PM_FWD] != LS_PM_NONE)
+		queue_note(pp, samples[LS_PM_FWD]);
 	if (pp->live.consecutive_lost == 0)
 		pp->state_down = 0;
 	d = LSD_RX_REPLY;

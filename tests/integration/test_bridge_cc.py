@@ -20,7 +20,14 @@ A slice takes RoCEv2 with cc {mode dcqcn, np true}. Checks, in order:
     at the line; a CNP from the fabric to QP Y cuts its rate to about half
     (alpha starts near 1), a second cuts it again, `flows --cc` shows
     rate, alpha, state and CNPs; a CNP to an unknown QP is cnp_unmatched;
-  - `lockstepctl cc` and `lockstepctl flows --cc` print their tables.
+  - `lockstepctl cc` and `lockstepctl flows --cc` print their tables;
+  - delay mode, on the probe mesh's own one-way delays: a second lockstepd
+    in ns P reflects the bridge's probes; a UDP flow from H to it in a
+    delay slice runs at the line; a real queue on the forward direction (a
+    20 Mb/s tbf on the bridge's fabric egress, filled by bulk UDP from H in
+    another slice) cuts the flow's rate; the same queue on the reverse
+    direction only (the reflector's egress, filled from P) does not; with
+    the queue gone the rate climbs back.
 """
 import json
 import os
@@ -110,6 +117,123 @@ def cc_flow(br, qp):
         if f.get("qp_label") == qp:
             return f
     return None
+
+
+BULK = r"""
+import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+end = time.time() + float(sys.argv[2])
+while time.time() < end:
+    for _ in range(36):          # ~40 Mb/s of 1400-byte datagrams
+        s.sendto(b"b" * 1400, (sys.argv[1], 7001))
+    time.sleep(0.01)
+"""
+
+UDP_SEND = r"""
+import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("10.77.0.1", 40000))     # one flow across the runs: its loop's state carries on
+end = time.time() + float(sys.argv[1])
+while time.time() < end:
+    s.sendto(b"x" * 100, ("10.77.0.5", 7000))
+    time.sleep(0.0002)
+"""
+
+
+def reflector(br, tmp):
+    """A second lockstepd in ns P, 10.77.0.5 on the same veth as P's kernel."""
+    cfg = {"node": {"name": "rf", "id": 2},
+           "ports": [{"name": "p", "dev": "net_af_packet0,iface=%sfk,qdisc_bypass=0" % br.tag,
+                      "mac": "02:77:00:00:00:05", "ipv4": "10.77.0.5/24"}],
+           "control": {"socket": os.path.join(tmp, "rf.sock")},
+           "sync": {"enabled": False, "shm": ""},
+           "idle": {"backoff": True, "sleep_us": 20}}
+    path = os.path.join(tmp, "rf.json")
+    with open(path, "w") as f:
+        json.dump(cfg, f)
+    log = open(os.path.join(tmp, "rf.log"), "a")
+    return subprocess.Popen(
+        ["ip", "netns", "exec", br.ns_p, os.path.join(lslab.BUILD, "app", "lockstepd",
+                                                      "lockstepd"),
+         "--no-pci", "--no-huge", "-m", "256", "--lcores", "0@(0,1)", "--file-prefix",
+         br.tag + "r", "--", "--config", path], stdout=log, stderr=subprocess.STDOUT)
+
+
+def delay_flow(br):
+    for f in br.call("flows", {"top": 50, "dir": "host", "cc": True})["top"]:
+        if f.get("dst") == "10.77.0.5" and f.get("dport") == 7000 and f.get("sport") == 40000:
+            return f["cc"]
+    return None
+
+
+def delay_mode(c, br, tmp):
+    """The delay loop end to end (see the module's docstring)."""
+    rf = reflector(br, tmp)
+    try:
+        with open(os.path.join(tmp, "br.json")) as f:
+            cfg = json.load(f)
+        cfg["ports"][1]["dev"] += ",qdisc_bypass=0"   # netem must see lockstepd's frames
+        cfg["peers"] = [{"name": "rf", "addr": "10.77.0.5", "port": "fab"}]
+        cfg["probe"] = {"interval_us": 1000, "paths": 2, "acquire_rate": 1}
+        cfg["sync"] = {"enabled": False, "shm": ""}
+        # the target well above what af_packet's own jitter reaches on two
+        # shared cores, the netem delay well above the target
+        cfg["bridge"]["policy"] = {"slices": [{"name": "dly", "match": {"dport": 7000},
+                                               "cc": {"mode": "delay", "target_us": 1000}}]}
+        cfg["bridge"]["policy_file"] = ""
+        with open(os.path.join(tmp, "br2.json"), "w") as f:
+            json.dump(cfg, f)
+        br.stop()
+        c.check(br.start(os.path.join(tmp, "br2.json")), "lockstepd again, with a peer and a "
+                "delay slice")
+        c.check(lslab.wait_until(lambda: any(
+            p["received"] > 50 for p in br.call("peers")), 20),
+            "the reflector in ns P answers the bridge's probes")
+
+        def run(secs):
+            sh("ip", "netns", "exec", br.ns_h, SYS_PY, "-c", UDP_SEND, str(secs),
+               timeout=secs + 30)
+            return delay_flow(br)
+
+        f0 = run(2)
+        c.check(f0 is not None and f0["mode"] == "delay" and f0["rate_bps"] >= 0.9 * LINK,
+                "no queue: the delay-mode flow runs near the line: %s" % f0)
+        def queue(ns, dev, dst, secs):
+            """A 20 Mb/s bottleneck on dev's egress, kept full for secs."""
+            sh("ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", dev, "root", "tbf",
+               "rate", "20mbit", "burst", "5kb", "latency", "10ms")
+            src = br.ns_p if dst == "10.77.0.1" else br.ns_h
+            bulk = subprocess.Popen(["ip", "netns", "exec", src, SYS_PY, "-c", BULK, dst,
+                                     str(secs + 1)])
+            time.sleep(0.5)
+            f = run(secs)
+            for pe in br.call("paths", {"window": "1s"})["peers"]:
+                for pa in pe["paths"]:
+                    print("   path %s: sent %s received %s rtt_p50 %s fwd_p50 %s rev_p50 %s" % (
+                        pa.get("path"), pa.get("sent"), pa.get("received"),
+                        pa.get("rtt_p50_ns"), pa.get("fwd_p50_ns"), pa.get("rev_p50_ns")))
+            print("   tc:", sh("ip", "netns", "exec", ns, "tc", "-s", "qdisc", "show", "dev",
+                              dev).stdout.replace("\n", " | "))
+            bulk.wait(30)
+            sh("ip", "netns", "exec", ns, "tc", "qdisc", "del", "dev", dev, "root")
+            return f
+
+        f1 = queue(br.ns_p, br.tag + "fk", "10.77.0.1", 1)
+        c.check(f1 is not None and f1["rate_bps"] >= 0.9 * LINK,
+                "a full queue on the reverse path only: the rate stays: %s" % f1)
+        f2 = queue(br.ns_b, br.tag + "fd", "10.77.0.2", 1)
+        c.check(f2 is not None and f2["decreases"] > f1["decreases"] and
+                f2["rate_bps"] <= 0.5 * LINK,
+                "a full queue on the forward path: the rate is cut: %s" % f2)
+        time.sleep(0.5)
+        f3 = run(2)
+        c.check(f3 is not None and f3["increases"] > f2["increases"] and
+                f3["rate_bps"] >= 0.9 * LINK,
+                "the queue gone: the rate climbs back: %s" % f3)
+    finally:
+        rf.terminate()
+        rf.wait(10)
 
 
 def main():
@@ -209,17 +333,23 @@ def main():
         c.check(abs(f1["rate_bps"] - want) <= 0.001 * want and f1["cnps"] == 1 and
                 f1["state"] == "recovery" and f1["target_bps"] == LINK,
                 "a CNP to QP Y cuts the flow to line x (1 - alpha/2) = %.0f: %s" % (want, f1))
-        send(br, "p", [(0x81, QP_Y, 0, 0, 50000)])
+        # two CNPs back to back: no timer between them, whatever the machine's
+        # load did since the first one, so the second cut is exactly
+        # Rc = Rt (1 - alpha/2) with the alpha the first of them raised
+        send(br, "p", [(0x81, QP_Y, 0, 0, 50000), (0x81, QP_Y, 0, 0, 50000)])
         time.sleep(0.3)
         f2 = cc_flow(br, QP_X)["cc"]
-        a1 = (1023 / 1024) * (1 - 1 / 256) + 1 / 256
-        want2 = f1["rate_bps"] * (1 - a1 / 2)
-        c.check(abs(f2["rate_bps"] - want2) <= 0.001 * want2 and f2["cnps"] == 2,
-                "a second CNP cuts again with the raised alpha: %.0f, got %s" % (want2, f2))
+        g = 1 / 256
+        a_before = (f2["alpha"] - g) / (1 - g)
+        want2 = f2["target_bps"] * (1 - a_before / 2)
+        c.check(abs(f2["rate_bps"] - want2) <= 0.001 * want2 and f2["cnps"] == 3 and
+                f2["rate_bps"] < f1["rate_bps"],
+                "two more CNPs: the last cuts Rt x (1 - alpha/2) = %.0f, with alpha raised "
+                "by the one before: %s" % (want2, f2))
         send(br, "p", [(0x81, 0x000999, 0, 0, 50000)])
         time.sleep(0.3)
         st3 = counters(br)
-        c.check(st3["cnp_received"] == 3 and st3["cnp_unmatched"] == 1,
+        c.check(st3["cnp_received"] == 4 and st3["cnp_unmatched"] == 1,
                 "a CNP to an unknown QP: cnp_unmatched (received %d, unmatched %d)" %
                 (st3["cnp_received"], st3["cnp_unmatched"]))
 
@@ -231,6 +361,8 @@ def main():
         r = sh(ctl, "-s", br.sock, "flows", "--cc", "--dir", "host", check=False)
         c.check(r.returncode == 0 and "ALPHA" in r.stdout and "recovery" in r.stdout,
                 "lockstepctl flows --cc shows rate, alpha and state (rc %d)" % r.returncode)
+
+        delay_mode(c, br, tmp)
     finally:
         br.teardown()
         shutil.rmtree(tmp, ignore_errors=True)
