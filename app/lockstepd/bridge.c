@@ -75,12 +75,55 @@ entropy_kind(const struct ls_flow_pkt *pk)
 	return ENT_NONE;
 }
 
+/* n bytes at offset off of a chained mbuf, wherever its segments put them. */
+static void
+seg_write(struct rte_mbuf *m, uint32_t off, const uint8_t *src, uint32_t n)
+{
+	for (; m != NULL && n > 0; m = m->next) {
+		uint32_t k;
+
+		if (off >= m->data_len) {
+			off -= m->data_len;
+			continue;
+		}
+		k = RTE_MIN(n, m->data_len - off);
+		memcpy(rte_pktmbuf_mtod_offset(m, uint8_t *, off), src, k);
+		src += k;
+		n -= k;
+		off = 0;
+	}
+}
+
+/* A RoCEv2 frame in chained mbufs (jumbo): headers in the first segment,
+ * the ICRC at the end of the IP packet, maybe split between two. */
+static int
+roce_sport_seg(struct lsd_bridge *b, struct rte_mbuf *m, const struct ls_flow_pkt *pk,
+	       uint16_t value)
+{
+	uint32_t off = (uint32_t)pk->l3_off + pk->l3_len - LS_ROCE_ICRC_LEN;
+	uint8_t icrc[4];
+	const uint8_t *p = rte_pktmbuf_read(m, off, 4, icrc);
+
+	if (p == NULL)
+		return -EMSGSIZE;
+	if (p != icrc)
+		memcpy(icrc, p, 4);
+	if (ls_roce_set_sport_seg(rte_pktmbuf_mtod_offset(m, uint8_t *, pk->l3_off),
+				  m->data_len - pk->l3_off, m->pkt_len - pk->l3_off, icrc, value,
+				  &b->roce) < 0)
+		return -EINVAL;
+	seg_write(m, off, icrc, 4);
+	return 0;
+}
+
 /* Rewrite the frame's entropy to the flow's path. */
 static void
-steer(struct lsd_bridge *b, const struct ls_flow *f, uint8_t *fr, uint32_t len,
+steer(struct lsd_bridge *b, const struct ls_flow *f, struct rte_mbuf *m,
       const struct ls_flow_pkt *pk)
 {
 	uint16_t value = (uint16_t)(b->sport_base + f->path);
+	uint8_t *fr = rte_pktmbuf_mtod(m, uint8_t *);
+	uint32_t len = m->data_len;
 
 	switch (entropy_kind(pk)) {
 	case ENT_SPORT: {
@@ -90,7 +133,8 @@ steer(struct lsd_bridge *b, const struct ls_flow *f, uint8_t *fr, uint32_t len,
 		if (old == value)
 			return;
 		if (pk->kind == LS_FLOW_K_ROCE) {
-			if (ls_roce_set_sport(fr + pk->l3_off, len - pk->l3_off, value, &b->roce) < 0)
+			if (m->nb_segs > 1 ? roce_sport_seg(b, m, pk, value) < 0 :
+			    ls_roce_set_sport(fr + pk->l3_off, len - pk->l3_off, value, &b->roce) < 0)
 				return;
 		} else {
 			udp[0] = (uint8_t)(value >> 8);
@@ -214,7 +258,7 @@ host_frame(struct lsd_bridge *b, struct rte_mbuf *m, const struct ls_flow_pkt *p
 	if (b->cc_on && pk->kind == LS_FLOW_K_ROCE)
 		lsd_cc_from_host(b, rte_pktmbuf_mtod(m, uint8_t *), pk);
 	if (f->path != 0xff)
-		steer(b, f, rte_pktmbuf_mtod(m, uint8_t *), m->data_len, pk);
+		steer(b, f, m, pk);
 	tpb = b->cc_on && lsd_cc_mode_on(b, f->slice) ?
 		lsd_cc_tpb(b, f, idx, pk, m->pkt_len, now) : flow_tpb(b, f);
 	if (tpb == 0) {

@@ -321,25 +321,18 @@ changed_sum(uint16_t sport, const uint8_t icrc[4], uint32_t icrc_pos)
 	return ones_add(sum);
 }
 
-int
-ls_roce_set_sport(uint8_t *l3, uint32_t len, uint16_t sport,
-		  struct ls_roce_shift_cache *cache)
+/* The rewrite itself, on a located packet whose ICRC bytes are at icrc_p
+ * (in place, or a copy the caller scatters back). */
+static void
+set_sport(uint8_t *l3, const struct ls_roce_pkt *rp, uint8_t *icrc_p, uint16_t sport,
+	  struct ls_roce_shift_cache *cache)
 {
-	uint8_t *udp, *icrc_p, old_icrc[4];
-	struct ls_roce_pkt rp;
+	uint8_t *udp = l3 + rp->udp_off, old_icrc[4];
 	uint16_t ck, m_old;
-	int rc;
 
-	rc = ls_roce_locate(l3, len, &rp);
-	if (rc < 0)
-		return rc;
-	if (rp.sport == sport)
-		return 0;
-	udp = l3 + rp.udp_off;
-	icrc_p = l3 + rp.icrc_off;
 	memcpy(old_icrc, icrc_p, 4);
-	put_icrc(icrc_p, ls_roce_icrc_update_sport(get_icrc(icrc_p), rp.sport,
-						   sport, rp.udp_len, cache));
+	put_icrc(icrc_p, ls_roce_icrc_update_sport(get_icrc(icrc_p), rp->sport,
+						   sport, rp->udp_len, cache));
 	ls_put_be16(udp, sport);
 	/* The UDP checksum covers the port and the ICRC (it is UDP payload),
 	 * so both changes go into an RFC 1624 update: HC' = ~(~HC + ~m + m').
@@ -349,13 +342,45 @@ ls_roce_set_sport(uint8_t *l3, uint32_t len, uint16_t sport,
 	 */
 	ck = ls_get_be16(udp + 6);
 	if (ck != 0) {
-		m_old = changed_sum(rp.sport, old_icrc, rp.icrc_off - rp.udp_off);
+		m_old = changed_sum(rp->sport, old_icrc, rp->icrc_off - rp->udp_off);
 		ck = (uint16_t)~ones_add((uint32_t)(uint16_t)~ck +
 					 (uint16_t)~m_old +
 					 changed_sum(sport, icrc_p,
-						     rp.icrc_off - rp.udp_off));
+						     rp->icrc_off - rp->udp_off));
 		ls_put_be16(udp + 6, ck == 0 ? 0xffff : ck);
 	}
+}
+
+int
+ls_roce_set_sport(uint8_t *l3, uint32_t len, uint16_t sport,
+		  struct ls_roce_shift_cache *cache)
+{
+	struct ls_roce_pkt rp;
+	int rc;
+
+	rc = ls_roce_locate(l3, len, &rp);
+	if (rc < 0)
+		return rc;
+	if (rp.sport != sport)
+		set_sport(l3, &rp, l3 + rp.icrc_off, sport, cache);
+	return 0;
+}
+
+int
+ls_roce_set_sport_seg(uint8_t *l3, uint32_t hdr_len, uint32_t len, uint8_t icrc[4],
+		      uint16_t sport, struct ls_roce_shift_cache *cache)
+{
+	struct ls_roce_pkt rp;
+	int rc;
+
+	/* every header byte locate reads (IPv4 options included) is in hdr_len */
+	if (l3 == NULL || icrc == NULL || hdr_len > len || hdr_len < LS_ROCE_SEG_HDR_MIN)
+		return -EMSGSIZE;
+	rc = ls_roce_locate(l3, len, &rp);
+	if (rc < 0)
+		return rc;
+	if (rp.sport != sport)
+		set_sport(l3, &rp, icrc, sport, cache);
 	return 0;
 }
 

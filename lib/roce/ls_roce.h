@@ -269,6 +269,21 @@ int ls_roce_set_sport(uint8_t *l3, uint32_t len, uint16_t sport,
 int ls_roce_cnp_build(uint8_t *buf, uint32_t cap,
 		      const struct ls_roce_cnp_params *p);
 
+/** Header bytes ls_roce_set_sport_seg() needs in the first segment: the
+ * largest IPv4 header, UDP and the BTH. */
+#define LS_ROCE_SEG_HDR_MIN (60 + 8 + LS_ROCE_BTH_LEN)
+
+/**
+ * ls_roce_set_sport() for a packet in several buffers (a jumbo frame in
+ * chained mbufs): the headers are contiguous at l3 (hdr_len bytes, at least
+ * LS_ROCE_SEG_HDR_MIN), the packet is len bytes in all, and its 4 ICRC bytes,
+ * wherever they lie, are passed in icrc: the caller copies them in and,
+ * on success, back.
+ * @return 0, -EMSGSIZE (headers not contiguous) or an errno of ls_roce_locate().
+ */
+int ls_roce_set_sport_seg(uint8_t *l3, uint32_t hdr_len, uint32_t len, uint8_t icrc[4],
+			  uint16_t sport, struct ls_roce_shift_cache *cache);
+
 #ifdef __cplusplus
 }
 #endif

@@ -456,6 +456,44 @@ START_TEST(test_sport_incremental)
 }
 END_TEST
 
+/* A packet in chained buffers: only the headers are contiguous, the ICRC
+ * goes in and out as a copy. The result is the one-buffer rewrite's. */
+START_TEST(test_sport_segmented)
+{
+	static uint8_t buf[4096 + 128], ref[4096 + 128];
+
+	for (int i = 0; i < 2000; i++) {
+		bool v6 = i & 1;
+		uint32_t n = random_packet(buf, sizeof(buf), v6, 100 + rnd() % 3997);
+		uint32_t hl = v6 ? 40 : (buf[0] & 0xf) * 4u;
+		uint16_t sport = (uint16_t)rnd();
+		uint8_t icrc[4];
+
+		memcpy(ref, buf, n);
+		ck_assert_int_eq(ls_roce_set_sport(ref, n, sport, NULL), 0);
+		memcpy(icrc, buf + n - 4, 4);
+		memset(buf + n - 4, 0xee, 4); /* the "other segment" is not read here */
+		ck_assert_int_eq(ls_roce_set_sport_seg(buf, LS_ROCE_SEG_HDR_MIN, n, icrc, sport,
+						       NULL), 0);
+		memcpy(buf + n - 4, icrc, 4);
+		ck_assert_msg(memcmp(buf, ref, n) == 0, "packet %d", i);
+		ck_assert_int_eq(ls_roce_icrc_check(buf, n), 0);
+		ck_assert_uint_eq(get16(buf + hl), sport);
+	}
+	/* headers not contiguous: refused, nothing changed */
+	{
+		uint32_t n = random_packet(buf, sizeof(buf), false, 200);
+		uint8_t icrc[4];
+
+		memcpy(ref, buf, n);
+		memcpy(icrc, buf + n - 4, 4);
+		ck_assert_int_eq(ls_roce_set_sport_seg(buf, LS_ROCE_SEG_HDR_MIN - 1, n, icrc, 7,
+						       NULL), -EMSGSIZE);
+		ck_assert(memcmp(buf, ref, n) == 0);
+	}
+}
+END_TEST
+
 /* Every port pair on one packet, including the identity and 0/0xffff. */
 START_TEST(test_sport_every_value)
 {
@@ -782,6 +820,7 @@ roce_suite(void)
 	tcase_add_test(tc, test_cnp_errors);
 	suite_add_tcase(s, tc);
 	tcase_add_test(slow, test_sport_incremental);
+	tcase_add_test(slow, test_sport_segmented);
 	tcase_add_test(slow, test_sport_every_value);
 	tcase_add_test(slow, test_truncation);
 	tcase_add_test(slow, test_fuzz);
