@@ -15,6 +15,9 @@
 #           to path 2 (flow label rewritten)
 #   mix     64-byte 802.1Q frames, 32 slices (one per VID 1..32), half
 #           RoCEv2 (spread), half TCP-shaped
+#   cc      the steer traffic with its RoCEv2 in a DCQCN slice that is also
+#           notification point: QP tracking and the reaction point per frame
+#           (no CNP arrives: the cost CC adds to every frame, against steer)
 #
 # Host port: net_pcap rx_pcap=FILE,infinite_rx=1 with one frame per flow
 # (tools/bench/gen_flows_pcap.py), so every flow comes back once per pass and
@@ -45,7 +48,7 @@ CORE=${BENCH_CORE:-1}          # the data-path core for both contestants
 CTL_CORE=${BENCH_CTL_CORE:-0}  # testpmd's main lcore (it does not forward)
 SECS=${BENCH_SECS:-10}
 FLOWS=${BENCH_FLOWS:-1048576}
-CASES=${BENCH_CASES:-"64 1500 pace steer mix"}
+CASES=${BENCH_CASES:-"64 1500 pace steer mix cc"}
 MBUFS=$((FLOWS + 65536))
 # mbufs (a 2,176-byte buffer + headers: one per 4 KB page with --no-huge) +
 # flow table (~300 B/flow) + 1 GB slack
@@ -89,9 +92,9 @@ case_kind() {
 	case $1 in
 	64|pace) echo tcp ;;
 	1500) echo tcp ;;
-	steer) echo steer ;;
+	steer|cc) echo steer ;;
 	mix) echo mix ;;
-	*) fail "unknown case $1 (64 1500 pace steer mix)" ;;
+	*) fail "unknown case $1 (64 1500 pace steer mix cc)" ;;
 	esac
 }
 case_size() { [ "$1" = 1500 ] && echo 1500 || echo 64; }
@@ -102,6 +105,8 @@ case_policy() {
 	pace) echo '{"slices": [{"name": "paced", "flow_bps": 10e9, "match": {"proto": "tcp"}}]}' ;;
 	steer) echo "{\"flows\": [$roce, {\"name\": \"v6\", \"match\": {\"dst\": \"fd00::/16\",
 		\"proto\": \"udp\"}, \"path\": {\"mode\": \"pin\", \"paths\": [2]}}]}" ;;
+	cc) echo "{\"slices\": [{\"name\": \"rdma\", \"match\": {\"roce\": true},
+		\"cc\": {\"mode\": \"dcqcn\", \"np\": true}}], \"flows\": [$roce]}" ;;
 	mix)
 		local s="" v
 		for v in $(seq 32); do
