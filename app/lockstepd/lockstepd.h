@@ -63,6 +63,8 @@ extern int lsd_logtype;
 	_(RATE_LIMITED, "rx_rate_limited")        /* STAMP test packet over its source's rate */ \
 	_(REFL_DISABLED, "rx_reflector_disabled") /* STAMP test packet, reflector off */ \
 	_(REFL_SHORT, "rx_stamp_short")    /* to the reflector port but shorter than 44 bytes */ \
+	_(REFL_LOOP, "rx_reflector_loop")  /* to the reflector port from a reflector or system \
+					    * port (< 1024): a reply could ping-pong */ \
 	_(REPLY, "rx_reply")               /* reflected packet matched to one of our paths */ \
 	_(REPLY_SHORT, "rx_reply_short")   /* from the reflector port, shorter than 44 bytes */ \
 	_(REPLY_NO_PEER, "rx_reply_no_peer") /* reflected, from an address that is no peer */ \
@@ -73,6 +75,7 @@ extern int lsd_logtype;
 	_(L3_OTHER, "rx_l3_not_ours")      /* IP destination not ours, or ARP/ND for another */ \
 	_(UDP_OTHER, "rx_udp_other_port")  /* UDP to a port we do not serve */ \
 	_(OTHER, "rx_other")               /* well-formed but not for us (TCP, LLDP...) */ \
+	_(BAD_SRC_MAC, "rx_bad_source_mac") /* UDP from a group (multicast/broadcast) MAC */ \
 	_(BAD_TRUNC, "rx_bad_truncated")   /* ls_pkt_parse rejections, one per reason */ \
 	_(BAD_L3, "rx_bad_l3") \
 	_(BAD_CSUM, "rx_bad_checksum") \
@@ -80,7 +83,8 @@ extern int lsd_logtype;
 	_(BAD_ARP, "rx_bad_arp") \
 	_(BAD_ND, "rx_bad_nd") \
 	_(BAD_VLAN, "rx_bad_vlan") \
-	_(BAD_ADDR, "rx_bad_address")
+	_(BAD_ADDR, "rx_bad_address")    /* source unspecified, loopback, multicast, \
+					  * broadcast, ours or our subnet's broadcast */
 
 enum lsd_rx_disp {
 #define LSD_RX_DISP_ENUM(sym, name) LSD_RX_ ## sym,
