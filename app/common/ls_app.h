@@ -46,13 +46,16 @@ ls_app_on_signal(int sig)
 	*ls_app_quit = 1;
 }
 
-/* SIGINT and SIGTERM set *quit, which the app's loops watch. */
+/* SIGINT and SIGTERM set *quit, which the app's loops watch. SIGPIPE is
+ * ignored: a reader that goes away (a capture, a truth file, a socket) is
+ * an EPIPE to handle, never a reason to die. */
 static inline void
 ls_app_catch_signals(volatile int *quit)
 {
 	ls_app_quit = quit;
 	signal(SIGINT, ls_app_on_signal);
 	signal(SIGTERM, ls_app_on_signal);
+	signal(SIGPIPE, SIG_IGN);
 }
 
 #endif /* LS_APP_H */

@@ -48,6 +48,8 @@ extern int lsd_logtype;
 #define LSD_LOG(level, fmt, ...) \
 	rte_log(RTE_LOG_ ## level, lsd_logtype, "lockstepd: " fmt "\n", ##__VA_ARGS__)
 
+#define LSD_CAP_NAME_MAX 128      /**< longest capture file name (bytes), capture.start */
+#define LSD_CAP_PATH_LEN 400      /**< capture.dir (< 256) + '/' + name + NUL */
 #define LSD_BURST 32              /**< RX/TX burst size */
 #define LSD_RL_CACHE 256          /**< reflector rate-limit front cache slots (power of 2) */
 #define LSD_HOUSEKEEP_US 1000     /**< per-lcore housekeeping timer period */
@@ -482,7 +484,7 @@ int lsd_capture_stop(void);
 void lsd_capture_drain(void);
 struct lsd_capture_status {
 	bool active;
-	char file[256];
+	char file[LSD_CAP_PATH_LEN];
 	uint64_t packets, bytes, dropped;
 };
 void lsd_capture_status(struct lsd_capture_status *st);

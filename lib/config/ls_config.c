@@ -689,14 +689,30 @@ static const struct field idle_fields[] = {
 #undef IDLE
 static const struct schema idle_schema = SCHEMA(idle_fields, NULL);
 
+/* capture.start names a file inside dir: it must not depend on the
+ * daemon's working directory. */
+static int
+capture_post(struct pctx *c, const char *path, const json_t *obj, void *base)
+{
+	const struct ls_conf_capture *cap = base;
+	char kpath[LS_JSONV_PATH_LEN];
+
+	(void)obj;
+	ls_jsonv_key(kpath, path, "dir");
+	if (cap->dir[0] != '/')
+		return ls_jsonv_fail(&c->jv, kpath, "must be an absolute path");
+	return 0;
+}
+
 #define CAP struct ls_conf_capture
 static const struct field capture_fields[] = {
 	F_INT("snaplen", CAP, snaplen, 64, 65535, 0),
 	F_INT("max_bytes", CAP, max_bytes, 4096, 1LL << 40, 0),
 	F_INT("ring_size", CAP, ring_size, 64, 1048576, F_POW2),
+	F_STR("dir", CAP, dir, 1, 0),
 };
 #undef CAP
-static const struct schema capture_schema = SCHEMA(capture_fields, NULL);
+static const struct schema capture_schema = SCHEMA(capture_fields, capture_post);
 
 static const struct field sync_fields[] = {
 	F_BOOL("enabled", struct ls_conf_sync, enabled),
@@ -769,6 +785,7 @@ set_defaults(struct ls_config *cfg)
 	cfg->capture.snaplen = 256;
 	cfg->capture.max_bytes = 64ULL << 20;
 	cfg->capture.ring_size = 4096;
+	snprintf(cfg->capture.dir, sizeof(cfg->capture.dir), "/var/lib/lockstep/capture");
 	cfg->sync.enabled = true;
 	cfg->sync.window_ms = 2000;
 	cfg->sync.interval_ms = 250;

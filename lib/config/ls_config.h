@@ -186,6 +186,8 @@ struct ls_conf_capture {
 	uint32_t snaplen;         /**< bytes kept per packet, default 256 */
 	uint64_t max_bytes;       /**< file size bound, default 64 MiB */
 	uint32_t ring_size;       /**< lcore -> writer ring, default 4096 */
+	char dir[256];            /**< the only directory captures are written to (absolute),
+				   *   default /var/lib/lockstep/capture */
 };
 
 /** The whole configuration. */

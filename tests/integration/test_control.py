@@ -60,6 +60,7 @@ def config(tmp, extra=None, name="c1"):
         "probe": {"interval_us": 100000, "paths": 3},
         "clock": {"source": "sim", "sim": {"offset_ns": 123456, "drift_ppm": 12.5, "wander_ns": 0}},
         "control": {"socket": "%s/%s.sock" % (tmp, name)},
+        "capture": {"dir": "%s/cap" % tmp},
         "idle": {"backoff": True},
     }
     if extra:
@@ -103,7 +104,7 @@ def main():
             "probe.set": {"interval_us": 50000},
             "stats.reset": None, "clock": None, "sync": None, "sync.points": {"peer": "a"},
             "log.level": {"level": "debug"},
-            "capture.start": {"file": os.path.join(tmp, "c.pcap")}, "capture.stop": None,
+            "capture.start": {"file": "c.pcap"}, "capture.stop": None,
         }
         c.check(sorted(valid) == names, "test covers every command: %s" % names)
         for name in ["help", "status", "peers", "paths", "path", "peer.add", "peer.del",
@@ -146,6 +147,13 @@ def main():
             c.check(r.get("ok") is False and r["error"]["code"] == code,
                     "%r... -> error %s" % (data[:24], r.get("error", {}).get("code")))
             c.check(k.call("status").get("ok") is True, "connection usable after %s" % code)
+        capdir = os.path.join(tmp, "cap")
+        os.makedirs(capdir, exist_ok=True)
+        outside = os.path.join(tmp, "outside")
+        os.symlink(outside, os.path.join(capdir, "link.pcap"))
+        os.mkfifo(os.path.join(capdir, "fifo.pcap"))
+        with open(os.path.join(capdir, "old.pcap"), "w") as f:
+            f.write("keep me")
         bad_args = [
             ("peer.add", {"name": "q"}, "bad_args", "addr"),
             ("peer.add", {"name": "q", "addr": "10.7.0.300"}, "bad_args", "addr"),
@@ -167,7 +175,17 @@ def main():
             ("sync.points", {"path": 0}, "bad_args", "peer"),
             ("log.level", {"level": "loud"}, "bad_args", "level"),
             ("capture.start", {}, "bad_args", "file"),
-            ("capture.start", {"file": "/nonexistent/dir/x.pcap"}, "bad_args", "nonexistent"),
+            # Regression (issue 27 H2): captures go into capture.dir only, as new
+            # plain files; anything else is refused and the daemon stays up.
+            ("capture.start", {"file": "/etc/lockstep-x.pcap"}, "bad_args", "plain file name"),
+            ("capture.start", {"file": "../x.pcap"}, "bad_args", "plain file name"),
+            ("capture.start", {"file": ".."}, "bad_args", "plain file name"),
+            ("capture.start", {"file": ".hidden"}, "bad_args", "plain file name"),
+            ("capture.start", {"file": "sub/x.pcap"}, "bad_args", "plain file name"),
+            ("capture.start", {"file": "x" * 129}, "bad_args", "plain file name"),
+            ("capture.start", {"file": "link.pcap"}, "bad_args", "File exists"),
+            ("capture.start", {"file": "fifo.pcap"}, "bad_args", "File exists"),
+            ("capture.start", {"file": "old.pcap"}, "bad_args", "File exists"),
             ("capture.stop", None, "not_found", "capture"),
         ]
         for cmd, args, code, word in bad_args:
@@ -176,6 +194,14 @@ def main():
             c.check(r.get("ok") is False and e.get("code") == code and word in e.get("message", ""),
                     "%s %s -> %s: %s" % (cmd, json.dumps(args), e.get("code"), e.get("message")))
         c.check(k.call("status")["result"]["n_peers"] == 2, "bad requests changed nothing (2 peers)")
+        with open(os.path.join(capdir, "old.pcap")) as f:
+            kept = f.read()
+        c.check(not os.path.lexists(outside) and kept == "keep me" and
+                not os.path.exists("/etc/lockstep-x.pcap"),
+                "refused captures wrote nothing (link target absent, old file kept)")
+        st = os.stat(os.path.join(capdir, "c.pcap"))
+        c.check(stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o640,
+                "a capture is a new regular file, mode 0640 (%o)" % stat.S_IMODE(st.st_mode))
 
         # Several clients at once, interleaved on open connections.
         conns = [Conn(sock) for _ in range(6)]
@@ -214,6 +240,8 @@ def main():
     run_bad_config(c, tmp, json.dumps(g), "peers[1].port", "dangling port")
     g = json.loads(json.dumps(good)); g["ports"][0]["colour"] = "red"
     run_bad_config(c, tmp, json.dumps(g), "ports[0].colour", "unknown key")
+    g = json.loads(json.dumps(good)); g["capture"]["dir"] = "cap"
+    run_bad_config(c, tmp, json.dumps(g), "capture.dir", "relative capture directory")
     g = json.loads(json.dumps(good)); g["node"]["id"] = "7"
     run_bad_config(c, tmp, json.dumps(g), "node.id", "wrong type")
     p = subprocess.run([LOCKSTEPD, "--", "--config", os.path.join(tmp, "missing.json")],
