@@ -71,6 +71,8 @@ extern int lsd_logtype;
 	_(REPLY_SHORT, "rx_reply_short")   /* from the reflector port, shorter than 44 bytes */ \
 	_(REPLY_NO_PEER, "rx_reply_no_peer") /* reflected, from an address that is no peer */ \
 	_(REPLY_NO_PATH, "rx_reply_no_path") /* reflected, to a port that is no path */ \
+	_(REPLY_UNMATCHED, "rx_reply_unmatched") /* to no probe the path awaits, or T1 not \
+					      * ours: forged or duplicate, not believed */ \
 	_(ARP, "rx_arp")                   /* ARP handled (answered or learnt) */ \
 	_(ND, "rx_nd")                     /* Neighbor Solicitation/Advertisement handled */ \
 	_(L2_OTHER, "rx_l2_not_ours")      /* Ethernet destination neither ours nor group */ \
