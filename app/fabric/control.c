@@ -740,7 +740,7 @@ int
 lsf_control_start(void)
 {
 	struct ls_ctl_params cp = {.path = fab.socket, .mode = 0660, .max_clients = 16,
-				   .max_request = 65536};
+				   .max_request = 65536, .idle_timeout_ms = 60000};
 	int rc;
 
 	if (fab.truth_file[0]) {

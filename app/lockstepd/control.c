@@ -693,6 +693,7 @@ lsd_control_start(void)
 		.path = lsd.cfg.control.socket,
 		.mode = (mode_t)lsd.cfg.control.mode,
 		.max_clients = lsd.cfg.control.max_clients,
+		.idle_timeout_ms = lsd.cfg.control.idle_timeout_ms,
 		.max_request = 65536,
 	};
 	int rc;

@@ -676,6 +676,7 @@ static const struct field control_fields[] = {
 	F_STR("socket", CTL, socket, 1, 0),
 	F_FUNC("mode", CTL, mode, fn_mode, 0),
 	F_INT("max_clients", CTL, max_clients, 1, 1024, 0),
+	F_INT("idle_timeout_ms", CTL, idle_timeout_ms, 100, 86400000, 0),
 };
 #undef CTL
 static const struct schema control_schema = SCHEMA(control_fields, NULL);
@@ -779,6 +780,7 @@ set_defaults(struct ls_config *cfg)
 	cfg->clock.tx_lead_ns = 20000;
 	cfg->control.mode = 0660;
 	cfg->control.max_clients = 16;
+	cfg->control.idle_timeout_ms = 60000;
 	cfg->idle.backoff = false;
 	cfg->idle.after_polls = 256;
 	cfg->idle.sleep_us = 100;

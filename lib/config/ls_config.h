@@ -172,6 +172,8 @@ struct ls_conf_control {
 	char socket[108];         /**< path, default /run/lockstep/<node>.sock */
 	uint32_t mode;            /**< permission bits, default 0660 */
 	uint32_t max_clients;     /**< concurrent clients, default 16 */
+	uint32_t idle_timeout_ms; /**< drop a client idle (or dribbling half a line) this
+				   *   long, default 60000 */
 };
 
 /** Idle back-off of the polling lcores (lab use on shared cores). */

@@ -215,8 +215,23 @@ def main():
                 ok = ok and r1["ok"] and r2["ok"] and r1["result"]["node"] == "c1" and isinstance(r2["result"], list)
             c.check(ok, "6 clients, round %d: pipelined requests all answered in order" % rnd)
 
-        # lockstepctl against the live daemon.
+        # Regression (issue 27 L5): max_clients (16) idle connections locked
+        # the operator out ("busy"). Now one of them gives way.
         ctl = os.path.join(lslab.BUILD, "tools", "lockstepctl", "lockstepctl")
+        idle = []
+        for _ in range(16):
+            s = socket.socket(socket.AF_UNIX)
+            s.connect(sock)
+            idle.append(s)
+        time.sleep(0.3)  # the control thread accepts them
+        p = subprocess.run([ctl, "-s", sock, "status"], capture_output=True, text=True)
+        c.check(p.returncode == 0 and "c1" in p.stdout,
+                "16 idle clients: lockstepctl status still answers (exit %d %s)" % (p.returncode, p.stderr.strip()))
+        c.check(k.call("status").get("ok") is True, "a quiet earlier client kept its slot")
+        for s in idle:
+            s.close()
+
+        # lockstepctl against the live daemon.
         p = subprocess.run([ctl, "-s", sock, "peers"], capture_output=True, text=True)
         c.check(p.returncode == 0 and "b6" in p.stdout, "lockstepctl peers prints a table (exit %d)" % p.returncode)
         p = subprocess.run([ctl, "-s", sock, "--json", "status"], capture_output=True, text=True)
