@@ -264,7 +264,7 @@ cmd_status(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_un
 	C(tx_probes); C(tx_replies); C(tx_arp); C(tx_nd); C(tx_dropped);
 	C(alloc_failed); C(probes_unresolved); C(rl_overflow); C(idle_sleeps);
 	C(tlv_unknown); C(tlv_malformed); C(foreign_replies);
-	C(sync_recs); C(sync_dropped);
+	C(sync_recs); C(sync_dropped); C(rl_evicted);
 #undef C
 	lsd_capture_status(&cs);
 	ls_ctl_reply_ok(req, json_pack(

@@ -110,6 +110,7 @@ struct lsd_lcore_stats {
 	uint64_t alloc_failed;     /* mbuf pool empty */
 	uint64_t probes_unresolved;/* probe due but next hop MAC unknown */
 	uint64_t rl_overflow;      /* sources beyond the rate-limit table share one bucket */
+	uint64_t rl_evicted;       /* idle buckets freed for newcomers (table full) */
 	uint64_t cap_copied;
 	uint64_t cap_dropped;      /* capture ring full or pool empty */
 	uint64_t idle_sleeps;
@@ -175,51 +176,6 @@ struct lsd_peer_owd {
 	double edge_sigma;
 };
 
-struct lsd_peer_sync;               /* sync.c, control thread only */
-
-/* A peer: allocated by the control thread, owned by its lcore once added. */
-struct lsd_peer {
-	char name[LS_NAME_LEN];
-	struct ls_addr addr;
-	struct ls_addr nexthop;    /* addr, or the port's gateway when off-link */
-	uint16_t port_idx;         /* index into lsd.ports */
-	uint32_t interval_us;
-	uint16_t n_paths;
-	int32_t slot;              /* index in its lcore's peer table */
-	double asym_ns;            /* configured path asymmetry (clock sync) */
-	/* neighbour resolution (lcore) */
-	struct ls_mac mac;
-	bool resolved;
-	bool static_mac;           /* configured MAC: never ARP/ND for it */
-	uint64_t next_resolve_ns;
-	bool sync_speaker;         /* (lcore) its reflector fills our sync TLV: its
-				    * one-way delays wait for an offset, not raw */
-	uint64_t first_reply_ns;   /* (lcore) our time of its first reply, 0 before */
-	struct lsd_peer_owd owd;    /* control writes, lcore reads */
-	/* control-thread side */
-	struct ls_path_window *win; /* n_paths windows, owned by the control thread */
-	struct lsd_peer_sync *sync; /* clock-sync estimators (sync.c) */
-	struct lsd_peer_path path[]; /* n_paths */
-};
-
-/* Messages from the control thread to an lcore. */
-enum lsd_msg_type {
-	LSD_MSG_PEER_ADD = 1,   /* install msg->peer and start probing */
-	LSD_MSG_PEER_DEL,       /* stop probing msg->peer and give it back */
-	LSD_MSG_PROBE_SET,      /* change msg->peer's interval (0 = all peers) */
-	LSD_MSG_PEER_ACQUIRE,   /* acquire msg->peer again (sender.c, acquisition) */
-	LSD_MSG_POLICY,         /* run the data-path policy msg->ptr (bridge.c) */
-};
-
-struct lsd_msg {
-	enum lsd_msg_type type;
-	struct lsd_peer *peer;
-	uint32_t interval_us;
-	const void *ptr;       /* LSD_MSG_POLICY: the new struct ls_policy */
-	int result;            /* 0 or negative errno, set by the lcore */
-	uint32_t done;         /* set (release) by the lcore when handled */
-};
-
 /* Hash keys are 16 bytes, IPv4 as IPv4-mapped IPv6 (::ffff:a.b.c.d), so
  * rte_hash uses its vectorised 16-byte compare and CRC32 hashing. Built and
  * compared as two 64-bit words, in registers: a key stored with one 16-byte
@@ -255,6 +211,53 @@ struct lsd_rl_bucket {
 	uint64_t tokens_ns;    /* tokens scaled: one packet = 1e9 units */
 	struct lsd_addr_key key;
 	bool used;
+};
+
+struct lsd_peer_sync;               /* sync.c, control thread only */
+
+/* A peer: allocated by the control thread, owned by its lcore once added. */
+struct lsd_peer {
+	char name[LS_NAME_LEN];
+	struct ls_addr addr;
+	struct ls_addr nexthop;    /* addr, or the port's gateway when off-link */
+	uint16_t port_idx;         /* index into lsd.ports */
+	uint32_t interval_us;
+	uint16_t n_paths;
+	int32_t slot;              /* index in its lcore's peer table */
+	double asym_ns;            /* configured path asymmetry (clock sync) */
+	/* neighbour resolution (lcore) */
+	struct ls_mac mac;
+	bool resolved;
+	bool static_mac;           /* configured MAC: never ARP/ND for it */
+	uint64_t next_resolve_ns;
+	bool sync_speaker;         /* (lcore) its reflector fills our sync TLV: its
+				    * one-way delays wait for an offset, not raw */
+	uint64_t first_reply_ns;   /* (lcore) our time of its first reply, 0 before */
+	struct lsd_rl_bucket rl;   /* (lcore) its probes' rate limit: a bucket of its own,
+				    * out of strangers' reach (reflector.c) */
+	struct lsd_peer_owd owd;    /* control writes, lcore reads */
+	/* control-thread side */
+	struct ls_path_window *win; /* n_paths windows, owned by the control thread */
+	struct lsd_peer_sync *sync; /* clock-sync estimators (sync.c) */
+	struct lsd_peer_path path[]; /* n_paths */
+};
+
+/* Messages from the control thread to an lcore. */
+enum lsd_msg_type {
+	LSD_MSG_PEER_ADD = 1,   /* install msg->peer and start probing */
+	LSD_MSG_PEER_DEL,       /* stop probing msg->peer and give it back */
+	LSD_MSG_PROBE_SET,      /* change msg->peer's interval (0 = all peers) */
+	LSD_MSG_PEER_ACQUIRE,   /* acquire msg->peer again (sender.c, acquisition) */
+	LSD_MSG_POLICY,         /* run the data-path policy msg->ptr (bridge.c) */
+};
+
+struct lsd_msg {
+	enum lsd_msg_type type;
+	struct lsd_peer *peer;
+	uint32_t interval_us;
+	const void *ptr;       /* LSD_MSG_POLICY: the new struct ls_policy */
+	int result;            /* 0 or negative errno, set by the lcore */
+	uint32_t done;         /* set (release) by the lcore when handled */
 };
 
 /* Timestamps of one reply for the sync estimator: lcore -> control thread
@@ -294,6 +297,7 @@ struct lsd_lcore {
 	struct rte_hash *rl_hash;          /* source ls_addr -> bucket */
 	struct lsd_rl_bucket *rl;           /* max_sources + 1 (last = overflow) */
 	uint32_t rl_sweep;                 /* next bucket to check for idleness */
+	uint64_t rl_seed;                  /* random: rl_hash's seed, front cache mix */
 	/* Direct-mapped front cache of rl_hash: a slot names a bucket and is
 	 * trusted only while that bucket still holds the same key, so a sweep
 	 * that frees a bucket needs no invalidation here. */
