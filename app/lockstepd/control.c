@@ -731,6 +731,8 @@ lsd_control_join(void)
 {
 	if (control.tid)
 		pthread_join(control.tid, NULL);
+	/* fleet time: readers see "unsynced", the file goes (issue 27 L4) */
+	lsd_sync_fini();
 	if (lsd_capture_stop() == 0)
 		LSD_LOG(INFO, "capture closed at shutdown");
 	ls_ctl_free(control.ctl);

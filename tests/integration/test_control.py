@@ -61,6 +61,7 @@ def config(tmp, extra=None, name="c1"):
         "clock": {"source": "sim", "sim": {"offset_ns": 123456, "drift_ppm": 12.5, "wander_ns": 0}},
         "control": {"socket": "%s/%s.sock" % (tmp, name)},
         "capture": {"dir": "%s/cap" % tmp},
+        "sync": {"shm": "%s/%s.fleettime" % (tmp, name)},
         "idle": {"backoff": True},
     }
     if extra:
@@ -243,6 +244,9 @@ def main():
         c.check(p.returncode == 3 and "not running" in p.stderr, "lockstepctl exits 3 when no daemon")
     finally:
         rc = d.stop(15)
+    # Regression (issue 27 L4): a clean exit marks fleet time unsynced and
+    # removes the file, rather than leaving a page that looks synced.
+    c.check(not os.path.exists(os.path.join(tmp, "c1.fleettime")), "clean exit removed sync.shm")
     c.check(rc == 0, "SIGTERM: exit status 0 (%d)" % rc)
     c.check(not os.path.exists(sock), "SIGTERM: socket file removed")
 
@@ -278,7 +282,36 @@ def main():
     c.check(p.returncode != 0 and "does not send on a timestamp" in out and "p0" in out,
             "clock.tx_sched on a memif port: exit %d, port named: %s"
             % (p.returncode, [x for x in out.splitlines() if "timestamp" in x][:1]))
+    shm_checks(c, tmp, good)
     c.finish()
+
+
+def shm_checks(c, tmp, good):
+    """Regression (issue 27 M3): sync.shm was opened with O_CREAT and no other
+    check, so whoever created the path first (a local user in /dev/shm) got a
+    file root writes fleet time into, or a link root truncates the target of.
+    Now a link or a file we do not own exclusively is refused, by name."""
+    shm = os.path.join(tmp, "sh.fleettime")
+    g = json.loads(json.dumps(good))
+    g["sync"] = {"shm": shm}
+    g["control"]["socket"] = os.path.join(tmp, "sh.sock")
+    target = os.path.join(tmp, "victim")
+    with open(target, "w") as f:
+        f.write("precious")
+    cases = [("symlink", lambda: os.symlink(target, shm), "symbolic link"),
+             ("world-writable file", lambda: (open(shm, "w").close(), os.chmod(shm, 0o666)), "not ours"),
+             ("hard link", lambda: os.link(target, shm), "not ours"),
+             ("FIFO", lambda: os.mkfifo(shm, 0o644), "not ours")]
+    for what, make, word in cases:
+        make()
+        p = lslab.Daemon(g, tmp, "sh", prefix="lssh%d" % os.getpid()).run(timeout=60)
+        out = p.stdout + p.stderr
+        with open(target) as f:
+            kept = f.read()
+        c.check(p.returncode != 0 and "sync.shm" in out and word in out and kept == "precious",
+                "sync.shm is a %s: refused (exit %d), target untouched: %s"
+                % (what, p.returncode, [x for x in out.splitlines() if "sync.shm" in x][:1]))
+        os.unlink(shm)
 
 
 def _line(cc):
