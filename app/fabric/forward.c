@@ -196,7 +196,8 @@ leaf_nd(uint16_t leaf, uint16_t host, struct rte_mbuf *m, const struct ls_pkt_in
 	uint8_t buf[128];
 	int len;
 
-	if (is_ns && pi->nd_has_lladdr) {
+	/* never learn a group address as a host's MAC (leaf_arp checks too) */
+	if (is_ns && pi->nd_has_lladdr && !(pi->nd_lladdr.b[0] & 1)) {
 		h->mac = pi->nd_lladdr;
 		h->mac_known = true;
 	}

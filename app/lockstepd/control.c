@@ -307,7 +307,7 @@ cmd_peers(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_unu
 			}
 		}
 		json_array_append_new(arr, json_pack(
-			"{s:s, s:o, s:s, s:i, s:i, s:s, s:o, s:I, s:I, s:I, s:f, s:o}",
+			"{s:s, s:o, s:s, s:i, s:i, s:s, s:o, s:I, s:I, s:I, s:f, s:o, s:f}",
 			"name", peer->name, "addr", addr_json(&peer->addr),
 			"port", lsd.ports[peer->port_idx].conf->name,
 			"paths", peer->n_paths, "interval_us", (int)peer->interval_us,
@@ -317,7 +317,8 @@ cmd_peers(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_unu
 			"lost", (json_int_t)tot.lost,
 			"loss_pct", tot.received + tot.lost ? 100.0 * (double)tot.lost /
 				(double)(tot.received + tot.lost) : 0.0,
-			"rtt_p50_ns", have ? json_integer(rtt / have) : json_null()));
+			"rtt_p50_ns", have ? json_integer(rtt / have) : json_null(),
+			"asym_ns", peer->asym_ns));
 	}
 	ls_ctl_reply_ok(req, arr);
 }
@@ -523,6 +524,7 @@ peer_replace_paths(unsigned int idx, uint16_t paths, uint32_t interval_us)
 	cp.interval_us = interval_us ? interval_us : old->interval_us;
 	cp.mac = old->mac;
 	cp.has_mac = old->static_mac;
+	cp.asym_ns = old->asym_ns; /* calibration, not a probe setting (issue 27 L7) */
 	peer = lsd_peer_new(&cp);
 	if (peer == NULL)
 		return -ENOMEM;

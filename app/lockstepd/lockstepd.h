@@ -448,6 +448,10 @@ void lsd_clock_tick(uint64_t tsc);
 struct json_t *lsd_clock_json(void);
 /* Simulated clock's ground truth at a TSC reading (NULL unless SIM). */
 struct json_t *lsd_clock_truth_at(uint64_t tsc);
+/* args.tsc of the clock and sync commands: 0 when absent, else within
+ * LSD_TSC_ARG_SPAN_S of now; replies bad_args and returns -EINVAL if not. */
+#define LSD_TSC_ARG_SPAN_S 60
+int lsd_clock_arg_tsc(struct ls_ctl_req *req, struct json_t *args, uint64_t *tsc);
 void lsd_clock_register(struct ls_ctl *ctl);
 
 /* log.c */

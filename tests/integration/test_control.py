@@ -56,7 +56,8 @@ def config(tmp, extra=None, name="c1"):
         "ports": [{"name": "p0",
                    "dev": "net_memif0,role=server,id=0,socket=%s/m.sock,socket-abstract=no" % tmp,
                    "mac": "02:00:00:00:07:01", "ipv4": "10.7.0.1/24", "ipv6": "fd00:7::1/64"}],
-        "peers": [{"name": "a", "addr": "10.7.0.2"}, {"name": "b6", "addr": "fd00:7::2", "paths": 2}],
+        "peers": [{"name": "a", "addr": "10.7.0.2", "asym_ns": 1500},
+                  {"name": "b6", "addr": "fd00:7::2", "paths": 2}],
         "probe": {"interval_us": 100000, "paths": 3},
         "clock": {"source": "sim", "sim": {"offset_ns": 123456, "drift_ppm": 12.5, "wander_ns": 0}},
         "control": {"socket": "%s/%s.sock" % (tmp, name)},
@@ -188,6 +189,10 @@ def main():
             ("capture.start", {"file": "fifo.pcap"}, "bad_args", "File exists"),
             ("capture.start", {"file": "old.pcap"}, "bad_args", "File exists"),
             ("capture.stop", None, "not_found", "capture"),
+            # Regression (issue 27 L3): an instant hours away walked the
+            # simulated clock's wander for hours on the control thread.
+            ("clock", {"tsc": 2 ** 62}, "bad_args", "within 60 s"),
+            ("sync", {"tsc": 2 ** 62}, "bad_args", "within 60 s"),
         ]
         for cmd, args, code, word in bad_args:
             r = k.call(cmd, args)
@@ -195,6 +200,12 @@ def main():
             c.check(r.get("ok") is False and e.get("code") == code and word in e.get("message", ""),
                     "%s %s -> %s: %s" % (cmd, json.dumps(args), e.get("code"), e.get("message")))
         c.check(k.call("status")["result"]["n_peers"] == 2, "bad requests changed nothing (2 peers)")
+        # Regression (issue 27 L7): probe.set paths rebuilt the peer without
+        # its configured asymmetry, biasing clock sync.
+        r = k.call("probe.set", {"peer": "a", "paths": 2})
+        a = [p for p in k.call("peers")["result"] if p["name"] == "a"]
+        c.check(r.get("ok") and a and a[0]["paths"] == 2 and a[0]["asym_ns"] == 1500,
+                "probe.set paths keeps the peer's asym_ns (%s)" % (a[0].get("asym_ns") if a else None))
         with open(os.path.join(capdir, "old.pcap")) as f:
             kept = f.read()
         c.check(not os.path.lexists(outside) and kept == "keep me" and
