@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "ls_config.h"
+#include "ls_stamp.h"
 #include "ls_config_priv.h"
 #include "ls_jsonv.h"
 
@@ -751,7 +752,35 @@ static const struct field top_fields[] = {
 	F_OBJ("bridge", offsetof(CFG, bridge), ls_config_bridge_schema, 0),
 };
 #undef CFG
-static const struct schema top_schema = SCHEMA(top_fields, NULL);
+
+/*
+ * The largest probe (the first of a pair: base packet, lockstep TLV, sync
+ * TLV, padding TLV) must fit every port's MTU it may leave by, or it is
+ * dropped on the way and the path looks dead (issue 27 L9).
+ */
+static int
+top_post(struct pctx *c, const char *path, const json_t *obj, void *base)
+{
+	const struct ls_config *cfg = base;
+	unsigned int udp = 8 + LS_STAMP_BASE_LEN + LS_STAMP_TLV_HDR_LEN + LS_STAMP_LOCKSTEP_LEN +
+			   (cfg->sync.enabled ? LS_STAMP_TLV_HDR_LEN + LS_STAMP_SYNC_LEN : 0) +
+			   (cfg->probe.pad ? LS_STAMP_TLV_HDR_LEN + cfg->probe.pad : 0);
+
+	(void)path;
+	(void)obj;
+	for (unsigned int i = 0; i < cfg->n_ports; i++) {
+		const struct ls_conf_port *p = &cfg->ports[i];
+		unsigned int ip = (p->ipv6.addr.family ? 40 : 20) + udp;
+
+		if (p->role != LS_PORT_HOST && (p->ipv4.addr.family || p->ipv6.addr.family) &&
+		    ip > p->mtu)
+			return ls_jsonv_fail(&c->jv, "probe.pad", "%u makes %u-byte probes, over "
+					     "ports[%u] (%s) mtu %u", cfg->probe.pad, ip, i,
+					     p->name, p->mtu);
+	}
+	return 0;
+}
+static const struct schema top_schema = SCHEMA(top_fields, top_post);
 
 /* Every default in one place (docs/config.md lists the same values). */
 static void
