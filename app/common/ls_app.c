@@ -44,8 +44,11 @@ ls_app_start(const struct ls_app_start *s, int argc, char **argv)
 			s->name, rte_errno ? ": " : "", rte_errno ? rte_strerror(rte_errno) : "");
 		exit(1);
 	}
-	/* SIGINT and SIGTERM set *quit, which the app's loops watch. */
+	/* SIGINT and SIGTERM set *quit, which the app's loops watch. SIGPIPE
+	 * is ignored: a reader that goes away (a capture, a truth file, a
+	 * socket) is an EPIPE to handle, never a reason to die. */
 	ls_app_quit = s->quit;
 	signal(SIGINT, ls_app_on_signal);
 	signal(SIGTERM, ls_app_on_signal);
+	signal(SIGPIPE, SIG_IGN);
 }

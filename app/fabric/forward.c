@@ -97,7 +97,7 @@ enqueue_pkt(uint16_t ch, struct rte_mbuf *m, uint64_t t, const struct ls_pkt_inf
 	enum ls_fab_verdict v;
 	bool ce = false;
 
-	v = ls_fab_chan_enqueue(c, t, m->data_len + LSF_WIRE_OVERHEAD, ect, m, tag, &ce);
+	v = ls_fab_chan_enqueue(c, t, m->pkt_len + LSF_WIRE_OVERHEAD, ect, m, tag, &ce);
 	if (v != LS_FAB_OK) {
 		if (probe) {
 			struct lsf_truth r = {.type = LSF_T_DROP, .verdict = (uint8_t)v,
@@ -125,7 +125,9 @@ enqueue_pkt(uint16_t ch, struct rte_mbuf *m, uint64_t t, const struct ls_pkt_inf
 	heap_push(ch);
 }
 
-/* Replace m's contents with a built frame. */
+/* Replace m's contents with a built frame. rte_pktmbuf_reset() makes m one
+ * segment: free the rest of a chained frame first, or it leaks (issue 27
+ * M5: a jumbo ARP request from net_pcap or memif cost a segment each). */
 static bool
 frame_set(struct rte_mbuf *m, const uint8_t *buf, int len)
 {
@@ -133,6 +135,10 @@ frame_set(struct rte_mbuf *m, const uint8_t *buf, int len)
 
 	if (len <= 0)
 		return false;
+	if (m->next != NULL) {
+		rte_pktmbuf_free(m->next);
+		m->next = NULL;
+	}
 	rte_pktmbuf_reset(m);
 	d = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)(len < 60 ? 60 : len));
 	if (d == NULL)
@@ -190,7 +196,8 @@ leaf_nd(uint16_t leaf, uint16_t host, struct rte_mbuf *m, const struct ls_pkt_in
 	uint8_t buf[128];
 	int len;
 
-	if (is_ns && pi->nd_has_lladdr) {
+	/* never learn a group address as a host's MAC (leaf_arp checks too) */
+	if (is_ns && pi->nd_has_lladdr && !(pi->nd_lladdr.b[0] & 1)) {
 		h->mac = pi->nd_lladdr;
 		h->mac_known = true;
 	}
@@ -394,7 +401,7 @@ enqueue_tagged(uint16_t ch, struct rte_mbuf *m, uint64_t t, uint8_t fam, bool ec
 	bool ce;
 
 	if (unlikely(ls_fab_chan_enqueue_inline(&fab.fab->chans[ch], t,
-						m->data_len + LSF_WIRE_OVERHEAD, ect, m, tag,
+						m->pkt_len + LSF_WIRE_OVERHEAD, ect, m, tag,
 						&ce) != LS_FAB_OK)) {
 		rte_pktmbuf_free(m);
 		return;

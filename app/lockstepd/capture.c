@@ -10,13 +10,21 @@
  * the packet, so capture cannot slow the data path down. The file is bounded
  * by max_bytes: capture stops by itself when the next record would pass it.
  *
+ * Files are written only into capture.dir, as new regular files with a plain
+ * name: the control socket's clients may be less trusted than root, so they
+ * must not be able to make the daemon truncate, follow a link to, or block
+ * on any other path (docs/security.md).
+ *
  * Timestamps are the daemon's clock (PTP time with the TSC source; the lab
  * timeline with the simulated clock), so a capture lines up with what
  * lockstepd measured.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <jansson.h>
 #include <pcap/pcap.h>
@@ -34,7 +42,7 @@
 static struct {
 	pcap_t *pcap;
 	pcap_dumper_t *dumper;
-	char file[256];
+	char file[LSD_CAP_PATH_LEN];
 	uint64_t max_bytes;
 	uint64_t bytes;
 	uint64_t packets;
@@ -97,10 +105,77 @@ lsd_capture_init(void)
 	return 0;
 }
 
+/* A plain file name: no directory part, not hidden, no "." or "..", no
+ * control characters, short enough that status never cuts it. */
+static bool
+name_ok(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n == 0 || n > LSD_CAP_NAME_MAX || name[0] == '.' || strchr(name, '/') != NULL)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)name[i] < 0x20 || name[i] == 0x7f)
+			return false;
+	return true;
+}
+
+/*
+ * Create name in capture.dir: new (O_EXCL: never truncate, never follow a
+ * link or open a FIFO someone left there), non-blocking, 0640, and a
+ * regular file. Returns a stdio stream for pcap_dump_fopen, or NULL.
+ */
+static FILE *
+capture_create(const char *name, char *err, size_t len)
+{
+	const char *dir = lsd.cfg.capture.dir;
+	struct stat st;
+	int dfd, fd, e;
+	FILE *fp;
+
+	if (!name_ok(name)) {
+		snprintf(err, len, "args.file: '%s' is not a plain file name (captures go into "
+			 "capture.dir %s: no '/', no leading '.', at most %d bytes)",
+			 name, dir, LSD_CAP_NAME_MAX);
+		return NULL;
+	}
+	if (mkdir(dir, 0750) < 0 && errno != EEXIST) {
+		snprintf(err, len, "capture.dir %s: %s", dir, strerror(errno));
+		return NULL;
+	}
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		snprintf(err, len, "capture.dir %s: %s", dir, strerror(errno));
+		return NULL;
+	}
+	fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+		    0640);
+	e = errno;
+	close(dfd);
+	if (fd < 0) {
+		snprintf(err, len, "cannot create %s/%s: %s%s", dir, name, strerror(e),
+			 e == EEXIST ? " (a capture is always a new file)" : "");
+		return NULL;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		snprintf(err, len, "%s/%s: not a regular file", dir, name);
+		close(fd);
+		return NULL;
+	}
+	fp = fdopen(fd, "wb");
+	if (fp == NULL) {
+		snprintf(err, len, "%s/%s: %s", dir, name, strerror(errno));
+		close(fd);
+	}
+	return fp;
+}
+
 int
 lsd_capture_start(const char *file, uint32_t snaplen, uint64_t max_bytes, char *err,
 		 size_t len)
 {
+	FILE *fp;
+
 	if (capture_st.dumper != NULL) {
 		snprintf(err, len, "capture already running to %s", capture_st.file);
 		return -EBUSY;
@@ -113,14 +188,18 @@ lsd_capture_start(const char *file, uint32_t snaplen, uint64_t max_bytes, char *
 		snprintf(err, len, "pcap_open_dead failed");
 		return -ENOMEM;
 	}
-	capture_st.dumper = pcap_dump_open(capture_st.pcap, file);
+	fp = capture_create(file, err, len);
+	capture_st.dumper = fp != NULL ? pcap_dump_fopen(capture_st.pcap, fp) : NULL;
 	if (capture_st.dumper == NULL) {
-		snprintf(err, len, "cannot open %s: %s", file, pcap_geterr(capture_st.pcap));
+		if (fp != NULL) {
+			snprintf(err, len, "cannot write %s: %s", file, pcap_geterr(capture_st.pcap));
+			fclose(fp);
+		}
 		pcap_close(capture_st.pcap);
 		capture_st.pcap = NULL;
 		return -EIO;
 	}
-	snprintf(capture_st.file, sizeof(capture_st.file), "%s", file);
+	snprintf(capture_st.file, sizeof(capture_st.file), "%s/%s", lsd.cfg.capture.dir, file);
 	capture_st.max_bytes = max_bytes ? max_bytes : lsd.cfg.capture.max_bytes;
 	capture_st.bytes = 24; /* pcap file header */
 	capture_st.packets = 0;
@@ -225,7 +304,8 @@ cmd_capture_start(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 	    ls_ctl_arg_uint(req, args, "max_bytes", 4096, 1ULL << 40, &max_bytes) < 0)
 		return;
 	if (file == NULL || file[0] == '\0') {
-		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.file: required string (pcap path)");
+		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS,
+				   "args.file: required string (file name in capture.dir)");
 		return;
 	}
 	rc = lsd_capture_start(file, (uint32_t)snaplen, max_bytes, err, sizeof(err));
@@ -233,7 +313,7 @@ cmd_capture_start(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 		ls_ctl_reply_error(req, rc == -EBUSY ? LS_CTL_E_BUSY : LS_CTL_E_BAD_ARGS, "%s", err);
 		return;
 	}
-	ls_ctl_reply_ok(req, json_pack("{s:s}", "file", file));
+	ls_ctl_reply_ok(req, json_pack("{s:s}", "file", capture_st.file));
 }
 
 static void
@@ -256,7 +336,7 @@ void
 lsd_capture_register(struct ls_ctl *ctl)
 {
 	ls_ctl_register_keys(ctl, "capture.start", "{file, [snaplen], [max_bytes]}",
-			     "write probes sent and received to a pcap",
+			     "write probes sent and received to a new pcap file in capture.dir",
 			     "file snaplen max_bytes", cmd_capture_start, NULL);
 	ls_ctl_register_keys(ctl, "capture.stop", "", "close the capture file", NULL,
 			     cmd_capture_stop, NULL);

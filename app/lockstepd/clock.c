@@ -187,13 +187,32 @@ lsd_clock_tick(uint64_t tsc)
 	}
 }
 
+int
+lsd_clock_arg_tsc(struct ls_ctl_req *req, json_t *args, uint64_t *tsc)
+{
+	const uint64_t now = rte_rdtsc(), span = LSD_TSC_ARG_SPAN_S * rte_get_tsc_hz();
+
+	*tsc = 0;
+	if (ls_ctl_arg_uint(req, args, "tsc", 1, INT64_MAX, tsc) < 0)
+		return -EINVAL;
+	/* The simulated clock walks its wander 10 ms a step up to the instant:
+	 * an instant hours away held the control thread for hours (issue 27 L3). */
+	if (*tsc != 0 && (*tsc + span < now || *tsc > now + span)) {
+		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS,
+				   "args.tsc: must be within %d s of now (TSC %" PRIu64 ")",
+				   LSD_TSC_ARG_SPAN_S, now);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static void
 cmd_clock(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 {
 	json_t *o, *t;
 	uint64_t tsc = 0;
 
-	if (ls_ctl_arg_uint(req, args, "tsc", 1, INT64_MAX, &tsc) < 0)
+	if (lsd_clock_arg_tsc(req, args, &tsc) < 0)
 		return;
 	o = lsd_clock_json();
 	/* every process on the host reads the same TSC: a test names one

@@ -264,6 +264,7 @@ cmd_status(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_un
 	C(tx_probes); C(tx_replies); C(tx_arp); C(tx_nd); C(tx_dropped);
 	C(alloc_failed); C(probes_unresolved); C(rl_overflow); C(idle_sleeps);
 	C(tlv_unknown); C(tlv_malformed); C(foreign_replies);
+	C(sync_recs); C(sync_dropped); C(rl_evicted);
 #undef C
 	lsd_capture_status(&cs);
 	ls_ctl_reply_ok(req, json_pack(
@@ -306,7 +307,7 @@ cmd_peers(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_unu
 			}
 		}
 		json_array_append_new(arr, json_pack(
-			"{s:s, s:o, s:s, s:i, s:i, s:s, s:o, s:I, s:I, s:I, s:f, s:o}",
+			"{s:s, s:o, s:s, s:i, s:i, s:s, s:o, s:I, s:I, s:I, s:f, s:o, s:f}",
 			"name", peer->name, "addr", addr_json(&peer->addr),
 			"port", lsd.ports[peer->port_idx].conf->name,
 			"paths", peer->n_paths, "interval_us", (int)peer->interval_us,
@@ -316,7 +317,8 @@ cmd_peers(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_unu
 			"lost", (json_int_t)tot.lost,
 			"loss_pct", tot.received + tot.lost ? 100.0 * (double)tot.lost /
 				(double)(tot.received + tot.lost) : 0.0,
-			"rtt_p50_ns", have ? json_integer(rtt / have) : json_null()));
+			"rtt_p50_ns", have ? json_integer(rtt / have) : json_null(),
+			"asym_ns", peer->asym_ns));
 	}
 	ls_ctl_reply_ok(req, arr);
 }
@@ -522,6 +524,7 @@ peer_replace_paths(unsigned int idx, uint16_t paths, uint32_t interval_us)
 	cp.interval_us = interval_us ? interval_us : old->interval_us;
 	cp.mac = old->mac;
 	cp.has_mac = old->static_mac;
+	cp.asym_ns = old->asym_ns; /* calibration, not a probe setting (issue 27 L7) */
 	peer = lsd_peer_new(&cp);
 	if (peer == NULL)
 		return -ENOMEM;
@@ -692,6 +695,7 @@ lsd_control_start(void)
 		.path = lsd.cfg.control.socket,
 		.mode = (mode_t)lsd.cfg.control.mode,
 		.max_clients = lsd.cfg.control.max_clients,
+		.idle_timeout_ms = lsd.cfg.control.idle_timeout_ms,
 		.max_request = 65536,
 	};
 	int rc;
@@ -729,6 +733,8 @@ lsd_control_join(void)
 {
 	if (control.tid)
 		pthread_join(control.tid, NULL);
+	/* fleet time: readers see "unsynced", the file goes (issue 27 L4) */
+	lsd_sync_fini();
 	if (lsd_capture_stop() == 0)
 		LSD_LOG(INFO, "capture closed at shutdown");
 	ls_ctl_free(control.ctl);

@@ -4,12 +4,21 @@
  * with its bound, for other processes on the host to read without a system
  * call (lib/sync/ls_fleettime.h is the reader's side). sync.c hands over
  * its state on every poll; this room republishes it every 100 ms.
+ *
+ * The file is created exclusively, never through a link; one that exists
+ * already is adopted only when it is a regular file of ours that nobody
+ * else may write (a crash left it), else start-up fails saying why: a
+ * local user must not be able to hand us a file they can write (forged
+ * fleet time for every reader) or truncate (SIGBUS). At a clean exit the
+ * page is marked unsynced and the file removed.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <rte_cycles.h>
@@ -26,29 +35,76 @@ static struct {
 	uint64_t prev_tsc, prev_fleet;   /* the last one */
 } fleet_shm;
 
-int
-lsd_fleettime_open(const char *path)
+/* An existing file at path: ours, regular, one link, not group/other
+ * writable; returns its fd (O_RDWR) or -errno with why in err. */
+static int
+adopt(const char *path, char *err, size_t len)
 {
+	struct stat st;
+	int fd = open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+
+	if (fd < 0) {
+		snprintf(err, len, "%s", errno == ELOOP ? "is a symbolic link" : strerror(errno));
+		return errno == ELOOP ? -EPERM : -errno;
+	}
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
+	    st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+		snprintf(err, len, "exists and is not ours to adopt (owner uid %u, mode %04o, "
+			 "%lu link(s); need a regular file of uid %u, not group/other "
+			 "writable): remove it", (unsigned int)st.st_uid,
+			 (unsigned int)(st.st_mode & 07777), (unsigned long)st.st_nlink,
+			 (unsigned int)geteuid());
+		close(fd);
+		return -EPERM;
+	}
+	return fd;
+}
+
+int
+lsd_fleettime_open(const char *path, char *err, size_t len)
+{
+	bool fresh = true;
+	struct stat st;
 	void *p;
 	int fd;
 
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	if (fd < 0)
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0 && errno == EEXIST) {
+		fd = adopt(path, err, len);
+		if (fd < 0)
+			return fd;
+		fresh = false;
+	} else if (fd < 0) {
+		snprintf(err, len, "%s", strerror(errno));
 		return -errno;
-	if (ftruncate(fd, 4096) != 0) {
+	}
+	/* 0644 whatever the umask; the size a reader maps */
+	if (fchmod(fd, 0644) != 0 || fstat(fd, &st) != 0 ||
+	    (st.st_size != 4096 && ftruncate(fd, 4096) != 0)) {
 		int e = errno;
 
+		snprintf(err, len, "%s", strerror(e));
 		close(fd);
 		return -e;
 	}
 	p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
-	if (p == MAP_FAILED)
+	if (p == MAP_FAILED) {
+		snprintf(err, len, "mmap: %s", strerror(errno));
 		return -errno;
+	}
 	fleet_shm.shm = p;
-	memset(fleet_shm.shm, 0, sizeof(*fleet_shm.shm));
-	fleet_shm.shm->magic = LS_FLEETTIME_MAGIC;
-	fleet_shm.shm->version = LS_FLEETTIME_VERSION;
+	if (fresh || fleet_shm.shm->magic != LS_FLEETTIME_MAGIC ||
+	    fleet_shm.shm->version != LS_FLEETTIME_VERSION) {
+		ls_fleettime_init(fleet_shm.shm);
+	} else {
+		/* Our own page from an earlier run: keep seq counting up for
+		 * readers that still map it; "unsynced" until we publish. */
+		struct ls_fleettime_shm v = *fleet_shm.shm;
+
+		v.flags = 0;
+		ls_fleettime_publish(fleet_shm.shm, &v);
+	}
 	return 0;
 }
 

@@ -48,6 +48,8 @@ extern int lsd_logtype;
 #define LSD_LOG(level, fmt, ...) \
 	rte_log(RTE_LOG_ ## level, lsd_logtype, "lockstepd: " fmt "\n", ##__VA_ARGS__)
 
+#define LSD_CAP_NAME_MAX 128      /**< longest capture file name (bytes), capture.start */
+#define LSD_CAP_PATH_LEN 400      /**< capture.dir (< 256) + '/' + name + NUL */
 #define LSD_BURST 32              /**< RX/TX burst size */
 #define LSD_RL_CACHE 256          /**< reflector rate-limit front cache slots (power of 2) */
 #define LSD_HOUSEKEEP_US 1000     /**< per-lcore housekeeping timer period */
@@ -63,16 +65,21 @@ extern int lsd_logtype;
 	_(RATE_LIMITED, "rx_rate_limited")        /* STAMP test packet over its source's rate */ \
 	_(REFL_DISABLED, "rx_reflector_disabled") /* STAMP test packet, reflector off */ \
 	_(REFL_SHORT, "rx_stamp_short")    /* to the reflector port but shorter than 44 bytes */ \
+	_(REFL_LOOP, "rx_reflector_loop")  /* to the reflector port from a reflector or system \
+					    * port (< 1024): a reply could ping-pong */ \
 	_(REPLY, "rx_reply")               /* reflected packet matched to one of our paths */ \
 	_(REPLY_SHORT, "rx_reply_short")   /* from the reflector port, shorter than 44 bytes */ \
 	_(REPLY_NO_PEER, "rx_reply_no_peer") /* reflected, from an address that is no peer */ \
 	_(REPLY_NO_PATH, "rx_reply_no_path") /* reflected, to a port that is no path */ \
+	_(REPLY_UNMATCHED, "rx_reply_unmatched") /* to no probe the path awaits, or T1 not \
+					      * ours: forged or duplicate, not believed */ \
 	_(ARP, "rx_arp")                   /* ARP handled (answered or learnt) */ \
 	_(ND, "rx_nd")                     /* Neighbor Solicitation/Advertisement handled */ \
 	_(L2_OTHER, "rx_l2_not_ours")      /* Ethernet destination neither ours nor group */ \
 	_(L3_OTHER, "rx_l3_not_ours")      /* IP destination not ours, or ARP/ND for another */ \
 	_(UDP_OTHER, "rx_udp_other_port")  /* UDP to a port we do not serve */ \
 	_(OTHER, "rx_other")               /* well-formed but not for us (TCP, LLDP...) */ \
+	_(BAD_SRC_MAC, "rx_bad_source_mac") /* UDP from a group (multicast/broadcast) MAC */ \
 	_(BAD_TRUNC, "rx_bad_truncated")   /* ls_pkt_parse rejections, one per reason */ \
 	_(BAD_L3, "rx_bad_l3") \
 	_(BAD_CSUM, "rx_bad_checksum") \
@@ -80,7 +87,8 @@ extern int lsd_logtype;
 	_(BAD_ARP, "rx_bad_arp") \
 	_(BAD_ND, "rx_bad_nd") \
 	_(BAD_VLAN, "rx_bad_vlan") \
-	_(BAD_ADDR, "rx_bad_address")
+	_(BAD_ADDR, "rx_bad_address")    /* source unspecified, loopback, multicast, \
+					  * broadcast, ours or our subnet's broadcast */
 
 enum lsd_rx_disp {
 #define LSD_RX_DISP_ENUM(sym, name) LSD_RX_ ## sym,
@@ -102,6 +110,7 @@ struct lsd_lcore_stats {
 	uint64_t alloc_failed;     /* mbuf pool empty */
 	uint64_t probes_unresolved;/* probe due but next hop MAC unknown */
 	uint64_t rl_overflow;      /* sources beyond the rate-limit table share one bucket */
+	uint64_t rl_evicted;       /* idle buckets freed for newcomers (table full) */
 	uint64_t cap_copied;
 	uint64_t cap_dropped;      /* capture ring full or pool empty */
 	uint64_t idle_sleeps;
@@ -173,51 +182,6 @@ struct lsd_peer_owd {
 	double edge_sigma;
 };
 
-struct lsd_peer_sync;               /* sync.c, control thread only */
-
-/* A peer: allocated by the control thread, owned by its lcore once added. */
-struct lsd_peer {
-	char name[LS_NAME_LEN];
-	struct ls_addr addr;
-	struct ls_addr nexthop;    /* addr, or the port's gateway when off-link */
-	uint16_t port_idx;         /* index into lsd.ports */
-	uint32_t interval_us;
-	uint16_t n_paths;
-	int32_t slot;              /* index in its lcore's peer table */
-	double asym_ns;            /* configured path asymmetry (clock sync) */
-	/* neighbour resolution (lcore) */
-	struct ls_mac mac;
-	bool resolved;
-	bool static_mac;           /* configured MAC: never ARP/ND for it */
-	uint64_t next_resolve_ns;
-	bool sync_speaker;         /* (lcore) its reflector fills our sync TLV: its
-				    * one-way delays wait for an offset, not raw */
-	uint64_t first_reply_ns;   /* (lcore) our time of its first reply, 0 before */
-	struct lsd_peer_owd owd;    /* control writes, lcore reads */
-	/* control-thread side */
-	struct ls_path_window *win; /* n_paths windows, owned by the control thread */
-	struct lsd_peer_sync *sync; /* clock-sync estimators (sync.c) */
-	struct lsd_peer_path path[]; /* n_paths */
-};
-
-/* Messages from the control thread to an lcore. */
-enum lsd_msg_type {
-	LSD_MSG_PEER_ADD = 1,   /* install msg->peer and start probing */
-	LSD_MSG_PEER_DEL,       /* stop probing msg->peer and give it back */
-	LSD_MSG_PROBE_SET,      /* change msg->peer's interval (0 = all peers) */
-	LSD_MSG_PEER_ACQUIRE,   /* acquire msg->peer again (sender.c, acquisition) */
-	LSD_MSG_POLICY,         /* run the data-path policy msg->ptr (bridge.c) */
-};
-
-struct lsd_msg {
-	enum lsd_msg_type type;
-	struct lsd_peer *peer;
-	uint32_t interval_us;
-	const void *ptr;       /* LSD_MSG_POLICY: the new struct ls_policy */
-	int result;            /* 0 or negative errno, set by the lcore */
-	uint32_t done;         /* set (release) by the lcore when handled */
-};
-
 /* Hash keys are 16 bytes, IPv4 as IPv4-mapped IPv6 (::ffff:a.b.c.d), so
  * rte_hash uses its vectorised 16-byte compare and CRC32 hashing. Built and
  * compared as two 64-bit words, in registers: a key stored with one 16-byte
@@ -253,6 +217,53 @@ struct lsd_rl_bucket {
 	uint64_t tokens_ns;    /* tokens scaled: one packet = 1e9 units */
 	struct lsd_addr_key key;
 	bool used;
+};
+
+struct lsd_peer_sync;               /* sync.c, control thread only */
+
+/* A peer: allocated by the control thread, owned by its lcore once added. */
+struct lsd_peer {
+	char name[LS_NAME_LEN];
+	struct ls_addr addr;
+	struct ls_addr nexthop;    /* addr, or the port's gateway when off-link */
+	uint16_t port_idx;         /* index into lsd.ports */
+	uint32_t interval_us;
+	uint16_t n_paths;
+	int32_t slot;              /* index in its lcore's peer table */
+	double asym_ns;            /* configured path asymmetry (clock sync) */
+	/* neighbour resolution (lcore) */
+	struct ls_mac mac;
+	bool resolved;
+	bool static_mac;           /* configured MAC: never ARP/ND for it */
+	uint64_t next_resolve_ns;
+	bool sync_speaker;         /* (lcore) its reflector fills our sync TLV: its
+				    * one-way delays wait for an offset, not raw */
+	uint64_t first_reply_ns;   /* (lcore) our time of its first reply, 0 before */
+	struct lsd_rl_bucket rl;   /* (lcore) its probes' rate limit: a bucket of its own,
+				    * out of strangers' reach (reflector.c) */
+	struct lsd_peer_owd owd;    /* control writes, lcore reads */
+	/* control-thread side */
+	struct ls_path_window *win; /* n_paths windows, owned by the control thread */
+	struct lsd_peer_sync *sync; /* clock-sync estimators (sync.c) */
+	struct lsd_peer_path path[]; /* n_paths */
+};
+
+/* Messages from the control thread to an lcore. */
+enum lsd_msg_type {
+	LSD_MSG_PEER_ADD = 1,   /* install msg->peer and start probing */
+	LSD_MSG_PEER_DEL,       /* stop probing msg->peer and give it back */
+	LSD_MSG_PROBE_SET,      /* change msg->peer's interval (0 = all peers) */
+	LSD_MSG_PEER_ACQUIRE,   /* acquire msg->peer again (sender.c, acquisition) */
+	LSD_MSG_POLICY,         /* run the data-path policy msg->ptr (bridge.c) */
+};
+
+struct lsd_msg {
+	enum lsd_msg_type type;
+	struct lsd_peer *peer;
+	uint32_t interval_us;
+	const void *ptr;       /* LSD_MSG_POLICY: the new struct ls_policy */
+	int result;            /* 0 or negative errno, set by the lcore */
+	uint32_t done;         /* set (release) by the lcore when handled */
 };
 
 /* Timestamps of one reply for the sync estimator: lcore -> control thread
@@ -292,6 +303,7 @@ struct lsd_lcore {
 	struct rte_hash *rl_hash;          /* source ls_addr -> bucket */
 	struct lsd_rl_bucket *rl;           /* max_sources + 1 (last = overflow) */
 	uint32_t rl_sweep;                 /* next bucket to check for idleness */
+	uint64_t rl_seed;                  /* random: rl_hash's seed, front cache mix */
 	/* Direct-mapped front cache of rl_hash: a slot names a bucket and is
 	 * trusted only while that bucket still holds the same key, so a sweep
 	 * that frees a bucket needs no invalidation here. */
@@ -446,6 +458,10 @@ void lsd_clock_tick(uint64_t tsc);
 struct json_t *lsd_clock_json(void);
 /* Simulated clock's ground truth at a TSC reading (NULL unless SIM). */
 struct json_t *lsd_clock_truth_at(uint64_t tsc);
+/* args.tsc of the clock and sync commands: 0 when absent, else within
+ * LSD_TSC_ARG_SPAN_S of now; replies bad_args and returns -EINVAL if not. */
+#define LSD_TSC_ARG_SPAN_S 60
+int lsd_clock_arg_tsc(struct ls_ctl_req *req, struct json_t *args, uint64_t *tsc);
 void lsd_clock_register(struct ls_ctl *ctl);
 
 /* log.c */
@@ -475,7 +491,7 @@ void lsd_sync_register(struct ls_ctl *ctl);
 /* fleettime.c (control thread): fleet time in shared memory */
 struct ls_sync_state;
 struct ls_sync_node_conf;
-int lsd_fleettime_open(const char *path);
+int lsd_fleettime_open(const char *path, char *err, size_t len);
 void lsd_fleettime_close(void);
 void lsd_fleettime_poll(uint64_t tsc, struct ls_clock *clock, const struct ls_sync_state *self,
 			const struct ls_sync_node_conf *nconf);
@@ -488,7 +504,7 @@ int lsd_capture_stop(void);
 void lsd_capture_drain(void);
 struct lsd_capture_status {
 	bool active;
-	char file[256];
+	char file[LSD_CAP_PATH_LEN];
 	uint64_t packets, bytes, dropped;
 };
 void lsd_capture_status(struct lsd_capture_status *st);

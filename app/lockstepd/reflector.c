@@ -9,9 +9,14 @@
  * ones flagged U, a malformed one flagged M). A reply is never longer than
  * the request, and each source address gets a token bucket (rate_pps,
  * burst), so the reflector cannot be used to amplify or reflect a flood.
- * Sources live in an lcore-private rte_hash; when it is full, newcomers share
- * one overflow bucket (so a spoofed-source flood is still bounded in total),
- * and a sweep in housekeeping frees buckets idle for LS_RL_IDLE_NS.
+ * Configured peers have a bucket of their own (in struct lsd_peer): strangers
+ * can neither share it nor push it out. Other sources live in an
+ * lcore-private rte_hash seeded with a per-process random value (collisions
+ * cannot be planned) with an extendable table (an add fails only when it is
+ * full). When it is full, the bucket idle longest among a few sampled is
+ * evicted if it has been idle LS_RL_EVICT_IDLE_NS; otherwise newcomers share
+ * one overflow bucket (so a spoofed-source flood is still bounded in total).
+ * A sweep in housekeeping frees buckets idle for LS_RL_IDLE_NS.
  *
  * The transmit timestamp (T3) is written later, by the burst loop, right
  * before tx_burst; this file leaves the payload offset in m->hash.usr and
@@ -20,11 +25,13 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include <rte_hash.h>
 #include <rte_hash_crc.h>
 #include <rte_lcore.h>
 #include <rte_malloc.h>
+#include <rte_random.h>
 
 #include "lockstepd.h"
 #include "ls_sync.h"
@@ -32,6 +39,8 @@
 
 #define LS_RL_IDLE_NS (10ULL * LS_NS_PER_S)
 #define LS_RL_SWEEP_PER_TICK 64
+#define LS_RL_EVICT_IDLE_NS (1ULL * LS_NS_PER_S) /* a full table evicts buckets idle this long */
+#define LS_RL_EVICT_SAMPLE 8    /* buckets looked at per eviction (sampled LRU) */
 
 int
 lsd_reflector_setup(struct lsd_lcore *lc)
@@ -43,8 +52,14 @@ lsd_reflector_setup(struct lsd_lcore *lc)
 		.key_len = sizeof(struct lsd_addr_key),
 		.hash_func = rte_hash_crc,
 		.socket_id = (int)rte_lcore_to_socket_id(lc->lcore_id),
+		.extra_flag = RTE_HASH_EXTRA_FLAGS_EXT_TABLE,
 	};
 
+	/* A seed nobody outside knows: spoofed sources cannot be chosen to
+	 * collide in the table or in its front cache. */
+	if (getrandom(&lc->rl_seed, sizeof(lc->rl_seed), 0) != sizeof(lc->rl_seed))
+		lc->rl_seed = rte_rand();
+	hp.hash_func_init_val = (uint32_t)lc->rl_seed;
 	snprintf(name, sizeof(name), "ls_rl_%u", lc->lcore_id);
 	hp.name = name;
 	lc->rl_hash = rte_hash_create(&hp);
@@ -81,24 +96,54 @@ rl_admit(struct lsd_rl_bucket *b, uint64_t now_ns)
 	return true;
 }
 
+/* The table is full: free the bucket idle longest among a few from the
+ * sweep cursor on, if it has been idle LS_RL_EVICT_IDLE_NS (a sampled LRU;
+ * sources active within that time keep theirs). */
+static bool
+rl_evict(struct lsd_lcore *lc, uint64_t now_ns)
+{
+	const uint32_t n = lsd.cfg.reflector.max_sources;
+	struct lsd_rl_bucket *old = NULL;
+	uint32_t i = lc->rl_sweep;
+
+	for (int k = 0; k < LS_RL_EVICT_SAMPLE; k++, i = i + 1 < n ? i + 1 : 0) {
+		struct lsd_rl_bucket *b = &lc->rl[i];
+
+		if (b->used && (old == NULL || b->last_ns < old->last_ns))
+			old = b;
+	}
+	lc->rl_sweep = i;
+	if (old == NULL || now_ns < old->last_ns + LS_RL_EVICT_IDLE_NS)
+		return false;
+	rte_hash_del_key(lc->rl_hash, &old->key);
+	memset(old, 0, sizeof(*old));
+	lc->st.rl_evicted++;
+	return true;
+}
+
 static struct lsd_rl_bucket *
 rl_bucket(struct lsd_lcore *lc, const struct ls_addr *src, uint64_t now_ns)
 {
 	const uint32_t n = lsd.cfg.reflector.max_sources;
+	struct lsd_peer *peer = NULL;
 	struct lsd_addr_key key;
 	uint32_t slot, c;
 	int32_t pos;
 
 	lsd_addr_key(src, &key);
-	/* Multiplicative hash: the top bits mix every address byte. */
-	slot = (uint32_t)(((key.w[0] ^ key.w[1]) * 0x9e3779b97f4a7c15ULL) >> 56) &
+	/* Multiplicative hash of the seeded key: the top bits mix every byte. */
+	slot = (uint32_t)(((key.w[0] ^ key.w[1] ^ lc->rl_seed) * 0x9e3779b97f4a7c15ULL) >> 56) &
 	       (LSD_RL_CACHE - 1);
 	c = lc->rl_cache[slot];
 	if (likely(c != 0 && lc->rl[c - 1].used && lsd_addr_key_eq(&lc->rl[c - 1].key, &key)))
 		return &lc->rl[c - 1];
+	if (rte_hash_lookup_data(lc->peer_hash, &key, (void **)&peer) >= 0 && peer != NULL)
+		return &peer->rl;
 	pos = rte_hash_lookup(lc->rl_hash, &key);
 	if (pos < 0) {
 		pos = rte_hash_add_key(lc->rl_hash, &key);
+		if (pos == -ENOSPC && rl_evict(lc, now_ns))
+			pos = rte_hash_add_key(lc->rl_hash, &key);
 		if (pos < 0 || (uint32_t)pos >= n) {
 			if (pos >= 0)
 				rte_hash_del_key(lc->rl_hash, &key);

@@ -95,7 +95,16 @@ rx_one(struct lsd_lcore *lc, struct lsd_port *p, struct rte_mbuf *m, uint64_t rx
 			d = LSD_RX_BAD_ADDR;
 			break;
 		}
+		/* A reply would go to a whole L2 group. */
+		if (unlikely(pi.src_mac.b[0] & 1)) {
+			d = LSD_RX_BAD_SRC_MAC;
+			break;
+		}
 		if (pi.dport == pc->dst_port) {
+			if (unlikely(ls_reflect_src_port_bad(pi.sport, pc->dst_port))) {
+				d = LSD_RX_REFL_LOOP;
+				break;
+			}
 			if (lsd_reflector_handle(lc, p, m, &pi, rx_ns))
 				return true;
 			return false; /* reflector counted it */

@@ -465,8 +465,10 @@ lsd_sender_on_reply(struct lsd_lcore *lc, struct lsd_port *p __rte_unused,
 	struct lsd_peer *peer = NULL;
 	int64_t samples[LS_PM_MAX];
 	struct lsd_addr_key key;
+	static const int64_t no_samples[LS_PM_MAX] = {LS_PM_NONE, LS_PM_NONE, LS_PM_NONE};
 	enum lsd_rx_disp d;
 	uint32_t path;
+	uint64_t t1;
 	bool t_ok;
 
 	if (pi->payload_len < LS_STAMP_BASE_LEN) {
@@ -503,6 +505,24 @@ lsd_sender_on_reply(struct lsd_lcore *lc, struct lsd_port *p __rte_unused,
 			lc->st.tx_trailer_unsent++;
 	}
 	pp = &peer->path[path];
+	/*
+	 * Believe a reply only for a probe this path sent and still awaits, and
+	 * only when it echoes the T1 we wrote (anyone can forge a reply from a
+	 * peer's address; few can guess a send time to the nanosecond). It
+	 * then feeds the windows and clock sync with T1 from our own record.
+	 */
+	if (!ls_path_awaits(&pp->live, r.sender_seq, &t1)) {
+		/* the path still counts unknown and duplicate sequences */
+		ls_path_on_reply(&pp->live, r.sender_seq, rx_ns, no_samples);
+		d = LSD_RX_REPLY_UNMATCHED;
+		goto out;
+	}
+	/* 1 ns: an NTP-format T1 (2^-32 s units) comes back rounded. */
+	if ((uint64_t)(r.sender_ts_ns - t1 + 1) > 2) {
+		d = LSD_RX_REPLY_UNMATCHED;
+		goto out;
+	}
+	r.sender_ts_ns = t1;
 	samples[LS_PM_RTT] = ((int64_t)rx_ns - (int64_t)r.sender_ts_ns) -
 			     ((int64_t)r.tx_ns - (int64_t)r.rx_ns);
 	samples[LS_PM_FWD] = (int64_t)r.rx_ns - (int64_t)r.sender_ts_ns;

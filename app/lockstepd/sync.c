@@ -171,10 +171,12 @@ lsd_sync_init(struct ls_clock *clock, struct ls_clock *q_clock)
 	sync_st.step_tsc = rte_get_tsc_hz() / 1000 * c->interval_ms;
 	sync_st.next_step_tsc = rte_rdtsc() + sync_st.step_tsc;
 	if (c->shm[0] != '\0') {
-		rc = lsd_fleettime_open(c->shm);
+		char why[200];
+
+		rc = lsd_fleettime_open(c->shm, why, sizeof(why));
 		if (rc < 0) {
 			LSD_LOG(ERR, "%s: sync.shm: cannot create %s: %s", lsd.cfg.file, c->shm,
-			       strerror(-rc));
+			       why);
 			return rc;
 		}
 		LSD_LOG(INFO, "sync: fleet time in %s", c->shm);

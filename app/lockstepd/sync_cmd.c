@@ -13,7 +13,7 @@ cmd_sync(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 {
 	uint64_t tsc = 0;
 
-	if (ls_ctl_arg_uint(req, args, "tsc", 1, INT64_MAX, &tsc) < 0)
+	if (lsd_clock_arg_tsc(req, args, &tsc) < 0)
 		return;
 	ls_ctl_reply_ok(req, lsd_sync_json(tsc));
 }

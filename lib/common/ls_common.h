@@ -103,6 +103,18 @@ bool ls_addr_is_unicast(const struct ls_addr *a);
 bool ls_prefix_contains(const struct ls_prefix *p, const struct ls_addr *addr);
 
 /**
+ * True for an IPv4 source (host byte order) no packet may be answered from:
+ * "this network" 0/8, loopback 127/8, multicast 224/4 and the reserved
+ * 240/4 with the limited broadcast. A reply to one would go nowhere, to
+ * ourselves, or to a group (an amplifier).
+ */
+static inline bool
+ls_addr_v4_martian(uint32_t s)
+{
+	return (s >> 24) == 0 || (s >> 24) == 127 || (s >> 24) >= 224;
+}
+
+/**
  * IPv4 form of ls_prefix_bad_source, host byte order, for fast paths: s is
  * mine itself, or (prefixes shorter than /31, RFC 3021) the network or
  * directed-broadcast address of mine/plen.

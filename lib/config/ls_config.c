@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "ls_config.h"
+#include "ls_stamp.h"
 #include "ls_config_priv.h"
 #include "ls_jsonv.h"
 
@@ -676,6 +677,7 @@ static const struct field control_fields[] = {
 	F_STR("socket", CTL, socket, 1, 0),
 	F_FUNC("mode", CTL, mode, fn_mode, 0),
 	F_INT("max_clients", CTL, max_clients, 1, 1024, 0),
+	F_INT("idle_timeout_ms", CTL, idle_timeout_ms, 100, 86400000, 0),
 };
 #undef CTL
 static const struct schema control_schema = SCHEMA(control_fields, NULL);
@@ -689,14 +691,30 @@ static const struct field idle_fields[] = {
 #undef IDLE
 static const struct schema idle_schema = SCHEMA(idle_fields, NULL);
 
+/* capture.start names a file inside dir: it must not depend on the
+ * daemon's working directory. */
+static int
+capture_post(struct pctx *c, const char *path, const json_t *obj, void *base)
+{
+	const struct ls_conf_capture *cap = base;
+	char kpath[LS_JSONV_PATH_LEN];
+
+	(void)obj;
+	ls_jsonv_key(kpath, path, "dir");
+	if (cap->dir[0] != '/')
+		return ls_jsonv_fail(&c->jv, kpath, "must be an absolute path");
+	return 0;
+}
+
 #define CAP struct ls_conf_capture
 static const struct field capture_fields[] = {
 	F_INT("snaplen", CAP, snaplen, 64, 65535, 0),
 	F_INT("max_bytes", CAP, max_bytes, 4096, 1LL << 40, 0),
 	F_INT("ring_size", CAP, ring_size, 64, 1048576, F_POW2),
+	F_STR("dir", CAP, dir, 1, 0),
 };
 #undef CAP
-static const struct schema capture_schema = SCHEMA(capture_fields, NULL);
+static const struct schema capture_schema = SCHEMA(capture_fields, capture_post);
 
 static const struct field sync_fields[] = {
 	F_BOOL("enabled", struct ls_conf_sync, enabled),
@@ -734,7 +752,35 @@ static const struct field top_fields[] = {
 	F_OBJ("bridge", offsetof(CFG, bridge), ls_config_bridge_schema, 0),
 };
 #undef CFG
-static const struct schema top_schema = SCHEMA(top_fields, NULL);
+
+/*
+ * The largest probe (the first of a pair: base packet, lockstep TLV, sync
+ * TLV, padding TLV) must fit every port's MTU it may leave by, or it is
+ * dropped on the way and the path looks dead (issue 27 L9).
+ */
+static int
+top_post(struct pctx *c, const char *path, const json_t *obj, void *base)
+{
+	const struct ls_config *cfg = base;
+	unsigned int udp = 8 + LS_STAMP_BASE_LEN + LS_STAMP_TLV_HDR_LEN + LS_STAMP_LOCKSTEP_LEN +
+			   (cfg->sync.enabled ? LS_STAMP_TLV_HDR_LEN + LS_STAMP_SYNC_LEN : 0) +
+			   (cfg->probe.pad ? LS_STAMP_TLV_HDR_LEN + cfg->probe.pad : 0);
+
+	(void)path;
+	(void)obj;
+	for (unsigned int i = 0; i < cfg->n_ports; i++) {
+		const struct ls_conf_port *p = &cfg->ports[i];
+		unsigned int ip = (p->ipv6.addr.family ? 40 : 20) + udp;
+
+		if (p->role != LS_PORT_HOST && (p->ipv4.addr.family || p->ipv6.addr.family) &&
+		    ip > p->mtu)
+			return ls_jsonv_fail(&c->jv, "probe.pad", "%u makes %u-byte probes, over "
+					     "ports[%u] (%s) mtu %u", cfg->probe.pad, ip, i,
+					     p->name, p->mtu);
+	}
+	return 0;
+}
+static const struct schema top_schema = SCHEMA(top_fields, top_post);
 
 /* Every default in one place (docs/config.md lists the same values). */
 static void
@@ -763,12 +809,14 @@ set_defaults(struct ls_config *cfg)
 	cfg->clock.tx_lead_ns = 20000;
 	cfg->control.mode = 0660;
 	cfg->control.max_clients = 16;
+	cfg->control.idle_timeout_ms = 60000;
 	cfg->idle.backoff = false;
 	cfg->idle.after_polls = 256;
 	cfg->idle.sleep_us = 100;
 	cfg->capture.snaplen = 256;
 	cfg->capture.max_bytes = 64ULL << 20;
 	cfg->capture.ring_size = 4096;
+	snprintf(cfg->capture.dir, sizeof(cfg->capture.dir), "/var/lib/lockstep/capture");
 	cfg->sync.enabled = true;
 	cfg->sync.window_ms = 2000;
 	cfg->sync.interval_ms = 250;

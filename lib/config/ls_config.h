@@ -172,6 +172,8 @@ struct ls_conf_control {
 	char socket[108];         /**< path, default /run/lockstep/<node>.sock */
 	uint32_t mode;            /**< permission bits, default 0660 */
 	uint32_t max_clients;     /**< concurrent clients, default 16 */
+	uint32_t idle_timeout_ms; /**< drop a client idle (or dribbling half a line) this
+				   *   long, default 60000 */
 };
 
 /** Idle back-off of the polling lcores (lab use on shared cores). */
@@ -186,6 +188,8 @@ struct ls_conf_capture {
 	uint32_t snaplen;         /**< bytes kept per packet, default 256 */
 	uint64_t max_bytes;       /**< file size bound, default 64 MiB */
 	uint32_t ring_size;       /**< lcore -> writer ring, default 4096 */
+	char dir[256];            /**< the only directory captures are written to (absolute),
+				   *   default /var/lib/lockstep/capture */
 };
 
 /** The whole configuration. */

@@ -40,74 +40,20 @@
 #include <poll.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
 
 #include "ls_ctl.h"
-
-/** Most commands one server can hold; lockstepd registers a few dozen. */
-#define LS_CTL_MAX_COMMANDS 128
-/** Longest command name (including the NUL). */
-#define LS_CTL_MAX_NAME 64
-/** A client with this much unsent output is dropped: it is not reading. */
-#define LS_CTL_MAX_OUTPUT (16u << 20)
-/** Above this much unsent output we stop reading that client's requests. */
-#define LS_CTL_OUT_HIWAT (256u << 10)
-/** Bytes read from one client per poll round, so no client starves others. */
-#define LS_CTL_READ_BUDGET (256u << 10)
-/** listen(2) backlog; connections beyond max_clients are refused by us. */
-#define LS_CTL_BACKLOG 16
-
-struct ls_ctl_cmd {
-	char *name;
-	char *usage;
-	char *help;
-	char *keys;        /* allowed argument keys, space-separated; NULL: any */
-	ls_ctl_cb cb;
-	void *aux;
-};
-
-struct ls_ctl_client {
-	int fd;
-	char *in;          /* current partial line */
-	size_t in_len;
-	size_t in_cap;
-	bool discarding;   /* skipping the rest of an oversize line */
-	bool eof;          /* peer shut down its write side */
-	bool dead;         /* close at the end of this round */
-	char *out;         /* pending reply bytes: out[out_off, out_len) */
-	size_t out_off;
-	size_t out_len;
-	size_t out_cap;
-};
-
-struct ls_ctl {
-	int listen_fd;
-	char *path;
-	dev_t dev;         /* identity of the socket file we created, so  */
-	ino_t ino;         /* ls_ctl_free() never unlinks someone else's */
-	unsigned int max_clients;
-	size_t max_request;
-	struct ls_ctl_client **clients; /* max_clients slots, NULL when free */
-	unsigned int n_clients;
-	struct ls_ctl_cmd cmds[LS_CTL_MAX_COMMANDS];
-	unsigned int n_cmds;
-	struct pollfd *pfds;            /* scratch for ls_ctl_poll(): */
-	struct ls_ctl_client **polled;  /* pfds[i] belongs to polled[i] */
-};
-
-struct ls_ctl_req {
-	struct ls_ctl *ctl;
-	struct ls_ctl_client *client;
-	bool replied;
-};
+#include "ls_ctl_priv.h"
 
 /* ------------------------------------------------------------------ */
 /* Output                                                             */
@@ -117,6 +63,15 @@ static void
 client_kill(struct ls_ctl_client *c)
 {
 	c->dead = true;
+}
+
+static uint64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 /* Send as much pending output as the socket takes without blocking. */
@@ -129,6 +84,7 @@ client_flush(struct ls_ctl_client *c)
 				 MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n > 0) {
 			c->out_off += (size_t)n;
+			c->active_ms = now_ms();
 			continue;
 		}
 		if (n < 0 && errno == EINTR)
@@ -582,7 +538,15 @@ client_read(struct ls_ctl *ctl, struct ls_ctl_client *c)
 		ssize_t n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT);
 
 		if (n > 0) {
-			served += client_feed(ctl, c, buf, (size_t)n);
+			int k = client_feed(ctl, c, buf, (size_t)n);
+
+			/* Bytes alone are no activity: half a line, dribbled, must
+			 * not hold a slot for ever. */
+			if (k > 0) {
+				c->active_ms = now_ms();
+				c->served = true;
+			}
+			served += k;
 			budget -= (size_t)n < budget ? (size_t)n : budget;
 			continue;
 		}
@@ -638,6 +602,37 @@ refuse_busy(int fd, unsigned int max_clients)
 	close(fd);
 }
 
+/* a gives way before b: one that never made a request before one that did
+ * (a quiet long-lived client outranks a crowd of idle newcomers), then the
+ * one active longest ago. */
+static bool
+evict_first(const struct ls_ctl_client *a, const struct ls_ctl_client *b)
+{
+	if (a->served != b->served)
+		return !a->served;
+	return a->active_ms < b->active_ms;
+}
+
+/*
+ * The table is full: a client with no reply pending gives its slot up
+ * (evict_first), so an operator always gets in however many idle
+ * connections are open. NULL when every client awaits a reply.
+ */
+static struct ls_ctl_client **
+evictable(struct ls_ctl *ctl)
+{
+	struct ls_ctl_client **best = NULL;
+
+	for (unsigned int i = 0; i < ctl->max_clients; i++) {
+		struct ls_ctl_client *c = ctl->clients[i];
+
+		if (c != NULL && c->out_len == c->out_off &&
+		    (best == NULL || evict_first(c, *best)))
+			best = &ctl->clients[i];
+	}
+	return best;
+}
+
 static int
 accept_clients(struct ls_ctl *ctl)
 {
@@ -671,8 +666,15 @@ accept_clients(struct ls_ctl *ctl)
 			}
 		}
 		if (ctl->n_clients >= ctl->max_clients) {
-			refuse_busy(fd, ctl->max_clients);
-			continue;
+			struct ls_ctl_client **v = evictable(ctl);
+
+			if (v == NULL) {
+				refuse_busy(fd, ctl->max_clients);
+				continue;
+			}
+			client_free(*v);
+			*v = NULL;
+			ctl->n_clients--;
 		}
 		c = calloc(1, sizeof(*c));
 		if (c == NULL) {
@@ -680,6 +682,7 @@ accept_clients(struct ls_ctl *ctl)
 			continue;
 		}
 		c->fd = fd;
+		c->active_ms = now_ms();
 		for (i = 0; i < ctl->max_clients; i++)
 			if (ctl->clients[i] == NULL)
 				break;
@@ -688,10 +691,12 @@ accept_clients(struct ls_ctl *ctl)
 	}
 }
 
-/* Close clients marked dead and those that hung up with nothing left to say. */
+/* Close clients marked dead, those that hung up with nothing left to say,
+ * and those idle past idle_timeout_ms. */
 static void
 reap_clients(struct ls_ctl *ctl)
 {
+	uint64_t now = ctl->idle_timeout_ms ? now_ms() : 0;
 	unsigned int i;
 
 	for (i = 0; i < ctl->max_clients; i++) {
@@ -699,7 +704,8 @@ reap_clients(struct ls_ctl *ctl)
 
 		if (c == NULL)
 			continue;
-		if (c->dead || (c->eof && c->out_len == c->out_off)) {
+		if (c->dead || (c->eof && c->out_len == c->out_off) ||
+		    (ctl->idle_timeout_ms && now - c->active_ms > ctl->idle_timeout_ms)) {
 			client_free(c);
 			ctl->clients[i] = NULL;
 			ctl->n_clients--;
@@ -742,8 +748,10 @@ ls_ctl_poll(struct ls_ctl *ctl, int timeout_ms)
 	rc = poll(ctl->pfds, n, timeout_ms);
 	if (rc < 0)
 		return errno == EINTR ? 0 : -errno;
-	if (rc == 0)
+	if (rc == 0) {
+		reap_clients(ctl); /* idle time-outs */
 		return 0;
+	}
 
 	for (i = 1; i < n; i++) {
 		struct ls_ctl_client *c = polled[i];
@@ -848,6 +856,7 @@ ls_ctl_create(const struct ls_ctl_params *params)
 	ctl->listen_fd = -1;
 	ctl->max_clients = params->max_clients;
 	ctl->max_request = params->max_request;
+	ctl->idle_timeout_ms = params->idle_timeout_ms;
 	ctl->path = strdup(params->path);
 	ctl->clients = calloc(ctl->max_clients, sizeof(*ctl->clients));
 	ctl->pfds = calloc((size_t)ctl->max_clients + 1, sizeof(*ctl->pfds));

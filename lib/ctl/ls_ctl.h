@@ -61,8 +61,13 @@ typedef void (*ls_ctl_cb)(struct ls_ctl_req *req, json_t *args, void *aux);
 struct ls_ctl_params {
 	const char *path;        /**< socket path (an existing stale socket is replaced) */
 	mode_t mode;             /**< permission bits, e.g. 0660 */
-	unsigned int max_clients;/**< concurrent connections, further ones get a "busy" reply and are closed */
+	unsigned int max_clients;/**< concurrent connections; when all are taken, a newcomer
+				  *   takes the slot of the client active longest ago (one
+				  *   with no reply pending); if none, it gets "busy" */
 	size_t max_request;      /**< longest request line in bytes, e.g. 65536 */
+	unsigned int idle_timeout_ms; /**< close a client that completed no request and
+				       *   took no reply bytes for this long (idle, or
+				       *   dribbling half a line); 0: never */
 };
 
 /**

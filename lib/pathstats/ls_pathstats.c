@@ -147,6 +147,17 @@ record(struct ls_path_live *p, const int64_t samples[LS_PM_MAX])
 			ls_hist_add(&s->h[m], samples[m]);
 }
 
+bool
+ls_path_awaits(const struct ls_path_live *p, uint32_t seq, uint64_t *tx_ns)
+{
+	const typeof(p->track[0]) *t = &p->track[seq & TRACK_MASK];
+
+	if (t->seq != seq || (t->state != TRK_OUT && t->state != TRK_LOST))
+		return false;
+	*tx_ns = t->tx_ns;
+	return true;
+}
+
 enum ls_path_rx
 ls_path_on_reply(struct ls_path_live *p, uint32_t seq, uint64_t now_ns,
 		 const int64_t samples[LS_PM_MAX])

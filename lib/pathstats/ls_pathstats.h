@@ -119,6 +119,15 @@ void ls_path_live_init(struct ls_path_live *p, uint64_t now_ns);
 void ls_path_on_send(struct ls_path_live *p, uint32_t seq, uint64_t now_ns);
 
 /**
+ * Whether a reply for probe seq may still be believed: seq was sent on this
+ * path and has not been answered yet (outstanding, or counted lost and so
+ * possibly late). Read-only; call ls_path_on_reply() to record it.
+ * @param tx_ns  when true, set to the send time recorded by ls_path_on_send():
+ *               the probe's T1 as we wrote it, not as a reply claims it
+ */
+bool ls_path_awaits(const struct ls_path_live *p, uint32_t seq, uint64_t *tx_ns);
+
+/**
  * Record a reply for probe seq at now_ns with its delay samples
  * (samples[LS_PM_RTT/FWD/REV]); histograms are updated only for OK and
  * REORDERED (and LATE) replies.

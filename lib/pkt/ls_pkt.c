@@ -140,11 +140,12 @@ mac_is_group(const uint8_t *m)
 static bool
 ipv4_src_bad(const uint8_t *a)
 {
-	/* 0.0.0.0, 224.0.0.0/4 multicast, 240.0.0.0/4 incl. broadcast: none
-	 * of them can be answered, and a reply to them could amplify.
+	/* 0/8, 127/8 loopback, 224/4 multicast, 240/4 incl. broadcast: none
+	 * of them can be answered, and a reply to them could amplify or loop
+	 * back to us (ls_addr_v4_martian, shared with lib/reflect).
 	 */
-	return (a[0] == 0 && a[1] == 0 && a[2] == 0 && a[3] == 0) ||
-		a[0] >= 224;
+	return ls_addr_v4_martian((uint32_t)a[0] << 24 | (uint32_t)a[1] << 16 |
+				  (uint32_t)a[2] << 8 | a[3]);
 }
 
 static bool
@@ -153,6 +154,15 @@ ipv6_is_unspec(const uint8_t *a)
 	static const uint8_t zero[16];
 
 	return memcmp(a, zero, 16) == 0;
+}
+
+/* ::1 would have us answer ourselves. */
+static bool
+ipv6_is_loopback(const uint8_t *a)
+{
+	static const uint8_t lo[16] = {[15] = 1};
+
+	return memcmp(a, lo, 16) == 0;
 }
 
 static void
@@ -325,7 +335,8 @@ parse_ipv6(const uint8_t *frame, uint32_t len, bool verify_l4,
 	rc = parse_udp(frame, l4_off, plen, pi);
 	if (rc < 0)
 		return rc;
-	if (ip->src_addr[0] == 0xff || ipv6_is_unspec(ip->src_addr))
+	if (ip->src_addr[0] == 0xff || ipv6_is_unspec(ip->src_addr) ||
+	    ipv6_is_loopback(ip->src_addr))
 		return LS_PKT_ERR_ADDR;
 	/* RFC 8200 section 8.1: a zero UDP checksum is not allowed on IPv6. */
 	if (verify_l4 &&

@@ -44,7 +44,7 @@ enum ls_pkt_class {
 	LS_PKT_ERR_ARP = -5,       /**< ARP not Ethernet/IPv4, bad lengths */
 	LS_PKT_ERR_ND = -6,        /**< ND with hop limit != 255, bad code, bad option */
 	LS_PKT_ERR_VLAN = -7,      /**< VLAN-tagged frame (not supported yet) */
-	LS_PKT_ERR_ADDR = -8,      /**< multicast/broadcast/unspecified source address */
+	LS_PKT_ERR_ADDR = -8,      /**< multicast/broadcast/unspecified/loopback source address */
 };
 
 /** Number of distinct negative ls_pkt_class values (for counter arrays). */

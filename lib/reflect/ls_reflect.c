@@ -105,15 +105,15 @@ ts_value(uint64_t ns, bool ptp)
 	       (uint32_t)(((rem << 32) + LS_NS_PER_S / 2) / LS_NS_PER_S);
 }
 
-/* The sources the generic path refuses: unspecified, multicast and above
- * (lib/pkt), ours and our subnet's network/broadcast (ls_prefix_bad_source,
- * as lockstepd's port does). */
+/* The sources the generic path refuses: unspecified, loopback, multicast
+ * and above (ls_addr_v4_martian, as lib/pkt), ours and our subnet's
+ * network/broadcast (ls_prefix_bad_source, as lockstepd's port does). */
 static inline bool
 src_ok(uint32_t src_be, const struct ls_reflect_port *port)
 {
 	uint32_t s = rte_be_to_cpu_32(src_be);
 
-	if (s == 0 || (s >> 24) >= 224)
+	if (ls_addr_v4_martian(s))
 		return false;
 	return !ls_prefix_bad_source_v4(s, rte_be_to_cpu_32(port->ip), port->plen);
 }
@@ -131,7 +131,8 @@ ls_reflect_v4_check(const uint8_t *frame, uint32_t len,
 	int rc;
 
 	if (len < PL_OFF + LS_STAMP_BASE_LEN || memcmp(frame, port->mac, 6) != 0 ||
-	    be16(frame + 12) != 0x0800 || ip[0] != 0x45 || ip[9] != 17)
+	    (frame[6] & 1) != 0 || be16(frame + 12) != 0x0800 || ip[0] != 0x45 ||
+	    ip[9] != 17)
 		return false;
 	tlen = be16(ip + 2);
 	if (tlen < 20 + 8 + LS_STAMP_BASE_LEN || (uint32_t)IP_OFF + tlen > len ||
@@ -139,7 +140,8 @@ ls_reflect_v4_check(const uint8_t *frame, uint32_t len,
 		return false;
 	memcpy(&src, ip + 12, 4);
 	if (!src_ok(src, port) || be16(uh + 4) != tlen - 20 ||
-	    be16(uh + 2) != port->dst_port || ld16(uh + 6) == 0 ||
+	    be16(uh + 2) != port->dst_port || ls_reflect_src_port_bad(be16(uh), port->dst_port) ||
+	    ld16(uh + 6) == 0 ||
 	    ls_pkt_cksum_raw(ip, 20) != 0xffff)
 		return false;
 	plen = (uint16_t)(tlen - 28);

@@ -9,7 +9,8 @@
  * that carries nearly all traffic, and does it in one pass over the headers:
  *  - ls_reflect_v4_check() validates read-only exactly what the generic
  *    path would (headers, header checksum, UDP checksum, our MAC and
- *    address, a forwardable source, every TLV of a type the reflector copies
+ *    address, a forwardable source from a unicast MAC and a sender (not a
+ *    reflector) port, every TLV of a type the reflector copies
  *    unchanged) and otherwise answers "take the generic path";
  *  - ls_reflect_v4_apply() writes the reflected packet and updates both
  *    checksums incrementally (RFC 1624) from the verified ones, computing
@@ -48,6 +49,20 @@ struct ls_reflect_v4 {
 	uint16_t base_sum;     /**< ones'-complement sum of the 44 base bytes, as loaded */
 	uint8_t ttl;           /**< TTL the packet arrived with */
 };
+
+/**
+ * True when a test packet from UDP source port sport must not be answered:
+ * it comes from a reflector port (dst_port, ours) or a system port (< 1024,
+ * where STAMP and other echo-like services live). A reply would be a valid
+ * request for the reflector at the other end, which answers in turn: two
+ * reflectors would ping-pong one forged packet forever. Our own senders use
+ * ports >= 1024 (probe.src_port_base), as RFC 8762 senders normally do.
+ */
+static inline bool
+ls_reflect_src_port_bad(uint16_t sport, uint16_t dst_port)
+{
+	return sport == dst_port || sport < 1024;
+}
 
 /** Offset of the STAMP payload in a fast-path frame (Ethernet + IPv4 + UDP). */
 #define LS_REFLECT_V4_PAYLOAD_OFF 42

@@ -272,8 +272,11 @@ ls_fleettime_publish(struct ls_fleettime_shm *s, const struct ls_fleettime_shm *
 
 /**
  * Map a published page read-only. The descriptor is closed at once; the
- * mapping stays valid until ls_fleettime_unmap() (or exit).
- * @return 0, or -errno (-EINVAL when the file is shorter than the struct).
+ * mapping stays valid until ls_fleettime_unmap() (or exit). Only a regular
+ * file owned by root or by the caller that nobody else may write is
+ * believed: anyone else could forge fleet time in it.
+ * @return 0, or -errno (-EINVAL when the file is shorter than the struct,
+ *         -EPERM when its owner or mode is not to be trusted).
  */
 static inline int
 ls_fleettime_map(const char *path, const struct ls_fleettime_shm **out)
@@ -282,7 +285,7 @@ ls_fleettime_map(const char *path, const struct ls_fleettime_shm **out)
 	void *p;
 	int fd, err;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	/* Touching a mapping past the end of its file is SIGBUS: check first. */
@@ -290,6 +293,11 @@ ls_fleettime_map(const char *path, const struct ls_fleettime_shm **out)
 		err = -errno;
 		close(fd);
 		return err;
+	}
+	if (!S_ISREG(st.st_mode) || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0 ||
+	    (st.st_uid != 0 && st.st_uid != geteuid())) {
+		close(fd);
+		return -EPERM;
 	}
 	if (st.st_size < (off_t)sizeof(struct ls_fleettime_shm)) {
 		close(fd);

@@ -56,10 +56,13 @@ def config(tmp, extra=None, name="c1"):
         "ports": [{"name": "p0",
                    "dev": "net_memif0,role=server,id=0,socket=%s/m.sock,socket-abstract=no" % tmp,
                    "mac": "02:00:00:00:07:01", "ipv4": "10.7.0.1/24", "ipv6": "fd00:7::1/64"}],
-        "peers": [{"name": "a", "addr": "10.7.0.2"}, {"name": "b6", "addr": "fd00:7::2", "paths": 2}],
+        "peers": [{"name": "a", "addr": "10.7.0.2", "asym_ns": 1500},
+                  {"name": "b6", "addr": "fd00:7::2", "paths": 2}],
         "probe": {"interval_us": 100000, "paths": 3},
         "clock": {"source": "sim", "sim": {"offset_ns": 123456, "drift_ppm": 12.5, "wander_ns": 0}},
         "control": {"socket": "%s/%s.sock" % (tmp, name)},
+        "capture": {"dir": "%s/cap" % tmp},
+        "sync": {"shm": "%s/%s.fleettime" % (tmp, name)},
         "idle": {"backoff": True},
     }
     if extra:
@@ -103,7 +106,7 @@ def main():
             "probe.set": {"interval_us": 50000},
             "stats.reset": None, "clock": None, "sync": None, "sync.points": {"peer": "a"},
             "log.level": {"level": "debug"},
-            "capture.start": {"file": os.path.join(tmp, "c.pcap")}, "capture.stop": None,
+            "capture.start": {"file": "c.pcap"}, "capture.stop": None,
         }
         c.check(sorted(valid) == names, "test covers every command: %s" % names)
         for name in ["help", "status", "peers", "paths", "path", "peer.add", "peer.del",
@@ -146,6 +149,13 @@ def main():
             c.check(r.get("ok") is False and r["error"]["code"] == code,
                     "%r... -> error %s" % (data[:24], r.get("error", {}).get("code")))
             c.check(k.call("status").get("ok") is True, "connection usable after %s" % code)
+        capdir = os.path.join(tmp, "cap")
+        os.makedirs(capdir, exist_ok=True)
+        outside = os.path.join(tmp, "outside")
+        os.symlink(outside, os.path.join(capdir, "link.pcap"))
+        os.mkfifo(os.path.join(capdir, "fifo.pcap"))
+        with open(os.path.join(capdir, "old.pcap"), "w") as f:
+            f.write("keep me")
         bad_args = [
             ("peer.add", {"name": "q"}, "bad_args", "addr"),
             ("peer.add", {"name": "q", "addr": "10.7.0.300"}, "bad_args", "addr"),
@@ -167,8 +177,22 @@ def main():
             ("sync.points", {"path": 0}, "bad_args", "peer"),
             ("log.level", {"level": "loud"}, "bad_args", "level"),
             ("capture.start", {}, "bad_args", "file"),
-            ("capture.start", {"file": "/nonexistent/dir/x.pcap"}, "bad_args", "nonexistent"),
+            # Regression (issue 27 H2): captures go into capture.dir only, as new
+            # plain files; anything else is refused and the daemon stays up.
+            ("capture.start", {"file": "/etc/lockstep-x.pcap"}, "bad_args", "plain file name"),
+            ("capture.start", {"file": "../x.pcap"}, "bad_args", "plain file name"),
+            ("capture.start", {"file": ".."}, "bad_args", "plain file name"),
+            ("capture.start", {"file": ".hidden"}, "bad_args", "plain file name"),
+            ("capture.start", {"file": "sub/x.pcap"}, "bad_args", "plain file name"),
+            ("capture.start", {"file": "x" * 129}, "bad_args", "plain file name"),
+            ("capture.start", {"file": "link.pcap"}, "bad_args", "File exists"),
+            ("capture.start", {"file": "fifo.pcap"}, "bad_args", "File exists"),
+            ("capture.start", {"file": "old.pcap"}, "bad_args", "File exists"),
             ("capture.stop", None, "not_found", "capture"),
+            # Regression (issue 27 L3): an instant hours away walked the
+            # simulated clock's wander for hours on the control thread.
+            ("clock", {"tsc": 2 ** 62}, "bad_args", "within 60 s"),
+            ("sync", {"tsc": 2 ** 62}, "bad_args", "within 60 s"),
         ]
         for cmd, args, code, word in bad_args:
             r = k.call(cmd, args)
@@ -176,6 +200,20 @@ def main():
             c.check(r.get("ok") is False and e.get("code") == code and word in e.get("message", ""),
                     "%s %s -> %s: %s" % (cmd, json.dumps(args), e.get("code"), e.get("message")))
         c.check(k.call("status")["result"]["n_peers"] == 2, "bad requests changed nothing (2 peers)")
+        # Regression (issue 27 L7): probe.set paths rebuilt the peer without
+        # its configured asymmetry, biasing clock sync.
+        r = k.call("probe.set", {"peer": "a", "paths": 2})
+        a = [p for p in k.call("peers")["result"] if p["name"] == "a"]
+        c.check(r.get("ok") and a and a[0]["paths"] == 2 and a[0]["asym_ns"] == 1500,
+                "probe.set paths keeps the peer's asym_ns (%s)" % (a[0].get("asym_ns") if a else None))
+        with open(os.path.join(capdir, "old.pcap")) as f:
+            kept = f.read()
+        c.check(not os.path.lexists(outside) and kept == "keep me" and
+                not os.path.exists("/etc/lockstep-x.pcap"),
+                "refused captures wrote nothing (link target absent, old file kept)")
+        st = os.stat(os.path.join(capdir, "c.pcap"))
+        c.check(stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o640,
+                "a capture is a new regular file, mode 0640 (%o)" % stat.S_IMODE(st.st_mode))
 
         # Several clients at once, interleaved on open connections.
         conns = [Conn(sock) for _ in range(6)]
@@ -189,8 +227,23 @@ def main():
                 ok = ok and r1["ok"] and r2["ok"] and r1["result"]["node"] == "c1" and isinstance(r2["result"], list)
             c.check(ok, "6 clients, round %d: pipelined requests all answered in order" % rnd)
 
-        # lockstepctl against the live daemon.
+        # Regression (issue 27 L5): max_clients (16) idle connections locked
+        # the operator out ("busy"). Now one of them gives way.
         ctl = os.path.join(lslab.BUILD, "tools", "lockstepctl", "lockstepctl")
+        idle = []
+        for _ in range(16):
+            s = socket.socket(socket.AF_UNIX)
+            s.connect(sock)
+            idle.append(s)
+        time.sleep(0.3)  # the control thread accepts them
+        p = subprocess.run([ctl, "-s", sock, "status"], capture_output=True, text=True)
+        c.check(p.returncode == 0 and "c1" in p.stdout,
+                "16 idle clients: lockstepctl status still answers (exit %d %s)" % (p.returncode, p.stderr.strip()))
+        c.check(k.call("status").get("ok") is True, "a quiet earlier client kept its slot")
+        for s in idle:
+            s.close()
+
+        # lockstepctl against the live daemon.
         p = subprocess.run([ctl, "-s", sock, "peers"], capture_output=True, text=True)
         c.check(p.returncode == 0 and "b6" in p.stdout, "lockstepctl peers prints a table (exit %d)" % p.returncode)
         p = subprocess.run([ctl, "-s", sock, "--json", "status"], capture_output=True, text=True)
@@ -202,6 +255,9 @@ def main():
         c.check(p.returncode == 3 and "not running" in p.stderr, "lockstepctl exits 3 when no daemon")
     finally:
         rc = d.stop(15)
+    # Regression (issue 27 L4): a clean exit marks fleet time unsynced and
+    # removes the file, rather than leaving a page that looks synced.
+    c.check(not os.path.exists(os.path.join(tmp, "c1.fleettime")), "clean exit removed sync.shm")
     c.check(rc == 0, "SIGTERM: exit status 0 (%d)" % rc)
     c.check(not os.path.exists(sock), "SIGTERM: socket file removed")
 
@@ -214,6 +270,8 @@ def main():
     run_bad_config(c, tmp, json.dumps(g), "peers[1].port", "dangling port")
     g = json.loads(json.dumps(good)); g["ports"][0]["colour"] = "red"
     run_bad_config(c, tmp, json.dumps(g), "ports[0].colour", "unknown key")
+    g = json.loads(json.dumps(good)); g["capture"]["dir"] = "cap"
+    run_bad_config(c, tmp, json.dumps(g), "capture.dir", "relative capture directory")
     g = json.loads(json.dumps(good)); g["node"]["id"] = "7"
     run_bad_config(c, tmp, json.dumps(g), "node.id", "wrong type")
     p = subprocess.run([LOCKSTEPD, "--", "--config", os.path.join(tmp, "missing.json")],
@@ -235,7 +293,36 @@ def main():
     c.check(p.returncode != 0 and "does not send on a timestamp" in out and "p0" in out,
             "clock.tx_sched on a memif port: exit %d, port named: %s"
             % (p.returncode, [x for x in out.splitlines() if "timestamp" in x][:1]))
+    shm_checks(c, tmp, good)
     c.finish()
+
+
+def shm_checks(c, tmp, good):
+    """Regression (issue 27 M3): sync.shm was opened with O_CREAT and no other
+    check, so whoever created the path first (a local user in /dev/shm) got a
+    file root writes fleet time into, or a link root truncates the target of.
+    Now a link or a file we do not own exclusively is refused, by name."""
+    shm = os.path.join(tmp, "sh.fleettime")
+    g = json.loads(json.dumps(good))
+    g["sync"] = {"shm": shm}
+    g["control"]["socket"] = os.path.join(tmp, "sh.sock")
+    target = os.path.join(tmp, "victim")
+    with open(target, "w") as f:
+        f.write("precious")
+    cases = [("symlink", lambda: os.symlink(target, shm), "symbolic link"),
+             ("world-writable file", lambda: (open(shm, "w").close(), os.chmod(shm, 0o666)), "not ours"),
+             ("hard link", lambda: os.link(target, shm), "not ours"),
+             ("FIFO", lambda: os.mkfifo(shm, 0o644), "not ours")]
+    for what, make, word in cases:
+        make()
+        p = lslab.Daemon(g, tmp, "sh", prefix="lssh%d" % os.getpid()).run(timeout=60)
+        out = p.stdout + p.stderr
+        with open(target) as f:
+            kept = f.read()
+        c.check(p.returncode != 0 and "sync.shm" in out and word in out and kept == "precious",
+                "sync.shm is a %s: refused (exit %d), target untouched: %s"
+                % (what, p.returncode, [x for x in out.splitlines() if "sync.shm" in x][:1]))
+        os.unlink(shm)
 
 
 def _line(cc):

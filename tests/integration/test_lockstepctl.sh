@@ -104,7 +104,7 @@ expect 0 -s "$S1" peer del n9
 expect 0 -s "$S1" probe set --peer n2 --interval-us 500
 expect 0 -s "$S1" stats reset
 expect 0 -s "$S1" log level debug && contains "debug" out
-expect 0 -s "$S1" capture start /tmp/x.pcap --snaplen 96
+expect 0 -s "$S1" capture start x.pcap --snaplen 96
 expect 0 -s "$S1" capture stop && contains "packets:" out
 expect 0 -s "$S1" call clock '{}' && contains "now_ns" out
 # Socket from the environment, options after the command.

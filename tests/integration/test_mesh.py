@@ -87,7 +87,7 @@ def main():
         n1_addrs = {p["addr"] for p in lslab.call(lab.sock(2), "peers")
                     if p["name"] in ("n1", "n1v6")}
         cap = os.path.join(lab.dir, "n2-after-del.pcap")
-        lslab.call(lab.sock(2), "capture.start", {"file": cap})
+        lslab.call(lab.sock(2), "capture.start", {"file": os.path.basename(cap)})
         time.sleep(10 * iv)
         stop = lslab.call(lab.sock(2), "capture.stop")
         from_n1 = {}

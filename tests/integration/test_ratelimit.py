@@ -9,6 +9,12 @@ source. The replies written to the TX pcap must show: every reply the same
 size as its request (no amplification); the flooding source held to its
 burst; every light source still answered up to its burst (one source's
 flood does not starve the others); and every packet counted exactly once.
+
+Then (regression, issue 27 M2) 100,000 spoofed sources, one probe each,
+against a 1,024-source table, with ten probes from a configured peer
+spread among them after the table is full: the peer has a bucket of its
+own, so all ten are answered (before the fix it shared the overflow bucket
+with every stranger and got almost none).
 """
 import os
 import sys
@@ -32,10 +38,49 @@ def probe(src, seq, pad):
     return lspkt.eth(DUT_MAC, bytes.fromhex("020000000099"), lspkt.ETH_IP4, ip)
 
 
+def spoofed_flood(c, tmp):
+    """A configured peer's probes are never rate-limited by strangers."""
+    rx, tx = os.path.join(tmp, "rx2.pcap"), os.path.join(tmp, "tx2.pcap")
+    peer = bytes([10, 8, 0, 50])
+    n_spoof, n_peer = 100000, 10
+    frames = []
+    for k in range(n_spoof):
+        s = 0x0A640000 + 1 + k  # 10.100.0.1 .. : none ours, none martian
+        frames.append(probe(s.to_bytes(4, "big"), k, 0))
+        if k >= 5000 and k % ((n_spoof - 5000) // n_peer) == 0 and sum(
+                1 for f in frames if f[26:30] == peer) < n_peer:
+            frames.append(probe(peer, k, 0))
+    lspkt.write_pcap(rx, frames, first_us=0)
+    sock = os.path.join(tmp, "rl2.sock")
+    cfg = {
+        "node": {"name": "rl2", "id": 10},
+        "ports": [{"name": "p0", "dev": "net_pcap0,rx_pcap=%s,tx_pcap=%s" % (rx, tx),
+                   "mac": "02:00:00:00:00:01", "ipv4": "10.8.0.1/24"}],
+        "peers": [{"name": "p", "addr": "10.8.0.50", "mac": "02:00:00:00:00:50"}],
+        "probe": {"interval_us": 1000000},
+        "reflector": {"rate_pps": RATE, "burst": BURST, "max_sources": 1024},
+        "control": {"socket": sock},
+    }
+    d = lslab.Daemon(cfg, tmp, "rl2", prefix="lsrl2%d" % os.getpid()).start()
+    try:
+        c.check(lslab.wait_until(lambda: os.path.exists(sock), 20), "flood: daemon up")
+        c.check(lslab.wait_until(lambda: lslab.call(sock, "status")["counters"]["rx_pkts"] >= len(frames), 60),
+                "flood: all %d frames received" % len(frames))
+        cnt = lslab.call(sock, "status")["counters"]
+    finally:
+        d.stop(15)
+    c.check(cnt["rl_overflow"] > n_spoof / 2,
+            "flood: the table was full, strangers overflowed (%d)" % cnt["rl_overflow"])
+    to_peer = sum(1 for ts, fr in lslab.read_pcap(tx)
+                  if (lslab.udp_of(fr) or (0, 0, 0))[:3] == (DUT_IP, peer, 862))
+    c.check(to_peer == n_peer, "flood: the configured peer's %d probes all answered (%d)" % (n_peer, to_peer))
+
+
 def main():
     c = lslab.Checks("ratelimit")
     lslab.need_root()
     tmp = tempfile.mkdtemp(prefix="ls-rl-")
+    spoofed_flood(c, tmp)
     rx, tx = os.path.join(tmp, "rx.pcap"), os.path.join(tmp, "tx.pcap")
     heavy = bytes([10, 8, 0, 200])
     light = [bytes([10, 8, 0, 100 + i]) for i in range(10)]

@@ -68,6 +68,7 @@ def main():
                 "peers": [{"name": "peer4", "addr": peer4}, {"name": "peer6", "addr": peer6}],
                 "probe": {"interval_us": 50000, "paths": 4},
                 "control": {"socket": os.path.join(tmp, side + ".sock")},
+                "capture": {"dir": tmp},
                 "idle": {"backoff": True},
             }
             p = os.path.join(tmp, side + ".json")
@@ -106,7 +107,7 @@ def main():
                             % (side, p["name"], q["path"], q["received"], q["lost"], q["rtt_p50_ns"]))
         # One router hop: the reflector saw TTL 254 (we send 255).
         cap = os.path.join(tmp, "b.pcap")
-        lslab.call(sb, "capture.start", {"file": cap})
+        lslab.call(sb, "capture.start", {"file": "b.pcap"})
         time.sleep(0.5)
         lslab.call(sb, "capture.stop")
         ttls = set()

@@ -66,6 +66,7 @@ cat >"$TMP/n1.json" <<EOF
              "ipv4": "10.77.0.1/24", "ipv6": "fd00:77::1/64"}],
   "reflector": {"rate_pps": 20000, "burst": 256},
   "control": {"socket": "$SOCK"},
+  "capture": {"dir": "$TMP"},
   "idle": {"backoff": true},
   "log": {"level": "info"}
 }
@@ -92,7 +93,7 @@ done
 
 # --- capture + tshark -----------------------------------------------------
 CAP=$TMP/cap.pcap
-ctl capture.start "{\"file\": \"$CAP\"}" >/dev/null || fail "capture.start"
+ctl capture.start '{"file": "cap.pcap"}' >/dev/null || fail "capture.start"
 ip netns exec "$NS_S" "$PY" "$HERE/stamp_sender.py" --addr 10.77.0.1 --count 5 \
 	--variants base --seq-start 1001 || fail "stamp_sender during capture"
 sleep 0.3   # the control thread drains the capture ring every ~10 ms

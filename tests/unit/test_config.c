@@ -182,7 +182,8 @@ static const char full_text[] =
 	"     'mac': '02:AA:bb:cc:dd:ee', 'ipv4': '10.1.0.1/24', 'ipv6': 'fd00::1/64',\n"
 	"     'gateway4': '10.1.0.254', 'gateway6': 'fe80::1', 'lcore': 3,\n"
 	"     'rx_desc': 64, 'tx_desc': 16384, 'mtu': 9216},\n"
-	"    {'name': 'p1', 'dev': '0000:3b:00.1', 'ipv6': '2001:db8::2/127', 'lcore': -1}\n"
+	"    {'name': 'p1', 'dev': '0000:3b:00.1', 'ipv6': '2001:db8::2/127', 'lcore': -1,\n"
+	"     'mtu': 1592}\n"
 	"  ],\n"
 	"  'peers': [\n"
 	"    {'name': 'a', 'addr': '10.1.0.2'},\n"
@@ -414,6 +415,9 @@ END_TEST
 
 START_TEST(test_out_of_range)
 {
+	char path[512], err[LS_ERR_LEN];
+	struct ls_config cfg;
+
 	EXACT("{" BASE ", 'probe': {'interval_us': 5}}",
 	      "probe.interval_us: must be between 100 and 60000000, got 5");
 	BAD("{'node': {'name': 'n1', 'id': 0}, " PORTS "}", "node.id",
@@ -428,6 +432,16 @@ START_TEST(test_out_of_range)
 	    "ports[0].lcore", "must be between -1 and 1023");
 	BAD(ONE_PORT("'mtu': 575"),
 	    "ports[0].mtu", "must be between 576 and 9216");
+	/* Regression (issue 27 L9): probes larger than a port's MTU were
+	 * accepted and then dropped on the way. IPv4: 20 + 8 + 44 + 28 + 68 + 4
+	 * + pad; at mtu 1500 the largest pad is 1328. */
+	BAD("{" NODE ", 'ports': [{'name': 'p0', 'dev': 'x', 'ipv4': '10.0.0.1/24'}], "
+	    "'probe': {'pad': 1329}}",
+	    "probe.pad", "1501-byte probes, over ports[0] (p0) mtu 1500");
+	ck_assert_int_eq(load_text("{" NODE ", 'ports': [{'name': 'p0', 'dev': 'x', "
+				   "'ipv4': '10.0.0.1/24'}], 'probe': {'pad': 1328}}",
+				   &cfg, err, sizeof(err), path, sizeof(path)), 0);
+	ls_config_free(&cfg);
 	BAD("{" BASE ", 'probe': {'src_port_base': 65500}}", "probe.src_port_base",
 	    "must be between 1024 and 65472, got 65500");
 	BAD("{" BASE ", 'probe': {'paths': 65}}", "probe.paths", "between 1 and 64");

@@ -138,6 +138,27 @@ srv_loop(void *arg)
 	return NULL;
 }
 
+/* A server with an idle time-out (ms; 0: none). */
+static inline void
+srv_start_idle(struct srv *s, unsigned int max_clients, size_t max_request,
+	       unsigned int idle_ms)
+{
+	struct ls_ctl_params p = {.mode = 0660, .max_clients = max_clients,
+				  .max_request = max_request, .idle_timeout_ms = idle_ms};
+
+	memset(s, 0, sizeof(*s));
+	tmpdir(s);
+	p.path = s->path;
+	s->ctl = ls_ctl_create(&p);
+	ck_assert_msg(s->ctl != NULL, "ls_ctl_create: %s", strerror(errno));
+	for (unsigned int i = 0; i < N_TEST_CMDS; i++)
+		ck_assert_int_eq(ls_ctl_register(s->ctl, test_cmds[i].name, test_cmds[i].usage,
+						 test_cmds[i].help, test_cmds[i].cb, NULL), 0);
+	atomic_store(&s->stop, 0);
+	ck_assert_int_eq(pthread_create(&s->thread, NULL, srv_loop, s), 0);
+	s->running = true;
+}
+
 static inline void
 srv_start(struct srv *s, unsigned int max_clients, size_t max_request)
 {

@@ -200,6 +200,12 @@ START_TEST(test_map_file)
 	sample_values(&v);
 	ls_fleettime_publish(rw, &v);
 
+	/* Regression (issue 27 M3): a page others may write is not believed. */
+	ck_assert_int_eq(chmod(path, 0666), 0);
+	ck_assert_int_eq(ls_fleettime_map(path, &ro), -EPERM);
+	ck_assert_int_eq(chmod(path, 0620), 0);
+	ck_assert_int_eq(ls_fleettime_map(path, &ro), -EPERM);
+	ck_assert_int_eq(chmod(path, 0644), 0);
 	ck_assert_int_eq(ls_fleettime_map(path, &ro), 0);
 	ck_assert_int_eq(ls_fleettime_read_at(ro, v.ctr0 + 2000, &t), 0);
 	ck_assert_uint_eq(t.fleet_ns, BASE + 1777);

@@ -180,6 +180,29 @@ START_TEST(test_duplicates_and_unknown)
 }
 END_TEST
 
+/* Regression (issue 27 M1): the sender believes a reply only for a probe
+ * the path still awaits, and takes T1 from this record, not the echo. */
+START_TEST(test_awaits)
+{
+	uint64_t tx = 0;
+
+	ck_assert(!ls_path_awaits(P, 0, &tx)); /* zeroed ring: nothing awaited */
+	ls_path_on_send(P, 7, T0 + 123);
+	ck_assert(ls_path_awaits(P, 7, &tx));
+	ck_assert_uint_eq(tx, T0 + 123);
+	ck_assert(!ls_path_awaits(P, 8, &tx));
+	ck_assert(!ls_path_awaits(P, 7 + LS_PATH_TRACK, &tx));
+	ck_assert_int_eq(reply(7, T0 + MS, 1000), LS_PATH_RX_OK);
+	ck_assert(!ls_path_awaits(P, 7, &tx)); /* answered: a second reply is not believed */
+	/* counted lost at its time-out: a late reply still is */
+	ls_path_on_send(P, 9, T0 + 2 * MS);
+	ls_path_tick(P, T0 + 2 * MS + TMO + 1, TMO);
+	ck_assert_uint_eq(P->c.lost, 1);
+	ck_assert(ls_path_awaits(P, 9, &tx));
+	ck_assert_uint_eq(tx, T0 + 2 * MS);
+}
+END_TEST
+
 START_TEST(test_reordering)
 {
 	static const uint32_t order[] = { 0, 1, 2, 5, 3, 4, 6, 9, 8, 7 };
@@ -738,6 +761,7 @@ pathstats_suite(void)
 	tcase_add_test(tc, test_drop_every_tenth);
 	tcase_add_test(tc, test_late_reply);
 	tcase_add_test(tc, test_duplicates_and_unknown);
+	tcase_add_test(tc, test_awaits);
 	tcase_add_test(tc, test_reordering);
 	tcase_add_test(tc, test_wraparound);
 	tcase_add_test(tc, test_consecutive_lost);

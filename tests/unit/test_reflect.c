@@ -101,6 +101,9 @@ generic(uint8_t *f, uint32_t len, uint64_t rx, uint64_t tx, uint16_t ee, uint8_t
 		return -1;
 	if (!(pi.dst_mac.b[0] & 1) && memcmp(pi.dst_mac.b, our_mac.b, 6) != 0)
 		return -1;
+	/* lockstepd's rx.c: group source MAC, reflector or system source port */
+	if ((pi.src_mac.b[0] & 1) || ls_reflect_src_port_bad(pi.sport, 862))
+		return -1;
 	if (pi.src.family != LS_AF_INET || memcmp(pi.dst.a, &p.ip, 4) != 0 || pi.dport != 862 ||
 	    pi.payload_len < LS_STAMP_BASE_LEN)
 		return -1;
@@ -236,6 +239,57 @@ START_TEST(test_unknown_tlv_goes_generic)
 }
 END_TEST
 
+/* A probe from src with source port sport and source MAC smac. */
+static int
+probe_from(uint8_t *f, uint32_t cap, const char *src, uint16_t sport, uint8_t smac0)
+{
+	uint8_t pl[LS_STAMP_BASE_LEN] = {0};
+	struct ls_pkt_udp_hdr h = {.src_mac = {{smac0, 0, 0, 0, 0, 0x99}}, .dst_mac = our_mac,
+				   .sport = sport, .dport = 862, .ttl = 64};
+
+	ls_addr_parse("10.9.0.1", &h.dst);
+	ls_addr_parse(src, &h.src);
+	return ls_pkt_build_udp(f, cap, &h, pl, sizeof(pl));
+}
+
+/* Regression (issue 27, H1): a forged 862 -> 862 packet from another
+ * reflector's address made two reflectors answer each other for ever; and
+ * loopback sources and group source MACs were answered. Both paths refuse. */
+START_TEST(test_refuses_loops_and_martians)
+{
+	static const struct {
+		const char *src;
+		uint16_t sport;
+		uint8_t smac0;
+		bool ok;
+	} c[] = {
+		{"10.9.0.7", 49152, 0x02, true},  /* the control: a plain probe */
+		{"10.9.0.7", 1024, 0x02, true},   /* lowest non-system port */
+		{"10.9.0.7", 862, 0x02, false},   /* from the reflector port */
+		{"10.9.0.7", 7, 0x02, false},     /* from echo: system port */
+		{"10.9.0.7", 1023, 0x02, false},
+		{"10.9.0.7", 49152, 0x03, false}, /* multicast source MAC */
+		{"10.9.0.7", 49152, 0xff, false}, /* broadcast source MAC */
+		{"127.0.0.1", 49152, 0x02, false},
+		{"127.1.2.3", 49152, 0x02, false},
+		{"0.1.2.3", 49152, 0x02, false},
+	};
+	const struct ls_reflect_port p = port();
+	struct ls_reflect_v4 r;
+	uint8_t f[256];
+
+	for (size_t i = 0; i < LS_ARRAY_SIZE(c); i++) {
+		int len = probe_from(f, sizeof(f), c[i].src, c[i].sport, c[i].smac0);
+
+		ck_assert_int_gt(len, 0);
+		ck_assert_msg(ls_reflect_v4_check(f, (uint32_t)len, &p, &r) == c[i].ok,
+			      "fast path, case %zu (%s port %u)", i, c[i].src, c[i].sport);
+		ck_assert_msg((generic(f, (uint32_t)len, 1, 2, 0, 64) > 0) == c[i].ok,
+			      "generic path, case %zu", i);
+	}
+}
+END_TEST
+
 static Suite *
 reflect_suite(void)
 {
@@ -247,6 +301,7 @@ reflect_suite(void)
 	tcase_add_test(tc, test_mutated_never_disagree);
 	tcase_add_test(tc, test_refuses_what_needs_the_generic_path);
 	tcase_add_test(tc, test_unknown_tlv_goes_generic);
+	tcase_add_test(tc, test_refuses_loops_and_martians);
 	suite_add_tcase(s, tc);
 	return s;
 }

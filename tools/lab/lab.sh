@@ -106,6 +106,24 @@ lockstepd="$build/app/lockstepd/lockstepd"
 lockstepctl="$build/tools/lockstepctl/lockstepctl"
 fabric="$build/app/fabric/lockstep-fabric"
 
+# The lab directory holds the pid files `down` kills and the configs the
+# daemons run as root: it must be ours alone, or another local user who
+# made it first could have us kill any process, overwrite a file through a
+# link, or run their config (issue 27 M4).
+dir_private() {
+	[ -d "$dir" ] && [ ! -L "$dir" ] && [ "$(stat -c %u "$dir")" = "$(id -u)" ] &&
+		(( (8#$(stat -c %a "$dir") & 8#022) == 0 ))
+}
+
+# Create the lab directory 0700, or accept an existing one only if private.
+make_dir() {
+	mkdir -p "$(dirname "$dir")"
+	mkdir -m 0700 "$dir" 2>/dev/null || true
+	dir_private || die "$dir is not a private directory of ours (a symbolic link," \
+		"another user's, or writable by group or others): refusing;" \
+		"remove it or give another --dir"
+}
+
 # A unique tag keeps namespaces of parallel labs (and tests) apart.
 tag_of() { echo "ls$(echo -n "$dir" | md5sum | cut -c1-6)"; }
 
@@ -119,6 +137,7 @@ node_json() { # node_json I PORTS_JSON PEERS_JSON
   "peers": [$3],
   "probe": {"interval_us": $interval_us, "paths": $paths},
   "control": {"socket": "$dir/n$1.sock"},
+  "capture": {"dir": "$dir"},
   "idle": {"backoff": true, "after_polls": 64, "sleep_us": 200},
   "log": {"level": "info"}
 }
@@ -279,6 +298,7 @@ do_up() {
 			[ "$(node_cpus | tr ',' '\n' | wc -l)" -lt "$(nproc)" ] ||
 			die "--fabric-core $fabric_core: not one of this shell's CPUs, or the only one"
 	fi
+	make_dir
 	do_down quiet
 	# Whatever fails from here on, leave nothing half-started behind.
 	trap 'echo "lab: up failed, cleaning up" >&2; do_down quiet' ERR
@@ -302,7 +322,9 @@ do_up() {
 do_down() {
 	local t pid
 	t=$(tag_of)
-	if [ -d "$dir" ]; then
+	if [ -e "$dir" ] && ! dir_private; then
+		echo "lab: $dir is not a private directory of ours: its pid files are left alone" >&2
+	elif [ -d "$dir" ]; then
 		for f in "$dir"/n*.pid "$dir"/fabric.pid; do
 			[ -e "$f" ] || continue
 			pid=$(cat "$f")
@@ -332,6 +354,7 @@ do_down() {
 do_restart_node() {
 	local pid
 	[ -n "$only" ] || die "restart-node needs --node I"
+	dir_private || die "$dir is not a private directory of ours: refusing"
 	read -r transport nodes < "$dir/lab.info"
 	pid=$(cat "$dir/n$only.pid")
 	kill -TERM "$pid" 2>/dev/null || true

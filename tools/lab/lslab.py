@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 from lspkt import read_pcap, udp_of  # noqa: F401  (re-exported for the tests)
@@ -87,7 +88,8 @@ class _Lab:
     SIGINT or SIGTERM, e.g. a meson time-out); skip (77) when not root."""
 
     def __init__(self, name, args, quiet=False):
-        self.dir = "/tmp/lockstep-test-%s-%d" % (name, os.getpid())
+        # private (0700, ours): lab.sh refuses a directory someone else made
+        self.dir = tempfile.mkdtemp(prefix="lockstep-test-%s-" % name)
         self.args = ["--dir", self.dir, "--build", BUILD] + list(args)
         self.out = subprocess.DEVNULL if quiet else None
         for sig in (signal.SIGINT, signal.SIGTERM):

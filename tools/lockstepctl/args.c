@@ -182,26 +182,6 @@ opt_int(const struct cli_cmd *cmd, json_t *args, const char *key,
 	return EX_OK;
 }
 
-/* The daemon has its own working directory: send absolute paths. */
-static int
-add_file(json_t *args, const char *key, const char *val)
-{
-	char cwd[PATH_MAX];
-	char *file;
-	int rc;
-
-	if (val[0] == '/')
-		return json_object_set_new(args, key, json_string(val));
-	if (getcwd(cwd, sizeof(cwd)) == NULL) {
-		fprintf(stderr, "lockstepctl: getcwd: %s\n", strerror(errno));
-		return -EX_USAGE;
-	}
-	file = xasprintf("%s/%s", cwd, val);
-	rc = json_object_set_new(args, key, json_string(file));
-	free(file);
-	return rc;
-}
-
 /*
  * Add one argument to the request. A required positional that is not
  * valid UTF-8 makes the whole request argument-less (*drop), as the
@@ -217,12 +197,6 @@ add_arg(const struct cli_cmd *cmd, json_t *args, const char *key,
 	switch (kind) {
 	case ARG_UINT:
 		return opt_int(cmd, args, key, d->lname, val, d->max);
-	case ARG_FILE:
-		rc = add_file(args, key, val);
-		if (rc == -EX_USAGE)
-			return EX_USAGE;
-		*drop |= rc < 0 && d == NULL;
-		return EX_OK;
 	case ARG_FLAG:
 		json_object_set_new(args, key, json_true());
 		return EX_OK;

@@ -51,7 +51,6 @@ enum arg_kind {
 	ARG_STR,        /* as given */
 	ARG_UINT,       /* decimal up to optdef.max */
 	ARG_WINDOW,     /* 1s, 10s or 60s */
-	ARG_FILE,       /* a path, made absolute for the daemon */
 	ARG_JSON,       /* a JSON value ({...}, [...], true, 1e9) sent as such */
 	ARG_FLAG,       /* no value: sends true */
 };
