@@ -669,6 +669,7 @@ ctl_thread(void *arg __rte_unused)
 		uint64_t now;
 
 		ls_ctl_poll(control.ctl, 10);
+		lsd_metrics_poll();
 		lsd_capture_drain();
 		now = rte_rdtsc();
 		lsd_sync_poll(now);
@@ -719,6 +720,8 @@ lsd_control_start(void)
 	lsd_log_register(control.ctl);
 	lsd_capture_register(control.ctl);
 	rc = lsd_bridge_register(control.ctl);
+	if (rc == 0)
+		rc = lsd_metrics_start(control.ctl);
 	if (rc < 0)
 		return rc;
 	rc = rte_ctrl_thread_create(&control.tid, "ls-ctl", NULL, ctl_thread_start, NULL);
@@ -733,6 +736,7 @@ lsd_control_join(void)
 {
 	if (control.tid)
 		pthread_join(control.tid, NULL);
+	lsd_metrics_stop();
 	/* fleet time: readers see "unsynced", the file goes (issue 27 L4) */
 	lsd_sync_fini();
 	if (lsd_capture_stop() == 0)

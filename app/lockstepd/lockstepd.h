@@ -471,6 +471,11 @@ void lsd_log_register(struct ls_ctl *ctl);
 
 /* control.c */
 int lsd_control_start(void);
+/* metrics.c (control thread): Prometheus /metrics from the control commands */
+struct ls_ctl;
+int lsd_metrics_start(struct ls_ctl *ctl);
+void lsd_metrics_poll(void);
+void lsd_metrics_stop(void);
 void lsd_control_join(void);
 void lsd_control_free_peers(void);
 

@@ -192,6 +192,12 @@ struct ls_conf_capture {
 				   *   default /var/lib/lockstep/capture */
 };
 
+/** Prometheus exposition (/metrics over HTTP): off unless port is set. */
+struct ls_conf_metrics {
+	char address[64];         /**< listen address (IPv4 or IPv6 literal), default 127.0.0.1 */
+	uint32_t port;            /**< TCP port, 0 = off (the default) */
+};
+
 /** The whole configuration. */
 struct ls_config {
 	char file[256];                      /**< file it came from */
@@ -206,7 +212,8 @@ struct ls_config {
 	struct ls_conf_clock clock;          /**< clock */
 	struct ls_conf_control control;      /**< control socket */
 	struct ls_conf_idle idle;            /**< idle back-off */
-	struct ls_conf_capture capture;      /**< capture */
+	struct ls_conf_capture capture;
+	struct ls_conf_metrics metrics;      /**< capture */
 	struct ls_conf_sync sync;            /**< clock synchronisation */
 	char log_level[16];                  /**< "error".."debug", default "info" */
 	struct ls_conf_bridge bridge;        /**< data path (bridge.enabled) */

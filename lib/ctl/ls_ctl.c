@@ -187,6 +187,10 @@ ls_ctl_reply_ok(struct ls_ctl_req *req, json_t *result)
 		return;
 	}
 	req->replied = true;
+	if (req->client == NULL) {
+		req->result = result;
+		return;
+	}
 	reply = json_object();
 	if (reply == NULL) {
 		json_decref(result);
@@ -213,10 +217,17 @@ ls_ctl_reply_error(struct ls_ctl_req *req, const char *code, const char *fmt, ..
 	va_end(ap);
 	if (rc < 0)
 		msg = NULL;
-	client_send_error(req->client, code ? code : LS_CTL_E_INTERNAL,
-			  msg ? msg : "");
+	if (req->client == NULL) {
+		if (asprintf(&req->error, "%s: %s", code ? code : LS_CTL_E_INTERNAL,
+			     msg ? msg : "") < 0)
+			req->error = NULL;
+	} else {
+		client_send_error(req->client, code ? code : LS_CTL_E_INTERNAL,
+				  msg ? msg : "");
+	}
 	free(msg);
 }
+
 
 /* ------------------------------------------------------------------ */
 /* Commands                                                           */
@@ -360,6 +371,29 @@ check_keys(struct ls_ctl_req *req, json_t *args, const char *keys)
 		}
 	}
 	return 0;
+}
+
+json_t *
+ls_ctl_call_local(struct ls_ctl *ctl, const char *name, json_t *args, char *err,
+		  size_t errlen)
+{
+	struct ls_ctl_req req = {.ctl = ctl};
+	struct ls_ctl_cmd *cmd = ctl ? cmd_find(ctl, name) : NULL;
+	json_t *a = args ? json_incref(args) : json_object();
+
+	if (cmd == NULL) {
+		snprintf(err, errlen, "%s: unknown command \"%s\"", LS_CTL_E_UNKNOWN, name);
+	} else if (cmd->keys == NULL || check_keys(&req, a, cmd->keys) == 0) {
+		cmd->cb(&req, a, cmd->aux);
+	}
+	json_decref(a);
+	if (req.error != NULL || (cmd != NULL && !req.replied)) {
+		snprintf(err, errlen, "%s", req.error ? req.error : "internal: no reply");
+		free(req.error);
+		json_decref(req.result);
+		return NULL;
+	}
+	return cmd != NULL ? (req.result ? req.result : json_null()) : NULL;
 }
 
 /* Handle one complete line (without its '\n'); returns 1 if it was a

@@ -109,6 +109,16 @@ int ls_ctl_register_keys(struct ls_ctl *ctl, const char *name, const char *usage
  */
 int ls_ctl_poll(struct ls_ctl *ctl, int timeout_ms);
 
+/**
+ * Run a command in this thread as if a client had sent it, for another
+ * front end of the same data (lockstepd's /metrics): same table, same
+ * argument checks, same callback. args is borrowed (NULL: none).
+ * @return the result (new reference; json null for a null result), or NULL
+ *         with "code: message" in err (unknown command, an error reply).
+ */
+json_t *ls_ctl_call_local(struct ls_ctl *ctl, const char *name, json_t *args, char *err,
+			  size_t errlen);
+
 /** Reply success with result (reference stolen; NULL means null). */
 void ls_ctl_reply_ok(struct ls_ctl_req *req, json_t *result);
 

@@ -71,8 +71,10 @@ struct ls_ctl {
 
 struct ls_ctl_req {
 	struct ls_ctl *ctl;
-	struct ls_ctl_client *client;
+	struct ls_ctl_client *client; /* NULL: a local call (ls_ctl_call_local) */
 	bool replied;
+	json_t *result;               /* local call: the result, stolen */
+	char *error;                  /* local call: "code: message", malloc'd */
 };
 
 #endif /* LS_CTL_PRIV_H */

@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""Integration: lockstepd's /metrics read by the real thing.
+
+Two lockstepd over memif probe each other; n1 serves /metrics on a loopback
+port. Checks:
+  - GET /metrics answers text/plain in the exposition format, and
+    `promtool check metrics` (Debian's prometheus package) finds no problem;
+  - the figures are the control socket's: path RTT quantiles for every path
+    of n2, peer counters, the reflector's replies, the info series;
+  - a real Prometheus server, started here on another loopback port with a
+    scrape interval of 1 s, scrapes the daemon and answers a PromQL query
+    (lockstep_path_up summed over n2's paths = the paths configured);
+  - other paths get 404, other methods 405; the control socket keeps
+    answering while scrapes run; metrics are off without metrics.port
+    (nothing listens).
+"""
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "tools", "lab"))
+import lslab  # noqa: E402
+
+PATHS = 3
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def node(tmp, i, other, metrics_port):
+    cfg = {
+        "node": {"name": "n%d" % i, "id": i},
+        "ports": [{"name": "p0",
+                   "dev": "net_memif0,role=%s,id=0,socket=%s/m.sock" %
+                          ("server" if i == 1 else "client", tmp),
+                   "mac": "02:00:00:00:0%d:00" % i, "ipv4": "192.168.77.%d/24" % i}],
+        "peers": [{"name": "n%d" % other, "addr": "192.168.77.%d" % other}],
+        "probe": {"interval_us": 10000, "paths": PATHS},
+        "control": {"socket": os.path.join(tmp, "n%d.sock" % i)},
+        "sync": {"shm": ""},
+        "idle": {"backoff": True, "sleep_us": 100},
+    }
+    if metrics_port:
+        cfg["metrics"] = {"address": "127.0.0.1", "port": metrics_port}
+    return lslab.Daemon(cfg, tmp, "n%d" % i)
+
+
+def get(url, method="GET"):
+    try:
+        r = urllib.request.urlopen(urllib.request.Request(url, method=method), timeout=5)
+        return r.status, r.headers.get("Content-Type", ""), r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, "", ""
+
+
+def series(text):
+    """{(name, frozenset(labels)): value} from the exposition text."""
+    out = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        key, val = line.rsplit(" ", 1)
+        name, _, labels = key.partition("{")
+        lab = frozenset(tuple(kv.split("=", 1)) for kv in labels.rstrip("}").split(",")
+                        if kv) if labels else frozenset()
+        out[(name, lab)] = float(val)
+    return out
+
+
+def main():
+    c = lslab.Checks("metrics")
+    lslab.need_root()
+    for tool in ("prometheus", "promtool"):
+        if shutil.which(tool) is None:
+            c.check(False, "%s installed (tools/deps: prometheus)" % tool)
+            c.finish()
+    tmp = tempfile.mkdtemp(prefix="ls-metrics-")
+    mport, pport = free_port(), free_port()
+    n1, n2 = node(tmp, 1, 2, mport), node(tmp, 2, 1, 0)
+    prom = None
+    try:
+        n1.start()
+        n2.start()
+        c.check(lslab.wait_until(lambda: os.path.exists(n1.sock) and any(
+            p["received"] > 20 for p in lslab.call(n1.sock, "peers")), 30),
+            "two lockstepd probing each other")
+        c.check(lslab.wait_until(lambda: all(
+            p["rtt_p50_ns"] is not None for p in lslab.call(
+                n1.sock, "paths", {"window": "10s"})["peers"][0]["paths"]), 30),
+            "every path has an RTT median in its 10 s window")
+        url = "http://127.0.0.1:%d/metrics" % mport
+        st, ctype, text = get(url)
+        c.check(st == 200 and ctype.startswith("text/plain"),
+                "GET /metrics: %d %s" % (st, ctype))
+        r = subprocess.run(["promtool", "check", "metrics"], input=text, text=True,
+                           capture_output=True)
+        c.check(r.returncode == 0, "promtool check metrics: clean (%s)" %
+                (r.stdout + r.stderr).strip()[:300])
+        s = series(text)
+        rtt = {dict(k[1])['path']: v for k, v in s.items()
+               if k[0] == "lockstep_path_rtt_seconds" and ("quantile", '"0.5"') in k[1]}
+        paths = lslab.call(n1.sock, "paths", {"window": "10s"})["peers"][0]["paths"]
+        c.check(len(rtt) == PATHS and all(0 < v < 0.1 for v in rtt.values()),
+                "an RTT median per path of n2, in seconds: %s" % rtt)
+        # the socket's median and the page's are the same figure a moment apart
+        p0 = [p for p in paths if p["path"] == 0][0]
+        c.check('"0"' in rtt and
+                abs(rtt['"0"'] - p0["rtt_p50_ns"] / 1e9) <= 0.5 * p0["rtt_p50_ns"] / 1e9,
+                "path 0's median as the socket has it: %.6f s vs %.6f s" %
+                (rtt.get('"0"', -1), p0["rtt_p50_ns"] / 1e9))
+        c.check(s.get(("lockstep_peer_up", frozenset({("peer", '"n2"')}))) == 1.0,
+                "lockstep_peer_up{peer=n2} 1")
+        c.check(s.get(("lockstep_reflector_replies_total", frozenset()), 0) > 0,
+                "reflector replies counted: %s" %
+                s.get(("lockstep_reflector_replies_total", frozenset())))
+        c.check(("lockstep_info", frozenset({("node", '"n1"'), ("version", '"0.1.0"')}))
+                in s, "lockstep_info{node=n1}")
+        c.check(get("http://127.0.0.1:%d/other" % mport)[0] == 404, "other paths: 404")
+        c.check(get(url, "POST")[0] == 405, "POST: 405")
+
+        # a real Prometheus scrapes it and answers a query
+        pdir = os.path.join(tmp, "prom")
+        os.mkdir(pdir)
+        with open(os.path.join(pdir, "prometheus.yml"), "w") as f:
+            f.write("global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
+                    "scrape_configs:\n  - job_name: lockstep\n"
+                    "    static_configs: [{targets: ['127.0.0.1:%d']}]\n" % mport)
+        prom = subprocess.Popen(
+            ["prometheus", "--config.file", os.path.join(pdir, "prometheus.yml"),
+             "--storage.tsdb.path", os.path.join(pdir, "data"),
+             "--web.listen-address", "127.0.0.1:%d" % pport],
+            stdout=subprocess.DEVNULL, stderr=open(os.path.join(pdir, "log"), "w"))
+        q = "http://127.0.0.1:%d/api/v1/query?query=%s" % (
+            pport, urllib.parse.quote('sum(lockstep_path_up{peer="n2"})'))
+
+        def answered():
+            try:
+                r = json.load(urllib.request.urlopen(q, timeout=2))
+                res = r["data"]["result"]
+                return res and float(res[0]["value"][1]) == PATHS
+            except (OSError, ValueError, KeyError):
+                return False
+        c.check(lslab.wait_until(answered, 40),
+                "Prometheus scraped lockstepd: sum(lockstep_path_up{peer=\"n2\"}) = %d" % PATHS)
+        c.check(lslab.call(n1.sock, "status")["node"] == "n1",
+                "the control socket answers while Prometheus scrapes")
+        # off unless configured: n2 has no metrics section, nothing listens
+        st2 = lslab.call(n2.sock, "status")
+        c.check(st2["node"] == "n2" and "metrics" not in json.dumps(st2.get("counters", {})),
+                "n2 runs without metrics")
+    finally:
+        if prom is not None:
+            prom.terminate()
+            prom.wait(10)
+        n2.stop()
+        rc = n1.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+    c.check(rc == 0, "n1 exits 0 with the metrics server up (SIGTERM)")
+    c.finish()
+
+
+if __name__ == "__main__":
+    main()
