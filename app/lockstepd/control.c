@@ -670,6 +670,7 @@ ctl_thread(void *arg __rte_unused)
 
 		ls_ctl_poll(control.ctl, 10);
 		lsd_metrics_poll();
+		lsd_telemetry_poll();
 		lsd_capture_drain();
 		now = rte_rdtsc();
 		lsd_sync_poll(now);
@@ -722,6 +723,8 @@ lsd_control_start(void)
 	rc = lsd_bridge_register(control.ctl);
 	if (rc == 0)
 		rc = lsd_metrics_start(control.ctl);
+	if (rc == 0)
+		rc = lsd_telemetry_start(control.ctl);
 	if (rc < 0)
 		return rc;
 	rc = rte_ctrl_thread_create(&control.tid, "ls-ctl", NULL, ctl_thread_start, NULL);

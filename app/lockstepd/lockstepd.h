@@ -476,6 +476,9 @@ struct ls_ctl;
 int lsd_metrics_start(struct ls_ctl *ctl);
 void lsd_metrics_poll(void);
 void lsd_metrics_stop(void);
+/* telemetry.c: /lockstep/... DPDK telemetry commands, served by the control thread */
+int lsd_telemetry_start(struct ls_ctl *ctl);
+void lsd_telemetry_poll(void);
 void lsd_control_join(void);
 void lsd_control_free_peers(void);
 

@@ -159,6 +159,24 @@ def main():
                 "Prometheus scraped lockstepd: sum(lockstep_path_up{peer=\"n2\"}) = %d" % PATHS)
         c.check(lslab.call(n1.sock, "status")["node"] == "n1",
                 "the control socket answers while Prometheus scrapes")
+        # DPDK telemetry: the same commands through DPDK's own client
+        r = subprocess.run(["dpdk-telemetry.py", "-f", n1.prefix],
+                           input="/lockstep/status\n/lockstep/paths,n2\n/lockstep/sync\n",
+                           text=True, capture_output=True, timeout=30)
+        replies = {}
+        for line in r.stdout.replace("--> ", "\n").splitlines():
+            line = line.strip()
+            if line.startswith("{"):
+                replies.update(json.loads(line))
+        st = replies.get("/lockstep/status", {})
+        pa = replies.get("/lockstep/paths", {})
+        c.check(st.get("node") == "n1" and st.get("counters/rx_pkts", 0) > 0,
+                "dpdk-telemetry.py /lockstep/status: node n1, rx_pkts %s" %
+                st.get("counters/rx_pkts"))
+        c.check(pa.get("name") == "n2" and "paths/%d/rtt_p50_ns" % (PATHS - 1) in pa,
+                "dpdk-telemetry.py /lockstep/paths,n2: n2's %d paths (%s)" %
+                (PATHS, sorted(pa)[:6]))
+        c.check("/lockstep/sync" in replies, "dpdk-telemetry.py /lockstep/sync answers")
         # off unless configured: n2 has no metrics section, nothing listens
         st2 = lslab.call(n2.sock, "status")
         c.check(st2["node"] == "n2" and "metrics" not in json.dumps(st2.get("counters", {})),
