@@ -159,6 +159,28 @@ def main():
                 "Prometheus scraped lockstepd: sum(lockstep_path_up{peer=\"n2\"}) = %d" % PATHS)
         c.check(lslab.call(n1.sock, "status")["node"] == "n1",
                 "the control socket answers while Prometheus scrapes")
+        # the shipped Grafana dashboard's queries run on that Prometheus
+        dash = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools",
+                            "grafana", "lockstep-dashboard.json")
+        with open(dash) as f:
+            panels = json.load(f)["panels"]
+        bad, empty = [], []
+        for pnl in panels:
+            for t in pnl["targets"]:
+                u = "http://127.0.0.1:%d/api/v1/query?query=%s" % (pport,
+                                                                  urllib.parse.quote(t["expr"]))
+                try:
+                    res = json.load(urllib.request.urlopen(u, timeout=5))
+                except (OSError, ValueError) as e:
+                    bad.append((pnl["title"], str(e)))
+                    continue
+                if res.get("status") != "success":
+                    bad.append((pnl["title"], res.get("error")))
+                elif not res["data"]["result"] and "rate(" not in t["expr"] and \
+                        "sync" not in t["expr"] and "forward" not in t["expr"]:
+                    empty.append(pnl["title"])
+        c.check(not bad and not empty, "the dashboard's %d panels query Prometheus "
+                "(errors %s, empty %s)" % (len(panels), bad, empty))
         # DPDK telemetry: the same commands through DPDK's own client
         r = subprocess.run(["dpdk-telemetry.py", "-f", n1.prefix],
                            input="/lockstep/status\n/lockstep/paths,n2\n/lockstep/sync\n",
