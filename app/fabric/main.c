@@ -24,6 +24,7 @@
 #include <rte_dev.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
+#include <rte_version.h>
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
 #include <rte_log.h>
@@ -65,6 +66,7 @@ static const char usage_text[] =
 "                         trailer removed\n"
 "      --check            validate the topology and exit\n"
 "  -h, --help             this text\n"
+"  -V, --version          print the version\n"
 "\n"
 "Exit status: 0 clean shutdown, 1 failure, 2 bad usage or topology.\n";
 
@@ -85,6 +87,7 @@ parse_args(int argc, char **argv, bool *check)
 		{"idle-sleep-us", required_argument, NULL, 'I'}, {"no-fastpath", no_argument, NULL, 'F'},
 		{"rx-trailer", no_argument, NULL, 'R'}, {"tx-trailer", no_argument, NULL, 'X'},
 		{"check", no_argument, NULL, 'C'}, {"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
 	};
 	char *end;
@@ -95,7 +98,7 @@ parse_args(int argc, char **argv, bool *check)
 	fab.sample_ns = 10000;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "t:d:s:T:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "t:d:s:T:hV", opts, NULL)) != -1) {
 		switch (c) {
 		case 't':
 			fab_topo_path = optarg;
@@ -139,6 +142,9 @@ parse_args(int argc, char **argv, bool *check)
 			break;
 		case 'h':
 			fputs(usage_text, stdout);
+			exit(0);
+		case 'V':
+			printf("lockstep-fabric 0.1.0 (%s)\n", rte_version());
 			exit(0);
 		default:
 			fprintf(stderr, "lockstep-fabric: unknown option \"%s\"\n%s",

@@ -98,7 +98,7 @@ parse_app_args(int argc, char **argv, bool *check_only)
 			fputs(usage_text, stdout);
 			exit(0);
 		case 'V':
-			printf("lockstepd 0.1.0 (DPDK %s)\n", rte_version());
+			printf("lockstepd 0.1.0 (%s)\n", rte_version());
 			exit(0);
 		default:
 			fprintf(stderr, "lockstepd: unknown option \"%s\"\n%s",

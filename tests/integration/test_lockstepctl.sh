@@ -123,7 +123,7 @@ expect 2 -s "$S1" peer
 expect 2 -s "$S1" peer add onlyname
 expect 2 -s "$S1" paths --window 5s
 expect 2 -s "$S1" status --bogus
-expect 2 -s "$S1" peer add a 1.2.3.4 --port notanumber
+expect 2 -s "$S1" peer add a 1.2.3.4 --paths notanumber
 expect 2 -s "$S1" call clock '[1]'
 expect 2 -s "$S1" -s "$S2" status
 expect 2 --timeout
@@ -179,6 +179,10 @@ expect 2 mesh --metric jitter
 expect 0 watch -s "$S1" -s "$S2" --interval 0.1 --count 2
 [ "$(printf '%s\n' "$OUT" | grep -c '^n2 ')" = 2 ] || fail "watch did not refresh twice"
 expect 0 --json watch --dir "$TMP" --interval 0.1 --count 2 && is_json
+
+# --version, as the daemons have it; peer add --port takes the port's name
+expect 0 --version && contains "lockstepctl 0.1.0" out
+expect 0 -s "$S1" --json peer add n9 10.0.0.9 --port p1 && is_json
 
 echo "lockstepctl: $TESTS checks, $FAILS failures"
 [ "$FAILS" = 0 ]

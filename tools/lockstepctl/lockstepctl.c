@@ -51,7 +51,7 @@ static const struct optdef window_opts[] = {
 };
 
 static const struct optdef peer_add_opts[] = {
-	{ "--port", ARG_UINT, 65535 },
+	{ "--port", ARG_STR },
 	{ "--paths", ARG_UINT, 65535 },
 	{ "--interval-us", ARG_UINT, UINT32_MAX },
 	{ NULL },
@@ -123,7 +123,7 @@ static const struct cli_cmd commands[] = {
 	  "one peer's paths with full latency histograms",
 	  .dcmd = "path", .fmt = fmt_path, .pos = { "peer" }, .min_pos = 1,
 	  .opts = window_opts },
-	{ "peer add", "NAME ADDR [--port P] [--paths N] [--interval-us US]",
+	{ "peer add", "NAME ADDR [--port PORT-NAME] [--paths N] [--interval-us US]",
 	  "add a peer to probe", .dcmd = "peer.add", .fmt = print_kv,
 	  .pos = { "name", "addr" }, .min_pos = 2, .opts = peer_add_opts },
 	{ "peer del", "NAME", "remove a peer", .dcmd = "peer.del",
@@ -198,6 +198,7 @@ usage(FILE *f)
 		"  --timeout MS       wait at most MS ms for a reply "
 		"(default %d)\n"
 		"  -h, --help         show this help\n"
+		"  -V, --version      print the version\n"
 		"\n"
 		"commands:\n", DEFAULT_SOCKET, DEFAULT_TIMEOUT_MS);
 	/* Synopses are too long to share a line with the description at
@@ -298,6 +299,10 @@ main(int argc, char **argv)
 		if (strcmp(argv[i], "-h") == 0 ||
 		    strcmp(argv[i], "--help") == 0) {
 			usage(stdout);
+			return EX_OK;
+		}
+		if (strcmp(argv[i], "-V") == 0 || strcmp(argv[i], "--version") == 0) {
+			printf("lockstepctl 0.1.0\n");
 			return EX_OK;
 		}
 		if (strcmp(argv[i], "--") == 0) {

@@ -22,7 +22,8 @@
 
 #include <jansson.h>
 
-#define DEFAULT_SOCKET "/run/lockstep/lockstepd.sock"
+#define DEFAULT_SOCKET_DIR "/run/lockstep"
+#define DEFAULT_SOCKET DEFAULT_SOCKET_DIR "/lockstepd.sock"
 #define DEFAULT_DIR "/run/lockstep"
 #define DEFAULT_TIMEOUT_MS 5000
 

@@ -5,7 +5,9 @@
  * failure is printed here once and mapped to exactly one exit code.
  */
 
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,12 +19,35 @@
 #include "lockstepctl.h"
 
 
+/*
+ * $LOCKSTEP_SOCKET, else the daemon's own default, /run/lockstep/<node>.sock
+ * (docs/config.md, control.socket): the one socket there when there is
+ * exactly one, else DEFAULT_SOCKET (whose error names the directory).
+ */
 const char *
 default_socket(void)
 {
+	static char found[PATH_MAX];
 	const char *env = getenv("LOCKSTEP_SOCKET");
+	unsigned int n = 0;
+	struct dirent *e;
+	DIR *d;
 
-	return env && env[0] ? env : DEFAULT_SOCKET;
+	if (env && env[0])
+		return env;
+	if (access(DEFAULT_SOCKET, F_OK) == 0 || (d = opendir(DEFAULT_SOCKET_DIR)) == NULL)
+		return DEFAULT_SOCKET;
+	while ((e = readdir(d)) != NULL) {
+		size_t len = strlen(e->d_name);
+
+		if (len > 5 && strcmp(e->d_name + len - 5, ".sock") == 0 &&
+		    e->d_type == DT_SOCK) {
+			snprintf(found, sizeof(found), "%s/%s", DEFAULT_SOCKET_DIR, e->d_name);
+			n++;
+		}
+	}
+	closedir(d);
+	return n == 1 ? found : DEFAULT_SOCKET;
 }
 
 /* Map a connect failure to a message and exit code. */
