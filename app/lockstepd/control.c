@@ -477,9 +477,10 @@ cmd_peer_add(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 		return;
 	}
 	LSD_LOG(INFO, "peer %s added (%u paths)", peer->name, peer->n_paths);
-	ls_ctl_reply_ok(req, json_pack("{s:s, s:o, s:i, s:i}", "name", peer->name,
+	ls_ctl_reply_ok(req, json_pack("{s:s, s:o, s:i, s:i, s:b}", "name", peer->name,
 				       "addr", addr_json(&peer->addr), "paths", peer->n_paths,
-				       "interval_us", (int)peer->interval_us));
+				       "interval_us", (int)peer->interval_us,
+				       "saved", lsd_peers_save() == 0));
 }
 
 static void
@@ -503,7 +504,7 @@ cmd_peer_del(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 		return;
 	}
 	LSD_LOG(INFO, "peer %s removed", copy);
-	ls_ctl_reply_ok(req, json_pack("{s:s}", "name", copy));
+	ls_ctl_reply_ok(req, json_pack("{s:s, s:b}", "name", copy, "saved", lsd_peers_save() == 0));
 }
 
 /* Changing the number of paths replaces the peer: per-path state is sized
@@ -598,7 +599,8 @@ cmd_probe_set(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 		}
 	}
 	free(todo);
-	ls_ctl_reply_ok(req, json_pack("{s:i}", "updated", (int)n_todo));
+	ls_ctl_reply_ok(req, json_pack("{s:i, s:b}", "updated", (int)n_todo,
+				       "saved", lsd_peers_save() == 0));
 }
 
 static void
@@ -702,6 +704,15 @@ lsd_control_start(void)
 	};
 	int rc;
 
+	{
+		char err[LS_ERR_LEN];
+
+		rc = lsd_peers_restore(err, sizeof(err));
+		if (rc < 0) {
+			LSD_LOG(ERR, "%s", err);
+			return rc;
+		}
+	}
 	rc = lsd_clock_init();
 	if (rc == 0)
 		rc = lsd_sync_init(lsd_clock_reader(), lsd_clock_query_reader());

@@ -471,6 +471,9 @@ void lsd_log_register(struct ls_ctl *ctl);
 
 /* control.c */
 int lsd_control_start(void);
+/* peer_state.c (control thread): the peer list saved on change, restored at start */
+int lsd_peers_save(void);
+int lsd_peers_restore(char *err, size_t errlen);
 /* metrics.c (control thread): Prometheus /metrics from the control commands */
 struct ls_ctl;
 int lsd_metrics_start(struct ls_ctl *ctl);

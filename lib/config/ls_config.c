@@ -385,6 +385,8 @@ node_post(struct pctx *c, const char *path, const json_t *obj, void *base)
 		 cfg->node_name);
 	snprintf(cfg->bridge.policy_file, sizeof(cfg->bridge.policy_file),
 		 "/var/lib/lockstep/%s.policy.json", cfg->node_name);
+	snprintf(cfg->control.peers_file, sizeof(cfg->control.peers_file),
+		 "/var/lib/lockstep/%s.peers.json", cfg->node_name);
 	return 0;
 }
 
@@ -678,6 +680,7 @@ static const struct field control_fields[] = {
 	F_FUNC("mode", CTL, mode, fn_mode, 0),
 	F_INT("max_clients", CTL, max_clients, 1, 1024, 0),
 	F_INT("idle_timeout_ms", CTL, idle_timeout_ms, 100, 86400000, 0),
+	F_STR("peers_file", CTL, peers_file, 0, 0),
 };
 #undef CTL
 static const struct schema control_schema = SCHEMA(control_fields, NULL);

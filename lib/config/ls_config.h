@@ -174,6 +174,9 @@ struct ls_conf_control {
 	uint32_t max_clients;     /**< concurrent clients, default 16 */
 	uint32_t idle_timeout_ms; /**< drop a client idle (or dribbling half a line) this
 				   *   long, default 60000 */
+	char peers_file[256];     /**< the peer list as changed at run time (peer.add/del,
+				   *   probe.set), restored at start; default
+				   *   /var/lib/lockstep/<node>.peers.json, "" none */
 };
 
 /** Idle back-off of the polling lcores (lab use on shared cores). */

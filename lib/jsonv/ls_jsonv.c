@@ -5,9 +5,11 @@
  * alike and safe to print (see ls_jsonv.h).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 #include "ls_jsonv.h"
@@ -159,4 +161,39 @@ ls_jsonv_load(const struct ls_jsonv *v, size_t max_name, json_t **root)
 		return ls_jsonv_fail(v, NULL, "%s", jerr.text);
 	}
 	return 0;
+}
+
+int
+ls_jsonv_save(const json_t *j, const char *file, char *err, size_t errlen)
+{
+	char tmp[4096];
+	int fd, rc = 0;
+	FILE *f;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", file, (int)getpid()) >= (int)sizeof(tmp)) {
+		snprintf(err, errlen, "%s: path too long", file);
+		return -ENAMETOOLONG;
+	}
+	/* new file only, never through a link someone left in the directory */
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
+	if (fd < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+		return rc;
+	}
+	f = fdopen(fd, "w");
+	if (f == NULL || json_dumpf(j, f, JSON_INDENT(2) | JSON_SORT_KEYS) != 0 ||
+	    fputc('\n', f) == EOF || fflush(f) != 0 || fsync(fd) != 0)
+		rc = -(errno ? errno : EIO);
+	if (f != NULL)
+		fclose(f);
+	else
+		close(fd);
+	if (rc == 0 && rename(tmp, file) != 0)
+		rc = -errno;
+	if (rc < 0) {
+		snprintf(err, errlen, "%s: %s", file, strerror(-rc));
+		unlink(tmp);
+	}
+	return rc;
 }

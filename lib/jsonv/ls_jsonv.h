@@ -62,6 +62,14 @@ bool ls_jsonv_name_char(char ch);
  */
 int ls_jsonv_load(const struct ls_jsonv *v, size_t max_name, json_t **root);
 
+/**
+ * Write j to file atomically: a new temporary file beside it (never through
+ * a link someone left there), fsync, rename over file. A reader sees the
+ * old file or the new one, never a part.
+ * @return 0, or a negative errno with "FILE: reason" in err.
+ */
+int ls_jsonv_save(const json_t *j, const char *file, char *err, size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif

@@ -143,38 +143,10 @@ ls_policy_to_json(const struct ls_policy *p)
 int
 ls_policy_save(const struct ls_policy *p, const char *file, char *err, size_t errlen)
 {
-	char tmp[4096];
-	json_t *j;
-	int fd, rc = 0;
-	FILE *f;
+	json_t *j = ls_policy_to_json(p);
+	int rc = ls_jsonv_save(j, file, err, errlen);
 
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", file, (int)getpid()) >= (int)sizeof(tmp)) {
-		snprintf(err, errlen, "%s: path too long", file);
-		return -ENAMETOOLONG;
-	}
-	/* new file only, never through a link someone left in the directory */
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
-	if (fd < 0) {
-		rc = -errno;
-		snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
-		return rc;
-	}
-	f = fdopen(fd, "w");
-	j = ls_policy_to_json(p);
-	if (f == NULL || json_dumpf(j, f, JSON_INDENT(2) | JSON_SORT_KEYS) != 0 ||
-	    fputc('\n', f) == EOF || fflush(f) != 0 || fsync(fd) != 0)
-		rc = -(errno ? errno : EIO);
 	json_decref(j);
-	if (f != NULL)
-		fclose(f);
-	else
-		close(fd);
-	if (rc == 0 && rename(tmp, file) != 0)
-		rc = -errno;
-	if (rc < 0) {
-		snprintf(err, errlen, "%s: %s", file, strerror(-rc));
-		unlink(tmp);
-	}
 	return rc;
 }
 

@@ -79,7 +79,7 @@ cat >"$TMP/bfuzz.json" <<EOF
       ]
     }
   },
-  "control": {"socket": "$SOCK"},
+  "control": {"socket": "$SOCK", "peers_file": ""},
   "idle": {"backoff": true},
   "log": {"level": "info"}
 }

@@ -33,7 +33,7 @@ cat >"$TMP/fuzz.json" <<EOF
   "peers": [{"name": "n2", "addr": "10.9.0.2", "port": "p0"}],
   "probe": {"interval_us": 10000, "paths": 4, "dst_port": 862, "src_port_base": 49152},
   "reflector": {"rate_pps": 100000000, "burst": 1000000, "max_sources": 65536},
-  "control": {"socket": "$SOCK"},
+  "control": {"socket": "$SOCK", "peers_file": ""},
   "idle": {"backoff": true},
   "log": {"level": "info"}
 }

@@ -82,7 +82,7 @@ class Bridge:
             ],
             "bridge": {"host_port": "host", "fabric_port": "fab", "link_bps": 300000000,
                        "max_flows": 4096, "policy_file": self.state, "policy": policy},
-            "control": {"socket": self.sock},
+            "control": {"socket": self.sock, "peers_file": ""},
             "idle": {"backoff": True, "sleep_us": 20},
         }
         path = os.path.join(self.tmp, "br.json")

@@ -146,7 +146,7 @@ def reflector(br, tmp):
     cfg = {"node": {"name": "rf", "id": 2},
            "ports": [{"name": "p", "dev": "net_af_packet0,iface=%sfk,qdisc_bypass=0" % br.tag,
                       "mac": "02:77:00:00:00:05", "ipv4": "10.77.0.5/24"}],
-           "control": {"socket": os.path.join(tmp, "rf.sock")},
+           "control": {"socket": os.path.join(tmp, "rf.sock"), "peers_file": ""},
            "sync": {"enabled": False, "shm": ""},
            "idle": {"backoff": True, "sleep_us": 20}}
     path = os.path.join(tmp, "rf.json")

@@ -60,7 +60,7 @@ def config(tmp, extra=None, name="c1"):
                   {"name": "b6", "addr": "fd00:7::2", "paths": 2}],
         "probe": {"interval_us": 100000, "paths": 3},
         "clock": {"source": "sim", "sim": {"offset_ns": 123456, "drift_ppm": 12.5, "wander_ns": 0}},
-        "control": {"socket": "%s/%s.sock" % (tmp, name)},
+        "control": {"socket": "%s/%s.sock" % (tmp, name), "peers_file": ""},
         "capture": {"dir": "%s/cap" % tmp},
         "sync": {"shm": "%s/%s.fleettime" % (tmp, name)},
         "idle": {"backoff": True},

@@ -80,7 +80,7 @@ def main():
             "ports": [{"name": "p0", "dev": "net_af_packet0,iface=fa", "mac": D_MAC, "ipv4": D_IP + "/24"}],
             "peers": [{"name": "p", "addr": P_IP, "mac": P_MAC}],
             "probe": {"interval_us": 50000, "paths": 2},
-            "control": {"socket": sock},
+            "control": {"socket": sock, "peers_file": ""},
             "idle": {"backoff": True, "after_polls": 64, "sleep_us": 200},
         }
         d = NsDaemon(ns, cfg, tmp, "d", prefix="lsforge%d" % os.getpid()).start()

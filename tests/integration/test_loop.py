@@ -85,7 +85,7 @@ def main():
                 "node": {"name": name, "id": 1 if name == "a" else 2},
                 "ports": [{"name": "p0", "dev": "net_af_packet0,iface=lp" + name,
                            "mac": mac, "ipv4": ip + "/24"}],
-                "control": {"socket": socks[name]},
+                "control": {"socket": socks[name], "peers_file": ""},
                 "idle": {"backoff": True, "after_polls": 64, "sleep_us": 200},
             }
             daemons.append(NsDaemon(ns, cfg, tmp, name, prefix="lsloop%s%d" % (name, os.getpid())).start())

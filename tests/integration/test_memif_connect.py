@@ -41,7 +41,7 @@ def main():
                    "mac": "02:00:00:00:02:01", "ipv4": "10.1.2.2/24"}],
         "peers": [{"name": "s", "addr": "10.1.2.1"}],
         "probe": {"interval_us": 100000, "paths": 1},
-        "control": {"socket": sock},
+        "control": {"socket": sock, "peers_file": ""},
         "idle": {"backoff": True},
     }
     tag = "lsmc%d" % os.getpid()

@@ -51,7 +51,7 @@ def node(tmp, i, other, metrics_port):
                    "mac": "02:00:00:00:0%d:00" % i, "ipv4": "192.168.77.%d/24" % i}],
         "peers": [{"name": "n%d" % other, "addr": "192.168.77.%d" % other}],
         "probe": {"interval_us": 10000, "paths": PATHS},
-        "control": {"socket": os.path.join(tmp, "n%d.sock" % i)},
+        "control": {"socket": os.path.join(tmp, "n%d.sock" % i), "peers_file": ""},
         "sync": {"shm": ""},
         "idle": {"backoff": True, "sleep_us": 100},
     }

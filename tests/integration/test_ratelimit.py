@@ -59,7 +59,7 @@ def spoofed_flood(c, tmp):
         "peers": [{"name": "p", "addr": "10.8.0.50", "mac": "02:00:00:00:00:50"}],
         "probe": {"interval_us": 1000000},
         "reflector": {"rate_pps": RATE, "burst": BURST, "max_sources": 1024},
-        "control": {"socket": sock},
+        "control": {"socket": sock, "peers_file": ""},
     }
     d = lslab.Daemon(cfg, tmp, "rl2", prefix="lsrl2%d" % os.getpid()).start()
     try:
@@ -96,7 +96,7 @@ def main():
         "ports": [{"name": "p0", "dev": "net_pcap0,rx_pcap=%s,tx_pcap=%s" % (rx, tx),
                    "mac": "02:00:00:00:00:01", "ipv4": "10.8.0.1/24"}],
         "reflector": {"rate_pps": RATE, "burst": BURST},
-        "control": {"socket": sock},
+        "control": {"socket": sock, "peers_file": ""},
     }
     d = lslab.Daemon(cfg, tmp, "rl", prefix="lsrl%d" % os.getpid()).start()
     try:

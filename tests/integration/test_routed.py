@@ -67,7 +67,7 @@ def main():
                            "ipv6": v6, "gateway6": gw6}],
                 "peers": [{"name": "peer4", "addr": peer4}, {"name": "peer6", "addr": peer6}],
                 "probe": {"interval_us": 50000, "paths": 4},
-                "control": {"socket": os.path.join(tmp, side + ".sock")},
+                "control": {"socket": os.path.join(tmp, side + ".sock"), "peers_file": ""},
                 "capture": {"dir": tmp},
                 "idle": {"backoff": True},
             }

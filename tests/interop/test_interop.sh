@@ -65,7 +65,7 @@ cat >"$TMP/n1.json" <<EOF
   "ports": [{"name": "p0", "dev": "net_af_packet0,iface=$VETH_D",
              "ipv4": "10.77.0.1/24", "ipv6": "fd00:77::1/64"}],
   "reflector": {"rate_pps": 20000, "burst": 256},
-  "control": {"socket": "$SOCK"},
+  "control": {"socket": "$SOCK", "peers_file": ""},
   "capture": {"dir": "$TMP"},
   "idle": {"backoff": true},
   "log": {"level": "info"}

@@ -73,7 +73,7 @@ def main():
                                   "addr": str(ipaddress.ip_interface(o[fam]).ip)})
         cfg = {"node": {"name": h["name"], "id": i}, "ports": [port], "peers": peers,
                "probe": {"interval_us": interval, "paths": paths},
-               "control": {"socket": "%s/n%d.sock" % (out, i)},
+               "control": {"socket": "%s/n%d.sock" % (out, i), "peers_file": ""},
                "idle": {"backoff": True, "after_polls": 64, "sleep_us": 50},
                "log": {"level": "info"}}
         if rx_trailer:

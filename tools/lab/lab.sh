@@ -136,7 +136,7 @@ node_json() { # node_json I PORTS_JSON PEERS_JSON
   "ports": [$2],
   "peers": [$3],
   "probe": {"interval_us": $interval_us, "paths": $paths},
-  "control": {"socket": "$dir/n$1.sock"},
+  "control": {"socket": "$dir/n$1.sock", "peers_file": ""},
   "capture": {"dir": "$dir"},
   "idle": {"backoff": true, "after_polls": 64, "sleep_us": 200},
   "log": {"level": "info"}

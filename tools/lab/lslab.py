@@ -143,6 +143,8 @@ class Daemon:
         self.log_path = os.path.join(dir, name + ".log")
         self.prefix = prefix or "ls%s%d" % (name, os.getpid())
         self.sock = cfg.get("control", {}).get("socket")
+        # a test's peers never go to (or come from) the host's state directory
+        cfg.setdefault("control", {}).setdefault("peers_file", "")
         self.proc, self.rc, self._log = None, None, None
         with open(self.cfg_path, "w") as f:
             json.dump(cfg, f)
