@@ -12,13 +12,15 @@
 
 #include "ls_app.h"
 
-static volatile int *ls_app_quit;
+static volatile int *ls_app_quit, *ls_app_reload;
 
 static void
 ls_app_on_signal(int sig)
 {
-	(void)sig;
-	*ls_app_quit = 1;
+	if (sig == SIGHUP)
+		*ls_app_reload = 1;
+	else
+		*ls_app_quit = 1;
 }
 
 void
@@ -51,4 +53,7 @@ ls_app_start(const struct ls_app_start *s, int argc, char **argv)
 	signal(SIGINT, ls_app_on_signal);
 	signal(SIGTERM, ls_app_on_signal);
 	signal(SIGPIPE, SIG_IGN);
+	/* a terminal hang-up or a reload request never kills a daemon */
+	ls_app_reload = s->reload;
+	signal(SIGHUP, s->reload != NULL ? ls_app_on_signal : SIG_IGN);
 }

@@ -49,6 +49,7 @@ struct ls_app_start {
 	 * on a check-only run it prints "FILE: ok (...)", frees, returns 1. */
 	int (*load)(bool check_only, char *err, size_t len);
 	volatile int *quit;      /* set by SIGINT/SIGTERM once the EAL is up */
+	volatile int *reload;    /* set by SIGHUP; NULL: SIGHUP is ignored */
 };
 
 /*

@@ -126,6 +126,63 @@ add_config_peers(void)
 	return 0;
 }
 
+/* Whether the running peer idx is what cp configures. */
+static bool
+peer_same(const struct lsd_peer *p, const struct ls_conf_peer *cp)
+{
+	uint16_t paths = cp->paths ? cp->paths : lsd.cfg.probe.paths;
+	uint32_t iv = cp->interval_us ? cp->interval_us : lsd.cfg.probe.interval_us;
+
+	return ls_addr_eq(&p->addr, &cp->addr) && paths == p->n_paths && iv == p->interval_us &&
+	       strcmp(lsd.ports[p->port_idx].conf->name, cp->port) == 0 &&
+	       p->asym_ns == cp->asym_ns && p->static_mac == cp->has_mac;
+}
+
+/*
+ * SIGHUP: the config file's peers[] become the peer list (peers that went
+ * are removed, new ones added, changed ones replaced, the rest keep their
+ * windows), then the list is saved (peers_file). Everything else in the
+ * file takes effect at the next start, as the log says. A file that does
+ * not load changes nothing.
+ */
+static void
+reload_peers(void)
+{
+	struct ls_config nc;
+	char err[LS_ERR_LEN];
+	unsigned int added = 0, removed = 0;
+
+	if (ls_config_load(lsd.cfg.file, &nc, err, sizeof(err)) < 0) {
+		LSD_LOG(ERR, "SIGHUP: %s (nothing changed)", err);
+		return;
+	}
+	for (unsigned int i = lsd_peer_count(); i-- > 0;) {
+		const struct lsd_peer *p = lsd_peer_at(i);
+		unsigned int j;
+
+		for (j = 0; j < nc.n_peers && strcmp(nc.peers[j].name, p->name) != 0; j++)
+			;
+		if ((j == nc.n_peers || !peer_same(p, &nc.peers[j])) && peer_remove(i) == 0)
+			removed++;
+	}
+	for (unsigned int j = 0; j < nc.n_peers; j++) {
+		struct lsd_peer *peer;
+
+		if (lsd_peer_find(nc.peers[j].name) >= 0)
+			continue;
+		peer = peer_create(&nc.peers[j]);
+		if (peer == NULL || peer_install(peer) < 0)
+			LSD_LOG(ERR, "SIGHUP: peer %s not added", nc.peers[j].name);
+		else
+			added++;
+	}
+	ls_config_free(&nc);
+	lsd_peers_save();
+	LSD_LOG(INFO, "SIGHUP: peers from %s: %u removed or changed, %u added, %u now; other "
+		"settings take effect at the next start", lsd.cfg.file, removed, added,
+		lsd_peer_count());
+}
+
 /* ---- JSON helpers ----------------------------------------------------- */
 
 static json_t *
@@ -673,6 +730,10 @@ ctl_thread(void *arg __rte_unused)
 		ls_ctl_poll(control.ctl, 10);
 		lsd_metrics_poll();
 		lsd_telemetry_poll();
+		if (lsd.reload) {
+			lsd.reload = 0;
+			reload_peers();
+		}
 		lsd_capture_drain();
 		now = rte_rdtsc();
 		lsd_sync_poll(now);

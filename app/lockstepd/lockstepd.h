@@ -336,6 +336,7 @@ struct lsd_global {
 	uint16_t send_ee;                  /* sender Error Estimate (PTPv2 format) */
 	bool refl_ptp;                     /* reflector timestamps in PTPv2 format */
 	volatile int quit;
+	volatile int reload;          /* SIGHUP: the control thread reloads the peers */
 	int exit_code;
 	uint64_t start_tsc;
 	struct lsd_sync_pub sync_pub;       /* written by the control thread */

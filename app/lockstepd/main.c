@@ -65,6 +65,9 @@ static const char usage_text[] =
 "  --file-prefix NAME  one per process when several run on a host\n"
 "  --no-pci            no PCI scan (lab)\n"
 "\n"
+"Signals: SIGTERM/SIGINT stop it cleanly; SIGHUP makes the config file's\n"
+"peers[] the peer list (the rest of the file takes effect at the next start).\n"
+"\n"
 "Exit status: 0 clean shutdown, 1 start-up or runtime failure, 2 bad usage\n"
 "or configuration.\n";
 
@@ -238,6 +241,7 @@ main(int argc, char **argv)
 {
 	static const struct ls_app_start start = {
 		.name = "lockstepd", .parse = parse_app_args, .load = lsd_load, .quit = &lsd.quit,
+		.reload = &lsd.reload,
 	};
 	int rc;
 

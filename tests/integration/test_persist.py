@@ -8,6 +8,8 @@ directory:
     says saved, and the file holds exactly the resulting list;
   - after SIGTERM and a new start, `peers` is that list (n3 with its new
     paths and interval, n4; no n2), not the config's;
+  - SIGHUP makes the edited config's peers the list (unchanged ones keep
+    running) and saves it; the daemon does not exit;
   - a broken peers file (a bad address) stops the start with the file, the
     key and the reason, exit status non-zero, and is left as it was;
   - peers_file "" writes nothing.
@@ -15,6 +17,7 @@ directory:
 import json
 import os
 import shutil
+import signal
 import sys
 import tempfile
 
@@ -73,6 +76,22 @@ def main():
         after = names(d.sock)
         c.check(after == want, "after the restart the peers are the operator's, not the "
                 "config's: %s" % after)
+
+        # SIGHUP: the edited config's peers become the list; the daemon lives on
+        cfg2 = dict(cfg, peers=[{"name": "n3", "addr": "10.9.0.3", "paths": 4,
+                                 "interval_us": 50000},
+                                {"name": "n7", "addr": "10.9.0.7"}])
+        with open(d.cfg_path, "w") as f:
+            json.dump(cfg2, f)
+        d.proc.send_signal(signal.SIGHUP)
+        want2 = [("n3", 4, 50000), ("n7", 2, 100000)]
+        c.check(lslab.wait_until(lambda: names(d.sock) == want2, 10),
+                "SIGHUP: the config's peers now (n3 kept, n4 gone, n7 added): %s" %
+                names(d.sock))
+        c.check(d.proc.poll() is None, "SIGHUP does not stop lockstepd")
+        with open(state) as f:
+            c.check(sorted(p["name"] for p in json.load(f)) == ["n3", "n7"],
+                    "... and the list is saved")
         d.stop()
 
         # a broken file: refused whole, named, left alone
