@@ -101,6 +101,16 @@ while [ $# -gt 0 ]; do
 	*) break ;;
 	esac
 done
+usage() { awk 'NR > 3 && !/^#/ { exit } NR > 3 { sub(/^# ?/, ""); print }' "$0"; }
+case "$cmd" in
+-h|--help|help) usage; exit 0 ;;
+mesh|watch) ;;    # the rest goes to lockstepctl
+*) if [ $# -gt 0 ]; then
+	# before anything is touched: a typo must not bring up (or down) a lab
+	echo "lab: unknown option \"$1\" for \"$cmd\" (tools/lab/lab.sh --help)" >&2
+	exit 2
+   fi ;;
+esac
 
 lockstepd="$build/app/lockstepd/lockstepd"
 lockstepctl="$build/tools/lockstepctl/lockstepctl"
@@ -378,5 +388,5 @@ restart-node) do_restart_node ;;
 down) do_down ;;
 mesh) exec "$lockstepctl" mesh --dir "$dir" "$@" ;;
 watch) exec "$lockstepctl" watch --dir "$dir" "$@" ;;
-*) sed -n '4,10p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+*) usage >&2; exit 2 ;;
 esac
