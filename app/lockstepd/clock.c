@@ -16,6 +16,7 @@
 
 #include <jansson.h>
 
+#include <rte_cpuflags.h>
 #include <rte_cycles.h>
 #include <rte_lcore.h>
 
@@ -29,12 +30,28 @@ static struct {
 	bool warned_unsent;
 } ctl_clock;
 
+static bool
+tsc_invariant(void)
+{
+#if defined(RTE_ARCH_X86)
+	return rte_cpu_get_flag_enabled(RTE_CPUFLAG_INVTSC) > 0;
+#else
+	return true; /* the generic timer counts at a fixed frequency by definition */
+#endif
+}
+
 int
 lsd_clock_init(void)
 {
 	uint16_t ports[LS_MAX_PORTS];
 	int rc;
 
+	/* The TSC is the time base of everything here and of fleet time's
+	 * readers (lib/sync/ls_fleettime.h): say so when the CPU does not
+	 * promise it runs at one rate through power states. */
+	if (!tsc_invariant())
+		LSD_LOG(WARNING, "the CPU does not report an invariant TSC (CPUID INVTSC): "
+			"delays and fleet time may drift with power states");
 	for (unsigned int i = 0; i < lsd.n_ports; i++)
 		ports[i] = lsd.ports[i].port_id;
 	rc = ls_clock_setup(&ctl_clock.clock, &lsd.cfg.clock, lsd.cfg.node_id, ports, lsd.n_ports,
@@ -147,6 +164,7 @@ lsd_clock_json(void)
 		      "tai_offset_ns", (json_int_t)map.tai_off,
 		      "refits", (json_int_t)lsd.cal.n_updates,
 		      "last_step_ppm", lsd.cal.ppm_step);
+	json_object_set_new(o, "invariant_tsc", json_boolean(tsc_invariant()));
 	json_object_set_new(o, "rx_stamps", rx_stamps_json());
 	json_object_set_new(o, "tx_stamps", tx_stamps_json());
 	if (c->kind == LS_CLOCK_SIM) {

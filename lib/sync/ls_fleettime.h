@@ -98,7 +98,8 @@ struct ls_fleettime {
 
 /**
  * The free-running counter the page's map is in: TSC on x86 (invariant TSC
- * assumed, as lockstepd checks), the virtual counter on aarch64 (after an
+ * assumed: lockstepd warns at start, and `clock` reports invariant_tsc, when
+ * CPUID does not promise it), the virtual counter on aarch64 (after an
  * isb so it is not read early). Elsewhere CLOCK_MONOTONIC_RAW ns, which the
  * vDSO serves without a syscall; the writer must use the same function.
  */
