@@ -3,14 +3,33 @@
  * The start-up both apps share (see ls_app.h): one place for the order
  * options → file → check-only → EAL, and for the exit statuses it gives.
  */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include <rte_eal.h>
 #include <rte_errno.h>
+#include <rte_version.h>
 
 #include "ls_app.h"
+
+void
+ls_app_help_version(bool version, const char *name, const char *usage)
+{
+	if (version)
+		printf("%s %s (%s)\n", name, LS_APP_VERSION, rte_version());
+	else
+		fputs(usage, stdout);
+	exit(0);
+}
+
+int
+ls_app_bad_option(const char *name, const char *opt, const char *usage)
+{
+	fprintf(stderr, "%s: unknown option \"%s\"\n%s", name, opt, usage);
+	return -EINVAL;
+}
 
 static volatile int *ls_app_quit, *ls_app_reload;
 

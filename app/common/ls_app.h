@@ -52,6 +52,16 @@ struct ls_app_start {
 	volatile int *reload;    /* set by SIGHUP; NULL: SIGHUP is ignored */
 };
 
+#define LS_APP_VERSION "0.1.0"
+
+/* --help (usage on stdout) or --version ("NAME 0.1.0 (DPDK x.y)"), then
+ * exit 0: the two options every program here answers before the EAL. */
+void ls_app_help_version(bool version, const char *name, const char *usage)
+	__attribute__((noreturn));
+
+/* An option getopt did not know: name it and the usage on stderr, -EINVAL. */
+int ls_app_bad_option(const char *name, const char *opt, const char *usage);
+
 /*
  * Runs parse, load, the check-only answer, rte_eal_init() and catches
  * SIGINT/SIGTERM. Returns when the EAL is up and the app goes on; otherwise

@@ -141,15 +141,10 @@ parse_args(int argc, char **argv, bool *check)
 			*check = true;
 			break;
 		case 'h':
-			fputs(usage_text, stdout);
-			exit(0);
 		case 'V':
-			printf("lockstep-fabric 0.1.0 (%s)\n", rte_version());
-			exit(0);
+			ls_app_help_version(c == 'V', "lockstep-fabric", usage_text);
 		default:
-			fprintf(stderr, "lockstep-fabric: unknown option \"%s\"\n%s",
-				argv[optind - 1], usage_text);
-			return -EINVAL;
+			return ls_app_bad_option("lockstep-fabric", argv[optind - 1], usage_text);
 		}
 	}
 	if (fab_topo_path == NULL) {

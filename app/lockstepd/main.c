@@ -98,15 +98,10 @@ parse_app_args(int argc, char **argv, bool *check_only)
 			*check_only = true;
 			break;
 		case 'h':
-			fputs(usage_text, stdout);
-			exit(0);
 		case 'V':
-			printf("lockstepd 0.1.0 (%s)\n", rte_version());
-			exit(0);
+			ls_app_help_version(c == 'V', "lockstepd", usage_text);
 		default:
-			fprintf(stderr, "lockstepd: unknown option \"%s\"\n%s",
-				argv[optind - 1], usage_text);
-			return -EINVAL;
+			return ls_app_bad_option("lockstepd", argv[optind - 1], usage_text);
 		}
 	}
 	if (optind < argc) {

@@ -115,12 +115,24 @@ call(const char *cmd, json_t *args)
 	return r;
 }
 
+/* name{event="KEY"} VALUE for every key of a counters object. */
+static void
+put_events(struct page *p, const char *name, const json_t *counters)
+{
+	const char *key;
+	json_t *v;
+	char e[128];
+
+	json_object_foreach((json_t *)counters, key, v)
+		put(p, "%s{event=\"%s\"} %.0f\n", name, esc(key, e, sizeof(e)),
+		    json_number_value(v));
+}
+
 static void
 render_status(struct page *p)
 {
 	json_t *st = call("status", NULL), *v;
 	char b1[128], b2[128];
-	const char *key;
 	size_t i;
 
 	if (st == NULL)
@@ -155,9 +167,7 @@ render_status(struct page *p)
 	    num(json_object_get(st, "reflector"), "rate_limited"));
 	head(p, "lockstep_events_total", "counter",
 	     "Per-lcore receive dispositions and send events, by name (lockstepctl status).");
-	json_object_foreach(json_object_get(st, "counters"), key, v)
-		put(p, "lockstep_events_total{event=\"%s\"} %.0f\n", esc(key, b1, sizeof(b1)),
-		    json_number_value(v));
+	put_events(p, "lockstep_events_total", json_object_get(st, "counters"));
 	json_decref(st);
 }
 
@@ -270,9 +280,7 @@ render_sync(struct page *p)
 static void
 render_bridge(struct page *p)
 {
-	json_t *b = call("bridge", NULL), *v;
-	char e[128];
-	const char *key;
+	json_t *b = call("bridge", NULL);
 
 	if (b == NULL)
 		return; /* no data path configured */
@@ -280,9 +288,7 @@ render_bridge(struct page *p)
 	put(p, "lockstep_bridge_flows %.0f\n", num(b, "flows"));
 	head(p, "lockstep_bridge_events_total", "counter",
 	     "Data-path counters by name (lockstepctl bridge).");
-	json_object_foreach(json_object_get(b, "counters"), key, v)
-		put(p, "lockstep_bridge_events_total{event=\"%s\"} %.0f\n", esc(key, e, sizeof(e)),
-		    json_number_value(v));
+	put_events(p, "lockstep_bridge_events_total", json_object_get(b, "counters"));
 	json_decref(b);
 }
 
@@ -330,14 +336,14 @@ int
 lsd_metrics_start(struct ls_ctl *ctl)
 {
 	const struct ls_conf_metrics *mc = &lsd.cfg.metrics;
+	const struct ls_addr a = mc->address;
 	struct sockaddr_storage ss = {0};
-	struct ls_addr a;
+	char as[LS_ADDR_STRLEN];
 
 	if (mc->port == 0)
 		return 0;
 	met.ctl = ctl;
-	if (ls_addr_parse(mc->address, &a) < 0)
-		return -EINVAL; /* the config checked it */
+	ls_addr_fmt(&a, as, sizeof(as));
 	if (a.family == LS_AF_INET6) {
 		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
 
@@ -358,11 +364,11 @@ lsd_metrics_start(struct ls_ctl *ctl)
 				 MHD_OPTION_CONNECTION_LIMIT, 16U,
 				 MHD_OPTION_CONNECTION_TIMEOUT, 10U, MHD_OPTION_END);
 	if (met.d == NULL) {
-		LSD_LOG(ERR, "metrics: cannot listen on %s port %u", mc->address, mc->port);
+		LSD_LOG(ERR, "metrics: cannot listen on %s port %u", as, mc->port);
 		return -EADDRINUSE;
 	}
 	LSD_LOG(INFO, "metrics: http://%s%s%s:%u/metrics", a.family == LS_AF_INET6 ? "[" : "",
-		mc->address, a.family == LS_AF_INET6 ? "]" : "", mc->port);
+		as, a.family == LS_AF_INET6 ? "]" : "", mc->port);
 	return 0;
 }
 

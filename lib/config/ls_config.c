@@ -719,25 +719,11 @@ static const struct field capture_fields[] = {
 #undef CAP
 static const struct schema capture_schema = SCHEMA(capture_fields, capture_post);
 
-static int
-metrics_post(struct pctx *c, const char *path, const json_t *obj, void *base)
-{
-	const struct ls_conf_metrics *m = base;
-	char kpath[LS_JSONV_PATH_LEN];
-	struct ls_addr a;
-
-	(void)obj;
-	if (ls_addr_parse(m->address, &a) < 0)
-		return ls_jsonv_fail(&c->jv, ls_jsonv_key(kpath, path, "address"),
-				     "\"%s\" is not an IPv4 or IPv6 address", m->address);
-	return 0;
-}
-
 static const struct field metrics_fields[] = {
-	F_STR("address", struct ls_conf_metrics, address, 2, 0),
+	F_ADDR("address", struct ls_conf_metrics, address, 0, 0),
 	F_INT("port", struct ls_conf_metrics, port, 0, 65535, 0),
 };
-static const struct schema metrics_schema = SCHEMA(metrics_fields, metrics_post);
+static const struct schema metrics_schema = SCHEMA(metrics_fields, NULL);
 
 static const struct field sync_fields[] = {
 	F_BOOL("enabled", struct ls_conf_sync, enabled),
@@ -841,7 +827,7 @@ set_defaults(struct ls_config *cfg)
 	cfg->capture.max_bytes = 64ULL << 20;
 	cfg->capture.ring_size = 4096;
 	snprintf(cfg->capture.dir, sizeof(cfg->capture.dir), "/var/lib/lockstep/capture");
-	snprintf(cfg->metrics.address, sizeof(cfg->metrics.address), "127.0.0.1");
+	ls_addr_parse("127.0.0.1", &cfg->metrics.address);
 	cfg->sync.enabled = true;
 	cfg->sync.window_ms = 2000;
 	cfg->sync.interval_ms = 250;

@@ -197,7 +197,7 @@ struct ls_conf_capture {
 
 /** Prometheus exposition (/metrics over HTTP): off unless port is set. */
 struct ls_conf_metrics {
-	char address[64];         /**< listen address (IPv4 or IPv6 literal), default 127.0.0.1 */
+	struct ls_addr address;   /**< listen address, default 127.0.0.1 */
 	uint32_t port;            /**< TCP port, 0 = off (the default) */
 };
 

@@ -303,19 +303,31 @@ k_match(const json_t *v, const struct ls_jsonv *jv, const char *path, void *out,
 	return walk(v, jv, path, match_keys, LS_ARRAY_SIZE(match_keys), out);
 }
 
+/* One of n names, stored as its index (uint8_t); the error lists them. */
+static int
+enum_in(const json_t *v, const struct ls_jsonv *jv, const char *path,
+	const char *const *names, unsigned int n, void *out)
+{
+	char want[128] = "";
+
+	for (unsigned int i = 0; i < n; i++) {
+		if (json_is_string(v) && strcmp(json_string_value(v), names[i]) == 0) {
+			*(uint8_t *)out = (uint8_t)i;
+			return 0;
+		}
+		snprintf(want + strlen(want), sizeof(want) - strlen(want), "%s\"%s\"",
+			 i == 0 ? "" : i + 1 == n ? " or " : ", ", names[i]);
+	}
+	return ls_jsonv_fail(jv, path, "expected %s", want);
+}
+
 static const char *const path_modes[] = {"keep", "pin", "spread", "avoid"};
 
 static int
 k_mode(const json_t *v, const struct ls_jsonv *jv, const char *path, void *out,
 	long long max UNUSED)
 {
-	if (json_is_string(v))
-		for (unsigned int i = 0; i < LS_ARRAY_SIZE(path_modes); i++)
-			if (strcmp(json_string_value(v), path_modes[i]) == 0) {
-				*(uint8_t *)out = (uint8_t)i;
-				return 0;
-			}
-	return ls_jsonv_fail(jv, path, "expected \"keep\", \"pin\", \"spread\" or \"avoid\"");
+	return enum_in(v, jv, path, path_modes, LS_ARRAY_SIZE(path_modes), out);
 }
 
 static int
@@ -358,13 +370,7 @@ static int
 k_cc_mode(const json_t *v, const struct ls_jsonv *jv, const char *path, void *out,
 	  long long max UNUSED)
 {
-	if (json_is_string(v))
-		for (unsigned int i = 0; i < LS_ARRAY_SIZE(cc_modes); i++)
-			if (strcmp(json_string_value(v), cc_modes[i]) == 0) {
-				*(uint8_t *)out = (uint8_t)i;
-				return 0;
-			}
-	return ls_jsonv_fail(jv, path, "expected \"off\", \"dcqcn\" or \"delay\"");
+	return enum_in(v, jv, path, cc_modes, LS_ARRAY_SIZE(cc_modes), out);
 }
 
 const char *
@@ -404,11 +410,21 @@ static const struct key cc_keys[] = {
 };
 #undef CK
 
+/* The keys, then what no single key can check: hyper increase is the
+ * faster one, and a floor of zero would let a flow stop for good. */
 static int
 k_cc(const json_t *v, const struct ls_jsonv *jv, const char *path, void *out,
      long long max UNUSED)
 {
-	return walk(v, jv, path, cc_keys, LS_ARRAY_SIZE(cc_keys), out);
+	const struct ls_policy_cc *c = out;
+	int rc = walk(v, jv, path, cc_keys, LS_ARRAY_SIZE(cc_keys), out);
+
+	if (rc == 0 && c->hai_bps < c->ai_bps)
+		rc = ls_jsonv_fail(jv, path, "hai_bps %llu below ai_bps %llu",
+				   (unsigned long long)c->hai_bps, (unsigned long long)c->ai_bps);
+	if (rc == 0 && c->min_bps == 0)
+		rc = ls_jsonv_fail(jv, path, "min_bps must be above 0");
+	return rc;
 }
 
 #define SK(name, fn, field) { name, fn, offsetof(struct ls_policy_slice, field) }

@@ -109,6 +109,10 @@ START_TEST(test_errors_name_key)
 		 "pol.json: policy.slices[0].cc.mode: expected \"off\", \"dcqcn\" or \"delay\""},
 		{"{\"slices\": [{\"name\": \"a\", \"cc\": {\"t_us\": 0}}]}",
 		 "pol.json: policy.slices[0].cc.t_us: 0 out of range 1..10000000"},
+		{"{\"slices\": [{\"name\": \"a\", \"cc\": {\"ai_bps\": 5e8}}]}",
+		 "pol.json: policy.slices[0].cc: hai_bps 200000000 below ai_bps 500000000"},
+		{"{\"slices\": [{\"name\": \"a\", \"cc\": {\"min_bps\": 0}}]}",
+		 "pol.json: policy.slices[0].cc: min_bps must be above 0"},
 		{"{\"slices\": [{\"name\": \"a\", \"cc\": {\"min_dec_pct\": 101}}]}",
 		 "pol.json: policy.slices[0].cc.min_dec_pct: 101 out of range 0..100"},
 	};

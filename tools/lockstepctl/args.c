@@ -244,6 +244,20 @@ check_parsed(const struct cli_cmd *cmd, const struct parsed *p)
 	return cmd->check != NULL ? cmd->check(cmd, p) : EX_OK;
 }
 
+/* The daemon command: .dcmd, or the words with '.' for ' ' ("peer add" is
+ * "peer.add"), which is what most rows would spell out again. */
+static const char *
+daemon_cmd(const struct cli_cmd *cmd, char *buf, size_t len)
+{
+	if (cmd->dcmd != NULL)
+		return cmd->dcmd;
+	snprintf(buf, len, "%s", cmd->name);
+	for (char *p = buf; *p; p++)
+		if (*p == ' ')
+			*p = '.';
+	return buf;
+}
+
 /* A table-described subcommand: parse, build one request, print reply. */
 int
 cmd_request(struct cli *cli, const struct cli_cmd *cmd, int argc,
@@ -253,7 +267,7 @@ cmd_request(struct cli *cli, const struct cli_cmd *cmd, int argc,
 	const struct optdef *d = cmd->opts;
 	bool drop = false;
 	struct parsed p;
-	char key[64];
+	char key[64], dname[64];
 	json_t *args;
 	int k, rc;
 
@@ -263,7 +277,8 @@ cmd_request(struct cli *cli, const struct cli_cmd *cmd, int argc,
 	if (rc != EX_OK)
 		return rc;
 	if (max_pos == 0 && d == NULL)
-		return run_single(cli, cmd, cmd->dcmd, NULL, cmd->fmt);
+		return run_single(cli, cmd, daemon_cmd(cmd, dname, sizeof(dname)), NULL,
+				  cmd->fmt);
 	args = json_object();
 	for (k = 0; rc == EX_OK && k < p.npos; k++)
 		rc = add_arg(cmd, args, cmd->pos[k], NULL, cmd->pos_kind,
@@ -276,7 +291,8 @@ cmd_request(struct cli *cli, const struct cli_cmd *cmd, int argc,
 		json_decref(args);
 		args = NULL;
 	}
-	return rc ? rc : run_single(cli, cmd, cmd->dcmd, args, cmd->fmt);
+	return rc ? rc : run_single(cli, cmd, daemon_cmd(cmd, dname, sizeof(dname)), args,
+				    cmd->fmt);
 }
 
 

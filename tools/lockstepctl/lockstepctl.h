@@ -88,7 +88,7 @@ struct cli_cmd {
 	const char *args;   /* synopsis after the name */
 	const char *help;
 	cli_fn fn;          /* NULL: cmd_request() */
-	const char *dcmd;   /* daemon command */
+	const char *dcmd;   /* daemon command; NULL: the words joined by '.' */
 	formatter fmt;      /* how to print its result */
 	const char *pos[2]; /* request keys of the positionals, in order */
 	int min_pos;        /* how many positionals are required */
