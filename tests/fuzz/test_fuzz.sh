@@ -115,7 +115,10 @@ DPID=
 # Everything the daemon sent must be well-formed with correct checksums
 # (the pcap PMD writes tx_pcap on close). Port 862 is decoded as STAMP so
 # that random reply ports do not trip unrelated heuristic dissectors.
-if command -v tshark >/dev/null; then
+# tshark is in tools/deps: without it these checks cannot run, which is a
+# failure, never a pass.
+command -v tshark >/dev/null || fail "tshark not installed (tools/deps): cannot check what the daemon transmitted"
+{
 	# Frames of $OUT matching display filter $1 (tshark errors are fatal).
 	tcount() {
 		tshark -r "$OUT" -d udp.port==862,twamp.test -o udp.check_checksum:TRUE \
@@ -137,5 +140,6 @@ if command -v tshark >/dev/null; then
 	[ "$nbad" -eq 0 ] || fail "$nbad transmitted frames malformed or with bad checksums"
 	[ "$nself" -eq 0 ] || fail "$nself replies sent to the daemon's own address (a source address of ours was reflected)"
 	[ "$nbcast" -eq 0 ] || fail "$nbcast replies sent to 10.9.0.255 (a subnet-broadcast source was reflected)"
-fi
+	[ "$nout" -gt 0 ] || fail "the daemon transmitted nothing (tx pcap empty): nothing checked"
+}
 echo "test_fuzz: PASS"
