@@ -22,6 +22,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import lslab  # noqa: E402
 
 LOCKSTEPD = lslab.LOCKSTEPD
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 class Conn:
@@ -69,6 +70,46 @@ def config(tmp, extra=None, name="c1"):
         for k, v in extra.items():
             cfg[k] = v
     return cfg
+
+
+def shape_diff(real, fake, where="result"):
+    """Differences in shape (keys, JSON types) between two replies; None on
+    either side matches anything (a null field), as does an empty list."""
+    if real is None or fake is None:
+        return []
+    if isinstance(real, dict) and isinstance(fake, dict):
+        out = ["%s.%s: only the daemon has it" % (where, k) for k in real if k not in fake]
+        out += ["%s.%s: only the fake has it" % (where, k) for k in fake if k not in real]
+        for k in real:
+            if k in fake:
+                out += shape_diff(real[k], fake[k], "%s.%s" % (where, k))
+        return out
+    if isinstance(real, list) and isinstance(fake, list):
+        return shape_diff(real[0], fake[0], where + "[0]") if real and fake else []
+    num = (int, float)
+    same = (isinstance(real, bool) == isinstance(fake, bool) and
+            (isinstance(real, num) and isinstance(fake, num) or type(real) is type(fake)))
+    return [] if same else ["%s: daemon %s, fake %s" % (where, type(real).__name__, type(fake).__name__)]
+
+
+def check_fake_shapes(c, tmp, valid, real):
+    """tests/integration/fake_ctl_server.py stands in for the daemon in the
+    lockstepctl test: its replies must keep the daemon's shapes (it had
+    drifted: no sync, peers' port a number, echoed arguments as replies)."""
+    fs = os.path.join(tmp, "fake.sock")
+    fake = subprocess.Popen(["/usr/bin/python3", os.path.join(HERE, "fake_ctl_server.py"),
+                             "--socket", fs, "--node", "c1", "--peers", "a,b6"])
+    try:
+        lslab.wait_until(lambda: os.path.exists(fs), 10)
+        f = Conn(fs)
+        for name, args in valid.items():
+            r = f.call(name, args)
+            d = shape_diff(real[name], r.get("result")) if r.get("ok") else ["error %s" % r]
+            c.check(not d, "fake_ctl_server's %s reply has the daemon's shape%s"
+                    % (name, (": " + "; ".join(d[:6])) if d else ""))
+    finally:
+        fake.terminate()
+        fake.wait()
 
 
 def run_bad_config(c, tmp, text, key, what):
@@ -141,16 +182,20 @@ def main():
             "capture.stop": lambda r: (r["file"] == cap and r["packets"] >= 0 and r["bytes"] >= 24
                                        and r["dropped"] == 0 and os.path.getsize(cap) == r["bytes"]),
         }
+        real = {}
         for name in ["help", "status", "peers", "paths", "path", "peer.add", "peer.del",
                      "probe.set", "stats.reset", "clock", "sync", "sync.points", "log.level",
                      "capture.start", "capture.stop"]:
             r = k.call(name, valid[name])
+            real[name] = r.get("result")
             try:
                 good = r.get("ok") is True and bool(content[name](r["result"]))
             except (KeyError, TypeError, IndexError, OSError) as e:
                 good = "%s: %r" % (type(e).__name__, e) and False
             c.check(good, "%s answers ok with the right content: %s"
                     % (name, json.dumps(r.get("result"))[:300]))
+
+        check_fake_shapes(c, tmp, valid, real)
 
         st = k.call("status")["result"]
         c.check(st["node"] == "c1" and st["n_peers"] == 2 and st["n_paths"] == 5,
