@@ -249,7 +249,7 @@ cmd_status(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_un
 
 	ls_ctl_reply_ok(req, json_pack(
 		"{s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I, s:I}, s:I, s:I, s:o, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
-		"s:I, s:I, s:I, s:I}}",
+		"s:I, s:I, s:I, s:I, s:I}}",
 		"calibration", cal,
 		"delivery_lateness_ns", "count", (json_int_t)fab.late.count,
 		"min", (json_int_t)ls_hist_quantile(&fab.late, 0),
@@ -266,7 +266,7 @@ cmd_status(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_un
 		"convergence_ns", (json_int_t)fab.fab->convergence_ns,
 		"switches", sw, "hosts", hosts, "counters",
 		C(rx_pkts), C(tx_pkts), C(tx_dropped), C(arp_answered), C(nd_answered),
-		C(icmp_time_exceeded), C(no_route), C(bad), C(not_ip), C(alloc_failed),
+		C(icmp_time_exceeded), C(no_route), C(bad), C(not_ip), C(ignored), C(alloc_failed),
 		C(gen_pkts), C(gen_dropped), C(truth_dropped), C(events), C(trailer_no_room),
 		C(slow_rx_bursts), C(tx_at), C(tx_at_late), C(tx_at_bad),
 		/* mbufs out of the pool: back to its idle level once traffic

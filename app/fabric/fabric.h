@@ -55,6 +55,9 @@ struct lsf_stats {
 	uint64_t no_route;
 	uint64_t bad;              /* unparsable at a switch */
 	uint64_t not_ip;           /* neither IP nor ARP/ND we answer */
+	uint64_t ignored;          /* ARP/ND a leaf does not answer (replies, for the
+				    * host itself), ICMP errors about ICMP errors, a
+				    * reply that could not be built: consumed silently */
 	uint64_t alloc_failed;
 	uint64_t gen_pkts;         /* background packets injected */
 	uint64_t gen_dropped;

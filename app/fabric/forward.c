@@ -157,6 +157,7 @@ leaf_reply(const struct ls_fab_node *h, struct rte_mbuf *m, const uint8_t *buf, 
 	struct ls_pkt_info rpi = {0};
 
 	if (!frame_set(m, buf, len)) {
+		fab.st.ignored++;
 		rte_pktmbuf_free(m);
 		return;
 	}
@@ -179,6 +180,7 @@ leaf_arp(uint16_t leaf, uint16_t host, struct rte_mbuf *m, const struct ls_pkt_i
 		h->mac_known = true;
 	}
 	if (pi->arp_op != LS_ARP_REQUEST || ls_addr_eq(&pi->dst, &h->addr4)) {
+		fab.st.ignored++;
 		rte_pktmbuf_free(m);
 		return;
 	}
@@ -202,6 +204,7 @@ leaf_nd(uint16_t leaf, uint16_t host, struct rte_mbuf *m, const struct ls_pkt_in
 		h->mac_known = true;
 	}
 	if (!is_ns || ls_addr_eq(&pi->nd_target, &h->addr6)) {
+		fab.st.ignored++;
 		rte_pktmbuf_free(m);
 		return;
 	}
@@ -226,12 +229,14 @@ time_exceeded(uint16_t sw, struct rte_mbuf *m, const struct ls_pkt_info *pi, uin
 		uint8_t type = rte_pktmbuf_mtod(m, const uint8_t *)[pi->l4_off];
 
 		if (type != 0 && type != 8) {
+			fab.st.ignored++;
 			rte_pktmbuf_free(m);
 			return;
 		}
 	}
 	if (pi->src.family == LS_AF_INET6 && l3[6] == 58 && pi->l4_off + 1u <= m->data_len &&
 	    rte_pktmbuf_mtod(m, const uint8_t *)[pi->l4_off] < 128) {
+		fab.st.ignored++;
 		rte_pktmbuf_free(m);
 		return;
 	}
@@ -240,6 +245,7 @@ time_exceeded(uint16_t sw, struct rte_mbuf *m, const struct ls_pkt_info *pi, uin
 					 m->data_len - pi->l3_off, 64);
 	if (len < 0 || !frame_set(m, buf, len) ||
 	    ls_pkt_parse(rte_pktmbuf_mtod(m, const uint8_t *), m->data_len, false, &tpi) < 0) {
+		fab.st.ignored++;
 		rte_pktmbuf_free(m);
 		return;
 	}

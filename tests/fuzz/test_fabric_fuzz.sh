@@ -43,17 +43,29 @@ for _ in $(seq 1 600); do
 done
 sleep 1
 "${CTL[@]}" call status > "$TMP/st.json" || fail "the emulator no longer answers"
-/usr/bin/python3 - "$TMP/st.json" "$frames" <<'PY' || exit 1
+"${CTL[@]}" call links > "$TMP/links.json" || fail "the emulator no longer answers"
+/usr/bin/python3 - "$TMP/st.json" "$frames" "$TMP/links.json" <<'PY' || exit 1
 import json, sys
 c = json.load(open(sys.argv[1]))["counters"]
 frames = int(sys.argv[2])
-# Every frame from h1 ends somewhere: forwarded out of a host port, answered
-# (ARP/ND, ICMP), or dropped as bad / not IP / no route / by a link.
-out = c["tx_pkts"] + c["bad"] + c["not_ip"] + c["no_route"]
-print("test_fabric_fuzz: %d frames in: tx %d, arp %d, nd %d, icmp %d, bad %d, not ip %d, no route %d"
+links = json.load(open(sys.argv[3]))
+links = links.get("links", links) if isinstance(links, dict) else links
+drops = sum(l.get(k, 0) for l in links for k in ("drop_tail", "drop_loss", "drop_down", "drop_mtu"))
+# Every frame from h1 ends in exactly one place (each mbuf is freed or sent
+# once; an answer or an ICMP error reuses the request's): sent to a host
+# (forwarded or answered), dropped as bad / not IP / no route, consumed
+# silently (ignored: ARP/ND not to answer, ICMP about ICMP), or dropped by a
+# link. Nothing is in flight after the wait above.
+out = c["tx_pkts"] + c["bad"] + c["not_ip"] + c["no_route"] + c["ignored"] + drops
+print("test_fabric_fuzz: %d frames in: tx %d, arp %d, nd %d, icmp %d, bad %d, not ip %d, no route %d, "
+      "ignored %d, link drops %d: %d accounted for"
       % (c["rx_pkts"], c["tx_pkts"], c["arp_answered"], c["nd_answered"], c["icmp_time_exceeded"],
-         c["bad"], c["not_ip"], c["no_route"]))
+         c["bad"], c["not_ip"], c["no_route"], c["ignored"], drops, out))
 ok = c["rx_pkts"] >= frames and c["bad"] > 0 and c["tx_pkts"] > 0
+if out != c["rx_pkts"]:
+    print("test_fabric_fuzz: FAIL: %d frames received, %d accounted for (off by %d)"
+          % (c["rx_pkts"], out, out - c["rx_pkts"]))
+    ok = False
 print("test_fabric_fuzz: send-time trailers: %d believed, %d late, %d not believed (3000 forged)"
       % (c["tx_at"], c["tx_at_late"], c["tx_at_bad"]))
 ok = ok and c["tx_at_bad"] == 3000 and c["tx_at"] == 0 and c["tx_at_late"] == 0

@@ -22,6 +22,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import lslab  # noqa: E402
 
 LOCKSTEPD = lslab.LOCKSTEPD
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 class Conn:
@@ -71,6 +72,46 @@ def config(tmp, extra=None, name="c1"):
     return cfg
 
 
+def shape_diff(real, fake, where="result"):
+    """Differences in shape (keys, JSON types) between two replies; None on
+    either side matches anything (a null field), as does an empty list."""
+    if real is None or fake is None:
+        return []
+    if isinstance(real, dict) and isinstance(fake, dict):
+        out = ["%s.%s: only the daemon has it" % (where, k) for k in real if k not in fake]
+        out += ["%s.%s: only the fake has it" % (where, k) for k in fake if k not in real]
+        for k in real:
+            if k in fake:
+                out += shape_diff(real[k], fake[k], "%s.%s" % (where, k))
+        return out
+    if isinstance(real, list) and isinstance(fake, list):
+        return shape_diff(real[0], fake[0], where + "[0]") if real and fake else []
+    num = (int, float)
+    same = (isinstance(real, bool) == isinstance(fake, bool) and
+            (isinstance(real, num) and isinstance(fake, num) or type(real) is type(fake)))
+    return [] if same else ["%s: daemon %s, fake %s" % (where, type(real).__name__, type(fake).__name__)]
+
+
+def check_fake_shapes(c, tmp, valid, real):
+    """tests/integration/fake_ctl_server.py stands in for the daemon in the
+    lockstepctl test: its replies must keep the daemon's shapes (it had
+    drifted: no sync, peers' port a number, echoed arguments as replies)."""
+    fs = os.path.join(tmp, "fake.sock")
+    fake = subprocess.Popen(["/usr/bin/python3", os.path.join(HERE, "fake_ctl_server.py"),
+                             "--socket", fs, "--node", "c1", "--peers", "a,b6"])
+    try:
+        lslab.wait_until(lambda: os.path.exists(fs), 10)
+        f = Conn(fs)
+        for name, args in valid.items():
+            r = f.call(name, args)
+            d = shape_diff(real[name], r.get("result")) if r.get("ok") else ["error %s" % r]
+            c.check(not d, "fake_ctl_server's %s reply has the daemon's shape%s"
+                    % (name, (": " + "; ".join(d[:6])) if d else ""))
+    finally:
+        fake.terminate()
+        fake.wait()
+
+
 def run_bad_config(c, tmp, text, key, what):
     path = os.path.join(tmp, "bad.json")
     with open(path, "w") as f:
@@ -109,11 +150,52 @@ def main():
             "capture.start": {"file": "c.pcap"}, "capture.stop": None,
         }
         c.check(sorted(valid) == names, "test covers every command: %s" % names)
+        # Each command's reply carries what it is for, not just ok (what the
+        # value must be, for this config: 2 peers a (3 paths), b6 (2 paths)).
+        cap = os.path.join(tmp, "cap", "c.pcap")
+        content = {
+            "help": lambda r: sorted(h["cmd"] for h in r) == names,
+            "status": lambda r: (r["node"] == "c1" and r["node_id"] == 7 and r["n_peers"] == 2
+                                 and r["n_paths"] == 5 and r["ports"][0]["name"] == "p0"
+                                 and r["clock"]["source"] == "sim" and "rx_pkts" in r["counters"]),
+            "peers": lambda r: [(p["name"], p["addr"], p["paths"]) for p in r]
+                               == [("a", "10.7.0.2", 3), ("b6", "fd00:7::2", 2)],
+            "paths": lambda r: (r["node"] == "c1" and r["window"] == "1s"
+                                and [(p["name"], [q["path"] for q in p["paths"]]) for p in r["peers"]]
+                                == [("a", [0, 1, 2]), ("b6", [0, 1])]
+                                and r["peers"][0]["paths"][1]["sport"] == 49153),
+            "path": lambda r: (r["peer"] == "a" and r["addr"] == "10.7.0.2" and len(r["paths"]) == 3
+                               and all(list(q["windows"]) == ["60s"] and "sent" in q["counters"]
+                                       for q in r["paths"])),
+            "peer.add": lambda r: r == {"name": "z", "addr": "10.7.0.9", "paths": 1, "interval_us": 100000},
+            "peer.del": lambda r: r == {"name": "z"},
+            "probe.set": lambda r: r == {"updated": 2},
+            "stats.reset": lambda r: r == {"reset": 5},
+            "clock": lambda r: (r["source"] == "sim" and r["sim"]["offset_ns"] == 123456
+                                and r["sim"]["drift_ppm"] == 12.5 and r["calibration"]["tsc_hz"] > 0),
+            "sync": lambda r: (r["enabled"] is True and r["state"]["node_id"] == 7
+                               and r["reading"]["earliest_ns"] <= r["reading"]["fleet_ns"]
+                               <= r["reading"]["latest_ns"] and isinstance(r["neighbors"], list)),
+            "sync.points": lambda r: r["path"] == 0 and isinstance(r["probes"], list),
+            "log.level": lambda r: r == {"level": "debug"},
+            "capture.start": lambda r: r == {"file": cap},
+            "capture.stop": lambda r: (r["file"] == cap and r["packets"] >= 0 and r["bytes"] >= 24
+                                       and r["dropped"] == 0 and os.path.getsize(cap) == r["bytes"]),
+        }
+        real = {}
         for name in ["help", "status", "peers", "paths", "path", "peer.add", "peer.del",
                      "probe.set", "stats.reset", "clock", "sync", "sync.points", "log.level",
                      "capture.start", "capture.stop"]:
             r = k.call(name, valid[name])
-            c.check(r.get("ok") is True and "result" in r, "%s answers ok" % name)
+            real[name] = r.get("result")
+            try:
+                good = r.get("ok") is True and bool(content[name](r["result"]))
+            except (KeyError, TypeError, IndexError, OSError) as e:
+                good = "%s: %r" % (type(e).__name__, e) and False
+            c.check(good, "%s answers ok with the right content: %s"
+                    % (name, json.dumps(r.get("result"))[:300]))
+
+        check_fake_shapes(c, tmp, valid, real)
 
         st = k.call("status")["result"]
         c.check(st["node"] == "c1" and st["n_peers"] == 2 and st["n_paths"] == 5,

@@ -100,11 +100,18 @@ expect 0 -s "$S1" clock && contains "truth.offset_ns:" out
 expect 0 -s "$S1" help && contains "peer.add" out
 expect 0 -s "$S1" peer add n9 10.9.9.9 --port 9000 --paths 4 \
 	--interval-us 250 && contains "interval_us:" out && contains "250" out
-expect 0 -s "$S1" peer del n9
-expect 0 -s "$S1" probe set --peer n2 --interval-us 500
-expect 0 -s "$S1" stats reset
+expect 0 -s "$S1" peer del n9 && contains "n9" out
+expect 1 -s "$S1" peer del n9 && contains "error: not_found:" err
+# What lockstepctl sent, as the fake received it ("last" is the fake's own).
+expect 0 -s "$S1" probe set --peer n2 --interval-us 500 --paths 3 && contains "updated:" out
+expect 0 -s "$S1" --json call last '{"cmd": "probe.set"}' &&
+	contains '"result":{"peer":"n2","interval_us":500,"paths":3}' out
+expect 0 -s "$S1" stats reset && contains "reset:" out && contains "4" out
 expect 0 -s "$S1" log level debug && contains "debug" out
-expect 0 -s "$S1" capture start x.pcap --snaplen 96
+expect 0 -s "$S1" capture start x.pcap --snaplen 96 && contains "/var/lib/lockstep/capture/x.pcap" out
+expect 0 -s "$S1" --json call last '{"cmd": "capture.start"}' &&
+	contains '"result":{"file":"x.pcap","snaplen":96}' out
+expect 0 -s "$S1" sync && contains "synced" out
 expect 0 -s "$S1" capture stop && contains "packets:" out
 expect 0 -s "$S1" call clock '{}' && contains "now_ns" out
 # Socket from the environment, options after the command.

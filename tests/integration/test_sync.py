@@ -56,7 +56,17 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "lab"))
 import lslab  # noqa: E402
 
-ERR_BOUND_NS = 2000          # the issue's loose bound, stable on a noisy VM
+# Fleet-time error against the reference's clock (README "clock sync":
+# fleet-time p99 ~65-100 ns; docs/sync.md). ERR_BOUND_NS bounds every single
+# reading (a descheduled daemon on 2 shared vCPUs can be hit in one);
+# MEDIAN_ERR_NS bounds the median over the non-reference readings of a
+# measurement, which load does not move: seen 9-83 ns, and a node 1 us off
+# (a one-sided stamp bias, a broken step) gives ~1000 ns and fails it.
+ERR_BOUND_NS = 2000          # every reading (was the only check)
+MEDIAN_ERR_NS = 500          # median of non-reference readings (new; seen <= 83 ns)
+# The reported bound [earliest, latest] must hold the truth (docs/sync.md,
+# "bound"): all readings but one (was: 90%; seen 100% in every run).
+BOUND_MISSES_MAX = 1
 CONVERGE_S = 20              # generous: start-up of 5 processes on 2 vCPUs included
 HOST_NS, SPINE_NS, RATE = 20000, 100000, 10_000_000_000
 
@@ -100,10 +110,12 @@ def pctl(xs, q):
 
 
 def measure(c, lab, n, rounds, what):
-    errs, inside, total, worst = [], 0, 0, {}
+    errs, inside, total, worst, nonref = [], 0, 0, {}, []
     for _ in range(rounds):
         for i, (e, rd, status, truth) in errors(lab, n).items():
             errs.append(abs(e))
+            if status != "reference":
+                nonref.append(abs(e))
             worst[i] = max(worst.get(i, 0), abs(e))
             total += 1
             if rd["earliest_ns"] <= truth <= rd["latest_ns"]:
@@ -116,9 +128,13 @@ def measure(c, lab, n, rounds, what):
     c.check(max(errs) < ERR_BOUND_NS,
             "%s: every node within %d ns of the reference's clock (max %.0f ns)"
             % (what, ERR_BOUND_NS, max(errs)))
-    c.check(inside >= 0.9 * total,
-            "%s: the reported bound holds the truth in >= 90%% of readings (%d/%d)"
-            % (what, inside, total))
+    med = statistics.median(nonref) if nonref else None
+    c.check(med is not None and med < MEDIAN_ERR_NS,
+            "%s: median |error| of the %d non-reference readings %s ns < %d ns"
+            % (what, len(nonref), "%.0f" % med if med is not None else "-", MEDIAN_ERR_NS))
+    c.check(inside >= total - BOUND_MISSES_MAX,
+            "%s: the reported bound holds the truth in all readings but at most %d (%d/%d)"
+            % (what, BOUND_MISSES_MAX, inside, total))
 
 
 def holdover(c, lab, n):
@@ -223,6 +239,14 @@ TRAILER_REFUSED_MAX = 0.005  # of trailer stamps, refused as stale (descheduled 
 # the emulator's ingress poll; with send-time trailers too, nothing but the
 # sync error.
 FLOOR_SLACK_NS = 2000 if SENDTIME else 10000 if TRAILER else 20000
+# ... and below it by no more than the sync error (a floor is the delay plus
+# the two ends' offset error). Not tightened: 500 ns was tried and failed in
+# sendtime mode on this loaded VM (floors 1.6 us under, in a run whose
+# sync error peaked, see docs/testing.md).
+FLOOR_UNDER_NS = ERR_BOUND_NS
+# Forward minus reverse excess over the floors is twice the sync error
+# (docs/sync.md). Not tightened: 1500 ns failed in the same run (1679 ns).
+FLOOR_ASYM_NS = 2 * ERR_BOUND_NS
 
 
 def points_offset(r, settled_ns=0):
@@ -379,8 +403,8 @@ def main():
                 rmin = statistics.median(x["windows"]["1s"]["rev"]["min"] for x in p["paths"])
                 exp = expected_owd(a, b, frame)
                 c.check(sy.get("owd_synced") is True and
-                        -ERR_BOUND_NS <= fmin - exp < FLOOR_SLACK_NS and
-                        -ERR_BOUND_NS <= rmin - exp < FLOOR_SLACK_NS,
+                        -FLOOR_UNDER_NS <= fmin - exp < FLOOR_SLACK_NS and
+                        -FLOOR_UNDER_NS <= rmin - exp < FLOOR_SLACK_NS,
                         "%s->%s: synced one-way delay floors fwd %.1f us, rev %.1f us vs "
                         "configured %.1f us" % (a, b, fmin / 1e3, rmin / 1e3, exp / 1e3))
                 asym.append((fmin - exp) - (rmin - exp))
@@ -407,9 +431,9 @@ def main():
         check_points(c, lab)
         print("floor asymmetry (fwd excess - rev excess) per pair, ns:",
               " ".join("%.0f" % x for x in asym))
-        c.check(max(abs(x) for x in asym) < 2 * ERR_BOUND_NS,
-                "forward and reverse floors agree within twice the sync bound "
-                "(max %.0f ns)" % max(abs(x) for x in asym))
+        c.check(max(abs(x) for x in asym) < FLOOR_ASYM_NS,
+                "forward and reverse floors agree within %d ns (max %.0f ns)"
+                % (FLOOR_ASYM_NS, max(abs(x) for x in asym)))
 
         # Where the receive stamps came from.
         rs = [lslab.call(lab.sock(i), "status")["clock"]["rx_stamps"] for i in range(1, n + 1)]

@@ -237,10 +237,22 @@ start_nodes() {
 	for i in $(node_list); do
 		prefix=(taskset -c "$cpus")
 		[ "$transport" = veth ] && prefix=(ip netns exec "${t}n$i" "${prefix[@]}")
-		"${prefix[@]}" "$lockstepd" --no-pci --no-huge -m 256 --lcores "$eal_lcores" \
-			--file-prefix "${t}n$i" --log-level 'lib.eal:warning' -- \
-			--config "$dir/n$i.json" > "$dir/n$i.log" 2>&1 &
-		echo $! > "$dir/n$i.pid"
+		# A subshell waits for the daemon and writes its exit status to
+		# n$i.rc (tests check that SIGTERM exits 0); n$i.pid is the daemon's.
+		rm -f "$dir/n$i.rc"
+		(
+			"${prefix[@]}" "$lockstepd" --no-pci --no-huge -m 256 --lcores "$eal_lcores" \
+				--file-prefix "${t}n$i" --log-level 'lib.eal:warning' -- \
+				--config "$dir/n$i.json" > "$dir/n$i.log" 2>&1 &
+			echo $! > "$dir/n$i.pid.new"
+			mv "$dir/n$i.pid.new" "$dir/n$i.pid"
+			rc=0
+			wait $! || rc=$?
+			echo $rc > "$dir/n$i.rc"
+		) > /dev/null 2>&1 &
+	done
+	for i in $(node_list); do
+		for _ in $(seq 1 100); do [ -s "$dir/n$i.pid" ] && break; sleep 0.05; done
 	done
 	# Wait for every control socket to answer.
 	for i in $(node_list); do

@@ -126,6 +126,15 @@ class _Lab:
         with open(os.path.join(self.dir, "n%d.log" % i)) as f:
             return f.read()
 
+    def exit_status(self, i, timeout=10):
+        """Node i's exit status once it has exited (lab.sh writes n<i>.rc;
+        128+N: killed by signal N), None if still running after timeout."""
+        path = os.path.join(self.dir, "n%d.rc" % i)
+        if not wait_until(lambda: os.path.exists(path) and os.path.getsize(path) > 0, timeout):
+            return None
+        with open(path) as f:
+            return int(f.read())
+
 
 class Daemon:
     """One lockstepd on virtual devices (no PCI, no hugepages), for tests that
