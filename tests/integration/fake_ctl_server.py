@@ -70,7 +70,7 @@ COUNTERS = (
 
 
 def clock_json():
-    return {"source": "sim", "now_ns": 123456789,
+    return {"source": "sim", "now_ns": 123456789, "invariant_tsc": True,
             "calibration": {"tsc_hz": 2.4e9, "tai_offset_ns": 37000000000, "refits": 1,
                             "last_step_ppm": 0.0},
             "rx_stamps": {"trailer_mode": False, "kernel": 0, "kernel_rejected": 0,
@@ -166,17 +166,17 @@ def handle(req):
         PEERS[a["name"]] = a["addr"]
         # the daemon's reply, with what was sent in it (the test reads it)
         return ok({"name": a["name"], "addr": a["addr"], "paths": a.get("paths", 2),
-                   "interval_us": a.get("interval_us", 1000)})
+                   "interval_us": a.get("interval_us", 1000), "saved": True})
     if cmd == "peer.del":
         if a.get("name") not in PEERS:
             return err("not_found", "no peer %s" % a.get("name"))
         del PEERS[a["name"]]
-        return ok({"name": a["name"]})
+        return ok({"name": a["name"], "saved": True})
     if cmd == "probe.set":
         if "peer" in a and a["peer"] not in PEERS:
             return err("not_found", "no peer %s" % a["peer"])
         LAST["probe.set"] = a  # what lockstepctl sent (read back by "last")
-        return ok({"updated": 1 if "peer" in a else len(PEERS)})
+        return ok({"updated": 1 if "peer" in a else len(PEERS), "saved": True})
     if cmd == "last":  # not a daemon command: the test's window into the fake
         return ok(LAST.get(a.get("cmd"), None))
     if cmd == "stats.reset":

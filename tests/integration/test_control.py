@@ -167,9 +167,11 @@ def main():
             "path": lambda r: (r["peer"] == "a" and r["addr"] == "10.7.0.2" and len(r["paths"]) == 3
                                and all(list(q["windows"]) == ["60s"] and "sent" in q["counters"]
                                        for q in r["paths"])),
-            "peer.add": lambda r: r == {"name": "z", "addr": "10.7.0.9", "paths": 1, "interval_us": 100000},
-            "peer.del": lambda r: r == {"name": "z"},
-            "probe.set": lambda r: r == {"updated": 2},
+            # saved: peers_file is "" here, so nothing to write is a success
+            "peer.add": lambda r: r == {"name": "z", "addr": "10.7.0.9", "paths": 1,
+                                        "interval_us": 100000, "saved": True},
+            "peer.del": lambda r: r == {"name": "z", "saved": True},
+            "probe.set": lambda r: r == {"updated": 2, "saved": True},
             "stats.reset": lambda r: r == {"reset": 5},
             "clock": lambda r: (r["source"] == "sim" and r["sim"]["offset_ns"] == 123456
                                 and r["sim"]["drift_ppm"] == 12.5 and r["calibration"]["tsc_hz"] > 0),
