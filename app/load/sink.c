@@ -186,7 +186,7 @@ measure(struct lld_sink *s, struct flow_st *f, uint32_t i, uint32_t len,
 		if (f->win >= 0)
 			win_close(s, f, k - (uint64_t)f->win - 1);
 		else   /* the flow began inside this window: it is partial */
-			f->partial = f->first >= s->origin + k * s->p.window;
+			f->partial = f->first > s->origin + k * s->p.window;
 		f->win = (int64_t)k;
 		f->w_bytes = f->w_span = 0;
 		f->w_pkts = 0;
