@@ -81,7 +81,7 @@ lld_tx_init(struct lld_tx *t, const struct lld_opts *o, uint16_t port,
 	t->hz = rte_get_tsc_hz();
 	t->start = start;
 	t->end = end;
-	t->max_lag = t->hz / 100;
+	t->max_lag = t->hz / 10;
 	t->tmpl = rte_zmalloc("lld_tmpl", sizeof(*t->tmpl) * t->n_flows, 64);
 	t->fl = rte_zmalloc("lld_txflow", sizeof(*t->fl) * t->n_flows, 64);
 	if (t->tmpl == NULL || t->fl == NULL) {

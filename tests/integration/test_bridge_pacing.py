@@ -1,0 +1,342 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""Integration: lockstepd's per-flow pacing measured at a receiver.
+
+  lockstep-load TX --memif--> host port  lockstepd  fabric port --memif--> lockstep-load RX
+  (one process, CPU 1)                  (bridge, CPU 0)
+
+One slice paces each of its flows at flow_bps. lockstep-load offers every
+flow 25% more than that (OVERLOAD), so each flow is always backlogged at
+lockstepd and what leaves is the pacer's own rate: a pacer that is off, or
+set to another rate, shows at the receiver. lockstepd drops the excess as a
+shaper's queue limit (bridge.pace_max_delay_us), set to 1.5 of a flow's
+frame period so every flow keeps a frame waiting.
+
+Three cases (issue 25's 1 / 1k / 100k flows), each checked against the
+issue's target, rate error <= 0.5% (issue 25 item 3):
+
+  case   flows   flow_bps   frame   frames per flow per 100 ms
+  1      1       200 Mb/s   1500 B  1667
+  1k     1000    200 kb/s   512 B   4.9
+  100k   100000  5120 b/s   128 B   0.5
+
+- aggregate rate over every complete 100 ms window (frames arriving in the
+  window over 100 ms) against flows x flow_bps: checked in all three cases;
+- per-flow rate over each 100 ms window, frames in the window over 100 ms:
+  checked for 1 flow. With 1k flows a window holds about 5 frames, so that
+  figure moves by one frame in five (20%) whatever the pacer does: it is
+  reported, not checked. What is checked per flow and window there is the
+  rate inside the window (bytes after its first frame over its first-to-last
+  span), which has no such quantisation. With 100k flows a window holds
+  0 or 1 frames of a flow: no per-flow rate exists at 100 ms;
+- per-flow rate over the whole measured run (bytes after the first frame
+  over first-to-last arrival), every flow: all three cases.
+
+Measuring starts when every flow's queue at lockstepd has filled (settle)
+and ends when TX ends. A last run sets the policy's flow_bps 1% above what
+the checks expect and asserts that the same checks then fail.
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "lab"))
+import lslab  # noqa: E402
+
+LOCKSTEPD = os.path.join(lslab.BUILD, "app", "lockstepd", "lockstepd")
+LOAD = os.path.join(lslab.BUILD, "app", "load", "lockstep-load")
+OVERLOAD = 1.25     # offered / paced: every flow stays backlogged at lockstepd
+TARGET = 0.005      # issue 25 item 3: rate error over 100 ms <= 0.5%
+# A polling thread kept off its CPU for w ms shifts up to w ms of frames
+# between two 100 ms windows. Below half the target's share (0.25 ms in
+# all) the windows show the pacer; above it they show the machine's other
+# work, and the window checks are reported, not asserted.
+WAIT_MS = 0.5 * TARGET * 100
+
+CASES = [
+    # name, flows, --proto, --family, frame bytes, flow_bps, TX seconds
+    ("1 flow", 1, "roce", "4", 1500, 200e6, 6),
+    ("1k flows", 1000, "roce,udp,tcp", "4,6", 512, 200e3, 6),
+    ("100k flows", 100000, "udp", "4", 128, 2560, 7),
+]
+
+
+class Rig:
+    """lockstepd with two memif server ports, and lockstep-load as their client."""
+
+    def __init__(self, tmp, tag):
+        self.tmp, self.tag = tmp, tag
+        self.sock = os.path.join(tmp, "ctl.sock")
+        self.hsock = os.path.join(tmp, "host.memif")
+        self.fsock = os.path.join(tmp, "fab.memif")
+        self.proc = None
+
+    def start(self, flows, flow_bps, period_s):
+        # a flow's queue limit: 1.5 frame periods (at least 20 ms), so each
+        # flow always has a frame waiting; the wheel's horizon covers it
+        max_delay_us = int(max(20000, 1.5e6 * period_s))
+        slot_ns = max(100, int(max_delay_us * 1000 * 2 / 65536))
+        mbufs = min(4194304, max(16384, flows * 3 + 16384))
+        cfg = {
+            "node": {"name": "pace", "id": 1},
+            "ports": [
+                {"name": "host", "role": "host", "rx_desc": 4096, "tx_desc": 4096,
+                 "dev": "net_memif0,role=server,id=0,socket=%s,socket-abstract=no,"
+                        "rsize=12" % self.hsock},
+                {"name": "fab", "rx_desc": 4096, "tx_desc": 4096,
+                 "dev": "net_memif1,role=server,id=0,socket=%s,socket-abstract=no,"
+                        "rsize=12" % self.fsock,
+                 "mac": "02:77:00:00:00:03", "ipv4": "10.77.0.3/24"},
+            ],
+            "bridge": {"host_port": "host", "fabric_port": "fab", "link_bps": 40000000000,
+                       "max_flows": max(4096, flows * 2), "pace_max_delay_us": max_delay_us,
+                       "wheel_slot_ns": slot_ns, "mbufs": mbufs,
+                       "policy_file": os.path.join(self.tmp, "policy.json"),
+                       "policy": {"slices": [{"name": "paced", "flow_bps": int(flow_bps),
+                                              "qlen": 16384, "match": {}}]}},
+            "control": {"socket": self.sock},
+        }
+        path = os.path.join(self.tmp, "pace.json")
+        with open(path, "w") as f:
+            json.dump(cfg, f)
+        for p in (self.sock, cfg["bridge"]["policy_file"]):
+            if os.path.exists(p):
+                os.unlink(p)
+        mem = 512 + mbufs * 3 // 1024   # MB: the pool's mbufs are about 2.3 KB
+        log = open(os.path.join(self.tmp, "lockstepd.log"), "a")
+        self.proc = subprocess.Popen(
+            [LOCKSTEPD, "--no-pci", "--no-huge", "-m", str(mem), "--lcores", "0@0",
+             "--file-prefix", self.tag + "d", "--", "--config", path],
+            stdout=log, stderr=subprocess.STDOUT)
+        return lslab.wait_until(self.up, 30)
+
+    def up(self):
+        try:
+            lslab.call(self.sock, "bridge")
+            return True
+        except (OSError, lslab.CtlError, ValueError):
+            return False
+
+    def status(self):
+        return lslab.call(self.sock, "bridge")
+
+    def stop(self):
+        if self.proc is None:
+            return
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.proc = None
+
+    def load(self, name, flows, proto, family, size, flow_bps, secs, settle_ms):
+        report = os.path.join(self.tmp, "report-%d.json" % flows)
+        cmd = [LOAD, "--no-pci", "--no-huge", "-m", "768", "--lcores", "0@1",
+               "--file-prefix", self.tag + "l",
+               "--vdev", "net_memif0,role=client,id=0,socket=%s,socket-abstract=no,"
+                         "rsize=12" % self.hsock,
+               "--vdev", "net_memif1,role=client,id=0,socket=%s,socket-abstract=no,"
+                         "rsize=12" % self.fsock,
+               "--", "--tx", "net_memif0", "--rx", "net_memif1", "--flows", str(flows),
+               "--proto", proto, "--family", family, "--size", str(size),
+               "--rate", repr(flow_bps * OVERLOAD), "--duration", str(secs),
+               "--settle-ms", str(settle_ms), "--linger-ms", "300", "--detail", "1",
+               "--report-flows", "0", "--report", report]
+        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        cw = CpuWait([self.proc.pid, p.pid])
+        try:
+            _, stderr = p.communicate(timeout=secs + 60)
+        finally:
+            cw.finish()
+        t_end = time.monotonic()
+        with open(os.path.join(self.tmp, "load.log"), "a") as f:
+            f.write("== %s\n%s\n%s\n" % (name, " ".join(cmd), stderr))
+        if p.returncode != 0:
+            print(stderr[-3000:])
+            return None
+        with open(report) as f:
+            rep = json.load(f)
+        # the measured part in our clock: the report's times are from its start
+        t0 = t_end - rep["elapsed_s"]
+        m = rep["rx"]["measured"]
+        rep["cpu_wait_ms"] = cw.during(t0 + m["from_s"], t0 + m["to_s"])
+        return rep
+
+
+class CpuWait:
+    """Samples, every 50 ms, how long each process's busiest thread (its
+    polling lcore) has waited for a CPU (/proc/PID/task/TID/schedstat, the
+    second field: run-queue wait, ns). A polling loop that waits w ms moves
+    up to w ms of frames from one 100 ms window to the next: w / 100 ms of
+    rate error that is the machine's, not the pacer's."""
+
+    def __init__(self, pids):
+        self.pids, self.samples, self.stop = pids, [], False
+        self.t = threading.Thread(target=self.run, daemon=True)
+        self.t.start()
+
+    @staticmethod
+    def wait_ns(pid):
+        best = None
+        try:
+            for tid in os.listdir("/proc/%d/task" % pid):
+                with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as f:
+                    run, wait, _ = (int(x) for x in f.read().split())
+                if best is None or run > best[0]:
+                    best = (run, wait)
+        except (OSError, ValueError):
+            return None
+        return best and best[1]
+
+    def run(self):
+        while not self.stop:
+            self.samples.append((time.monotonic(), [self.wait_ns(p) for p in self.pids]))
+            time.sleep(0.05)
+
+    def finish(self):
+        self.stop = True
+        self.t.join()
+
+    def during(self, t0, t1):
+        """Each process's wait (ms) between monotonic times t0 and t1, from
+        the samples just outside them (None when not sampled)."""
+        out = []
+        for i in range(len(self.pids)):
+            pts = [(t, w[i]) for t, w in self.samples if w[i] is not None]
+            a = [w for t, w in pts if t <= t0] or [w for t, w in pts[:1]]
+            b = [w for t, w in pts if t >= t1] or [w for t, w in pts[-1:]]
+            out.append((b[0] - a[-1]) / 1e6 if a and b else None)
+        return out
+
+
+def err(x, want):
+    return x / want - 1.0
+
+
+def pct(xs, q):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
+
+
+def judge(rep, flows, size, flow_bps):
+    """One run's figures: [(what, error, kind)], kind "run" (always checked),
+    "window" (checked when the polling threads had their CPUs, see
+    WAIT_MS), or "info" (reported: a quantity counting cannot resolve)."""
+    rx = rep["rx"]
+    agg = flows * flow_bps
+    fs = rx["flows_summary"]
+    out = [("aggregate rate over the measured run",
+            abs(err(rx["measured"]["rate_bps"], agg)), "run")]
+    if fs["rate_bps"] is None or fs["rate_bps"]["flows"] != flows:
+        out.append(("every flow measured (%s of %d)" %
+                    (fs["rate_bps"] and fs["rate_bps"]["flows"], flows), 1.0, "run"))
+    else:
+        out.append(("per-flow rate over the run, worst of %d flows" % flows,
+                    max(abs(err(fs["rate_bps"]["min"], flow_bps)),
+                        abs(err(fs["rate_bps"]["max"], flow_bps))), "run"))
+    ms = rx["windows"]["ms"]
+    wins = [abs(err(b * 8 / (ms / 1e3), agg)) for b in rx["windows"]["bytes"]]
+    out.append(("aggregate rate over %d windows of 100 ms, median" % len(wins),
+                pct(wins, 0.5) if wins else 1.0, "window"))
+    out.append(("aggregate rate over %d windows of 100 ms, worst" % len(wins),
+                max(wins) if wins else 1.0, "window"))
+    per_win = 0.1 * flow_bps / (size * 8)       # frames of a flow per window
+    if fs["window_min_bps"] is not None:
+        # one frame more or less moves a window's count by 1 / per_win:
+        # below 200 frames per window, counting cannot resolve 0.5%
+        out.append(("per-flow rate over 100 ms windows (frames counted), worst",
+                    max(abs(err(fs["window_min_bps"]["min"], flow_bps)),
+                        abs(err(fs["window_max_bps"]["max"], flow_bps))),
+                    "window" if per_win >= 200 else "info"))
+    if fs["span_min_bps"] is not None and per_win >= 2:
+        out.append(("per-flow rate inside 100 ms windows (first-to-last span), worst",
+                    max(abs(err(fs["span_min_bps"]["min"], flow_bps)),
+                        abs(err(fs["span_max_bps"]["max"], flow_bps))), "window"))
+    return out
+
+
+def report(c, name, rep, flows, size, flow_bps, bridge):
+    rx, tx = rep["rx"], rep["tx"]
+    bc = bridge["counters"]
+    waits = rep["cpu_wait_ms"]
+    print("# %s: lockstep-load sent %d frames (%.4g Mb/s offered, late %d, port full %d), "
+          "received %d of %d flows (imissed %d), measured %.6g Mb/s, one-way delay p50 %s us "
+          "p99 %s us" %
+          (name, tx["pkts"], tx["rate_bps"] / 1e6, tx["late"], tx["port_full"], rx["pkts"],
+           rx["flows_seen"], rx["port_stats"]["imissed"], rx["measured"]["rate_bps"] / 1e6,
+           rx["owd_ns"] and rx["owd_ns"]["p50"] / 1e3, rx["owd_ns"] and rx["owd_ns"]["p99"] / 1e3))
+    print("# %s: lockstepd rx_host %d (missed %d) tx_fabric %d pace_drops %d wheel_full %d "
+          "slice_drops %d tx_drops_fabric %d held %s" %
+          (name, bc.get("rx_host", -1), bridge["host"]["rx_missed"], bc.get("tx_fabric", -1),
+           bc.get("pace_drops", -1), bc.get("wheel_full", -1), bc.get("slice_drops", -1),
+           bc.get("tx_drops_fabric", -1), bridge["held"]))
+    print("# %s: while measuring, the polling threads waited for a CPU: lockstepd %s ms, "
+          "lockstep-load %s ms" % (name, waits[0], waits[1]))
+    quiet = all(w is not None and w <= WAIT_MS for w in waits)
+    for what, e, kind in judge(rep, flows, size, flow_bps):
+        line = "%s: %s: %.4f%% (target %.1f%%)" % (name, what, e * 100, TARGET * 100)
+        if kind == "run" or (kind == "window" and quiet):
+            c.check(e <= TARGET, line)
+        elif kind == "window":
+            print("NOT CHECKED  %s: the polling threads waited %s ms for a CPU "
+                  "(> %.2f ms: other processes on the machine)" % (line, waits, WAIT_MS))
+        else:
+            print("info  %s: not checked, %.1f frames per flow per window" %
+                  (line, 0.1 * flow_bps / (size * 8)))
+
+
+def main():
+    c = lslab.Checks("bridge-pacing")
+    lslab.need_root()
+    tag = "lsp%d" % (os.getpid() % 100000)
+    tmp = tempfile.mkdtemp(prefix="ls-pacing-")
+    rig = Rig(tmp, tag)
+
+    def cleanup(*_):
+        rig.stop()
+        for p in ("d", "l"):
+            shutil.rmtree("/var/run/dpdk/%s%s" % (tag, p), ignore_errors=True)
+
+    signal.signal(signal.SIGTERM, lambda *a: (cleanup(), sys.exit(1)))
+    try:
+        only = os.environ.get("LS_PACING_CASES")   # e.g. "1k,100k" to debug one case
+        for name, flows, proto, fam, size, bps, secs in CASES:
+            if only and name.split()[0] not in only.split(","):
+                continue
+            period = size * 8 / bps
+            # the queues fill at (OVERLOAD - 1) of the rate: 6 periods, and
+            # then some for flows that start later in the first period
+            settle_ms = int(500 + 8000 * period)
+            if not c.check(rig.start(flows, bps, period), "%s: lockstepd up" % name):
+                break
+            rep = rig.load(name, flows, proto, fam, size, bps, secs, settle_ms)
+            bridge = rig.status()
+            rig.stop()
+            if not c.check(rep is not None, "%s: lockstep-load ran" % name):
+                continue
+            report(c, name, rep, flows, size, bps, bridge)
+        # the checks must fail when the pacer runs at another rate than expected
+        name, flows, proto, fam, size, bps, _ = CASES[0]
+        if not only and c.check(rig.start(flows, bps * 1.01, size * 8 / bps), "wrong rate: lockstepd up"):
+            rep = rig.load("wrong", flows, proto, fam, size, bps, 3, 500)
+            rig.stop()
+            bad = ["%s %.3f%%" % (w, e * 100) for w, e, kind in judge(rep, flows, size, bps)
+                   if kind == "run" and e > TARGET] if rep else []
+            c.check(len(bad) == 2, "policy at 1.01 x flow_bps: the run checks fail (%s)" %
+                    "; ".join(bad))
+    finally:
+        cleanup()
+        shutil.rmtree(tmp, ignore_errors=True)
+    c.finish()
+
+
+if __name__ == "__main__":
+    main()
