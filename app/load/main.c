@@ -263,10 +263,13 @@ report(struct run *r)
 			sent[i] = r->tx.fl[i].seq;
 	}
 	if (r->has_rx) {
+		json_t *rx;
+
 		lld_sink_finish(r->sink);
-		json_object_update(root, lld_sink_report(r->sink,
-				   r->has_tx && r->tx_port != r->rx_port ? sent : NULL,
-				   opts.report_flows));
+		rx = lld_sink_report(r->sink, sent,
+				     opts.report_flows);
+		json_object_update(root, rx);
+		json_decref(rx);
 		json_object_set_new(json_object_get(root, "rx"), "port_stats", port_json(r->rx_port));
 		lld_sink_summary(r->sink, stderr);
 	}

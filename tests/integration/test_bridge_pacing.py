@@ -139,12 +139,14 @@ class Rig:
 
     def load(self, name, flows, proto, family, size, flow_bps, secs, settle_ms):
         report = os.path.join(self.tmp, "report-%d.json" % flows)
-        cmd = [LOAD, "--no-pci", "--no-huge", "-m", "768", "--lcores", "0@1",
-               "--file-prefix", self.tag + "l",
+        # memif clients in zero-copy mode: lockstepd reads and writes our
+        # mbufs in place (zero-copy shares memory as one file per segment)
+        cmd = [LOAD, "--no-pci", "--no-huge", "--single-file-segments", "-m", "768",
+               "--lcores", "0@1", "--file-prefix", self.tag + "l",
                "--vdev", "net_memif0,role=client,id=0,socket=%s,socket-abstract=no,"
-                         "rsize=12" % self.hsock,
+                         "rsize=12,zero-copy=yes" % self.hsock,
                "--vdev", "net_memif1,role=client,id=0,socket=%s,socket-abstract=no,"
-                         "rsize=12" % self.fsock,
+                         "rsize=12,zero-copy=yes" % self.fsock,
                "--", "--tx", "net_memif0", "--rx", "net_memif1", "--flows", str(flows),
                "--proto", proto, "--family", family, "--size", str(size),
                "--rate", repr(flow_bps * OVERLOAD), "--duration", str(secs),
