@@ -37,11 +37,19 @@ struct flow_st {
 	uint8_t any, m_any, partial;    /* partial: the open window is the flow's first */
 };
 
+/* One window across flows: extremes of the flows' complete windows in it. */
+struct win_x {
+	uint64_t min_bytes, max_bytes;
+	double span_min, span_max;      /* bits/s */
+	uint32_t n, span_n;             /* flows with a complete window, with a span */
+};
+
 struct lld_sink {
 	struct lld_sink_params p;
 	struct flow_st *flows;
 	uint64_t *w_bytes;              /* aggregate windows */
 	uint32_t *w_pkts;
+	struct win_x *wx;
 	uint64_t *detail;               /* detail_flows x n_windows bytes */
 	uint64_t ns_mult;               /* ns per tick, 32.32 */
 	uint64_t origin, end;           /* TSC; origin 0 until the first frame */
@@ -70,8 +78,10 @@ lld_sink_create(const struct lld_sink_params *p)
 	s->flows = calloc(p->n_flows, sizeof(*s->flows));
 	s->w_bytes = calloc(p->n_windows, sizeof(*s->w_bytes));
 	s->w_pkts = calloc(p->n_windows, sizeof(*s->w_pkts));
+	s->wx = calloc(p->n_windows, sizeof(*s->wx));
 	s->detail = calloc((size_t)p->detail_flows * p->n_windows + 1, sizeof(*s->detail));
-	if (s->flows == NULL || s->w_bytes == NULL || s->w_pkts == NULL || s->detail == NULL) {
+	if (s->flows == NULL || s->w_bytes == NULL || s->w_pkts == NULL || s->wx == NULL ||
+	    s->detail == NULL) {
 		lld_sink_free(s);
 		errno = ENOMEM;
 		return NULL;
@@ -91,6 +101,7 @@ lld_sink_free(struct lld_sink *s)
 	free(s->flows);
 	free(s->w_bytes);
 	free(s->w_pkts);
+	free(s->wx);
 	free(s->detail);
 	free(s);
 }
@@ -139,23 +150,45 @@ seq_account(struct flow_st *f, uint64_t q)
 	return 0;
 }
 
+/* Window k's extremes across flows: a flow's complete window in it. */
+static void
+wx_add(struct lld_sink *s, uint64_t k, uint64_t bytes, double span)
+{
+	struct win_x *x;
+
+	if (k >= s->p.n_windows)
+		return;
+	x = &s->wx[k];
+	x->min_bytes = x->n == 0 || bytes < x->min_bytes ? bytes : x->min_bytes;
+	x->max_bytes = bytes > x->max_bytes ? bytes : x->max_bytes;
+	x->n++;
+	if (span > 0) {
+		x->span_min = x->span_n == 0 || span < x->span_min ? span : x->span_min;
+		x->span_max = span > x->span_max ? span : x->span_max;
+		x->span_n++;
+	}
+}
+
 /* Close flow f's open window as complete, and gap empty ones after it. */
 static void
-win_close(const struct lld_sink *s, struct flow_st *f, uint64_t gap)
+win_close(struct lld_sink *s, struct flow_st *f, uint64_t gap)
 {
+	uint64_t k = (uint64_t)f->win;
+
 	if (!f->partial) {
+		double r = 0;
+
 		f->windows++;
 		f->w_sum += f->w_bytes;
 		f->w_min = f->windows == 1 || f->w_bytes < f->w_min ? f->w_bytes : f->w_min;
 		f->w_max = f->w_bytes > f->w_max ? f->w_bytes : f->w_max;
 		if (f->w_pkts >= 2 && f->w_last > f->w_first) {
-			double r = (double)f->w_span * 8 * (double)s->p.hz /
-				   (double)(f->w_last - f->w_first);
-
+			r = (double)f->w_span * 8 * (double)s->p.hz / (double)(f->w_last - f->w_first);
 			f->s_min = f->span_windows == 0 || r < f->s_min ? r : f->s_min;
 			f->s_max = r > f->s_max ? r : f->s_max;
 			f->span_windows++;
 		}
+		wx_add(s, k, f->w_bytes, r);
 	}
 	if (gap > 0) {
 		/* windows without a frame: zero bytes each, no span rate */
@@ -163,6 +196,8 @@ win_close(const struct lld_sink *s, struct flow_st *f, uint64_t gap)
 		f->w_min = 0;
 		if (f->windows == gap)
 			f->w_max = 0;
+		for (uint64_t j = k + 1; j <= k + gap && j < s->p.n_windows; j++)
+			wx_add(s, j, 0, 0);
 	}
 	f->partial = 0;
 }
@@ -423,6 +458,33 @@ flows_summary(const struct lld_sink *s)
 			 "span_min_bps", mmm_json(&smin), "span_max_bps", mmm_json(&smax));
 }
 
+/* Per window, across flows: the lowest and highest rate of a flow's complete
+ * window (counted and span), null where no flow had one. */
+static json_t *
+windows_x_json(const struct lld_sink *s, json_t *w)
+{
+	static const char *const names[] = {"flow_min_bps", "flow_max_bps",
+					    "span_min_bps", "span_max_bps"};
+	double len = (double)s->p.window / (double)s->p.hz;
+	json_t *a[4];
+
+	for (int i = 0; i < 4; i++)
+		a[i] = json_array();
+	for (uint32_t k = 0; k < s->k_end; k++) {
+		const struct win_x *x = &s->wx[k];
+
+		json_array_append_new(a[0], x->n ? json_real((double)x->min_bytes * 8 / len)
+						 : json_null());
+		json_array_append_new(a[1], x->n ? json_real((double)x->max_bytes * 8 / len)
+						 : json_null());
+		json_array_append_new(a[2], x->span_n ? json_real(x->span_min) : json_null());
+		json_array_append_new(a[3], x->span_n ? json_real(x->span_max) : json_null());
+	}
+	for (int i = 0; i < 4; i++)
+		json_object_set_new(w, names[i], a[i]);
+	return w;
+}
+
 static json_t *
 windows_json(const struct lld_sink *s)
 {
@@ -435,11 +497,11 @@ windows_json(const struct lld_sink *s)
 		json_array_append_new(p, json_integer((json_int_t)s->w_pkts[k]));
 		mmm_add(&m, (double)s->w_bytes[k] * 8 / w);
 	}
-	return json_pack("{sf sf so so so}", "ms", w * 1e3,
-			 "from_s", s->any ? secs(s, s->origin) : 0.0, "bytes", b, "pkts", p,
-			 "rate_bps", m.n ? json_pack("{sf sf sf}", "min", m.min,
-						     "mean", m.sum / (double)m.n, "max", m.max)
-					 : json_null());
+	return windows_x_json(s, json_pack("{sf sf so so so}", "ms", w * 1e3,
+		"from_s", s->any ? secs(s, s->origin) : 0.0, "bytes", b, "pkts", p,
+		"rate_bps", m.n ? json_pack("{sf sf sf}", "min", m.min,
+					    "mean", m.sum / (double)m.n, "max", m.max)
+				: json_null()));
 }
 
 static json_t *

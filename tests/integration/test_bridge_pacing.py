@@ -78,9 +78,12 @@ class Rig:
         self.proc = None
 
     def start(self, flows, flow_bps, period_s):
-        # a flow's queue limit: 1.5 frame periods (at least 20 ms), so each
-        # flow always has a frame waiting; the wheel's horizon covers it
-        max_delay_us = int(max(20000, 1.5e6 * period_s))
+        # a flow's queue limit: 1.5 frame periods, so each flow always has
+        # a frame waiting, and at least 200 ms, so frames wait through the
+        # moments another process holds lockstepd's CPU and the pacer's
+        # clock (exact, not restarted while frames wait) catches up after
+        # them; the wheel's horizon covers it
+        max_delay_us = int(max(200000, 1.5e6 * period_s))
         slot_ns = max(100, int(max_delay_us * 1000 * 2 / 65536))
         mbufs = min(4194304, max(16384, flows * 3 + 16384))
         cfg = {
@@ -314,9 +317,9 @@ def main():
             if only and name.split()[0] not in only.split(","):
                 continue
             period = size * 8 / bps
-            # the queues fill at (OVERLOAD - 1) of the rate: 6 periods, and
-            # then some for flows that start later in the first period
-            settle_ms = int(500 + 8000 * period)
+            # a flow's queue at lockstepd fills at (OVERLOAD - 1) of its
+            # rate: 4 queue limits, and a period for flows that start late
+            settle_ms = int(500 + 4 * max(0.2, 1.5 * period) * 1e3 + 1000 * period)
             if not c.check(rig.start(flows, bps, period), "%s: lockstepd up" % name):
                 break
             rep = rig.load(name, flows, proto, fam, size, bps, secs, settle_ms)

@@ -300,6 +300,7 @@ START_TEST(test_sink_partial_and_gaps)
 {
 	struct lld_sink *s = new_sink(2, 0);
 	struct lld_sink_result r;
+	json_t *j, *w;
 
 	feed(s, 1, 0, 0, 42);                          /* origin at 0 */
 	feed(s, 1, 1, 10000, 42);
@@ -319,6 +320,15 @@ START_TEST(test_sink_partial_and_gaps)
 	ck_assert_double_eq_tol(r.win_max_bps, 250 * 8 / 0.1, 1e-6);
 	ck_assert_uint_eq(r.span_windows, 1);          /* only window 0 has two */
 	ck_assert_double_eq_tol(r.span_min_bps, 125 * 8 / 10e-6, 1e-3);
+	/* across flows, window 2: flow 1's empty window and flow 0's 50 frames */
+	j = lld_sink_report(s, NULL, 0);
+	w = json_object_get(json_object_get(j, "rx"), "windows");
+	ck_assert_double_eq_tol(json_real_value(json_array_get(json_object_get(w, "flow_min_bps"),
+							       2)), 0, 1e-9);
+	ck_assert_double_eq_tol(json_real_value(json_array_get(json_object_get(w, "flow_max_bps"),
+							       2)), 50 * 125 * 8 / 0.1, 1e-6);
+	ck_assert(json_is_null(json_array_get(json_object_get(w, "span_min_bps"), 1)));
+	json_decref(j);
 	lld_sink_free(s);
 }
 END_TEST
