@@ -35,6 +35,15 @@ issue's target, rate error <= 0.5% (issue 25 item 3):
 Measuring starts when every flow's queue at lockstepd has filled (settle)
 and ends when TX ends. A last run sets the policy's flow_bps 1% above what
 the checks expect and asserts that the same checks then fail.
+
+The machine is shared: when another process holds a polling thread's CPU,
+frames bunch up, and a window or the run's ends show the machine, not the
+pacer. The test reads both polling threads' run-queue waits every 50 ms
+(/proc/PID/task/TID/schedstat) and judges a window only when both waited
+at most 0.25 ms in it (half of 0.5% of 100 ms), and the run only when the
+waits add up to at most 0.25% of it; everything else is printed as "not
+checked" with its figure. When nothing could be judged at all, the test
+reports SKIP (77), never a pass.
 """
 import json
 import os
@@ -54,10 +63,15 @@ LOAD = os.path.join(lslab.BUILD, "app", "load", "lockstep-load")
 OVERLOAD = 1.25     # offered / paced: every flow stays backlogged at lockstepd
 TARGET = 0.005      # issue 25 item 3: rate error over 100 ms <= 0.5%
 # A polling thread kept off its CPU for w ms shifts up to w ms of frames
-# between two 100 ms windows. Below half the target's share (0.25 ms in
-# all) the windows show the pacer; above it they show the machine's other
-# work, and the window checks are reported, not asserted.
-WAIT_MS = 0.5 * TARGET * 100
+# from one 100 ms window to the next: w / 100 ms of error that is the
+# machine's (other processes), not the pacer's. A window is judged when
+# both polling threads waited at most half the target's share of it.
+WINDOW_WAIT_MS = 0.5 * TARGET * 100
+# Over the run, a wait makes the frames at one end of the measured span
+# late by up to its length: judged when the waits add up to at most half
+# the target's share of the span.
+RUN_WAIT_FRAC = 0.5 * TARGET
+MIN_WINDOWS = 10    # fewer clean windows than this say nothing about the rest
 
 CASES = [
     # name, flows, --proto, --family, frame bytes, flow_bps, TX seconds
@@ -169,10 +183,8 @@ class Rig:
             return None
         with open(report) as f:
             rep = json.load(f)
-        # the measured part in our clock: the report's times are from its start
-        t0 = t_end - rep["elapsed_s"]
-        m = rep["rx"]["measured"]
-        rep["cpu_wait_ms"] = cw.during(t0 + m["from_s"], t0 + m["to_s"])
+        # our clock at the report's zero: its times are from its start
+        rep["t0"], rep["cpu"] = t_end - rep["elapsed_s"], cw
         return rep
 
 
@@ -226,52 +238,77 @@ def err(x, want):
     return x / want - 1.0
 
 
-def pct(xs, q):
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
+def cpu_gates(rep):
+    """(waits over the run in ms, run judged?, [window k judged?]) from the
+    polling threads' run-queue waits (CpuWait) in the report's windows."""
+    rx, t0, cw = rep["rx"], rep["t0"], rep["cpu"]
+    m, w = rx["measured"], rx["windows"]
+    # from half a second before: frames made late just before the span too
+    run = cw.during(t0 + m["from_s"] - 0.5, t0 + m["to_s"])
+    span_ms = (m["to_s"] - m["from_s"]) * 1e3
+    run_ok = all(x is not None and x <= RUN_WAIT_FRAC * span_ms for x in run)
+    clean = []
+    for k in range(len(w["bytes"])):
+        a = t0 + w["from_s"] + k * w["ms"] / 1e3
+        ws = cw.during(a, a + w["ms"] / 1e3)
+        clean.append(all(x is not None and x <= WINDOW_WAIT_MS for x in ws))
+    return run, run_ok, clean
 
 
-def judge(rep, flows, size, flow_bps):
-    """One run's figures: [(what, error, kind)], kind "run" (always checked),
-    "window" (checked when the polling threads had their CPUs, see
-    WAIT_MS), or "info" (reported: a quantity counting cannot resolve)."""
+def judge(rep, flows, size, flow_bps, run_ok, clean):
+    """One run's figures: [(what, error, verdict)], verdict "check" (held
+    to the target) or the reason it is reported and not checked."""
     rx = rep["rx"]
     agg = flows * flow_bps
-    fs = rx["flows_summary"]
+    fs, w = rx["flows_summary"], rx["windows"]
+    busy = "the polling threads waited for a CPU (other processes)"
     out = [("aggregate rate over the measured run",
-            abs(err(rx["measured"]["rate_bps"], agg)), "run")]
-    if fs["rate_bps"] is None or fs["rate_bps"]["flows"] != flows:
-        out.append(("every flow measured (%s of %d)" %
-                    (fs["rate_bps"] and fs["rate_bps"]["flows"], flows), 1.0, "run"))
-    else:
+            abs(err(rx["measured"]["rate_bps"], agg)), "check" if run_ok else busy)]
+    if fs["rate_bps"] and fs["rate_bps"]["flows"] == flows:
         out.append(("per-flow rate over the run, worst of %d flows" % flows,
                     max(abs(err(fs["rate_bps"]["min"], flow_bps)),
-                        abs(err(fs["rate_bps"]["max"], flow_bps))), "run"))
-    ms = rx["windows"]["ms"]
-    wins = [abs(err(b * 8 / (ms / 1e3), agg)) for b in rx["windows"]["bytes"]]
-    out.append(("aggregate rate over %d windows of 100 ms, median" % len(wins),
-                pct(wins, 0.5) if wins else 1.0, "window"))
-    out.append(("aggregate rate over %d windows of 100 ms, worst" % len(wins),
-                max(wins) if wins else 1.0, "window"))
+                        abs(err(fs["rate_bps"]["max"], flow_bps))),
+                    "check" if run_ok else busy))
+    ms = w["ms"] / 1e3
+    verdict = "check" if sum(clean) >= MIN_WINDOWS else busy
     per_win = 0.1 * flow_bps / (size * 8)       # frames of a flow per window
-    if fs["window_min_bps"] is not None:
-        # one frame more or less moves a window's count by 1 / per_win:
-        # below 200 frames per window, counting cannot resolve 0.5%
-        out.append(("per-flow rate over 100 ms windows (frames counted), worst",
-                    max(abs(err(fs["window_min_bps"]["min"], flow_bps)),
-                        abs(err(fs["window_max_bps"]["max"], flow_bps))),
-                    "window" if per_win >= 200 else "info"))
-    if fs["span_min_bps"] is not None and per_win >= 2:
-        out.append(("per-flow rate inside 100 ms windows (first-to-last span), worst",
-                    max(abs(err(fs["span_min_bps"]["min"], flow_bps)),
-                        abs(err(fs["span_max_bps"]["max"], flow_bps))), "window"))
+
+    def worst(keys, want, per_flow):
+        """Errors of the windows with the CPUs, and of the others."""
+        good, bad = [], []
+        for k, ok in enumerate(clean):
+            vals = [w[key][k] if per_flow else w[key][k] * 8 / ms for key in keys]
+            if any(v is None for v in vals):
+                continue
+            (good if ok else bad).append(max(abs(err(v, want)) for v in vals))
+        return good, bad
+
+    rows = [("aggregate rate per 100 ms window", ["bytes"], agg, False, verdict)]
+    # one frame more or less moves a flow's count in a window by 1 / per_win:
+    # below 200 frames a window, counting cannot resolve 0.5%
+    rows.append(("per-flow rate per 100 ms window (frames counted)",
+                 ["flow_min_bps", "flow_max_bps"], flow_bps, True,
+                 verdict if per_win >= 200 else
+                 "%.1f frames per flow per window: counting cannot resolve 0.5%%" % per_win))
+    if per_win >= 2:
+        rows.append(("per-flow rate inside 100 ms windows (first-to-last span)",
+                     ["span_min_bps", "span_max_bps"], flow_bps, True, verdict))
+    for what, keys, want, per_flow, v in rows:
+        good, bad = worst(keys, want, per_flow)
+        if good:
+            out.append(("%s, worst of %d windows with the CPUs" % (what, len(good)),
+                        max(good), v))
+        if bad:
+            out.append(("%s, worst of %d windows without" % (what, len(bad)), max(bad), busy))
     return out
 
 
 def report(c, name, rep, flows, size, flow_bps, bridge):
+    """Print a run's figures and check what can be judged; returns the number
+    of checks against the target that were made."""
     rx, tx = rep["rx"], rep["tx"]
     bc = bridge["counters"]
-    waits = rep["cpu_wait_ms"]
+    run, run_ok, clean = cpu_gates(rep)
     print("# %s: lockstep-load sent %d frames (%.4g Mb/s offered, late %d, port full %d), "
           "received %d of %d flows (imissed %d), measured %.6g Mb/s, one-way delay p50 %s us "
           "p99 %s us" %
@@ -279,23 +316,27 @@ def report(c, name, rep, flows, size, flow_bps, bridge):
            rx["flows_seen"], rx["port_stats"]["imissed"], rx["measured"]["rate_bps"] / 1e6,
            rx["owd_ns"] and rx["owd_ns"]["p50"] / 1e3, rx["owd_ns"] and rx["owd_ns"]["p99"] / 1e3))
     print("# %s: lockstepd rx_host %d (missed %d) tx_fabric %d pace_drops %d wheel_full %d "
-          "slice_drops %d tx_drops_fabric %d held %s" %
+          "slice_drops %d tx_drops_fabric %d" %
           (name, bc.get("rx_host", -1), bridge["host"]["rx_missed"], bc.get("tx_fabric", -1),
            bc.get("pace_drops", -1), bc.get("wheel_full", -1), bc.get("slice_drops", -1),
-           bc.get("tx_drops_fabric", -1), bridge["held"]))
-    print("# %s: while measuring, the polling threads waited for a CPU: lockstepd %s ms, "
-          "lockstep-load %s ms" % (name, waits[0], waits[1]))
-    quiet = all(w is not None and w <= WAIT_MS for w in waits)
-    for what, e, kind in judge(rep, flows, size, flow_bps):
+           bc.get("tx_drops_fabric", -1)))
+    print("# %s: the polling threads (lockstepd, lockstep-load) waited for a CPU %s ms in "
+          "the measured %.1f s; %d of %d windows with both waiting <= %.2f ms" %
+          (name, ", ".join("%.2f" % x if x is not None else "?" for x in run),
+           rx["measured"]["to_s"] - rx["measured"]["from_s"], sum(clean), len(clean),
+           WINDOW_WAIT_MS))
+    c.check(rx["flows_seen"] == flows, "%s: every flow arrived (%d)" % (name, rx["flows_seen"]))
+    c.check(bc.get("pace_drops", 0) > 0, "%s: lockstepd held the flows to their rate "
+            "(pace_drops %d of %d offered)" % (name, bc.get("pace_drops", 0), tx["pkts"]))
+    made = 0
+    for what, e, verdict in judge(rep, flows, size, flow_bps, run_ok, clean):
         line = "%s: %s: %.4f%% (target %.1f%%)" % (name, what, e * 100, TARGET * 100)
-        if kind == "run" or (kind == "window" and quiet):
+        if verdict == "check":
             c.check(e <= TARGET, line)
-        elif kind == "window":
-            print("NOT CHECKED  %s: the polling threads waited %s ms for a CPU "
-                  "(> %.2f ms: other processes on the machine)" % (line, waits, WAIT_MS))
+            made += 1
         else:
-            print("info  %s: not checked, %.1f frames per flow per window" %
-                  (line, 0.1 * flow_bps / (size * 8)))
+            print("not checked  %s: %s" % (line, verdict))
+    return made
 
 
 def main():
@@ -312,6 +353,7 @@ def main():
 
     signal.signal(signal.SIGTERM, lambda *a: (cleanup(), sys.exit(1)))
     try:
+        made = 0
         only = os.environ.get("LS_PACING_CASES")   # e.g. "1k,100k" to debug one case
         for name, flows, proto, fam, size, bps, secs in CASES:
             if only and name.split()[0] not in only.split(","):
@@ -327,19 +369,32 @@ def main():
             rig.stop()
             if not c.check(rep is not None, "%s: lockstep-load ran" % name):
                 continue
-            report(c, name, rep, flows, size, bps, bridge)
+            made += report(c, name, rep, flows, size, bps, bridge)
         # the checks must fail when the pacer runs at another rate than expected
         name, flows, proto, fam, size, bps, _ = CASES[0]
         if not only and c.check(rig.start(flows, bps * 1.01, size * 8 / bps), "wrong rate: lockstepd up"):
-            rep = rig.load("wrong", flows, proto, fam, size, bps, 3, 500)
+            rep = rig.load("wrong", flows, proto, fam, size, bps, 3, 1500)
             rig.stop()
-            bad = ["%s %.3f%%" % (w, e * 100) for w, e, kind in judge(rep, flows, size, bps)
-                   if kind == "run" and e > TARGET] if rep else []
-            c.check(len(bad) == 2, "policy at 1.01 x flow_bps: the run checks fail (%s)" %
-                    "; ".join(bad))
+            if c.check(rep is not None, "wrong rate: lockstep-load ran"):
+                _, run_ok, clean = cpu_gates(rep)
+                res = judge(rep, flows, size, bps, run_ok, clean)
+                bad = ["%s %.3f%%" % (w, e * 100) for w, e, v in res
+                       if v == "check" and e > TARGET]
+                if run_ok:
+                    c.check(len(bad) >= 2, "policy at 1.01 x flow_bps: the checks fail (%s)" %
+                            "; ".join(bad))
+                    made += 1
+                else:
+                    print("not checked  policy at 1.01 x flow_bps: the polling threads "
+                          "waited for a CPU")
     finally:
         cleanup()
         shutil.rmtree(tmp, ignore_errors=True)
+    if made == 0 and c.failed == 0:
+        # honest about a busy machine: nothing was measured against 0.5%
+        print("SKIP: the polling threads never had their CPUs long enough to measure "
+              "0.5%% (%d functional checks passed)" % c.passed)
+        sys.exit(77)
     c.finish()
 
 
