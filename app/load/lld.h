@@ -38,6 +38,7 @@ struct lld_tx {
 	struct lld_tmpl *tmpl;        /* per flow */
 	struct lld_txflow *fl;        /* per flow */
 	uint32_t n_flows;
+	uint32_t active;              /* flows with a frame due before the end */
 	uint32_t tag;                 /* TSC domain tag */
 	uint64_t hz, start, end;      /* TSC: TX runs in [start, end) */
 	uint64_t max_lag;             /* a flow further behind restarts its clock */
@@ -52,22 +53,29 @@ struct lld_tx {
 };
 
 /*
- * Build every flow's template and clock; flows start evenly spread over
- * one period from start so that n flows at one rate leave in turn.
+ * Build every flow's template and clock (100k flows take a while: before
+ * the start, so no flow begins late).
  * @return 0 or a negative errno (message logged).
  */
 int lld_tx_init(struct lld_tx *t, const struct lld_opts *o, uint16_t port,
-		struct rte_mempool *pool, uint64_t start, uint64_t end, uint32_t tag);
+		struct rte_mempool *pool, uint32_t tag);
+
+/*
+ * Put the flows on the wheel: TX runs in [start, end), flows spread evenly
+ * over one period from start so that n flows at one rate leave in turn.
+ * Start far enough ahead for the inserts (about 50 ns a flow).
+ */
+void lld_tx_start(struct lld_tx *t, uint64_t start, uint64_t end);
 void lld_tx_free(struct lld_tx *t);
 
 /* Send what is due at now. @return frames handed to the port. */
 unsigned int lld_tx_poll(struct lld_tx *t, uint64_t now);
 
-/* True once TX has ended and nothing is pending. */
+/* True once every frame due before the end has been handed to the port. */
 static inline int
-lld_tx_done(const struct lld_tx *t, uint64_t now)
+lld_tx_done(const struct lld_tx *t)
 {
-	return now >= t->end && t->n_pend == 0;
+	return t->active == 0 && t->n_pend == 0;
 }
 
 #endif /* LLD_H */

@@ -199,7 +199,7 @@ run_loop(struct run *r)
 
 		if (r->has_tx) {
 			lld_tx_poll(&r->tx, now);
-			tx_busy = !lld_tx_done(&r->tx, now);
+			tx_busy = !lld_tx_done(&r->tx);
 		}
 		if (r->has_rx)
 			rx_poll(r->rx_port, r->sink, &got);
@@ -340,13 +340,15 @@ main(int argc, char **argv)
 		r.rx_port = port_of("rx", opts.rx_port);
 	setup_ports(&r);
 	tag = tsc_tag();
-	/* a millisecond's lead: the first frames are not late */
-	r.start = rte_rdtsc() + r.hz / 1000;
+	if (r.has_tx && lld_tx_init(&r.tx, &opts, r.tx_port, r.tx.pool, tag) < 0)
+		rte_exit(1, "lockstep-load: cannot set up TX\n");
+	/* a lead for the wheel's inserts and the sink's set-up (20 ms and
+	 * 300 ns a flow): the first frames do not start late */
+	r.start = rte_rdtsc() + r.hz / 50 + r.hz / 10000000 * 3 * opts.flows;
 	if (r.has_tx) {
 		uint64_t end = r.start + (uint64_t)(opts.duration_s * (double)r.hz);
 
-		if (lld_tx_init(&r.tx, &opts, r.tx_port, r.tx.pool, r.start, end, tag) < 0)
-			rte_exit(1, "lockstep-load: cannot set up TX\n");
+		lld_tx_start(&r.tx, r.start, end);
 		r.stop = end + r.hz / 1000 * opts.linger_ms;
 	} else {
 		r.stop = r.start + (uint64_t)(opts.duration_s * (double)r.hz);

@@ -57,20 +57,20 @@ build_flows(struct lld_tx *t, const struct lld_opts *o, const struct ls_mac *mac
 		period = (uint64_t)(((unsigned __int128)t->fl[i].tpb * s.len) >> 32);
 		if (period > *max_period)
 			*max_period = period;
-		/* spread: flow i starts i/n of its period in */
-		t->fl[i].next = t->start + (uint64_t)((unsigned __int128)period * i / t->n_flows);
+		/* spread: flow i starts i/n of its period in (from lld_tx_start) */
+		t->fl[i].next = (uint64_t)((unsigned __int128)period * i / t->n_flows);
 	}
 	return 0;
 }
 
 int
 lld_tx_init(struct lld_tx *t, const struct lld_opts *o, uint16_t port,
-	    struct rte_mempool *pool, uint64_t start, uint64_t end, uint32_t tag)
+	    struct rte_mempool *pool, uint32_t tag)
 {
 	struct rte_ether_addr ea;
 	struct ls_mac mac;
 	uint64_t max_period = 0;
-	struct ls_wheel_params wp;
+	struct ls_wheel_params wp = {0};
 	uint32_t slots = 1024;
 
 	memset(t, 0, sizeof(*t));
@@ -79,8 +79,6 @@ lld_tx_init(struct lld_tx *t, const struct lld_opts *o, uint16_t port,
 	t->n_flows = o->flows;
 	t->tag = tag;
 	t->hz = rte_get_tsc_hz();
-	t->start = start;
-	t->end = end;
 	t->max_lag = t->hz / 10;
 	t->tmpl = rte_zmalloc("lld_tmpl", sizeof(*t->tmpl) * t->n_flows, 64);
 	t->fl = rte_zmalloc("lld_txflow", sizeof(*t->fl) * t->n_flows, 64);
@@ -98,16 +96,27 @@ lld_tx_init(struct lld_tx *t, const struct lld_opts *o, uint16_t port,
 		slots <<= 1;
 	wp.n_slots = slots;
 	wp.capacity = t->n_flows;
-	wp.now = start;
+	wp.now = rte_rdtsc();
 	t->wheel = ls_wheel_create(&wp);
 	if (t->wheel == NULL) {
 		LLD_LOG(ERR, "cannot create the TX wheel: %s", strerror(errno));
 		return -ENOMEM;
 	}
-	for (uint32_t i = 0; i < t->n_flows; i++)
-		if (t->fl[i].next < end)
-			ls_wheel_insert(t->wheel, (void *)(uintptr_t)(i + 1), t->fl[i].next);
 	return 0;
+}
+
+void
+lld_tx_start(struct lld_tx *t, uint64_t start, uint64_t end)
+{
+	t->start = start;
+	t->end = end;
+	for (uint32_t i = 0; i < t->n_flows; i++) {
+		t->fl[i].next += start;
+		if (t->fl[i].next < end) {
+			ls_wheel_insert(t->wheel, (void *)(uintptr_t)(i + 1), t->fl[i].next);
+			t->active++;
+		}
+	}
 }
 
 void
@@ -145,6 +154,8 @@ tx_one(struct lld_tx *t, uint32_t i, struct rte_mbuf *m, uint64_t now)
 	}
 	if (f->next < t->end)
 		ls_wheel_insert(t->wheel, (void *)(uintptr_t)(i + 1), f->next);
+	else
+		t->active--;
 }
 
 unsigned int
@@ -162,8 +173,6 @@ lld_tx_poll(struct lld_tx *t, uint64_t now)
 		t->full += t->n_pend > 0;
 		return sent;
 	}
-	if (now >= t->end)
-		return 0;
 	n = ls_wheel_extract(t->wheel, now, due, LLD_BURST);
 	if (n == 0)
 		return 0;

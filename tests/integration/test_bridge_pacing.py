@@ -99,7 +99,8 @@ class Rig:
         # them; the wheel's horizon covers it
         max_delay_us = int(max(200000, 1.5e6 * period_s))
         slot_ns = max(100, int(max_delay_us * 1000 * 2 / 65536))
-        mbufs = min(4194304, max(16384, flows * 3 + 16384))
+        # what waits in the wheel (a queue limit of each flow) and the slice
+        mbufs = min(4194304, int(flows * (max_delay_us / 1e6 / period_s + 1) * 1.2) + 16384)
         cfg = {
             "node": {"name": "pace", "id": 1},
             "ports": [
