@@ -327,8 +327,14 @@ def report(c, name, rep, flows, size, flow_bps, bridge):
            rx["measured"]["to_s"] - rx["measured"]["from_s"], sum(clean), len(clean),
            WINDOW_WAIT_MS))
     c.check(rx["flows_seen"] == flows, "%s: every flow arrived (%d)" % (name, rx["flows_seen"]))
-    c.check(bc.get("pace_drops", 0) > 0, "%s: lockstepd held the flows to their rate "
-            "(pace_drops %d of %d offered)" % (name, bc.get("pace_drops", 0), tx["pkts"]))
+    # the premise of the rate checks: lockstep-load offered more than the
+    # pacer lets through (without its CPU it may not have)
+    line = "%s: lockstepd held the flows to their rate (pace_drops %d of %d offered)" % (
+        name, bc.get("pace_drops", 0), tx["pkts"])
+    if run_ok:
+        c.check(bc.get("pace_drops", 0) > 0, line)
+    else:
+        print("not checked  %s: the polling threads waited for a CPU (other processes)" % line)
     made = 0
     for what, e, verdict in judge(rep, flows, size, flow_bps, run_ok, clean):
         line = "%s: %s: %.4f%% (target %.1f%%)" % (name, what, e * 100, TARGET * 100)
