@@ -379,8 +379,9 @@ def main():
             made += report(c, name, rep, flows, size, bps, bridge)
         # the checks must fail when the pacer runs at another rate than expected
         name, flows, proto, fam, size, bps, _ = CASES[0]
-        if not only and c.check(rig.start(flows, bps * 1.01, size * 8 / bps), "wrong rate: lockstepd up"):
-            rep = rig.load("wrong", flows, proto, fam, size, bps, 3, 1500)
+        if not only and c.check(rig.start(flows, bps * 1.01, size * 8 / bps),
+                                "wrong rate: lockstepd up"):
+            rep = rig.load("wrong", flows, proto, fam, size, bps, 4, 1500)
             rig.stop()
             if c.check(rep is not None, "wrong rate: lockstep-load ran"):
                 _, run_ok, clean = cpu_gates(rep)
