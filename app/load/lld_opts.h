@@ -35,6 +35,7 @@ struct lld_opts {
 	struct ls_addr src4, dst4, src6, dst6;
 	uint16_t sport, dport;           /* bases: flow i uses sport + i % span */
 	uint32_t qp;                     /* RoCEv2: flow i's QP is qp + i */
+	uint32_t spread_us;              /* flows' first frames over this (us); 0: a period */
 	uint32_t window_ms, settle_ms, linger_ms;
 	uint32_t detail_flows, report_flows;
 	const char *report;              /* file, or NULL / "-" for stdout */

@@ -31,6 +31,7 @@ const char lld_usage[] =
 "  --rate BPS           per-flow rate, frame bits/s (k, M, G suffixes)\n"
 "  --total-rate BPS     aggregate rate, shared evenly by the flows\n"
 "  --duration S         seconds of TX; RX only: of listening (default 10)\n"
+"  --spread-us N        start the flows evenly over N us (default: one period)\n"
 "  --roce-op OP         send (RC SEND Only) or write (RC RDMA WRITE Only)\n"
 "  --src-mac MAC, --dst-mac MAC  (default the port's, 02:00:00:00:00:02)\n"
 "  --src IP, --dst IP   IPv4 bases (10.0.0.1, 10.0.1.1)\n"
@@ -55,7 +56,7 @@ enum {
 	O_TX = 256, O_RX, O_FLOWS, O_PROTO, O_FAMILY, O_SIZE, O_RATE, O_TOTAL, O_DURATION,
 	O_ROCEOP, O_SMAC, O_DMAC, O_SRC, O_DST, O_SRC6, O_DST6, O_SPORT, O_DPORT, O_QP,
 	O_DSCP, O_WINDOW, O_SETTLE, O_LINGER, O_DETAIL, O_RFLOWS, O_REPORT, O_IDLE,
-	O_LINKWAIT, O_CHECK,
+	O_LINKWAIT, O_CHECK, O_SPREAD,
 };
 
 static const struct option long_opts[] = {
@@ -64,6 +65,7 @@ static const struct option long_opts[] = {
 	{"family", required_argument, NULL, O_FAMILY}, {"size", required_argument, NULL, O_SIZE},
 	{"rate", required_argument, NULL, O_RATE}, {"total-rate", required_argument, NULL, O_TOTAL},
 	{"duration", required_argument, NULL, O_DURATION},
+	{"spread-us", required_argument, NULL, O_SPREAD},
 	{"roce-op", required_argument, NULL, O_ROCEOP},
 	{"src-mac", required_argument, NULL, O_SMAC}, {"dst-mac", required_argument, NULL, O_DMAC},
 	{"src", required_argument, NULL, O_SRC}, {"dst", required_argument, NULL, O_DST},
@@ -325,6 +327,8 @@ parse_run_opt(struct lld_opts *o, int c, const char *name, const char *arg, doub
 		return get_secs(name, arg, &o->duration_s, err, len);
 	case O_LINKWAIT:
 		return get_secs(name, arg, &o->link_wait_s, err, len);
+	case O_SPREAD:
+		return get_u32(name, arg, 0, 60000000, &o->spread_us, err, len);
 	case O_WINDOW:
 		return get_u32(name, arg, 1, 60000, &o->window_ms, err, len);
 	case O_SETTLE:

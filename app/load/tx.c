@@ -40,6 +40,7 @@ static int
 build_flows(struct lld_tx *t, const struct lld_opts *o, const struct ls_mac *mac,
 	    uint64_t *max_period)
 {
+	uint64_t spread = (uint64_t)((unsigned __int128)t->hz * o->spread_us / 1000000);
 	char err[256];
 
 	for (uint32_t i = 0; i < t->n_flows; i++) {
@@ -57,8 +58,10 @@ build_flows(struct lld_tx *t, const struct lld_opts *o, const struct ls_mac *mac
 		period = (uint64_t)(((unsigned __int128)t->fl[i].tpb * s.len) >> 32);
 		if (period > *max_period)
 			*max_period = period;
-		/* spread: flow i starts i/n of its period in (from lld_tx_start) */
-		t->fl[i].next = (uint64_t)((unsigned __int128)period * i / t->n_flows);
+		/* spread: flow i starts i/n of its period (or of --spread-us) in,
+		 * counted from lld_tx_start */
+		t->fl[i].next = (uint64_t)((unsigned __int128)(spread ? spread : period) * i /
+					   t->n_flows);
 	}
 	return 0;
 }

@@ -168,6 +168,11 @@ class Rig:
                "--", "--tx", "net_memif0", "--rx", "net_memif1", "--flows", str(flows),
                "--proto", proto, "--family", family, "--size", str(size),
                "--rate", repr(flow_bps * OVERLOAD), "--duration", str(secs),
+               # first frames over the paced period: each flow keeps the
+               # phase of its first frame at the pacer, so the paced phases
+               # are even and the aggregate smooth (spread over the shorter
+               # offered period they would leave a gap in each paced period)
+               "--spread-us", str(int(size * 8 / flow_bps * 1e6)),
                "--settle-ms", str(settle_ms), "--linger-ms", "300", "--detail", "1",
                "--report-flows", "0", "--report", report]
         p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -398,7 +403,10 @@ def main():
                           "waited for a CPU")
     finally:
         cleanup()
-        shutil.rmtree(tmp, ignore_errors=True)
+        if os.environ.get("LS_PACING_KEEP"):     # the reports and logs, to look into
+            print("# kept %s" % tmp)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
     if made == 0 and c.failed == 0:
         # honest about a busy machine: nothing was measured against 0.5%
         print("SKIP: the polling threads never had their CPUs long enough to measure "
