@@ -204,31 +204,39 @@ class Rig:
 class CpuWait:
     """Samples, every 20 ms, how long each process's main thread (its polling
     lcore: both run their loop on the main lcore) has waited for a CPU:
-    /proc/PID/task/PID/schedstat, second field, run-queue wait in ns. Two
-    small reads a sample, so the sampler itself takes next to nothing from
-    the pollers."""
+    /proc/PID/task/PID/schedstat, second field, run-queue wait in ns. The
+    files stay open and each sample is two preads: the sampler runs on the
+    pollers' CPUs, so it must take next to nothing from them."""
 
     def __init__(self, pids):
         self.pids, self.samples, self.stop = pids, [], False
+        self.fds = []
+        for pid in pids:
+            try:
+                self.fds.append(os.open("/proc/%d/task/%d/schedstat" % (pid, pid), os.O_RDONLY))
+            except OSError:
+                self.fds.append(None)
         self.t = threading.Thread(target=self.run, daemon=True)
         self.t.start()
 
     @staticmethod
-    def wait_ns(pid):
+    def wait_ns(fd):
         try:
-            with open("/proc/%d/task/%d/schedstat" % (pid, pid)) as f:
-                return int(f.read().split()[1])
+            return int(os.pread(fd, 128, 0).split()[1]) if fd is not None else None
         except (OSError, ValueError, IndexError):
             return None
 
     def run(self):
         while not self.stop:
-            self.samples.append((time.monotonic(), [self.wait_ns(p) for p in self.pids]))
+            self.samples.append((time.monotonic(), [self.wait_ns(fd) for fd in self.fds]))
             time.sleep(0.02)
 
     def finish(self):
         self.stop = True
         self.t.join()
+        for fd in self.fds:
+            if fd is not None:
+                os.close(fd)
 
     def longest(self, t0, t1):
         """The largest wait (ms) of one process in one sample interval."""
