@@ -443,8 +443,9 @@ def main():
                             "; ".join(bad))
                     made += 1
                 else:
-                    print("not checked  policy at 1.01 x flow_bps: the polling threads "
-                          "waited for a CPU")
+                    print("not checked  policy at 1.01 x flow_bps (%s): the polling threads "
+                          "waited for a CPU" % "; ".join("%s %+.3f%%" % (w, e * 100)
+                                                          for w, e, _ in res[:2]))
     finally:
         cleanup()
         if os.environ.get("LS_PACING_KEEP"):     # the reports and logs, to look into
