@@ -132,8 +132,16 @@ class Rig:
             "control": {"socket": self.sock},
         }
         path = os.path.join(self.tmp, "pace.json")
+        # a lockstepd that keeps its peer list keeps it here, not in the host's
+        # state directory (older ones do not know the key)
+        cfg["control"]["peers_file"] = ""
         with open(path, "w") as f:
             json.dump(cfg, f)
+        if subprocess.run([LOCKSTEPD, "--", "--config", path, "--check-config"],
+                          capture_output=True).returncode != 0:
+            del cfg["control"]["peers_file"]
+            with open(path, "w") as f:
+                json.dump(cfg, f)
         for p in (self.sock, cfg["bridge"]["policy_file"]):
             if os.path.exists(p):
                 os.unlink(p)
