@@ -1,0 +1,452 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Unit tests for lockstep-load's EAL-free parts (app/load: lld_core).
+ *
+ * Frames: every shape and family carries a valid RoCEv2 ICRC (checked by
+ * lib/roce), valid UDP/TCP and IPv4 header checksums (checked by summing
+ * bytewise, RFC 1071, not with the code under test), the PSN and TCP
+ * sequence of its number, and reads back through the sink's parser.
+ * Sink: loss, reordering and duplicates on synthetic sequences; windows
+ * and rates on synthetic arrival times, where the right answer is known;
+ * one-way delay only for our TSC domain. Options: bad ones are refused
+ * with the option's name.
+ */
+#include <check.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ls_flow.h"
+#include "ls_roce.h"
+#include "lld_frame.h"
+#include "lld_opts.h"
+#include "lld_sink.h"
+#include "ls_test.h"
+
+#define HZ 1000000000ULL     /* 1 tick = 1 ns keeps expected figures readable */
+
+/* RFC 1071 bytewise: an oracle independent of lib/pkt's word loop. */
+static uint32_t
+sum16(const uint8_t *p, size_t n, uint32_t s)
+{
+	for (size_t i = 0; i + 1 < n; i += 2)
+		s += (uint32_t)(p[i] << 8 | p[i + 1]);
+	if (n & 1)
+		s += (uint32_t)p[n - 1] << 8;
+	return s;
+}
+
+static uint16_t
+fold(uint32_t s)
+{
+	while (s >> 16)
+		s = (s & 0xffff) + (s >> 16);
+	return (uint16_t)s;
+}
+
+/* True when the frame's L4 checksum verifies (or is absent, UDP over IPv4). */
+static bool
+l4_ok(const uint8_t *f, uint32_t len)
+{
+	bool v4 = f[12] == 0x08;
+	uint32_t l3 = 14, l4 = v4 ? 34 : 54, s;
+	uint8_t proto = v4 ? f[l3 + 9] : f[l3 + 6];
+	const uint8_t *ck = f + l4 + (proto == 6 ? 16 : 6);
+
+	if (proto == 17 && v4 && ck[0] == 0 && ck[1] == 0)
+		return true;
+	s = v4 ? sum16(f + l3 + 12, 8, 0) : sum16(f + l3 + 8, 32, 0);
+	s += proto + (len - l4);
+	return fold(sum16(f + l4, len - l4, s)) == 0xffff;
+}
+
+static void
+spec_of(struct lld_flow_spec *s, uint8_t shape, uint8_t fam, uint16_t len)
+{
+	struct lld_opts o;
+	bool chk, help;
+	char err[128];
+	char *argv[] = {"x", "--tx", "0", "--rate", "1M", NULL};
+
+	ck_assert_int_eq(lld_opts_parse(5, argv, &o, &chk, &help, err, sizeof(err)), 0);
+	o.shapes[0] = shape;
+	o.families[0] = fam;
+	o.sizes[0] = len;
+	o.roce_op = LLD_OP_WRITE_ONLY;
+	lld_opts_flow(&o, 7, s);
+}
+
+START_TEST(test_frames_valid)
+{
+	static const uint16_t lens[] = {128, 129, 130, 131, 1500, 9018};
+	uint8_t f[LLD_LEN_MAX];
+
+	for (uint8_t shape = 0; shape < LLD_SHAPES; shape++)
+		for (int v6 = 0; v6 < 2; v6++)
+			for (size_t k = 0; k < LS_ARRAY_SIZE(lens); k++) {
+				uint8_t fam = v6 ? LS_AF_INET6 : LS_AF_INET;
+				struct lld_flow_spec s;
+				struct lld_tmpl t;
+				struct lld_rx r;
+				char err[128];
+
+				spec_of(&s, shape, fam, lens[k]);
+				ck_assert_int_eq(lld_frame_tmpl(&s, &t, err, sizeof(err)), 0);
+				ck_assert_uint_le(t.len, lens[k]);
+				memset(f, 0xa5, sizeof(f));  /* leftovers must not leak */
+				lld_frame_write(&t, f, 70000 + k, 123456789, 0xfeed);
+				if (fam == LS_AF_INET)
+					ck_assert_uint_eq(fold(sum16(f + 14, 20, 0)), 0xffff);
+				ck_assert_msg(l4_ok(f, t.len), "%s v%u %u: L4 checksum",
+					      lld_shape_name(shape), fam, t.len);
+				if (shape == LLD_ROCE) {
+					uint8_t *bth = f + (fam == LS_AF_INET ? 42 : 62);
+
+					ck_assert_int_eq(ls_roce_icrc_check(f + 14, t.len - 14), 0);
+					ck_assert_uint_eq(ls_get_be24(bth + 9), (70000 + k) & 0xffffff);
+					ck_assert_uint_eq(ls_get_be24(bth + 5), s.qp);
+					ck_assert_uint_eq(bth[0], LLD_OP_WRITE_ONLY);
+					ck_assert_uint_eq((t.len - t.hdr_len - 4) % 4, 0);
+				}
+				ck_assert_int_eq(lld_frame_parse(f, t.len, &r), 0);
+				ck_assert_uint_eq(r.flow, 7);
+				ck_assert_uint_eq(r.seq, 70000 + k);
+				ck_assert_uint_eq(r.tx_tsc, 123456789);
+				ck_assert_uint_eq(r.tag, 0xfeed);
+				ck_assert_uint_eq(r.shape, shape);
+				ck_assert_uint_eq(r.payload_len, t.payload_len);
+			}
+}
+END_TEST
+
+/* What lockstepd's data path makes of them: the flow kind and key it pins. */
+START_TEST(test_frames_classified)
+{
+	uint8_t f[2048];
+	struct ls_flow_pkt pk;
+	struct lld_flow_spec s;
+	struct lld_tmpl t;
+	char err[128];
+
+	spec_of(&s, LLD_ROCE, LS_AF_INET6, 512);
+	lld_frame_tmpl(&s, &t, err, sizeof(err));
+	lld_frame_write(&t, f, 1, 1, 1);
+	ck_assert_int_eq(ls_flow_parse(f, t.len, &pk), LS_FLOW_IP);
+	ck_assert_uint_eq(pk.kind, LS_FLOW_K_ROCE);
+	ck_assert_uint_eq(ls_get_be24((const uint8_t *)&pk.key.qp_label + 1), s.qp);
+	spec_of(&s, LLD_TCP, LS_AF_INET, 512);
+	lld_frame_tmpl(&s, &t, err, sizeof(err));
+	lld_frame_write(&t, f, 3, 1, 1);
+	ck_assert_int_eq(ls_flow_parse(f, t.len, &pk), LS_FLOW_IP);
+	ck_assert_uint_eq(pk.kind, LS_FLOW_K_TCP);
+	/* segment 3 starts 3 payloads after the initial sequence 1 */
+	ck_assert_uint_eq(ls_get_be16(f + 34 + 4) << 16 | ls_get_be16(f + 34 + 6),
+			  1 + 3 * t.payload_len);
+}
+END_TEST
+
+START_TEST(test_frames_bad)
+{
+	struct lld_flow_spec s;
+	struct lld_tmpl t;
+	struct lld_rx r;
+	char err[128];
+	uint8_t f[256] = {0};
+
+	spec_of(&s, LLD_ROCE, LS_AF_INET, 131);
+	s.len = 131;                               /* IB payload 131-70-4 = 57 */
+	ck_assert_int_eq(lld_frame_tmpl(&s, &t, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "multiple of 4"));
+	spec_of(&s, LLD_UDP, LS_AF_INET6, 80);
+	ck_assert_int_eq(lld_frame_tmpl(&s, &t, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "out of range"));
+	/* a UDP frame without our magic is not ours */
+	spec_of(&s, LLD_UDP, LS_AF_INET, 128);
+	lld_frame_tmpl(&s, &t, err, sizeof(err));
+	lld_frame_write(&t, f, 0, 0, 0);
+	f[42] ^= 1;
+	ck_assert_int_eq(lld_frame_parse(f, t.len, &r), -1);
+	ck_assert_int_eq(lld_frame_parse(f, 20, &r), -1);
+}
+END_TEST
+
+static struct lld_sink *
+new_sink(uint32_t flows, uint64_t settle)
+{
+	struct lld_sink_params p = {.n_flows = flows, .hz = HZ, .start = 0,
+				    .window = HZ / 10, .n_windows = 1000, .settle = settle,
+				    .detail_flows = 1, .tag = 42};
+	struct lld_sink *s = lld_sink_create(&p);
+
+	ck_assert_ptr_nonnull(s);
+	return s;
+}
+
+static void
+feed(struct lld_sink *s, uint32_t flow, uint64_t seq, uint64_t now, uint32_t tag)
+{
+	struct lld_rx r = {.flow = flow, .seq = seq, .tx_tsc = now - 5000, .tag = tag,
+			   .payload_len = 100, .shape = LLD_UDP};
+
+	lld_sink_frame(s, &r, 125, now);
+}
+
+START_TEST(test_sink_sequences)
+{
+	/* 4, 8..149 and 151..199 never come; 2, 150 and 7 come late */
+	static const uint64_t seqs[] = {0, 1, 3, 2, 2, 5, 6, 6, 200, 150, 7};
+	struct lld_sink *s = new_sink(2, 0);
+	struct lld_sink_result r;
+
+	for (size_t i = 0; i < LS_ARRAY_SIZE(seqs); i++)
+		feed(s, 0, seqs[i], 1000 + i, 42);
+	feed(s, 1, 5, 1000, 42);           /* flow 1 starts at 5: 0..4 lost */
+	lld_sink_finish(s);
+	ck_assert_int_eq(lld_sink_flow(s, 0, &r), 0);
+	ck_assert_uint_eq(r.pkts, LS_ARRAY_SIZE(seqs));
+	ck_assert_uint_eq(r.dups, 2);      /* the second 2 and the second 6 */
+	/* 3 before 2, 150 below 200, 7 far below 200 (old) */
+	ck_assert_uint_eq(r.reordered, 3);
+	ck_assert_uint_eq(r.old, 1);
+	/* missing: 4, 8..149, 151..199 */
+	ck_assert_uint_eq(r.lost, 1 + 142 + 49);
+	ck_assert_uint_eq(r.payload_bytes, 100 * (LS_ARRAY_SIZE(seqs) - 2));
+	ck_assert_uint_eq(r.max_seq, 200);
+	lld_sink_flow(s, 1, &r);
+	ck_assert_uint_eq(r.lost, 5);
+	ck_assert_int_eq(lld_sink_flow(s, 2, &r), -EINVAL);
+	lld_sink_free(s);
+}
+END_TEST
+
+/*
+ * A flow paced at exactly 1 Mb/s: 125-byte frames every 1 ms. Every
+ * complete 100 ms window holds 100 frames: 1 Mb/s counted and spanned;
+ * the whole run too; the aggregate windows are those of the one flow.
+ */
+START_TEST(test_sink_windows_exact)
+{
+	struct lld_sink *s = new_sink(1, 0);
+	struct lld_sink_result r;
+	const uint64_t *wb;
+	uint32_t n;
+
+	for (uint64_t i = 0; i < 1000; i++)
+		feed(s, 0, i, 500 + i * 1000000, 42);
+	lld_sink_set_end(s, 500 + 1000 * 1000000ULL);
+	lld_sink_finish(s);
+	lld_sink_flow(s, 0, &r);
+	ck_assert_double_eq_tol(r.rate_bps, 1e6, 1e-6);
+	ck_assert_double_eq_tol(r.goodput_bps, 0.8e6, 1e-6);
+	/* windows 0..8 closed by later frames; 9 is the last, left out */
+	ck_assert_uint_eq(r.windows, 9);
+	ck_assert_double_eq_tol(r.win_min_bps, 1e6, 1e-6);
+	ck_assert_double_eq_tol(r.win_max_bps, 1e6, 1e-6);
+	ck_assert_uint_eq(r.span_windows, 9);
+	ck_assert_double_eq_tol(r.span_min_bps, 1e6, 1e-3);
+	ck_assert_double_eq_tol(r.span_max_bps, 1e6, 1e-3);
+	n = lld_sink_windows(s, &wb, NULL);
+	ck_assert_uint_eq(n, 10);
+	for (uint32_t k = 0; k < n; k++)
+		ck_assert_uint_eq(wb[k], 100 * 125);
+	ck_assert_uint_eq(r.owd_n, 1000);
+	ck_assert_double_eq_tol(r.owd_mean_ns, 5000, 1e-9);
+	lld_sink_free(s);
+}
+END_TEST
+
+/*
+ * A stall: frames 250..359 arrive together at 360 ms. With the origin
+ * moved to 50 ms by the settle time, window 2 [250, 350) ms gets none and
+ * window 3 twice its share, while the whole-run rate is still 1 Mb/s.
+ */
+START_TEST(test_sink_windows_stall)
+{
+	struct lld_sink *s = new_sink(1, 50000000);
+	struct lld_sink_result r;
+	const uint64_t *wb;
+	uint32_t n;
+
+	for (uint64_t i = 0; i < 1000; i++) {
+		uint64_t t = i * 1000000;
+
+		if (i >= 250 && i < 360)
+			t = 360 * 1000000;
+		feed(s, 0, i, t, 7);   /* another TSC domain: no delay */
+	}
+	lld_sink_set_end(s, 1000 * 1000000ULL);
+	lld_sink_finish(s);
+	lld_sink_flow(s, 0, &r);
+	/* origin 50 ms: measured from frame 50 to 999 */
+	ck_assert_double_eq_tol(r.rate_bps, 1e6, 1e-6);
+	n = lld_sink_windows(s, &wb, NULL);
+	ck_assert_uint_eq(n, 9);
+	ck_assert_uint_eq(wb[0], 100 * 125);
+	ck_assert_uint_eq(wb[1], 100 * 125);   /* 150..249 */
+	ck_assert_uint_eq(wb[2], 0);
+	ck_assert_uint_eq(wb[3], 200 * 125);   /* 250..449 */
+	ck_assert_double_eq_tol(r.win_min_bps, 0, 1e-9);
+	ck_assert_double_eq_tol(r.win_max_bps, 2e6, 1e-6);
+	ck_assert_uint_eq(r.owd_n, 0);
+	lld_sink_free(s);
+}
+END_TEST
+
+/* A flow that starts inside a window: that window is partial, left out;
+ * a flow that skips windows has zero-byte windows. */
+START_TEST(test_sink_partial_and_gaps)
+{
+	struct lld_sink *s = new_sink(2, 0);
+	struct lld_sink_result r;
+	json_t *j, *w;
+
+	feed(s, 1, 0, 0, 42);                          /* origin at 0 */
+	feed(s, 1, 1, 10000, 42);
+	for (uint64_t i = 0; i < 100; i++)              /* 150..348 ms, 2 ms apart */
+		feed(s, 0, i, 150000000 + i * 2000000, 42);
+	feed(s, 1, 2, 450000000, 42);                  /* skips windows 1..3 */
+	feed(s, 1, 3, 550000000, 42);
+	lld_sink_finish(s);
+	lld_sink_flow(s, 0, &r);
+	/* window 1 partial (began at 150 ms), 2 complete, 3 its last: one */
+	ck_assert_uint_eq(r.windows, 1);
+	ck_assert_double_eq_tol(r.win_min_bps, 50 * 125 * 8 / 0.1, 1e-6);
+	lld_sink_flow(s, 1, &r);
+	/* window 0 (two frames), 1..3 empty, 4 (one frame); 5 its last */
+	ck_assert_uint_eq(r.windows, 5);
+	ck_assert_double_eq_tol(r.win_min_bps, 0, 1e-9);
+	ck_assert_double_eq_tol(r.win_max_bps, 250 * 8 / 0.1, 1e-6);
+	ck_assert_uint_eq(r.span_windows, 1);          /* only window 0 has two */
+	ck_assert_double_eq_tol(r.span_min_bps, 125 * 8 / 10e-6, 1e-3);
+	/* across flows, window 2: flow 1's empty window and flow 0's 50 frames */
+	j = lld_sink_report(s, NULL, 0);
+	w = json_object_get(json_object_get(j, "rx"), "windows");
+	ck_assert_double_eq_tol(json_real_value(json_array_get(json_object_get(w, "flow_min_bps"),
+							       2)), 0, 1e-9);
+	ck_assert_double_eq_tol(json_real_value(json_array_get(json_object_get(w, "flow_max_bps"),
+							       2)), 50 * 125 * 8 / 0.1, 1e-6);
+	ck_assert(json_is_null(json_array_get(json_object_get(w, "span_min_bps"), 1)));
+	json_decref(j);
+	lld_sink_free(s);
+}
+END_TEST
+
+START_TEST(test_sink_report)
+{
+	struct lld_sink *s = new_sink(3, 0);
+	uint64_t sent[3] = {10, 0, 0};
+	json_t *j, *fl;
+
+	for (uint64_t i = 0; i < 8; i++)
+		feed(s, 0, i, 1000 + i * 1000000, 42);
+	lld_sink_other(s);
+	lld_sink_finish(s);
+	j = lld_sink_report(s, sent, 2);
+	fl = json_object_get(j, "flows");
+	ck_assert_uint_eq(json_array_size(fl), 2);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(fl, 0), "lost_sent")),
+			 2);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "rx"), "other")),
+			 1);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "rx"), "lost")),
+			 2);
+	ck_assert(json_is_object(json_object_get(json_object_get(j, "rx"), "owd_ns")));
+	json_decref(j);
+	lld_sink_free(s);
+}
+END_TEST
+
+static int
+parse(const char *line, struct lld_opts *o, char *err, size_t len)
+{
+	char buf[512], *argv[64], *save = NULL;
+	int argc = 0;
+	bool chk, help;
+
+	snprintf(buf, sizeof(buf), "x %s", line);
+	for (char *t = strtok_r(buf, " ", &save); t && argc < 63; t = strtok_r(NULL, " ", &save))
+		argv[argc++] = t;
+	argv[argc] = NULL;
+	return lld_opts_parse(argc, argv, o, &chk, &help, err, len);
+}
+
+START_TEST(test_opts)
+{
+	static const struct {
+		const char *line, *want;
+	} bad[] = {
+		{"--rate 1M", "--tx or --rx"},
+		{"--tx 0", "--rate or --total-rate"},
+		{"--tx 0 --rate fast", "--rate: expected bits/s"},
+		{"--tx 0 --rate 1M --total-rate 2M", "give one, not both"},
+		{"--tx 0 --rate 1M --flows 0", "--flows: expected an integer 1..16777216"},
+		{"--tx 0 --rate 1M --proto rdma", "--proto: \"rdma\" is not roce, udp or tcp"},
+		{"--tx 0 --rate 1M --family 5", "--family: \"5\" is not 4 or 6"},
+		{"--tx 0 --rate 1M --size 9019", "--size: \"9019\" is not a frame length"},
+		{"--tx 0 --rate 1M --size 64 --proto roce", "--size: 64 is too short for roce"},
+		{"--tx 0 --rate 1M --src fd00::1", "--src: \"fd00::1\" is not an IPv4 address"},
+		{"--tx 0 --rate 1M --qp 16777215 --flows 2", "--qp:"},
+		{"--tx 0 --rate 1M --duration 0", "--duration: expected seconds"},
+		{"--tx 0 --rate 1M --bogus", "--bogus: unknown option"},
+		{"--tx 0 --rate 1M extra", "\"extra\": unexpected argument"},
+	};
+	struct lld_opts o;
+	char err[256];
+
+	for (size_t i = 0; i < LS_ARRAY_SIZE(bad); i++) {
+		err[0] = '\0';
+		ck_assert_int_eq(parse(bad[i].line, &o, err, sizeof(err)), -EINVAL);
+		ck_assert_msg(strstr(err, bad[i].want) != NULL, "%s: got \"%s\", want \"%s\"",
+			      bad[i].line, err, bad[i].want);
+	}
+	ck_assert_int_eq(parse("--tx a --rx b --flows 4 --total-rate 2G --proto roce,tcp "
+			       "--family 4,6 --size 256,1500", &o, err, sizeof(err)), 0);
+	ck_assert_double_eq_tol(o.rate_bps, 0.5e9, 1e-6);
+	ck_assert_uint_eq(o.n_shapes, 2);
+	ck_assert_uint_eq(o.sizes[1], 1500);
+}
+END_TEST
+
+/* Flows get their own 5-tuple (ports, then addresses) and QP. */
+START_TEST(test_opts_flows)
+{
+	struct lld_opts o;
+	struct lld_flow_spec a, b;
+	char err[256];
+
+	ck_assert_int_eq(parse("--tx 0 --rate 1M --flows 100000 --sport 60000", &o, err,
+			       sizeof(err)), 0);
+	lld_opts_flow(&o, 0, &a);
+	lld_opts_flow(&o, 5536, &b);       /* 65536 - 60000 ports per address */
+	ck_assert_uint_eq(a.sport, 60000);
+	ck_assert_uint_eq(b.sport, 60000);
+	ck_assert_uint_eq(b.src.a[3], a.src.a[3] + 1);
+	ck_assert_uint_eq(b.qp, a.qp + 5536);
+	lld_opts_flow(&o, 5535, &b);
+	ck_assert_uint_eq(b.sport, 65535);
+}
+END_TEST
+
+static Suite *
+load_suite(void)
+{
+	Suite *s = suite_create("load");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_test(tc, test_frames_valid);
+	tcase_add_test(tc, test_frames_classified);
+	tcase_add_test(tc, test_frames_bad);
+	tcase_add_test(tc, test_sink_sequences);
+	tcase_add_test(tc, test_sink_windows_exact);
+	tcase_add_test(tc, test_sink_windows_stall);
+	tcase_add_test(tc, test_sink_partial_and_gaps);
+	tcase_add_test(tc, test_sink_report);
+	tcase_add_test(tc, test_opts);
+	tcase_add_test(tc, test_opts_flows);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+LS_TEST_MAIN(load_suite)
