@@ -25,13 +25,6 @@
 #include "lld.h"
 
 /* lib/wheel with or without the tag main gave its elements (meson.build) */
-#ifdef LLD_WHEEL_TAG
-#define WHEEL_INSERT(w, obj, at) ls_wheel_insert(w, obj, 0, at)
-#define WHEEL_EXTRACT(w, now, out, max) ls_wheel_extract(w, now, out, NULL, max)
-#else
-#define WHEEL_INSERT(w, obj, at) ls_wheel_insert(w, obj, at)
-#define WHEEL_EXTRACT(w, now, out, max) ls_wheel_extract(w, now, out, max)
-#endif
 
 /* The wheel's slot: a power of two of ticks, about 1 us or less, so a
  * frame leaves within a microsecond of its time. */
@@ -125,7 +118,7 @@ lld_tx_start(struct lld_tx *t, uint64_t start, uint64_t end)
 	for (uint32_t i = 0; i < t->n_flows; i++) {
 		t->fl[i].next += start;
 		if (t->fl[i].next < end) {
-			WHEEL_INSERT(t->wheel, (void *)(uintptr_t)(i + 1), t->fl[i].next);
+			ls_wheel_insert(t->wheel, (void *)(uintptr_t)(i + 1), 0, t->fl[i].next);
 			t->active++;
 		}
 	}
@@ -165,7 +158,7 @@ tx_one(struct lld_tx *t, uint32_t i, struct rte_mbuf *m, uint64_t now)
 		t->late++;
 	}
 	if (f->next < t->end)
-		WHEEL_INSERT(t->wheel, (void *)(uintptr_t)(i + 1), f->next);
+		ls_wheel_insert(t->wheel, (void *)(uintptr_t)(i + 1), 0, f->next);
 	else
 		t->active--;
 }
@@ -185,13 +178,13 @@ lld_tx_poll(struct lld_tx *t, uint64_t now)
 		t->full += t->n_pend > 0;
 		return sent;
 	}
-	n = WHEEL_EXTRACT(t->wheel, now, due, LLD_BURST);
+	n = ls_wheel_extract(t->wheel, now, due, NULL, LLD_BURST);
 	if (n == 0)
 		return 0;
 	if (rte_pktmbuf_alloc_bulk(t->pool, m, n) != 0) {
 		/* the port still holds our mbufs: try these flows again next poll */
 		for (unsigned int j = 0; j < n; j++)
-			WHEEL_INSERT(t->wheel, due[j], now);
+			ls_wheel_insert(t->wheel, due[j], 0, now);
 		t->alloc_fail++;
 		return 0;
 	}
