@@ -21,34 +21,6 @@
 #define TCP_HLEN 20
 #define UDP_HLEN 8
 
-static void
-put_be32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
-static void
-put_be64(uint8_t *p, uint64_t v)
-{
-	put_be32(p, (uint32_t)(v >> 32));
-	put_be32(p + 4, (uint32_t)v);
-}
-
-static uint32_t
-get_be32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static uint64_t
-get_be64(const uint8_t *p)
-{
-	return (uint64_t)get_be32(p) << 32 | get_be32(p + 4);
-}
-
 const char *
 lld_shape_name(uint8_t shape)
 {
@@ -112,7 +84,7 @@ tmpl_ip(const struct lld_flow_spec *s, uint8_t *h, uint8_t proto)
 		}
 		return ETH_HLEN + 20;
 	}
-	put_be32(ip, 6u << 28 | (uint32_t)s->dscp << 22 | (s->flow_label & 0xfffff));
+	ls_put_be32(ip, 6u << 28 | (uint32_t)s->dscp << 22 | (s->flow_label & 0xfffff));
 	ls_put_be16(ip + 4, (uint16_t)(s->len - ETH_HLEN - 40));
 	ip[6] = proto;
 	ip[7] = 64;
@@ -186,7 +158,7 @@ lld_frame_tmpl(const struct lld_flow_spec *s, struct lld_tmpl *t, char *err, siz
 	ls_put_be16(l4, s->sport);
 	ls_put_be16(l4 + 2, s->shape == LLD_ROCE ? LS_ROCE_UDP_PORT : s->dport);
 	if (s->shape == LLD_TCP) {
-		put_be32(l4 + 8, 1);            /* acknowledgment: a fixed peer */
+		ls_put_be32(l4 + 8, 1);            /* acknowledgment: a fixed peer */
 		l4[12] = TCP_HLEN / 4 << 4;
 		l4[13] = 0x18;                  /* ACK | PSH */
 		ls_put_be16(l4 + 14, 0xffff);   /* window */
@@ -203,9 +175,9 @@ lld_frame_tmpl(const struct lld_flow_spec *s, struct lld_tmpl *t, char *err, siz
 		t->payload_len = (uint16_t)(s->len - t->hdr_len - LS_ROCE_ICRC_LEN);
 		if (s->roce_op == LLD_OP_WRITE_ONLY) {
 			/* a remote buffer per flow; the DMA length is the payload */
-			put_be64(reth, (uint64_t)s->flow << 20);
-			put_be32(reth + 8, s->flow);
-			put_be32(reth + 12, t->payload_len);
+			ls_put_be64(reth, (uint64_t)s->flow << 20);
+			ls_put_be32(reth + 8, s->flow);
+			ls_put_be32(reth + 12, t->payload_len);
 		}
 	}
 	/* RoCEv2 over IPv4 sends no UDP checksum (the ICRC covers it) */
@@ -223,17 +195,17 @@ lld_frame_write(const struct lld_tmpl *t, uint8_t *f, uint64_t seq, uint64_t tx_
 	uint64_t sum;
 
 	memcpy(f, t->hdr, t->hdr_len);
-	put_be32(p, LLD_MAGIC);
+	ls_put_be32(p, LLD_MAGIC);
 	p[4] = LLD_VERSION;
 	p[5] = t->shape;
 	p[6] = p[7] = 0;
-	put_be32(p + 8, t->flow);
-	put_be32(p + 12, tag);
-	put_be64(p + 16, seq);
-	put_be64(p + 24, tx_tsc);
+	ls_put_be32(p + 8, t->flow);
+	ls_put_be32(p + 12, tag);
+	ls_put_be64(p + 16, seq);
+	ls_put_be64(p + 24, tx_tsc);
 	memset(p + LLD_HDR_LEN, 0, t->len - t->hdr_len - LLD_HDR_LEN);
 	if (t->shape == LLD_TCP)
-		put_be32(l4 + 4, (uint32_t)(1 + seq * t->payload_len));
+		ls_put_be32(l4 + 4, (uint32_t)(1 + seq * t->payload_len));
 	if (t->shape == LLD_ROCE) {
 		uint8_t *psn = l4 + UDP_HLEN + 9;
 
@@ -306,13 +278,13 @@ lld_frame_parse(const uint8_t *f, uint32_t len, struct lld_rx *r)
 		return -1;
 	}
 	if (off + LLD_HDR_LEN > end || off + LLD_HDR_LEN > len ||
-	    get_be32(f + off) != LLD_MAGIC || f[off + 4] != LLD_VERSION)
+	    ls_get_be32(f + off) != LLD_MAGIC || f[off + 4] != LLD_VERSION)
 		return -1;
 	r->shape = f[off + 5];
-	r->flow = get_be32(f + off + 8);
-	r->tag = get_be32(f + off + 12);
-	r->seq = get_be64(f + off + 16);
-	r->tx_tsc = get_be64(f + off + 24);
+	r->flow = ls_get_be32(f + off + 8);
+	r->tag = ls_get_be32(f + off + 12);
+	r->seq = ls_get_be64(f + off + 16);
+	r->tx_tsc = ls_get_be64(f + off + 24);
 	r->payload_len = end - off;
 	return 0;
 }

@@ -85,6 +85,33 @@ ls_put_be16(uint8_t *p, uint16_t v)
 	p[1] = (uint8_t)v;
 }
 
+/** Big-endian 32- and 64-bit fields (wire formats: STAMP, sync TLV, load headers). */
+static inline uint32_t
+ls_get_be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static inline uint64_t
+ls_get_be64(const uint8_t *p)
+{
+	return (uint64_t)ls_get_be32(p) << 32 | ls_get_be32(p + 4);
+}
+
+static inline void
+ls_put_be32(uint8_t *p, uint32_t v)
+{
+	ls_put_be16(p, (uint16_t)(v >> 16));
+	ls_put_be16(p + 2, (uint16_t)v);
+}
+
+static inline void
+ls_put_be64(uint8_t *p, uint64_t v)
+{
+	ls_put_be32(p, (uint32_t)(v >> 32));
+	ls_put_be32(p + 4, (uint32_t)v);
+}
+
 static inline bool
 ls_addr_eq(const struct ls_addr *x, const struct ls_addr *y)
 {

@@ -9,48 +9,10 @@
 #include <math.h>
 #include <string.h>
 
+#include "ls_common.h"
 #include "ls_sync.h"
 
 /* ---- wire form -------------------------------------------------------- */
-
-static void
-put16(uint8_t *b, uint16_t v)
-{
-	b[0] = (uint8_t)(v >> 8);
-	b[1] = (uint8_t)v;
-}
-
-static void
-put32(uint8_t *b, uint32_t v)
-{
-	put16(b, (uint16_t)(v >> 16));
-	put16(b + 2, (uint16_t)v);
-}
-
-static void
-put64(uint8_t *b, uint64_t v)
-{
-	put32(b, (uint32_t)(v >> 32));
-	put32(b + 4, (uint32_t)v);
-}
-
-static uint16_t
-get16(const uint8_t *b)
-{
-	return (uint16_t)((b[0] << 8) | b[1]);
-}
-
-static uint32_t
-get32(const uint8_t *b)
-{
-	return ((uint32_t)get16(b) << 16) | get16(b + 2);
-}
-
-static uint64_t
-get64(const uint8_t *b)
-{
-	return ((uint64_t)get32(b) << 32) | get32(b + 4);
-}
 
 /* v in units, rounded, saturated to int64; NaN -> 0. */
 static int64_t
@@ -92,27 +54,27 @@ ls_sync_wire_encode(const struct ls_sync_state *s, uint8_t *buf)
 {
 	buf[0] = WIRE_VERSION;
 	buf[1] = s->flags;
-	put16(buf + 2, s->hops);
-	put32(buf + 4, s->node_id);
-	put32(buf + 8, s->ref_id);
-	put32(buf + 12, s->ref_seq);
-	put64(buf + 16, s->t0);
-	put64(buf + 24, (uint64_t)sat_i64(s->theta_ns * 256.0));
-	put64(buf + 32, (uint64_t)sat_i64(s->phi * 1e15));
-	put32(buf + 40, sat_u32(s->sigma_ns * 256.0));
-	put32(buf + 44, sat_u32(s->phi_sigma * 1e12));
-	put64(buf + 48, (uint64_t)sat_i64(s->edge_back_ns * 256.0));
-	put32(buf + 56, (uint32_t)sat_i32(s->edge_back_drift * 1e12));
-	put32(buf + 60, sat_u32(s->edge_back_sigma * 256.0));
+	ls_put_be16(buf + 2, s->hops);
+	ls_put_be32(buf + 4, s->node_id);
+	ls_put_be32(buf + 8, s->ref_id);
+	ls_put_be32(buf + 12, s->ref_seq);
+	ls_put_be64(buf + 16, s->t0);
+	ls_put_be64(buf + 24, (uint64_t)sat_i64(s->theta_ns * 256.0));
+	ls_put_be64(buf + 32, (uint64_t)sat_i64(s->phi * 1e15));
+	ls_put_be32(buf + 40, sat_u32(s->sigma_ns * 256.0));
+	ls_put_be32(buf + 44, sat_u32(s->phi_sigma * 1e12));
+	ls_put_be64(buf + 48, (uint64_t)sat_i64(s->edge_back_ns * 256.0));
+	ls_put_be32(buf + 56, (uint32_t)sat_i32(s->edge_back_drift * 1e12));
+	ls_put_be32(buf + 60, sat_u32(s->edge_back_sigma * 256.0));
 }
 
 void
 ls_sync_wire_put_edge(uint8_t *buf, double edge_ns, double drift, double sigma_ns)
 {
 	buf[1] |= LS_SYNC_F_EDGE;
-	put64(buf + 48, (uint64_t)sat_i64(edge_ns * 256.0));
-	put32(buf + 56, (uint32_t)sat_i32(drift * 1e12));
-	put32(buf + 60, sat_u32(sigma_ns * 256.0));
+	ls_put_be64(buf + 48, (uint64_t)sat_i64(edge_ns * 256.0));
+	ls_put_be32(buf + 56, (uint32_t)sat_i32(drift * 1e12));
+	ls_put_be32(buf + 60, sat_u32(sigma_ns * 256.0));
 }
 
 int
@@ -126,17 +88,17 @@ ls_sync_wire_decode(const uint8_t *buf, struct ls_sync_state *s)
 		return -EBADMSG;
 	memset(s, 0, sizeof(*s));
 	s->flags = buf[1];
-	s->hops = get16(buf + 2);
-	s->node_id = get32(buf + 4);
-	s->ref_id = get32(buf + 8);
-	s->ref_seq = get32(buf + 12);
-	s->t0 = get64(buf + 16);
-	s->theta_ns = (double)(int64_t)get64(buf + 24) / 256.0;
-	s->phi = (double)(int64_t)get64(buf + 32) * 1e-15;
-	s->sigma_ns = (double)get32(buf + 40) / 256.0;
-	s->phi_sigma = (double)get32(buf + 44) * 1e-12;
-	s->edge_back_ns = (double)(int64_t)get64(buf + 48) / 256.0;
-	s->edge_back_drift = (double)(int32_t)get32(buf + 56) * 1e-12;
-	s->edge_back_sigma = (double)get32(buf + 60) / 256.0;
+	s->hops = ls_get_be16(buf + 2);
+	s->node_id = ls_get_be32(buf + 4);
+	s->ref_id = ls_get_be32(buf + 8);
+	s->ref_seq = ls_get_be32(buf + 12);
+	s->t0 = ls_get_be64(buf + 16);
+	s->theta_ns = (double)(int64_t)ls_get_be64(buf + 24) / 256.0;
+	s->phi = (double)(int64_t)ls_get_be64(buf + 32) * 1e-15;
+	s->sigma_ns = (double)ls_get_be32(buf + 40) / 256.0;
+	s->phi_sigma = (double)ls_get_be32(buf + 44) * 1e-12;
+	s->edge_back_ns = (double)(int64_t)ls_get_be64(buf + 48) / 256.0;
+	s->edge_back_drift = (double)(int32_t)ls_get_be32(buf + 56) * 1e-12;
+	s->edge_back_sigma = (double)ls_get_be32(buf + 60) / 256.0;
 	return 0;
 }
