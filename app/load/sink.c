@@ -18,13 +18,33 @@
 #include "ls_hist.h"
 #include "lld_sink.h"
 
+/* The measured part of a run (after --settle-ms): its span is from the
+ * first measured arrival to the last, its bytes those after the first, so
+ * bytes / span is the rate whatever the frame size. */
+struct meas {
+	uint64_t first, last, bytes, payload;
+	uint8_t any;
+};
+
+static void
+meas_add(struct meas *m, uint32_t len, uint32_t payload, uint64_t now)
+{
+	if (!m->any) {
+		m->any = 1;
+		m->first = now;
+	} else {
+		m->bytes += len;
+		m->payload += payload;
+	}
+	m->last = now;
+}
+
 struct flow_st {
 	uint64_t pkts, bytes, payload;
 	uint64_t max_seq, seen;         /* bit i: max_seq - i arrived */
 	uint64_t lost, reordered, dups, old;
 	uint64_t first, last;           /* TSC of the first and last arrival */
-	uint64_t m_first, m_last;       /* first and last measured arrival */
-	uint64_t m_bytes, m_payload;    /* measured, after the first measured frame */
+	struct meas m;                  /* the measured part */
 	int64_t win;                    /* open window, -1 none */
 	uint64_t w_bytes, w_span, w_first, w_last;
 	uint32_t w_pkts;
@@ -34,7 +54,7 @@ struct flow_st {
 	uint64_t owd_n;
 	int64_t owd_min, owd_max;
 	double owd_sum;                 /* ns */
-	uint8_t any, m_any, partial;    /* partial: the open window is the flow's first */
+	uint8_t any, partial;           /* partial: the open window is the flow's first */
 };
 
 /* One window across flows: extremes of the flows' complete windows in it. */
@@ -55,9 +75,9 @@ struct lld_sink {
 	uint64_t origin, end;           /* TSC; origin 0 until the first frame */
 	uint64_t first, last;
 	uint64_t pkts, bytes, other, unknown;
-	uint64_t m_first, m_last, m_bytes, m_payload;
+	struct meas m;
 	uint32_t flows_seen, k_end;
-	uint8_t any, m_any, end_set;
+	uint8_t any, end_set;
 	struct ls_hist owd;
 };
 
@@ -209,14 +229,7 @@ measure(struct lld_sink *s, struct flow_st *f, uint32_t i, uint32_t len,
 {
 	uint64_t k = (now - s->origin) / s->p.window;
 
-	if (!f->m_any) {
-		f->m_any = 1;
-		f->m_first = now;
-	} else {
-		f->m_bytes += len;
-		f->m_payload += payload;
-	}
-	f->m_last = now;
+	meas_add(&f->m, len, payload, now);
 	if (f->win < 0 || k > (uint64_t)f->win) {
 		if (f->win >= 0)
 			win_close(s, f, k - (uint64_t)f->win - 1);
@@ -237,14 +250,7 @@ measure(struct lld_sink *s, struct flow_st *f, uint32_t i, uint32_t len,
 		if (i < s->p.detail_flows)
 			s->detail[(uint64_t)i * s->p.n_windows + k] += len;
 	}
-	if (!s->m_any) {
-		s->m_any = 1;
-		s->m_first = now;
-	} else {
-		s->m_bytes += len;
-		s->m_payload += payload;
-	}
-	s->m_last = now;
+	meas_add(&s->m, len, payload, now);
 }
 
 void
@@ -336,8 +342,8 @@ lld_sink_flow(const struct lld_sink *s, uint32_t i, struct lld_sink_result *o)
 	o->max_seq = f->max_seq;
 	o->first = f->any ? f->first - s->p.start : 0;
 	o->last = f->any ? f->last - s->p.start : 0;
-	o->rate_bps = rate_of(f->m_bytes, f->m_last - f->m_first, s->p.hz);
-	o->goodput_bps = rate_of(f->m_payload, f->m_last - f->m_first, s->p.hz);
+	o->rate_bps = rate_of(f->m.bytes, f->m.last - f->m.first, s->p.hz);
+	o->goodput_bps = rate_of(f->m.payload, f->m.last - f->m.first, s->p.hz);
 	o->windows = f->windows;
 	if (f->windows > 0) {
 		o->win_min_bps = (double)f->w_min * 8 / w;
@@ -551,13 +557,13 @@ json_t *
 lld_sink_report(const struct lld_sink *s, const uint64_t *sent, uint32_t report_flows)
 {
 	json_t *rx = totals_json(s, sent), *flows = json_array(), *detail = json_array();
-	uint64_t span = s->m_last - s->m_first;
+	uint64_t span = s->m.last - s->m.first;
 
 	json_object_set_new(rx, "measured", json_pack("{sf sf sf sf}",
-		"from_s", s->m_any ? secs(s, s->m_first) : 0.0,
-		"to_s", s->m_any ? secs(s, s->m_last) : 0.0,
-		"rate_bps", rate_of(s->m_bytes, span, s->p.hz),
-		"goodput_bps", rate_of(s->m_payload, span, s->p.hz)));
+		"from_s", s->m.any ? secs(s, s->m.first) : 0.0,
+		"to_s", s->m.any ? secs(s, s->m.last) : 0.0,
+		"rate_bps", rate_of(s->m.bytes, span, s->p.hz),
+		"goodput_bps", rate_of(s->m.payload, span, s->p.hz)));
 	json_object_set_new(rx, "settle_ms", json_real((double)s->p.settle * 1e3 /
 						       (double)s->p.hz));
 	json_object_set_new(rx, "windows", windows_json(s));
@@ -595,8 +601,8 @@ lld_sink_summary(const struct lld_sink *s, FILE *out)
 	json_t *wr = json_object_get(w, "rate_bps");
 	char a[32], b[32], c[32];
 
-	fmt_rate(a, sizeof(a), rate_of(s->m_bytes, s->m_last - s->m_first, s->p.hz));
-	fmt_rate(b, sizeof(b), rate_of(s->m_payload, s->m_last - s->m_first, s->p.hz));
+	fmt_rate(a, sizeof(a), rate_of(s->m.bytes, s->m.last - s->m.first, s->p.hz));
+	fmt_rate(b, sizeof(b), rate_of(s->m.payload, s->m.last - s->m.first, s->p.hz));
 	fprintf(out, "lockstep-load: rx: %" PRIu64 " frames of %u flows, %" PRIu64 " bytes; measured rate %s, "
 		"goodput %s\n", s->pkts, s->flows_seen, s->bytes, a, b);
 	fprintf(out, "lockstep-load: rx: lost %" JSON_INTEGER_FORMAT " (sequence gaps), reordered %"
