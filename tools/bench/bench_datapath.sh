@@ -130,7 +130,7 @@ run_lockstepd() {
   "bridge": {"host_port": "host", "fabric_port": "fab", "link_bps": 10000000000000,
              "max_flows": $FLOWS, "mbufs": $MBUFS, "policy_file": "",
              "policy": $policy},
-  "control": {"socket": "$SOCK", "peers_file": ""},
+  "control": {"socket": "$SOCK"},
   "idle": {"backoff": false},
   "log": {"level": "warning"}
 }

@@ -152,7 +152,7 @@ for i in 1 2; do
             "mac": "02:00:00:00:00:0$i", "ipv4": "10.1.0.$i/24"}],
  "peers": [{"name": "h$o", "addr": "10.1.0.$o"}],
  "probe": {"interval_us": 1000, "paths": 4},
- "control": {"socket": "$TMP/n$i.sock", "peers_file": ""},
+ "control": {"socket": "$TMP/n$i.sock"},
  "idle": {"backoff": true, "sleep_us": 20}}
 JSON
 	"$LS_BUILD/app/lockstepd/lockstepd" --lcores '0@0' --no-pci --no-huge -m 256 \

@@ -38,7 +38,7 @@ cat >"$TMP/bench.json" <<EOF
   "ports": [{"name": "p0", "dev": "$DEV", "mac": "02:00:00:00:00:01",
              "ipv4": "10.9.0.1/24", "lcore": $CORE}],
   "reflector": {"rate_pps": 100000000, "burst": 1000000},
-  "control": {"socket": "$SOCK", "peers_file": ""},
+  "control": {"socket": "$SOCK"},
   "idle": {"backoff": false},
   "log": {"level": "warning"}
 }

@@ -65,7 +65,7 @@ cfg = {
     "peers": [{"name": "p%d" % i, "addr": "10.9.%d.%d" % (1 + i // 250, 1 + i % 250),
                "mac": "02:00:00:01:%02x:%02x" % (i >> 8, i & 0xff)} for i in range(int(npeers))],
     "probe": {"interval_us": int(ival), "paths": int(npaths)},
-    "control": {"socket": sock, "peers_file": ""},
+    "control": {"socket": sock},
     "idle": {"backoff": False},
     "log": {"level": "warning"},
 }
