@@ -19,7 +19,8 @@
  * that did nothing. Frames that are not RC (UD, no ACKs) never pair.
  *
  * Memory: one 64-byte line per flow (parallel to the flow table) and a set
- * of four QPs each way per address pair in an rte_hash; sized at start, no
+ * of four QPs each way per address pair in an rte_hash (as many pairs as
+ * flows; the pair table does not age yet); sized at start, no
  * allocation per packet. CNPs are built in mbufs from the daemon's pool
  * and leave on the fabric port at the end of the burst, ahead of the
  * slices (they are control frames).
@@ -78,6 +79,8 @@ struct lsd_cc {
 	struct lsd_cc_flow *flow;  /* [max_flows] */
 	struct rte_hash *pairs;
 	struct qp_set *sets;
+	uint32_t n_pairs, max_pairs;  /* a full cuckoo table's failed add is
+				       * expensive: past max, only look up */
 	struct ls_dcqcn_params dq[LS_SLICE_MAX];
 	struct ls_cc_delay_params dl[LS_SLICE_MAX];
 	uint64_t cnp_ticks[LS_SLICE_MAX];
@@ -96,7 +99,7 @@ lsd_cc_create(struct lsd_bridge *b, int socket)
 	uint32_t n = lsd.cfg.bridge.max_flows;
 	char name[32];
 	struct rte_hash_parameters hp = {
-		.name = name, .entries = n / 4 < 1024 ? 1024 : n / 4,
+		.name = name, .entries = n < 1024 ? 1024 : n,
 		.key_len = sizeof(struct pair_key), .hash_func = rte_hash_crc,
 		.socket_id = socket,
 	};
@@ -110,6 +113,8 @@ lsd_cc_create(struct lsd_bridge *b, int socket)
 	b->cc->sets = rte_zmalloc_socket("lsd_qp_sets", sizeof(struct qp_set) * hp.entries, 64,
 					 socket);
 	b->cc->pairs = rte_hash_create(&hp);
+	/* cuckoo tables fill to about 90% before an add fails */
+	b->cc->max_pairs = hp.entries / 10 * 9;
 	if (b->cc->flow == NULL || b->cc->sets == NULL || b->cc->pairs == NULL)
 		return -ENOMEM;
 	return 0;
@@ -231,11 +236,12 @@ qp_set_of(struct lsd_bridge *b, const struct ls_flow_key *k, bool from_host)
 	memcpy(pk.remote, from_host ? k->dst : k->src, 16);
 	i = rte_hash_lookup(b->cc->pairs, &pk);
 	if (i < 0) {
-		i = rte_hash_add_key(b->cc->pairs, &pk);
+		i = b->cc->n_pairs < b->cc->max_pairs ? rte_hash_add_key(b->cc->pairs, &pk) : -ENOSPC;
 		if (i < 0) {
 			b->st.qp_pairs_full++;
 			return NULL;
 		}
+		b->cc->n_pairs++;
 		memset(&b->cc->sets[i], 0, sizeof(b->cc->sets[i]));
 	}
 	return &b->cc->sets[i];
