@@ -18,21 +18,7 @@ NAME=test_fabric_fuzz TAG=fabfuzz
 
 /usr/bin/python3 "$HERE/gen_fuzz_pcap.py" "$TMP/fuzz.pcap" --count 120000 \
 	--forged-sendtime 3000 > "$TMP/gen.out"
-cat > "$TMP/topo.json" <<JSON
-{"defaults": {"link": {"delay_ns": 1000, "rate_bps": 100000000000, "buffer_bytes": 16777216, "mtu": 9000}},
- "switches": [{"name": "leaf1", "role": "leaf", "ipv4": "10.9.0.254", "ipv6": "fd00:9::fe"}],
- "links": [],
- "hosts": [{"name": "h1", "leaf": "leaf1", "ipv4": "10.9.0.2/24", "ipv6": "fd00:9::2/64",
-            "dev": "net_pcap0,rx_pcap=$TMP/fuzz.pcap,tx_pcap=$TMP/h1-out.pcap"},
-           {"name": "h2", "leaf": "leaf1", "ipv4": "10.9.0.1/24", "ipv6": "fd00:9::1/64",
-            "dev": "net_pcap1,tx_pcap=$TMP/h2-out.pcap"}]}
-JSON
-"$LS_BUILD/app/fabric/lockstep-fabric" --no-pci --no-huge -m 512 --lcores '0@(0,1)' \
-	--file-prefix "$PRE" -- --topo "$TMP/topo.json" --dir "$TMP" --socket "$TMP/ctl.sock" \
-	--sample-us 10 --tx-trailer > "$TMP/fab.log" 2>&1 &
-PID=$!
-CTL=("$LS_BUILD/tools/lockstepctl/lockstepctl" -s "$TMP/ctl.sock")
-fab_wait_socket "$TMP/ctl.sock" "lockstep-fabric"
+fab_start_one_leaf "$TMP/fuzz.pcap" --sample-us 10 --tx-trailer
 # Wait until every frame of the pcap has been received.
 frames=$(tail -n 1 "$TMP/gen.out" | grep -o '[0-9]\+' | head -n 1)
 for _ in $(seq 1 600); do
