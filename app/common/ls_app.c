@@ -4,9 +4,12 @@
  * options → file → check-only → EAL, and for the exit statuses it gives.
  */
 #include <errno.h>
+#include <execinfo.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include <rte_eal.h>
 #include <rte_errno.h>
@@ -42,6 +45,33 @@ ls_app_on_signal(int sig)
 		*ls_app_quit = 1;
 }
 
+/* A crash leaves its stack in the log (addresses resolve with addr2line
+ * against the same binary), then dies of the same signal so the exit
+ * status and any core are what they would have been. */
+static void
+ls_app_on_fatal(int sig)
+{
+	static const char msg[] = "fatal signal, stack follows\n";
+	void *frames[48];
+	int n = backtrace(frames, 48);
+
+	if (write(STDERR_FILENO, msg, sizeof(msg) - 1) > 0)
+		backtrace_symbols_fd(frames, n, STDERR_FILENO);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void
+ls_app_catch_fatal(void)
+{
+	static const int sigs[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT };
+	void *warm;
+
+	backtrace(&warm, 1); /* loads libgcc now, not inside the handler */
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		signal(sigs[i], ls_app_on_fatal);
+}
+
 void
 ls_app_start(const struct ls_app_start *s, int argc, char **argv)
 {
@@ -72,6 +102,7 @@ ls_app_start(const struct ls_app_start *s, int argc, char **argv)
 	signal(SIGINT, ls_app_on_signal);
 	signal(SIGTERM, ls_app_on_signal);
 	signal(SIGPIPE, SIG_IGN);
+	ls_app_catch_fatal();
 	/* a terminal hang-up or a reload request never kills a daemon */
 	ls_app_reload = s->reload;
 	signal(SIGHUP, s->reload != NULL ? ls_app_on_signal : SIG_IGN);

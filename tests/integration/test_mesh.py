@@ -152,6 +152,8 @@ def main():
             c.check(gone, "n%d: SIGTERM removed %s" % (i, lab.sock(i)))
             st = lab.exit_status(i)
             c.check(st == 0, "n%d: SIGTERM exits 0 (status %s)" % (i, st))
+            if st != 0:
+                print(lab.log_tail(i), flush=True)
             c.check(lslab.wait_until(lambda: "final: rx" in lab.log(i), 5),
                     "n%d: logged final statistics" % i)
     c.finish()

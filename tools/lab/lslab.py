@@ -126,6 +126,10 @@ class _Lab:
         with open(os.path.join(self.dir, "n%d.log" % i)) as f:
             return f.read()
 
+    def log_tail(self, i, lines=25):
+        """The end of node i's log, indented, for a failed check's report."""
+        return "".join("    | " + l for l in self.log(i).splitlines(True)[-lines:])
+
     def exit_status(self, i, timeout=10):
         """Node i's exit status once it has exited (lab.sh writes n<i>.rc;
         128+N: killed by signal N), None if still running after timeout."""
