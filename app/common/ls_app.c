@@ -11,8 +11,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <rte_alarm.h>
+#include <rte_cycles.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
+#include <rte_ethdev.h>
 #include <rte_version.h>
 
 #include "ls_app.h"
@@ -106,4 +109,41 @@ ls_app_start(const struct ls_app_start *s, int argc, char **argv)
 	/* a terminal hang-up or a reload request never kills a daemon */
 	ls_app_reload = s->reload;
 	signal(SIGHUP, s->reload != NULL ? ls_app_on_signal : SIG_IGN);
+}
+
+/* static: a job that timed out may still run after the caller returned */
+static struct {
+	uint16_t ports[RTE_MAX_ETHPORTS];
+	unsigned int n;
+	volatile int done;
+} ls_app_close_job;
+
+static void
+ls_app_close_now(void *arg __rte_unused)
+{
+	for (unsigned int i = 0; i < ls_app_close_job.n; i++) {
+		rte_eth_dev_stop(ls_app_close_job.ports[i]);
+		rte_eth_dev_close(ls_app_close_job.ports[i]);
+	}
+	__atomic_store_n(&ls_app_close_job.done, 1, __ATOMIC_RELEASE);
+}
+
+int
+ls_app_ports_close(const uint16_t *ports, unsigned int n)
+{
+	if (n > RTE_MAX_ETHPORTS)
+		n = RTE_MAX_ETHPORTS;
+	memcpy(ls_app_close_job.ports, ports, n * sizeof(*ports));
+	ls_app_close_job.n = n;
+	ls_app_close_job.done = 0;
+	if (rte_eal_alarm_set(1, ls_app_close_now, NULL) != 0) {
+		ls_app_close_now(NULL);
+		return 0;
+	}
+	for (int ms = 0; ms < 5000; ms++) {
+		if (__atomic_load_n(&ls_app_close_job.done, __ATOMIC_ACQUIRE))
+			return 0;
+		rte_delay_us_sleep(1000);
+	}
+	return -ETIMEDOUT;
 }

@@ -70,4 +70,13 @@ int ls_app_bad_option(const char *name, const char *opt, const char *usage);
  */
 void ls_app_start(const struct ls_app_start *s, int argc, char **argv);
 
+/*
+ * Stop and close ports[0..n-1] on the EAL's interrupt thread and wait (up
+ * to 5 s). PMDs handle their control events there (memif its peer's
+ * disconnect): closing from the main thread at the same moment frees what
+ * that thread is using (a crash seen when memif peers shut down together).
+ * Falls back to closing here if no alarm can be set. 0, or -ETIMEDOUT.
+ */
+int ls_app_ports_close(const uint16_t *ports, unsigned int n);
+
 #endif /* LS_APP_H */

@@ -275,9 +275,13 @@ main(int argc, char **argv)
 	LSF_LOG(INFO, "shutting down: rx %" PRIu64 " tx %" PRIu64 " events %" PRIu64,
 		fab.st.rx_pkts, fab.st.tx_pkts, fab.st.events);
 	lsf_control_stop();
-	for (uint16_t i = 0; i < fab.n_ports; i++) {
-		rte_eth_dev_stop(fab.ports[i].port_id);
-		rte_eth_dev_close(fab.ports[i].port_id);
+	{
+		uint16_t ids[RTE_MAX_ETHPORTS];
+
+		for (uint16_t i = 0; i < fab.n_ports; i++)
+			ids[i] = fab.ports[i].port_id;
+		if (ls_app_ports_close(ids, fab.n_ports) < 0)
+			LSF_LOG(WARNING, "ports did not close within 5 s");
 	}
 	ls_fab_free(fab.fab);
 	rte_eal_cleanup();

@@ -373,10 +373,16 @@ main(int argc, char **argv)
 	if (r.has_tx)
 		lld_tx_free(&r.tx);
 	lld_sink_free(r.sink);
-	if (r.has_tx)
-		rte_eth_dev_stop(r.tx_port);
-	if (r.has_rx && (!r.has_tx || r.rx_port != r.tx_port))
-		rte_eth_dev_stop(r.rx_port);
+	{
+		uint16_t ids[2];
+		unsigned int n = 0;
+
+		if (r.has_tx)
+			ids[n++] = r.tx_port;
+		if (r.has_rx && (!r.has_tx || r.rx_port != r.tx_port))
+			ids[n++] = r.rx_port;
+		ls_app_ports_close(ids, n);
+	}
 	rte_eal_cleanup();
 	return rc == 0 ? 0 : 1;
 }

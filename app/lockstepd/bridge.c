@@ -256,7 +256,7 @@ host_frame(struct lsd_bridge *b, struct rte_mbuf *m, const struct ls_flow_pkt *p
 		b->st.ce_from_host++;
 	}
 	if (b->cc_on && pk->kind == LS_FLOW_K_ROCE)
-		lsd_cc_from_host(b, rte_pktmbuf_mtod(m, uint8_t *), pk);
+		lsd_cc_from_host(b, rte_pktmbuf_mtod(m, uint8_t *), pk, f);
 	if (f->path != 0xff)
 		steer(b, f, m, pk);
 	tpb = b->cc_on && lsd_cc_mode_on(b, f->slice) ?
@@ -332,8 +332,11 @@ from_host(struct lsd_bridge *b, uint64_t now, unsigned int *work)
 	/* At 1 M flows each state line is a cache miss: ask for all of the
 	 * burst's at once so they overlap instead of queueing one by one. */
 	for (i = 0; i < nk; i++)
-		if (idx[i] >= 0)
+		if (idx[i] >= 0) {
 			rte_prefetch0(ls_flow_at(b->flows, idx[i]));
+			if (b->cc_on)
+				rte_prefetch0(lsd_cc_line(b, idx[i]));
+		}
 	for (i = 0; i < n; i++) {
 		int32_t id;
 

@@ -110,7 +110,9 @@ void lsd_cc_flow_init(struct lsd_bridge *b, int32_t idx, uint16_t slice, uint64_
 uint64_t lsd_cc_tpb(struct lsd_bridge *b, struct ls_flow *f, int32_t idx,
 		    const struct ls_flow_pkt *pk, uint32_t len, uint64_t now);
 bool lsd_cc_mode_on(const struct lsd_bridge *b, uint16_t slice);
-void lsd_cc_from_host(struct lsd_bridge *b, const uint8_t *fr, const struct ls_flow_pkt *pk);
+void lsd_cc_from_host(struct lsd_bridge *b, const uint8_t *fr, const struct ls_flow_pkt *pk,
+		      struct ls_flow *f);
+const void *lsd_cc_line(const struct lsd_bridge *b, int32_t idx);
 void lsd_cc_from_fabric(struct lsd_bridge *b, const uint8_t *fr, const struct ls_flow_pkt *pk,
 			int32_t idx, uint64_t now);
 void lsd_cc_flush(struct lsd_bridge *b);

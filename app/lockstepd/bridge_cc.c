@@ -8,15 +8,21 @@
  * Who gets a CNP. A CNP goes to the *sender's* QP, which frames toward our
  * host do not carry (their BTH names our host's QP). A device in the wire
  * learns the pairing from RC's acknowledgements: an ACK carries the PSN of
- * the request it acknowledges. Per pair of addresses we keep the last PSN
- * each QP received in each direction; an ACK from the host (to QP X, PSN q)
- * pairs X with the host's QP Y whose last request from the fabric had PSN q
- * (or a little more: requests may have moved on while the ACK was on its
- * way), and symmetrically for ACKs from the fabric. PSNs start at random
- * 24-bit values, so a wrong pairing needs two QPs of one address pair within
- * the window of each other. Until a QP is paired its CE marks are counted
- * (cnp_unpaired) and no CNP is sent: a CNP to a guessed QP would slow a flow
- * that did nothing. Frames that are not RC (UD, no ACKs) never pair.
+ * the request it acknowledges. Each RoCEv2 flow (frames toward one QP) keeps
+ * the PSN of its last request in its flow line (ls_flow.cc); per pair of
+ * addresses a set holds the QPs seen each way. An ACK from the host (to QP
+ * X, PSN q) pairs X with the host's QP Y whose last request from the fabric
+ * had PSN q (or a little more: requests may have moved on while the ACK was
+ * on its way), and symmetrically for ACKs from the fabric. PSNs start at
+ * random 24-bit values, so a wrong pairing needs two QPs of one address pair
+ * within the window of each other. Until a QP is paired its CE marks are
+ * counted (cnp_unpaired) and no CNP is sent: a CNP to a guessed QP would slow
+ * a flow that did nothing. Frames that are not RC (UD, no ACKs) never pair.
+ *
+ * Cost: a request touches only its flow's lines (the pair table once, when
+ * the flow starts); an ACK looks up its address pair and the flows of the
+ * set's QPs (up to four, in one bulk lookup). ACKs are the rarer frames:
+ * RC acknowledges several requests at once.
  *
  * Memory: one 64-byte line per flow (parallel to the flow table) and a set
  * of four QPs each way per address pair in an rte_hash (as many pairs as
@@ -43,11 +49,13 @@
 #define OP_RC_ACK 0x11        /* BTH opcode: RC Acknowledge */
 #define CNP_DSCP 48           /* ConnectX's default cnp_dscp */
 
-#define PSN_NONE UINT32_MAX  /* a QP seen only in ACKs: no request PSN yet */
+/* ls_flow.cc of a RoCEv2 flow: its QP is in its pair's set; a request
+ * was seen and bits 0..23 hold the last one's PSN. */
+#define CCW_KNOWN (1u << 31)
+#define CCW_PSN (1u << 30)
 
 struct qp_side {
 	uint32_t qp;              /* 24 bits; 0: empty (QP0 carries no RoCEv2 data) */
-	uint32_t psn;             /* last request PSN toward this QP, or PSN_NONE */
 	uint32_t peer;            /* the QP at the other end, 0 until paired */
 };
 
@@ -256,41 +264,78 @@ side_find(struct qp_side *s, uint32_t qp)
 	return NULL;
 }
 
-/* A request toward qp with psn: remember it (a new QP replaces the oldest). */
-static void
-side_note(struct qp_side *s, uint8_t *next, uint32_t qp, uint32_t psn)
+/* qp is in the set (a new QP replaces the oldest). */
+static struct qp_side *
+side_note(struct qp_side *s, uint8_t *next, uint32_t qp)
 {
 	struct qp_side *e = side_find(s, qp);
 
 	if (e == NULL) {
 		e = &s[*next];
 		*next = (uint8_t)((*next + 1) % QP_SET);
-		*e = (struct qp_side){.qp = qp, .psn = PSN_NONE};
+		*e = (struct qp_side){.qp = qp};
 	}
-	if (psn != PSN_NONE)
-		e->psn = psn;
+	return e;
 }
 
-/* An ACK with PSN q sent to QP to (on side to_side) acknowledges requests
- * its sender's QP got: the one on the other side whose last request is q
- * or a little past it. Pair the two. */
+/* A request of flow f toward qp with psn: the flow keeps the PSN; its QP
+ * joins the address pair's set the first time. */
+static void
+note_request(struct lsd_bridge *b, struct ls_flow *f, const struct ls_flow_key *k,
+	     bool from_host, uint32_t qp, uint32_t psn)
+{
+	uint32_t was = f->cc;
+	struct qp_set *s;
+
+	f->cc = CCW_KNOWN | CCW_PSN | psn;
+	if (was & CCW_KNOWN)
+		return;
+	s = qp_set_of(b, k, from_host);
+	if (s == NULL)
+		f->cc &= ~CCW_KNOWN; /* try again next time */
+	else if (from_host)
+		side_note(s->rem, &s->next_rem, qp);
+	else
+		side_note(s->loc, &s->next_loc, qp);
+}
+
+/* An ACK (key ack, PSN q) sent to QP `to` (on side to_side) acknowledges
+ * requests its sender's QP got: the one on the other side whose flow's last
+ * request is q or a little past it. Those flows run the other way: the
+ * ACK's key with its addresses swapped and that QP. Pair the two. */
 static void
 side_pair(struct lsd_bridge *b, struct qp_side *to_side, uint8_t *next, struct qp_side *other,
-	  uint32_t to, uint32_t q)
+	  const struct ls_flow_key *ack, uint32_t to, uint32_t q)
 {
-	struct qp_side *best = NULL, *t;
+	struct ls_flow_key k[QP_SET];
+	const struct ls_flow_key *kp[QP_SET];
+	struct qp_side *cand[QP_SET], *best = NULL, *t = side_note(to_side, next, to);
 	uint32_t best_d = PSN_WINDOW;
+	int32_t idx[QP_SET];
+	unsigned int n = 0;
 
-	side_note(to_side, next, to, PSN_NONE);
 	for (unsigned int i = 0; i < QP_SET; i++) {
-		uint32_t d = (other[i].psn - q) & PSN_MASK;
+		if (other[i].qp == 0)
+			continue;
+		k[n] = *ack;
+		memcpy(k[n].src, ack->dst, 16);
+		memcpy(k[n].dst, ack->src, 16);
+		k[n].qp_label = rte_cpu_to_be_32(other[i].qp);
+		kp[n] = &k[n];
+		cand[n++] = &other[i];
+	}
+	if (n == 0)
+		return;
+	ls_flow_lookup_bulk(b->flows, kp, n, idx);
+	for (unsigned int i = 0; i < n; i++) {
+		uint32_t w = idx[i] >= 0 ? ls_flow_at(b->flows, idx[i])->cc : 0;
+		uint32_t d = (w - q) & PSN_MASK;
 
-		if (other[i].qp != 0 && other[i].psn != PSN_NONE && d < best_d) {
-			best = &other[i];
+		if ((w & CCW_PSN) && d < best_d) {
+			best = cand[i];
 			best_d = d;
 		}
 	}
-	t = side_find(to_side, to);
 	if (best == NULL || (best->peer == to && t->peer == best->qp))
 		return;
 	best->peer = to;
@@ -310,21 +355,33 @@ bth_psn(const uint8_t *bth)
 	return (uint32_t)bth[9] << 16 | (uint32_t)bth[10] << 8 | bth[11];
 }
 
-/* A RoCEv2 frame from the host: requests note their PSN toward the remote
- * QP; ACKs pair the remote QP they go to with the host's QP acked. */
+/* A RoCEv2 frame of flow f from the host: requests note their PSN toward
+ * the remote QP; ACKs pair the remote QP they go to with the host's QP
+ * acked. */
 void
-lsd_cc_from_host(struct lsd_bridge *b, const uint8_t *fr, const struct ls_flow_pkt *pk)
+lsd_cc_from_host(struct lsd_bridge *b, const uint8_t *fr, const struct ls_flow_pkt *pk,
+		 struct ls_flow *f)
 {
 	const uint8_t *bth = fr + pk->bth_off;
-	struct qp_set *s = qp_set_of(b, &pk->key, true);
 	uint32_t qp = bth_qp(bth), psn = bth_psn(bth);
+	struct qp_set *s;
 
-	if (s == NULL || qp == 0 || pk->bth_opcode == LS_ROCE_OPCODE_CNP)
+	if (qp == 0 || pk->bth_opcode == LS_ROCE_OPCODE_CNP)
 		return;
-	if (pk->bth_opcode == OP_RC_ACK)
-		side_pair(b, s->rem, &s->next_rem, s->loc, qp, psn);
-	else
-		side_note(s->rem, &s->next_rem, qp, psn);
+	if (pk->bth_opcode != OP_RC_ACK) {
+		note_request(b, f, &pk->key, true, qp, psn);
+		return;
+	}
+	s = qp_set_of(b, &pk->key, true);
+	if (s != NULL)
+		side_pair(b, s->rem, &s->next_rem, s->loc, &pk->key, qp, psn);
+}
+
+/* The flow's congestion line, for the burst loop's prefetch. */
+const void *
+lsd_cc_line(const struct lsd_bridge *b, int32_t idx)
+{
+	return &b->cc->flow[idx];
 }
 
 /* Notification point: a CNP to the sender of a CE-marked frame, at most one
@@ -404,33 +461,43 @@ lsd_cc_from_fabric(struct lsd_bridge *b, const uint8_t *fr, const struct ls_flow
 		   int32_t idx, uint64_t now)
 {
 	const uint8_t *bth = fr + pk->bth_off;
-	struct qp_set *s = qp_set_of(b, &pk->key, false);
 	uint32_t qp = bth_qp(bth), psn = bth_psn(bth);
+	struct ls_flow *f = idx >= 0 ? ls_flow_at(b->flows, idx) : NULL;
+	struct qp_set *s = NULL;
+	struct lsd_cc_flow *c;
 	struct qp_side *l;
 
-	if (s == NULL || qp == 0)
+	if (qp == 0)
 		return;
-	if (pk->bth_opcode == LS_ROCE_OPCODE_CNP) {
-		on_cnp(b, pk, s, qp, now);
+	if (pk->bth_opcode == LS_ROCE_OPCODE_CNP || pk->bth_opcode == OP_RC_ACK) {
+		s = qp_set_of(b, &pk->key, false);
+		if (s != NULL && pk->bth_opcode == LS_ROCE_OPCODE_CNP)
+			on_cnp(b, pk, s, qp, now);
+		else if (s != NULL)
+			side_pair(b, s->loc, &s->next_loc, s->rem, &pk->key, qp, psn);
+		if (pk->bth_opcode == LS_ROCE_OPCODE_CNP)
+			return;
+	} else if (f != NULL) {
+		note_request(b, f, &pk->key, false, qp, psn);
+	}
+	/* (a flow the table had no room for keeps no PSN: it cannot pair) */
+	if (pk->ecn != 3 || f == NULL || !b->cc->np[f->slice])
+		return;
+	c = &b->cc->flow[idx];
+	/* (an unpaired flow never sent a CNP, so it is never rate-limited) */
+	if (c->last_cnp != 0 && now - c->last_cnp < b->cc->cnp_ticks[f->slice]) {
+		b->st.cnp_rate_limited++;
 		return;
 	}
-	if (pk->bth_opcode == OP_RC_ACK)
-		side_pair(b, s->loc, &s->next_loc, s->rem, qp, psn);
-	else
-		side_note(s->loc, &s->next_loc, qp, psn);
-	l = side_find(s->loc, qp);
-	if (pk->ecn != 3 || idx < 0 || !b->cc->np[ls_flow_at(b->flows, idx)->slice])
-		return;
+	if (s == NULL)
+		s = qp_set_of(b, &pk->key, false);
+	l = s != NULL ? side_find(s->loc, qp) : NULL;
 	if (l == NULL || l->peer == 0) {
 		b->st.cnp_unpaired++;
 		return;
 	}
-	if (!ls_cc_np_due(&b->cc->flow[idx].last_cnp, now,
-			  b->cc->cnp_ticks[ls_flow_at(b->flows, idx)->slice])) {
-		b->st.cnp_rate_limited++;
-		return;
-	}
-	b->cc->flow[idx].cnps++;
+	ls_cc_np_due(&c->last_cnp, now, b->cc->cnp_ticks[f->slice]);
+	c->cnps++;
 	send_cnp(b, fr, pk, l->peer);
 }
 

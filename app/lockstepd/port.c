@@ -22,6 +22,7 @@
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
 
+#include "../common/ls_app.h"
 #include "lockstepd.h"
 
 #define LS_PORT_START_TRIES 100 /* x 100 ms */
@@ -325,6 +326,8 @@ lsd_ports_init(void)
 void
 lsd_ports_stop(void)
 {
+	uint16_t ids[RTE_MAX_ETHPORTS];
+
 	for (unsigned int i = 0; i < lsd.n_ports; i++) {
 		struct rte_eth_stats s;
 
@@ -333,9 +336,10 @@ lsd_ports_stop(void)
 			       " missed %" PRIu64 " rx-errors %" PRIu64 " tx-errors %" PRIu64,
 			       lsd.ports[i].conf->name, s.ipackets, s.opackets, s.imissed,
 			       s.ierrors, s.oerrors);
-		rte_eth_dev_stop(lsd.ports[i].port_id);
-		rte_eth_dev_close(lsd.ports[i].port_id);
+		ids[i] = lsd.ports[i].port_id;
 	}
+	if (ls_app_ports_close(ids, lsd.n_ports) < 0)
+		LSD_LOG(WARNING, "ports did not close within 5 s");
 }
 
 bool

@@ -100,7 +100,7 @@ struct ls_flow {
 	uint32_t last_ms;     /**< last packet, table clock in ms (ageing) */
 	uint16_t slice;       /**< slice index */
 	uint16_t gen;         /**< policy generation slice and path were chosen under */
-	uint32_t rsvd;        /**< zero (room for congestion control) */
+	uint32_t cc;          /**< the user's congestion-control word; zero when added */
 	uint8_t path;         /**< path index steered to, 0xff none */
 	uint8_t kind;         /**< enum ls_flow_kind */
 	uint8_t dir;          /**< 0 host->fabric, 1 fabric->host */
