@@ -11,11 +11,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <rte_alarm.h>
-#include <rte_cycles.h>
+#include <rte_dev.h>
+#include <rte_devargs.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
+#include <rte_kvargs.h>
 #include <rte_version.h>
 
 #include "ls_app.h"
@@ -111,39 +112,43 @@ ls_app_start(const struct ls_app_start *s, int argc, char **argv)
 	signal(SIGHUP, s->reload != NULL ? ls_app_on_signal : SIG_IGN);
 }
 
-/* static: a job that timed out may still run after the caller returned */
-static struct {
-	uint16_t ports[RTE_MAX_ETHPORTS];
-	unsigned int n;
-	volatile int done;
-} ls_app_close_job;
-
+/* A memif server's socket file (role server is memif's default; abstract
+ * sockets, also the default, have no file). */
 static void
-ls_app_close_now(void *arg __rte_unused)
+ls_app_memif_unlink(const struct rte_device *dev)
 {
-	for (unsigned int i = 0; i < ls_app_close_job.n; i++) {
-		rte_eth_dev_stop(ls_app_close_job.ports[i]);
-		rte_eth_dev_close(ls_app_close_job.ports[i]);
-	}
-	__atomic_store_n(&ls_app_close_job.done, 1, __ATOMIC_RELEASE);
+	const struct rte_devargs *da = rte_dev_devargs(dev);
+	struct rte_kvargs *kv = da != NULL && da->args != NULL ?
+		rte_kvargs_parse(da->args, NULL) : NULL;
+	const char *role, *sock, *abstract;
+
+	if (kv == NULL)
+		return;
+	role = rte_kvargs_get(kv, "role");
+	sock = rte_kvargs_get(kv, "socket");
+	abstract = rte_kvargs_get(kv, "socket-abstract");
+	if ((role == NULL || strcmp(role, "client") != 0) && sock != NULL &&
+	    abstract != NULL && strcmp(abstract, "no") == 0)
+		unlink(sock);
+	rte_kvargs_free(kv);
 }
 
-int
+bool
 ls_app_ports_close(const uint16_t *ports, unsigned int n)
 {
-	if (n > RTE_MAX_ETHPORTS)
-		n = RTE_MAX_ETHPORTS;
-	memcpy(ls_app_close_job.ports, ports, n * sizeof(*ports));
-	ls_app_close_job.n = n;
-	ls_app_close_job.done = 0;
-	if (rte_eal_alarm_set(1, ls_app_close_now, NULL) != 0) {
-		ls_app_close_now(NULL);
-		return 0;
+	bool all = true;
+
+	for (unsigned int i = 0; i < n; i++) {
+		struct rte_eth_dev_info di;
+
+		if (rte_eth_dev_info_get(ports[i], &di) == 0 && di.driver_name != NULL &&
+		    strcmp(di.driver_name, "net_memif") == 0) {
+			ls_app_memif_unlink(di.device);
+			all = false;
+			continue;
+		}
+		rte_eth_dev_stop(ports[i]);
+		rte_eth_dev_close(ports[i]);
 	}
-	for (int ms = 0; ms < 5000; ms++) {
-		if (__atomic_load_n(&ls_app_close_job.done, __ATOMIC_ACQUIRE))
-			return 0;
-		rte_delay_us_sleep(1000);
-	}
-	return -ETIMEDOUT;
+	return all;
 }

@@ -71,12 +71,16 @@ int ls_app_bad_option(const char *name, const char *opt, const char *usage);
 void ls_app_start(const struct ls_app_start *s, int argc, char **argv);
 
 /*
- * Stop and close ports[0..n-1] on the EAL's interrupt thread and wait (up
- * to 5 s). PMDs handle their control events there (memif its peer's
- * disconnect): closing from the main thread at the same moment frees what
- * that thread is using (a crash seen when memif peers shut down together).
- * Falls back to closing here if no alarm can be set. 0, or -ETIMEDOUT.
+ * At exit: stop and close ports[0..n-1], except net_memif ports, which are
+ * left for the process's end to close (their peers see the control socket
+ * close, as when a process is killed); a memif server's socket file is
+ * removed. DPDK 22.11's memif frees its listener's interrupt handle on
+ * close without unregistering it, and the interrupt thread then reads
+ * freed memory the next time it rebuilds its wait list (a crash in
+ * rte_intr_fd_get when memif peers shut down together). rte_eal_cleanup()
+ * closes devices too, so with a memif port left open the caller skips it.
+ * @return true if every port was closed (rte_eal_cleanup() is safe).
  */
-int ls_app_ports_close(const uint16_t *ports, unsigned int n);
+bool ls_app_ports_close(const uint16_t *ports, unsigned int n);
 
 #endif /* LS_APP_H */

@@ -280,10 +280,9 @@ main(int argc, char **argv)
 
 		for (uint16_t i = 0; i < fab.n_ports; i++)
 			ids[i] = fab.ports[i].port_id;
-		if (ls_app_ports_close(ids, fab.n_ports) < 0)
-			LSF_LOG(WARNING, "ports did not close within 5 s");
+		if (ls_app_ports_close(ids, fab.n_ports))
+			rte_eal_cleanup();
 	}
 	ls_fab_free(fab.fab);
-	rte_eal_cleanup();
 	return 0;
 }

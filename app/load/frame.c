@@ -70,7 +70,7 @@ tmpl_ip(const struct lld_flow_spec *s, uint8_t *h, uint8_t proto)
 
 	if (s->src.family == LS_AF_INET) {
 		ip[0] = 0x45;
-		ip[1] = (uint8_t)(s->dscp << 2);
+		ip[1] = (uint8_t)(s->dscp << 2 | s->ecn);
 		ls_put_be16(ip + 2, (uint16_t)(s->len - ETH_HLEN));
 		ls_put_be16(ip + 6, 0x4000);      /* DF, no fragments */
 		ip[8] = 64;
@@ -84,7 +84,8 @@ tmpl_ip(const struct lld_flow_spec *s, uint8_t *h, uint8_t proto)
 		}
 		return ETH_HLEN + 20;
 	}
-	ls_put_be32(ip, 6u << 28 | (uint32_t)s->dscp << 22 | (s->flow_label & 0xfffff));
+	ls_put_be32(ip, 6u << 28 | (uint32_t)s->dscp << 22 | (uint32_t)s->ecn << 20 |
+		    (s->flow_label & 0xfffff));
 	ls_put_be16(ip + 4, (uint16_t)(s->len - ETH_HLEN - 40));
 	ip[6] = proto;
 	ip[7] = 64;
@@ -128,7 +129,7 @@ tmpl_check(const struct lld_flow_spec *s, char *err, size_t len)
 	if (s->shape == LLD_ROCE && s->roce_op != LLD_OP_SEND_ONLY &&
 	    s->roce_op != LLD_OP_WRITE_ONLY)
 		return snprintf(err, len, "RoCEv2 opcode 0x%02x not built", s->roce_op), -EINVAL;
-	if (s->qp > LS_ROCE_QPN_MASK || s->flow_label > 0xfffff || s->dscp > 63)
+	if (s->qp > LS_ROCE_QPN_MASK || s->flow_label > 0xfffff || s->dscp > 63 || s->ecn > 3)
 		return snprintf(err, len, "QP, flow label or DSCP too wide"), -EINVAL;
 	return 0;
 }
@@ -152,6 +153,9 @@ lld_frame_tmpl(const struct lld_flow_spec *s, struct lld_tmpl *t, char *err, siz
 	t->shape = s->shape;
 	t->family = s->src.family;
 	t->flow = s->flow;
+	/* QPs start at a random PSN (IBA 9.7.1.2; NICs draw it): a device that
+	 * pairs QPs by PSN must not be handed PSNs that all start at 0 */
+	t->psn0 = (s->flow * 2654435761u ^ 0x5bd1e995u) & LS_ROCE_PSN_MASK;
 	t->hdr_len = (uint8_t)lld_frame_hdr_len(s->shape, s->src.family, s->roce_op);
 	l4 = h + t->l4_off;
 	l4_len = (uint16_t)(s->len - t->l4_off);
@@ -208,10 +212,11 @@ lld_frame_write(const struct lld_tmpl *t, uint8_t *f, uint64_t seq, uint64_t tx_
 		ls_put_be32(l4 + 4, (uint32_t)(1 + seq * t->payload_len));
 	if (t->shape == LLD_ROCE) {
 		uint8_t *psn = l4 + UDP_HLEN + 9;
+		uint32_t v = (uint32_t)(seq + t->psn0) & LS_ROCE_PSN_MASK;
 
-		psn[0] = (uint8_t)(seq >> 16);
-		psn[1] = (uint8_t)(seq >> 8);
-		psn[2] = (uint8_t)seq;
+		psn[0] = (uint8_t)(v >> 16);
+		psn[1] = (uint8_t)(v >> 8);
+		psn[2] = (uint8_t)v;
 		ls_roce_icrc_set(f + ETH_HLEN, t->len - ETH_HLEN);
 	}
 	if (!t->l4_csum)

@@ -63,6 +63,7 @@ struct lld_flow_spec {
 	uint8_t shape;            /* enum lld_shape */
 	uint8_t roce_op;          /* LLD_OP_SEND_ONLY or LLD_OP_WRITE_ONLY */
 	uint8_t dscp;             /* 0..63 */
+	uint8_t ecn;              /* ECN codepoint 0..3 (2: ECT(0), as RoCE NICs send) */
 	uint16_t len;             /* frame length (see the file comment) */
 	uint32_t flow;            /* flow index, in the lockstep-load header */
 	struct ls_mac src_mac, dst_mac;
@@ -84,6 +85,7 @@ struct lld_tmpl {
 	uint16_t payload_len;      /* L4 payload (RoCEv2: IB payload, no ICRC) */
 	uint32_t flow;             /* flow index */
 	uint32_t pseudo;           /* pseudo-header sum, folded */
+	uint32_t psn0;             /* RoCEv2: the PSN of sequence 0 (24 bits) */
 };
 
 /* What the sink reads from a received frame. */

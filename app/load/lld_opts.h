@@ -28,6 +28,9 @@ struct lld_opts {
 	uint8_t n_sizes;
 	uint8_t roce_op;                 /* --roce-op */
 	uint8_t dscp;
+	uint8_t ecn;                     /* --ecn codepoint */
+	bool respond;                    /* --respond: the sink answers RoCEv2 as a NIC */
+	uint32_t cnp_us;                 /* --cnp-us: one CNP per flow per interval */
 	double rate_bps;                 /* per flow (--rate, or --total-rate / flows) */
 	double duration_s;               /* TX time; RX-only: how long to listen */
 	struct ls_mac src_mac, dst_mac;

@@ -27,6 +27,7 @@
 
 #include "../common/ls_app.h"
 #include "lld.h"
+#include "lld_respond.h"
 #include "lld_sink.h"
 
 RTE_LOG_REGISTER(lld_logtype, lockstep.load, INFO);
@@ -160,7 +161,7 @@ tsc_tag(void)
 }
 
 static void
-rx_poll(uint16_t port, struct lld_sink *s, bool *got)
+rx_poll(uint16_t port, struct lld_sink *s, struct lld_resp *resp, bool *got)
 {
 	struct rte_mbuf *m[LLD_BURST];
 	uint16_t n = rte_eth_rx_burst(port, 0, m, LLD_BURST);
@@ -169,21 +170,43 @@ rx_poll(uint16_t port, struct lld_sink *s, bool *got)
 
 	*got = n > 0;
 	for (uint16_t i = 0; i < n; i++) {
+		const uint8_t *f = rte_pktmbuf_mtod(m[i], const uint8_t *);
+
 		if (i + 1 < n)
 			rte_prefetch0(rte_pktmbuf_mtod(m[i + 1], void *));
-		if (lld_frame_parse(rte_pktmbuf_mtod(m[i], uint8_t *), m[i]->data_len, &r) == 0)
+		if (lld_frame_parse(f, m[i]->data_len, &r) == 0) {
 			lld_sink_frame(s, &r, m[i]->pkt_len, now);
-		else
+			if (resp != NULL && r.shape == LLD_ROCE)
+				lld_resp_frame(resp, f, m[i]->data_len, r.flow, now);
+		} else {
 			lld_sink_other(s);
+		}
 	}
 	rte_pktmbuf_free_bulk(m, n);
+	if (resp != NULL)
+		lld_resp_flush(resp);
+}
+
+/* What comes back to the TX port (a device in the middle forwards the
+ * responder's ACKs and CNPs to their requester): counted, dropped. */
+static uint64_t
+tx_port_drain(uint16_t port)
+{
+	struct rte_mbuf *m[LLD_BURST];
+	uint16_t n = rte_eth_rx_burst(port, 0, m, LLD_BURST);
+
+	rte_pktmbuf_free_bulk(m, n);
+	return n;
 }
 
 struct run {
 	struct lld_tx tx;
 	struct lld_sink *sink;
+	struct lld_resp *resp;
+	uint64_t tx_port_rx;           /* frames that came back to the TX port */
 	uint16_t tx_port, rx_port;
 	bool has_tx, has_rx;
+	struct rte_mempool *rx_pool;
 	uint64_t hz, start, stop;
 };
 
@@ -202,7 +225,9 @@ run_loop(struct run *r)
 			tx_busy = !lld_tx_done(&r->tx);
 		}
 		if (r->has_rx)
-			rx_poll(r->rx_port, r->sink, &got);
+			rx_poll(r->rx_port, r->sink, r->resp, &got);
+		if (r->has_tx && (!r->has_rx || r->rx_port != r->tx_port))
+			r->tx_port_rx += tx_port_drain(r->tx_port);
 		if (now >= r->stop && !tx_busy)
 			break;
 		/* the idle back-off never runs while TX has frames to send */
@@ -253,6 +278,8 @@ report(struct run *r)
 
 	if (r->has_tx) {
 		json_object_set_new(root, "tx", tx_json(r));
+		json_object_set_new(json_object_get(root, "tx"), "port_rx",
+				    json_integer((json_int_t)r->tx_port_rx));
 		fprintf(stderr, "lockstep-load: tx: %u flows, %" PRIu64 " frames, %.4f Mb/s "
 			"(%.1f b/s per flow), late %" PRIu64 ", port full %" PRIu64 "\n",
 			r->tx.n_flows, r->tx.pkts,
@@ -271,6 +298,8 @@ report(struct run *r)
 		json_object_update(root, rx);
 		json_decref(rx);
 		json_object_set_new(json_object_get(root, "rx"), "port_stats", port_json(r->rx_port));
+		if (r->resp != NULL)
+			json_object_set_new(root, "respond", lld_resp_json(r->resp));
 		lld_sink_summary(r->sink, stderr);
 	}
 	free(sent);
@@ -306,6 +335,7 @@ setup_ports(struct run *r)
 		rte_exit(1, "lockstep-load: cannot create mbuf pools: %s (more -m?)\n",
 			 rte_strerror(rte_errno));
 	r->tx.pool = tx_pool;
+	r->rx_pool = rx_pool;
 	if (r->has_tx && port_setup(r->tx_port, rx_pool) < 0)
 		rte_exit(1, "lockstep-load: --tx: cannot start port %u\n", r->tx_port);
 	if (r->has_rx && (!r->has_tx || r->rx_port != r->tx_port) &&
@@ -367,12 +397,19 @@ main(int argc, char **argv)
 			rte_exit(1, "lockstep-load: cannot create the sink: %s\n", strerror(errno));
 		if (r.has_tx)   /* what arrives after TX has ended is counted, not measured */
 			lld_sink_set_end(r.sink, r.tx.end);
+		if (opts.respond) {
+			r.resp = lld_resp_create(r.rx_port, r.tx.pool != NULL ? r.tx.pool : r.rx_pool,
+						 opts.flows, r.hz / 1000000 * opts.cnp_us);
+			if (r.resp == NULL)
+				rte_exit(1, "lockstep-load: cannot create the responder\n");
+		}
 	}
 	run_loop(&r);
 	rc = report(&r);
 	if (r.has_tx)
 		lld_tx_free(&r.tx);
 	lld_sink_free(r.sink);
+	lld_resp_free(r.resp);
 	{
 		uint16_t ids[2];
 		unsigned int n = 0;
@@ -381,8 +418,8 @@ main(int argc, char **argv)
 			ids[n++] = r.tx_port;
 		if (r.has_rx && (!r.has_tx || r.rx_port != r.tx_port))
 			ids[n++] = r.rx_port;
-		ls_app_ports_close(ids, n);
+		if (ls_app_ports_close(ids, n))
+			rte_eal_cleanup();
 	}
-	rte_eal_cleanup();
 	return rc == 0 ? 0 : 1;
 }

@@ -39,6 +39,10 @@ const char lld_usage[] =
 "  --sport N, --dport N source port base (49152), destination port (7777)\n"
 "  --qp N               RoCEv2 destination QP of flow 0 (256); flow i: N + i\n"
 "  --dscp N             DSCP (0)\n"
+"  --ecn N              ECN codepoint 0..3 (0; 2 = ECT(0), as RoCE NICs send)\n"
+"  --respond            the sink answers RC requests as a responder NIC: an ACK\n"
+"                       per request and, for CE-marked ones, a CNP (see --cnp-us)\n"
+"  --cnp-us N           at most one CNP per flow per N us (50)\n"
 "  --window-ms N        sink window (100)\n"
 "  --settle-ms N        measure from N ms after the first frame (0)\n"
 "  --linger-ms N        receive this long after TX ends (500)\n"
@@ -56,7 +60,7 @@ enum {
 	O_TX = 256, O_RX, O_FLOWS, O_PROTO, O_FAMILY, O_SIZE, O_RATE, O_TOTAL, O_DURATION,
 	O_ROCEOP, O_SMAC, O_DMAC, O_SRC, O_DST, O_SRC6, O_DST6, O_SPORT, O_DPORT, O_QP,
 	O_DSCP, O_WINDOW, O_SETTLE, O_LINGER, O_DETAIL, O_RFLOWS, O_REPORT, O_IDLE,
-	O_LINKWAIT, O_CHECK, O_SPREAD,
+	O_LINKWAIT, O_CHECK, O_SPREAD, O_ECN, O_RESPOND, O_CNPUS,
 };
 
 static const struct option long_opts[] = {
@@ -72,6 +76,8 @@ static const struct option long_opts[] = {
 	{"src6", required_argument, NULL, O_SRC6}, {"dst6", required_argument, NULL, O_DST6},
 	{"sport", required_argument, NULL, O_SPORT}, {"dport", required_argument, NULL, O_DPORT},
 	{"qp", required_argument, NULL, O_QP}, {"dscp", required_argument, NULL, O_DSCP},
+	{"ecn", required_argument, NULL, O_ECN}, {"respond", no_argument, NULL, O_RESPOND},
+	{"cnp-us", required_argument, NULL, O_CNPUS},
 	{"window-ms", required_argument, NULL, O_WINDOW},
 	{"settle-ms", required_argument, NULL, O_SETTLE},
 	{"linger-ms", required_argument, NULL, O_LINGER},
@@ -218,6 +224,7 @@ defaults(struct lld_opts *o)
 	o->detail_flows = 4;
 	o->report_flows = 1000;
 	o->link_wait_s = 10;
+	o->cnp_us = 50;
 }
 
 static int
@@ -297,6 +304,10 @@ parse_frame_opt(struct lld_opts *o, int c, const char *name, const char *arg,
 		rc = get_u32(name, arg, 0, 63, &x, err, len);
 		o->dscp = (uint8_t)x;
 		return rc;
+	case O_ECN:
+		rc = get_u32(name, arg, 0, 3, &x, err, len);
+		o->ecn = (uint8_t)x;
+		return rc;
 	}
 	return 1;
 }
@@ -344,6 +355,11 @@ parse_run_opt(struct lld_opts *o, int c, const char *name, const char *arg, doub
 		return 0;
 	case O_IDLE:
 		return get_u32(name, arg, 0, 1000000, &o->idle_sleep_us, err, len);
+	case O_CNPUS:
+		return get_u32(name, arg, 1, 100000000, &o->cnp_us, err, len);
+	case O_RESPOND:
+		o->respond = true;
+		return 0;
 	}
 	return 1;
 }
@@ -433,6 +449,7 @@ lld_opts_flow(const struct lld_opts *o, uint32_t i, struct lld_flow_spec *s)
 	s->shape = shape;
 	s->roce_op = o->roce_op;
 	s->dscp = o->dscp;
+	s->ecn = o->ecn;
 	s->len = lld_frame_fit_len(shape, fam, o->roce_op, size);
 	s->flow = i;
 	s->src_mac = o->src_mac;

@@ -21,12 +21,12 @@
  *
  * Cost: a request touches only its flow's lines (the pair table once, when
  * the flow starts); an ACK looks up its address pair and the flows of the
- * set's QPs (up to four, in one bulk lookup). ACKs are the rarer frames:
+ * set's QPs (up to 16, in one bulk lookup). ACKs are the rarer frames:
  * RC acknowledges several requests at once.
  *
  * Memory: one 64-byte line per flow (parallel to the flow table) and a set
- * of four QPs each way per address pair in an rte_hash (as many pairs as
- * flows; the pair table does not age yet); sized at start, no
+ * of 16 QPs each way per address pair in an rte_hash (a quarter as many
+ * pairs as flows; the pair table does not age yet); sized at start, no
  * allocation per packet. CNPs are built in mbufs from the daemon's pool
  * and leave on the fabric port at the end of the burst, ahead of the
  * slices (they are control frames).
@@ -43,7 +43,8 @@
 #include "bridge.h"
 #include "ls_cc.h"
 
-#define QP_SET 4              /* QPs remembered per address pair and direction */
+#define QP_SET 16             /* QPs remembered per address pair and direction:
+			       * collectives open several per pair of hosts */
 #define PSN_WINDOW 1024       /* requests an ACK may lag behind */
 #define PSN_MASK 0xffffff
 #define OP_RC_ACK 0x11        /* BTH opcode: RC Acknowledge */
@@ -107,7 +108,7 @@ lsd_cc_create(struct lsd_bridge *b, int socket)
 	uint32_t n = lsd.cfg.bridge.max_flows;
 	char name[32];
 	struct rte_hash_parameters hp = {
-		.name = name, .entries = n < 1024 ? 1024 : n,
+		.name = name, .entries = n / 4 < 1024 ? 1024 : n / 4,
 		.key_len = sizeof(struct pair_key), .hash_func = rte_hash_crc,
 		.socket_id = socket,
 	};

@@ -368,7 +368,7 @@ lsd_cap_field(struct rte_mbuf *m)
 
 /* port.c */
 int lsd_ports_init(void);
-void lsd_ports_stop(void);
+bool lsd_ports_stop(void);
 bool lsd_port_owns(const struct lsd_port *p, const struct ls_addr *a);
 bool lsd_port_bad_source(const struct lsd_port *p, const struct ls_addr *src);
 

@@ -268,9 +268,9 @@ main(int argc, char **argv)
 		LSD_LOG(ERR, "start-up failed: %s", strerror(-rc));
 		lsd.quit = 1;
 		lsd_control_join();
-		lsd_ports_stop();
+		if (lsd_ports_stop())
+			rte_eal_cleanup();
 		ls_config_free(&lsd.cfg);
-		rte_eal_cleanup();
 		return 1;
 	}
 	LSD_LOG(INFO, "node %s (id %u) running: %u port(s), %u configured peer(s)",
@@ -290,8 +290,8 @@ main(int argc, char **argv)
 	lsd_control_free_peers();
 	lsd_bridge_fini();
 	lsd_bridge_ctl_fini();
-	lsd_ports_stop();
+	if (lsd_ports_stop())
+		rte_eal_cleanup();
 	ls_config_free(&lsd.cfg);
-	rte_eal_cleanup();
 	return lsd.exit_code;
 }

@@ -323,7 +323,7 @@ lsd_ports_init(void)
 	return 0;
 }
 
-void
+bool
 lsd_ports_stop(void)
 {
 	uint16_t ids[RTE_MAX_ETHPORTS];
@@ -338,8 +338,7 @@ lsd_ports_stop(void)
 			       s.ierrors, s.oerrors);
 		ids[i] = lsd.ports[i].port_id;
 	}
-	if (ls_app_ports_close(ids, lsd.n_ports) < 0)
-		LSD_LOG(WARNING, "ports did not close within 5 s");
+	return ls_app_ports_close(ids, lsd.n_ports);
 }
 
 bool

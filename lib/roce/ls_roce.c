@@ -401,15 +401,13 @@ fold(uint32_t sum)
 	return (uint16_t)~ones_add(sum);
 }
 
-int
-ls_roce_cnp_build(uint8_t *buf, uint32_t cap, const struct ls_roce_cnp_params *p)
+/* A RoCEv2 packet of the NIC-generated kind (CNP, ACK): IP, UDP, the BTH,
+ * ext_len bytes after it (ext, or zeros), the ICRC. */
+static int
+ctl_build(uint8_t *buf, uint32_t cap, const struct ls_roce_cnp_params *p,
+	  const struct ls_roce_bth *bthp, const uint8_t *ext, uint32_t ext_len)
 {
-	const struct ls_roce_bth bth = {
-		.opcode = LS_ROCE_OPCODE_CNP,
-		.pkey = p ? p->pkey : 0,
-		.becn = true,
-		.dest_qp = p ? p->dest_qp : 0,
-	};
+	const struct ls_roce_bth bth = *bthp;
 	uint8_t tos, ttl, *udp;
 	uint32_t hl, n;
 	int rc;
@@ -419,7 +417,8 @@ ls_roce_cnp_build(uint8_t *buf, uint32_t cap, const struct ls_roce_cnp_params *p
 	    p->dscp > 63 || p->ecn > 3 || p->dest_qp > LS_ROCE_QPN_MASK ||
 	    p->flow_label > 0xfffff)
 		return -EINVAL;
-	n = p->src.family == LS_AF_INET ? LS_ROCE_CNP_LEN4 : LS_ROCE_CNP_LEN6;
+	n = (p->src.family == LS_AF_INET ? IP4_HDR_MIN : IP6_HDR_LEN) + UDP_HDR_LEN +
+	    LS_ROCE_BTH_LEN + ext_len + LS_ROCE_ICRC_LEN;
 	if (cap < n)
 		return -ENOSPC;
 	tos = (uint8_t)(p->dscp << 2 | p->ecn);
@@ -455,7 +454,8 @@ ls_roce_cnp_build(uint8_t *buf, uint32_t cap, const struct ls_roce_cnp_params *p
 	rc = ls_roce_bth_put(udp + UDP_HDR_LEN, LS_ROCE_BTH_LEN, &bth);
 	if (rc < 0)
 		return rc;
-	/* The 16 reserved bytes are the memset's zeros. */
+	if (ext != NULL)
+		memcpy(udp + UDP_HDR_LEN + LS_ROCE_BTH_LEN, ext, ext_len);
 	rc = ls_roce_icrc_set(buf, n);
 	if (rc < 0)
 		return rc;
@@ -473,4 +473,33 @@ ls_roce_cnp_build(uint8_t *buf, uint32_t cap, const struct ls_roce_cnp_params *p
 		ls_put_be16(udp + 6, ck == 0 ? 0xffff : ck);
 	}
 	return (int)n;
+}
+
+int
+ls_roce_cnp_build(uint8_t *buf, uint32_t cap, const struct ls_roce_cnp_params *p)
+{
+	const struct ls_roce_bth bth = {
+		.opcode = LS_ROCE_OPCODE_CNP, .pkey = p ? p->pkey : 0, .becn = true,
+		.dest_qp = p ? p->dest_qp : 0,
+	};
+
+	/* the 16 reserved bytes after the BTH are zeros */
+	return ctl_build(buf, cap, p, &bth, NULL, 16);
+}
+
+int
+ls_roce_ack_build(uint8_t *buf, uint32_t cap, const struct ls_roce_cnp_params *p,
+		  uint32_t psn, uint32_t msn)
+{
+	const struct ls_roce_bth bth = {
+		.opcode = LS_ROCE_OPCODE_RC_ACK, .pkey = p ? p->pkey : 0,
+		.dest_qp = p ? p->dest_qp : 0, .psn = psn,
+	};
+	uint8_t aeth[LS_ROCE_AETH_LEN];
+
+	if (psn > LS_ROCE_PSN_MASK || msn > LS_ROCE_PSN_MASK)
+		return -EINVAL;
+	/* syndrome 0x1f: ACK with an unlimited credit count (IBA 9.7.5.1) */
+	ls_put_be32(aeth, 0x1fu << 24 | msn);
+	return ctl_build(buf, cap, p, &bth, aeth, sizeof(aeth));
 }

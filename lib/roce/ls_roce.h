@@ -107,6 +107,8 @@ extern "C" {
 #define LS_ROCE_PSN_MASK 0xffffffu /**< PSN is 24 bits */
 
 #define LS_ROCE_OPCODE_CNP 0x81  /**< BTH OpCode of a CNP (Annex A17.9.3) */
+#define LS_ROCE_OPCODE_RC_ACK 0x11 /**< BTH OpCode of an RC Acknowledge */
+#define LS_ROCE_AETH_LEN 4       /**< ACK Extended Transport Header: syndrome, MSN */
 #define LS_ROCE_CNP_PAD_LEN 16   /**< reserved bytes after a CNP's BTH */
 /** IP packet length of a CNP over IPv4: 20 + 8 + 12 + 16 + 4. */
 #define LS_ROCE_CNP_LEN4 60
@@ -268,6 +270,22 @@ int ls_roce_set_sport(uint8_t *l3, uint32_t len, uint16_t sport,
  */
 int ls_roce_cnp_build(uint8_t *buf, uint32_t cap,
 		      const struct ls_roce_cnp_params *p);
+
+/** Bytes of an RC ACK from the IP header on (IPv4, IPv6). */
+#define LS_ROCE_ACK_LEN4 48
+#define LS_ROCE_ACK_LEN6 68
+
+/**
+ * Build an RC Acknowledge as a responder NIC sends it: the same IP and UDP
+ * as ls_roce_cnp_build() (p's dscp, ecn, ttl, pkey, dest_qp: the
+ * requester's QP, sport), BTH opcode 0x11 with psn (the last request
+ * acknowledged), an AETH with syndrome "ACK, unlimited credits" and msn,
+ * and the ICRC.
+ * @return LS_ROCE_ACK_LEN4 or LS_ROCE_ACK_LEN6, -EINVAL (as
+ *         ls_roce_cnp_build(), or psn or msn over 24 bits) or -ENOSPC.
+ */
+int ls_roce_ack_build(uint8_t *buf, uint32_t cap, const struct ls_roce_cnp_params *p,
+		      uint32_t psn, uint32_t msn);
 
 /** Header bytes ls_roce_set_sport_seg() needs in the first segment: the
  * largest IPv4 header, UDP and the BTH. */

@@ -797,6 +797,39 @@ START_TEST(test_cnp_errors)
 }
 END_TEST
 
+/* An RC ACK: the CNP's IP and UDP, BTH opcode 0x11 with the PSN, AETH. */
+START_TEST(test_ack)
+{
+	for (int v6 = 0; v6 < 2; v6++) {
+		struct ls_roce_cnp_params p = cnp_params(v6);
+		uint32_t hl = v6 ? 40 : 20, n = v6 ? LS_ROCE_ACK_LEN6 : LS_ROCE_ACK_LEN4;
+		uint8_t buf[LS_ROCE_ACK_LEN6 + 4], *bth = buf + hl + 8;
+		struct ls_roce_bth b;
+
+		memset(buf, 0xaa, sizeof(buf));
+		ck_assert_int_eq(ls_roce_ack_build(buf, sizeof(buf), &p, 0xabcdef, 0x123456), (int)n);
+		ck_assert_uint_eq(buf[n], 0xaa);
+		ck_assert_uint_eq(get16(buf + hl + 2), 4791);
+		ck_assert_uint_eq(get16(buf + hl + 4), n - hl);
+		ck_assert_int_eq(ls_roce_bth_parse(bth, 12, &b), 0);
+		ck_assert_uint_eq(b.opcode, 0x11);
+		ck_assert(!b.becn && !b.fecn);
+		ck_assert_uint_eq(b.dest_qp, 0xc0ffee);
+		ck_assert_uint_eq(b.psn, 0xabcdef);
+		ck_assert_uint_eq(bth[12], 0x1f);      /* ACK, unlimited credits */
+		ck_assert_uint_eq(bth[13] << 16 | bth[14] << 8 | bth[15], 0x123456);
+		ck_assert_int_eq(ls_roce_icrc_check(buf, n), 0);
+		if (v6)
+			ck_assert_uint_eq(udp_verify(buf), 0xffff);
+		else
+			ck_assert_uint_eq(csum(buf, 20, 0), 0xffff);
+		ck_assert_int_eq(ls_roce_ack_build(buf, n - 1, &p, 1, 1), -ENOSPC);
+		ck_assert_int_eq(ls_roce_ack_build(buf, n, &p, 1u << 24, 1), -EINVAL);
+		ck_assert_int_eq(ls_roce_ack_build(buf, n, &p, 1, 1u << 24), -EINVAL);
+	}
+}
+END_TEST
+
 static Suite *
 roce_suite(void)
 {
@@ -818,6 +851,7 @@ roce_suite(void)
 	tcase_add_test(tc, test_cnp4);
 	tcase_add_test(tc, test_cnp6);
 	tcase_add_test(tc, test_cnp_errors);
+	tcase_add_test(tc, test_ack);
 	suite_add_tcase(s, tc);
 	tcase_add_test(slow, test_sport_incremental);
 	tcase_add_test(slow, test_sport_segmented);
