@@ -65,6 +65,8 @@ extern int lsd_logtype;
 	_(RATE_LIMITED, "rx_rate_limited")        /* STAMP test packet over its source's rate */ \
 	_(REFL_DISABLED, "rx_reflector_disabled") /* STAMP test packet, reflector off */ \
 	_(REFL_SHORT, "rx_stamp_short")    /* to the reflector port but shorter than 44 bytes */ \
+	_(REFL_IP_OPTIONS, "rx_stamp_ip_options") /* test packet with IPv4 options: dropped, \
+					    * echoed, a source route steers the reply */ \
 	_(REFL_LOOP, "rx_reflector_loop")  /* to the reflector port from a reflector or system \
 					    * port (< 1024): a reply could ping-pong */ \
 	_(REPLY, "rx_reply")               /* reflected packet matched to one of our paths */ \

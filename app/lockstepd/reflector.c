@@ -235,6 +235,10 @@ lsd_reflector_handle(struct lsd_lcore *lc, struct lsd_port *p, struct rte_mbuf *
 		d = LSD_RX_REFL_SHORT;
 		goto drop;
 	}
+	if (pi->src.family == LS_AF_INET && pi->l4_off - pi->l3_off > 20) {
+		d = LSD_RX_REFL_IP_OPTIONS;
+		goto drop;
+	}
 	if (!rl_admit(rl_bucket(lc, &pi->src, rx_ns), rx_ns)) {
 		d = LSD_RX_RATE_LIMITED;
 		goto drop;

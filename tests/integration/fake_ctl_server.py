@@ -59,7 +59,7 @@ LAST = {}  # cmd -> the args of its last request (for "last")
 # lockstepd's status.counters, in its order (app/lockstepd; test_control
 # fails when the two differ)
 COUNTERS = (
-    "rx_pkts rx_reflected rx_rate_limited rx_reflector_disabled rx_stamp_short "
+    "rx_pkts rx_reflected rx_rate_limited rx_reflector_disabled rx_stamp_short rx_stamp_ip_options "
     "rx_reflector_loop rx_reply rx_reply_short rx_reply_no_peer rx_reply_no_path "
     "rx_reply_unmatched rx_arp rx_nd rx_l2_not_ours rx_l3_not_ours rx_udp_other_port "
     "rx_other rx_bad_source_mac rx_bad_truncated rx_bad_l3 rx_bad_checksum "

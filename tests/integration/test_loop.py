@@ -30,9 +30,13 @@ SEND = r"""
 import struct, sys
 from scapy.all import Ether, IP, UDP, Raw, sendp, conf
 conf.verb = 0
+from scapy.all import IPOption_RR
 iface, smac, dmac, src, dst, sport = sys.argv[1:7]
+# Record Route: options that leave the UDP checksum alone (a source route's
+# final hop would be the pseudo-header's destination)
+opts = [IPOption_RR(routers=[sys.argv[7]])] if len(sys.argv) > 7 else []
 stamp = struct.pack("!I", 27) + bytes(40)   # RFC 8762 sender base packet, 44 bytes
-sendp(Ether(src=smac, dst=dmac) / IP(src=src, dst=dst, ttl=64) /
+sendp(Ether(src=smac, dst=dmac) / IP(src=src, dst=dst, ttl=64, options=opts) /
       UDP(sport=int(sport), dport=862) / Raw(stamp), iface=iface)
 """
 
@@ -92,9 +96,9 @@ def main():
         for name, s in socks.items():
             c.check(lslab.wait_until(lambda: os.path.exists(s), 30), "daemon %s up" % name)
 
-        def send(sport):
+        def send(sport, *lsrr):
             subprocess.run(["ip", "netns", "exec", ns, SCAPY_PY, "-c", SEND, "lpi",
-                            B_MAC, A_MAC, B_IP, A_IP, str(sport)], check=True)
+                            B_MAC, A_MAC, B_IP, A_IP, str(sport)] + list(lsrr), check=True)
 
         # Control: an ordinary test packet "from B" is answered once, and the
         # answer reaches B (which has no such peer: rx_reply_no_peer).
@@ -112,6 +116,18 @@ def main():
         answered = ca["rx_reflected"] + ca["rx_rate_limited"] + cb["rx_reflected"] + cb["rx_rate_limited"] - base
         c.check(answered <= 1, "forged 862 -> 862: %d reflector answers in total (at most 1)" % answered)
         c.check(ca["rx_reflector_loop"] == 1, "A counted it as rx_reflector_loop (%d)" % ca.get("rx_reflector_loop", -1))
+
+        # A test packet with IPv4 options (Record Route) is not answered:
+        # the reply would echo them, and a source-route option would steer
+        # it (issue 27, review L9).
+        send(49152, "10.27.0.9")
+        lslab.wait_until(lambda: counters(socks["a"])["rx_stamp_ip_options"] >= 1, 10)
+        time.sleep(0.5)
+        ca2 = counters(socks["a"])
+        moved = {k: ca2[k] - ca[k] for k in ca2 if k.startswith("rx_") and ca2[k] != ca.get(k)}
+        c.check(ca2["rx_stamp_ip_options"] == 1 and ca2["rx_reflected"] == ca["rx_reflected"],
+                "IPv4 options: not reflected, counted rx_stamp_ip_options (counters moved: %s)"
+                % moved)
     finally:
         for d in daemons:
             d.stop(15)
