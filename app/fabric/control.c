@@ -34,6 +34,7 @@ static struct {
 	pthread_t tid;
 	bool running;
 	FILE *truth;
+	bool truth_full;                         /* stopped at --truth-max-mb */
 	struct lsf_truth hops[LSF_KEEP_HOPS];   /* recent HOP/DROP records */
 	uint64_t n_hops;
 	uint64_t written;
@@ -249,7 +250,7 @@ cmd_status(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_un
 
 	ls_ctl_reply_ok(req, json_pack(
 		"{s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I, s:I}, s:I, s:I, s:o, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
-		"s:I, s:I, s:I, s:I, s:I}}",
+		"s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
 		"calibration", cal,
 		"delivery_lateness_ns", "count", (json_int_t)fab.late.count,
 		"min", (json_int_t)ls_hist_quantile(&fab.late, 0),
@@ -267,7 +268,8 @@ cmd_status(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_un
 		"switches", sw, "hosts", hosts, "counters",
 		C(rx_pkts), C(tx_pkts), C(tx_dropped), C(arp_answered), C(nd_answered),
 		C(icmp_time_exceeded), C(no_route), C(bad), C(not_ip), C(ignored), C(alloc_failed),
-		C(gen_pkts), C(gen_dropped), C(truth_dropped), C(events), C(trailer_no_room),
+		C(gen_pkts), C(gen_dropped), C(truth_dropped), C(truth_unwritten),
+		C(icmp_rate_limited), C(events), C(trailer_no_room),
 		C(slow_rx_bursts), C(tx_at), C(tx_at_late), C(tx_at_bad),
 		/* mbufs out of the pool: back to its idle level once traffic
 		 * stops, or something leaks (test_fabric_multiseg) */
@@ -702,6 +704,16 @@ drain_truth(void)
 
 			if (t->type == LSF_T_HOP || t->type == LSF_T_DROP)
 				fab_ctl.hops[fab_ctl.n_hops++ % LSF_KEEP_HOPS] = *t;
+			if (fab_ctl.truth != NULL && fab.truth_max_bytes != 0 &&
+			    (uint64_t)ftell(fab_ctl.truth) >= fab.truth_max_bytes) {
+				/* a lab left running must not fill the disk */
+				LSF_LOG(WARNING, "truth file %s reached %" PRIu64 " MB: no more "
+					"records written (counted in truth_unwritten)", fab.truth_file,
+					fab.truth_max_bytes >> 20);
+				fclose(fab_ctl.truth);
+				fab_ctl.truth = NULL;
+				fab_ctl.truth_full = true;
+			}
 			if (fab_ctl.truth != NULL) {
 				json_t *o = truth_json(t);
 
@@ -709,6 +721,9 @@ drain_truth(void)
 					fputc('\n', fab_ctl.truth);
 				json_decref(o);
 				fab_ctl.written++;
+			} else if (fab_ctl.truth_full) {
+				__atomic_store_n(&fab.st.truth_unwritten, fab.st.truth_unwritten + 1,
+						 __ATOMIC_RELAXED);
 			}
 		}
 		rte_mempool_put_bulk(fab.truth_pool, obj, n);

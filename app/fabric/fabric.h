@@ -52,6 +52,7 @@ struct lsf_stats {
 	uint64_t arp_answered;
 	uint64_t nd_answered;
 	uint64_t icmp_time_exceeded;
+	uint64_t icmp_rate_limited; /* time exceeded not sent: the switch's budget spent */
 	uint64_t no_route;
 	uint64_t bad;              /* unparsable at a switch */
 	uint64_t not_ip;           /* neither IP nor ARP/ND we answer */
@@ -62,6 +63,8 @@ struct lsf_stats {
 	uint64_t gen_pkts;         /* background packets injected */
 	uint64_t gen_dropped;
 	uint64_t truth_dropped;    /* truth ring full */
+	uint64_t truth_unwritten;  /* records not written: the file reached --truth-max-mb
+				    * (control-thread-written) */
 	uint64_t events;           /* deliveries processed */
 	uint64_t idle_sleeps;
 	uint64_t trailer_no_room;  /* --rx-trailer: no tailroom, sent without a stamp */
@@ -199,6 +202,10 @@ struct lsf_global {
 	struct lsf_gen gens[LSF_MAX_GENS];
 	struct lsf_flap flaps[LSF_MAX_FLAPS];
 	uint64_t sample_ns;        /* truth depth sampling interval (0 = off) */
+	uint32_t icmp_rate;        /* ICMP errors per second per switch (burst: a tenth) */
+	uint64_t truth_max_bytes;  /* stop writing the truth file past this (0: no limit) */
+	/* per switch: ICMP error tokens, 1/1000 of one, and when last refilled */
+	uint64_t icmp_tokens[LS_FAB_MAX_NODES], icmp_refill[LS_FAB_MAX_NODES];
 	bool hop_records;          /* per-hop records for probes */
 	bool no_fastpath;          /* every packet through the generic path (differential tests) */
 	bool rx_trailer;           /* append the delivery instant to frames to hosts (NIC stamps) */

@@ -213,6 +213,29 @@ leaf_nd(uint16_t leaf, uint16_t host, struct rte_mbuf *m, const struct ls_pkt_in
 	leaf_reply(h, m, buf, len, &fab.st.nd_answered, t);
 }
 
+/* RFC 4443 2.4 (f), RFC 1812 4.3.2.8: a router limits the ICMP errors it
+ * originates. A token bucket per switch on the lab timeline (t, ns):
+ * --icmp-rate errors a second, a burst of a tenth of that. */
+static bool
+icmp_budget(uint16_t sw, uint64_t t)
+{
+	uint64_t burst = (uint64_t)fab.icmp_rate * 100 + 1000; /* milli-tokens */
+	uint64_t dt = t - fab.icmp_refill[sw];
+
+	if (fab.icmp_rate == 0)
+		return true;
+	if (dt > 10000000000ULL)
+		dt = 10000000000ULL;
+	fab.icmp_tokens[sw] += dt * fab.icmp_rate / 1000000;
+	if (fab.icmp_tokens[sw] > burst)
+		fab.icmp_tokens[sw] = burst;
+	fab.icmp_refill[sw] = t;
+	if (fab.icmp_tokens[sw] < 1000)
+		return false;
+	fab.icmp_tokens[sw] -= 1000;
+	return true;
+}
+
 static void
 time_exceeded(uint16_t sw, struct rte_mbuf *m, const struct ls_pkt_info *pi, uint64_t t)
 {
@@ -237,6 +260,11 @@ time_exceeded(uint16_t sw, struct rte_mbuf *m, const struct ls_pkt_info *pi, uin
 	if (pi->src.family == LS_AF_INET6 && l3[6] == 58 && pi->l4_off + 1u <= m->data_len &&
 	    rte_pktmbuf_mtod(m, const uint8_t *)[pi->l4_off] < 128) {
 		fab.st.ignored++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	if (!icmp_budget(sw, t)) {
+		fab.st.icmp_rate_limited++;
 		rte_pktmbuf_free(m);
 		return;
 	}

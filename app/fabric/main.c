@@ -51,6 +51,10 @@ static const char usage_text[] =
 "  -s, --socket PATH      control socket (default DIR/fabric.sock)\n"
 "  -T, --truth FILE       write ground truth as JSON lines (docs/fabric.md)\n"
 "      --sample-us N      queue-depth sampling interval, us (default 10; 0 = off)\n"
+"      --truth-max-mb N   stop writing the truth file past N MB (default 1024; 0 = no\n"
+"                         limit); what is not written is counted in truth_unwritten\n"
+"      --icmp-rate N      ICMP errors (time exceeded) a switch sends per second, a\n"
+"                         burst of N/10 (default 1000; 0 = no limit; RFC 4443 2.4 f)\n"
 "      --hops             record every probe's crossing of every link in the truth\n"
 "      --idle-sleep-us N  sleep up to N us when idle, never past the next event\n"
 "                         (default 0: busy poll; labs sharing cores use ~50)\n"
@@ -82,7 +86,8 @@ parse_args(int argc, char **argv, bool *check)
 		{"socket", required_argument, NULL, 's'},
 		/* ground truth */
 		{"truth", required_argument, NULL, 'T'}, {"sample-us", required_argument, NULL, 'S'},
-		{"hops", no_argument, NULL, 'H'},
+		{"hops", no_argument, NULL, 'H'}, {"truth-max-mb", required_argument, NULL, 'M'},
+		{"icmp-rate", required_argument, NULL, 'P'},
 		/* how the loop runs, and which NIC it plays */
 		{"idle-sleep-us", required_argument, NULL, 'I'}, {"no-fastpath", no_argument, NULL, 'F'},
 		{"rx-trailer", no_argument, NULL, 'R'}, {"tx-trailer", no_argument, NULL, 'X'},
@@ -96,6 +101,8 @@ parse_args(int argc, char **argv, bool *check)
 
 	snprintf(fab.sock_dir, sizeof(fab.sock_dir), "/run/lockstep/fabric");
 	fab.sample_ns = 10000;
+	fab.icmp_rate = 1000;
+	fab.truth_max_bytes = 1024ULL << 20;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "t:d:s:T:hV", opts, NULL)) != -1) {
@@ -114,16 +121,23 @@ parse_args(int argc, char **argv, bool *check)
 			break;
 		case 'S':
 		case 'I':
+		case 'M':
+		case 'P':
 			v = strtol(optarg, &end, 10);
 			if (*end || v < 0 || v > 1000000) {
 				fprintf(stderr, "lockstep-fabric: --%s: expected 0..1000000, got \"%s\"\n",
-					c == 'S' ? "sample-us" : "idle-sleep-us", optarg);
+					c == 'S' ? "sample-us" : c == 'I' ? "idle-sleep-us" :
+					c == 'M' ? "truth-max-mb" : "icmp-rate", optarg);
 				return -EINVAL;
 			}
 			if (c == 'S')
 				fab.sample_ns = (uint64_t)v * 1000;
-			else
+			else if (c == 'I')
 				fab.idle_sleep_us = (uint32_t)v;
+			else if (c == 'M')
+				fab.truth_max_bytes = (uint64_t)v << 20;
+			else
+				fab.icmp_rate = (uint32_t)v;
 			break;
 		case 'H':
 			fab.hop_records = true;

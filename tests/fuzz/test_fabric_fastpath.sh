@@ -46,7 +46,7 @@ run() { # run NAME [fabric options]: replay in.pcap, keep what came out
 JSON
 	"$LS_BUILD/app/fabric/lockstep-fabric" --no-pci --no-huge -m 512 --lcores '0@(0,1)' \
 		--file-prefix "$PRE$name" -- --topo "$out/topo.json" --dir "$out" \
-		--socket "$out/ctl.sock" --sample-us 0 "$@" > "$out/fab.log" 2>&1 &
+		--socket "$out/ctl.sock" --sample-us 0 --icmp-rate 0 "$@" > "$out/fab.log" 2>&1 &
 	PID=$!
 	local ctl=("$LS_BUILD/tools/lockstepctl/lockstepctl" -s "$out/ctl.sock")
 	fab_wait_socket "$out/ctl.sock" "$name"

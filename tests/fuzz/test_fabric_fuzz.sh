@@ -9,7 +9,8 @@
 # for every frame it received, and shut down cleanly. It runs with
 # --tx-trailer, and the corpus ends with probes carrying send-time trailers
 # whose instants no host could mean: each is counted as not believed and
-# the frame goes on without it.
+# the frame goes on without it. The truth file (every hop, every depth
+# change) is held to --truth-max-mb 1.
 #   LS_BUILD=build tests/fuzz/test_fabric_fuzz.sh      (as root)
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -18,7 +19,8 @@ NAME=test_fabric_fuzz TAG=fabfuzz
 
 /usr/bin/python3 "$HERE/gen_fuzz_pcap.py" "$TMP/fuzz.pcap" --count 120000 \
 	--forged-sendtime 3000 > "$TMP/gen.out"
-fab_start_one_leaf "$TMP/fuzz.pcap" --sample-us 10 --tx-trailer
+fab_start_one_leaf "$TMP/fuzz.pcap" --sample-us 10 --tx-trailer --truth "$TMP/truth.jsonl" --hops \
+	--truth-max-mb 1
 # Wait until every frame of the pcap has been received.
 frames=$(tail -n 1 "$TMP/gen.out" | grep -o '[0-9]\+' | head -n 1)
 for _ in $(seq 1 600); do
@@ -30,8 +32,8 @@ done
 sleep 1
 "${CTL[@]}" call status > "$TMP/st.json" || fail "the emulator no longer answers"
 "${CTL[@]}" call links > "$TMP/links.json" || fail "the emulator no longer answers"
-/usr/bin/python3 - "$TMP/st.json" "$frames" "$TMP/links.json" <<'PY' || exit 1
-import json, sys
+/usr/bin/python3 - "$TMP/st.json" "$frames" "$TMP/links.json" "$TMP/truth.jsonl" <<'PY' || exit 1
+import json, os, sys
 c = json.load(open(sys.argv[1]))["counters"]
 frames = int(sys.argv[2])
 links = json.load(open(sys.argv[3]))
@@ -42,11 +44,12 @@ drops = sum(l.get(k, 0) for l in links for k in ("drop_tail", "drop_loss", "drop
 # (forwarded or answered), dropped as bad / not IP / no route, consumed
 # silently (ignored: ARP/ND not to answer, ICMP about ICMP), or dropped by a
 # link. Nothing is in flight after the wait above.
-out = c["tx_pkts"] + c["bad"] + c["not_ip"] + c["no_route"] + c["ignored"] + drops
-print("test_fabric_fuzz: %d frames in: tx %d, arp %d, nd %d, icmp %d, bad %d, not ip %d, no route %d, "
-      "ignored %d, link drops %d: %d accounted for"
+out = (c["tx_pkts"] + c["bad"] + c["not_ip"] + c["no_route"] + c["ignored"] +
+       c["icmp_rate_limited"] + drops)
+print("test_fabric_fuzz: %d frames in: tx %d, arp %d, nd %d, icmp %d (rate-limited %d), bad %d, "
+      "not ip %d, no route %d, ignored %d, link drops %d: %d accounted for"
       % (c["rx_pkts"], c["tx_pkts"], c["arp_answered"], c["nd_answered"], c["icmp_time_exceeded"],
-         c["bad"], c["not_ip"], c["no_route"], c["ignored"], drops, out))
+         c["icmp_rate_limited"], c["bad"], c["not_ip"], c["no_route"], c["ignored"], drops, out))
 ok = c["rx_pkts"] >= frames and c["bad"] > 0 and c["tx_pkts"] > 0
 if out != c["rx_pkts"]:
     print("test_fabric_fuzz: FAIL: %d frames received, %d accounted for (off by %d)"
@@ -55,8 +58,15 @@ if out != c["rx_pkts"]:
 print("test_fabric_fuzz: send-time trailers: %d believed, %d late, %d not believed (3000 forged)"
       % (c["tx_at"], c["tx_at_late"], c["tx_at_bad"]))
 ok = ok and c["tx_at_bad"] == 3000 and c["tx_at"] == 0 and c["tx_at_late"] == 0
+# --truth-max-mb 1: the file stops at 1 MB (plus the record that crossed it)
+# and what was not written is counted
+size = os.path.getsize(sys.argv[4])
+print("test_fabric_fuzz: truth file %d bytes (limit 1 MB), %d records unwritten"
+      % (size, c["truth_unwritten"]))
+ok = ok and (1 << 20) <= size <= (1 << 20) + 4096 and c["truth_unwritten"] > 0
 print("test_fabric_fuzz: %s" % ("PASS" if ok else "FAIL: not every frame was received or "
-                                "classified, or a forged send time was believed"))
+                                "classified, a forged send time was believed, or the "
+                                "truth file passed its limit"))
 sys.exit(0 if ok else 1)
 PY
 kill -TERM "$PID"
