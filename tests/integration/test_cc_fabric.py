@@ -205,6 +205,7 @@ def run_case(c, tmp, flows, cc, bench):
 
 
 def main():
+    lslab.exit_on_signals()
     bench = "--bench" in sys.argv[1:]
     cases = [int(x) for x in sys.argv[1:] if x != "--bench"] or [2, 8]
     c = lslab.Checks("cc-fabric")

@@ -123,6 +123,7 @@ def run_bad_config(c, tmp, text, key, what):
 
 
 def main():
+    lslab.exit_on_signals()
     c = lslab.Checks("control")
     lslab.need_root()
     tmp = tempfile.mkdtemp(prefix="ls-ctl-")

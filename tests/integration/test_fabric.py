@@ -115,6 +115,7 @@ def reset_all(lab):
 
 
 def main():
+    lslab.exit_on_signals()
     c = lslab.Checks("fabric")
     lslab.need_root()
     tmp = tempfile.mkdtemp(prefix="ls-fab-")

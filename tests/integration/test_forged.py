@@ -60,6 +60,7 @@ print(len(out))
 
 
 def main():
+    lslab.exit_on_signals()
     c = lslab.Checks("forged")
     lslab.need_root("needs root (network namespaces)")
     if not os.path.exists(SCAPY_PY):

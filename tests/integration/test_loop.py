@@ -62,6 +62,7 @@ def counters(sock):
 
 
 def main():
+    lslab.exit_on_signals()
     c = lslab.Checks("loop")
     lslab.need_root("needs root (network namespaces)")
     if not os.path.exists(SCAPY_PY):

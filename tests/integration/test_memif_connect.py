@@ -25,6 +25,7 @@ import lslab  # noqa: E402
 
 
 def main():
+    lslab.exit_on_signals()
     c = lslab.Checks("memif-connect")
     lslab.need_root()
     testpmd = shutil.which("dpdk-testpmd")

@@ -83,6 +83,7 @@ def series(text):
 
 
 def main():
+    lslab.exit_on_signals()
     c = lslab.Checks("metrics")
     lslab.need_root()
     for tool in ("prometheus", "promtool"):

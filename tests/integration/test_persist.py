@@ -44,6 +44,7 @@ def names(sock):
 
 
 def main():
+    lslab.exit_on_signals()
     c = lslab.Checks("persist")
     lslab.need_root()
     tmp = tempfile.mkdtemp(prefix="ls-persist-")

@@ -76,6 +76,7 @@ def spoofed_flood(c, tmp):
 
 
 def main():
+    lslab.exit_on_signals()
     c = lslab.Checks("ratelimit")
     lslab.need_root()
     tmp = tempfile.mkdtemp(prefix="ls-rl-")

@@ -31,6 +31,7 @@ def sh(*cmd, check=True):
 
 
 def main():
+    lslab.exit_on_signals()
     c = lslab.Checks("routed")
     lslab.need_root()
     tag = "lsr%d" % (os.getpid() % 100000)

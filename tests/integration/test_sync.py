@@ -340,6 +340,7 @@ def unsent():
 
 
 def main():
+    lslab.exit_on_signals()
     if "unsent" in sys.argv[1:]:
         unsent()
         return

@@ -138,6 +138,7 @@ def tshark_dropped(log):
 
 
 def main():
+    lslab.exit_on_signals()
     lslab.need_root("namespaces, veths")
     c = lslab.Checks("tcp-ecn")
     tag = "le%d" % (os.getpid() % 10000)

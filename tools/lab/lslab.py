@@ -31,6 +31,16 @@ def need_root(why="needs root"):
         sys.exit(77)
 
 
+def exit_on_signals():
+    """Make SIGTERM (a meson time-out) and SIGINT end the test through its
+    finally blocks and with blocks, so the namespaces, processes, shared
+    memory and directories it made are removed as on a normal exit."""
+    def leave(signum, frame):
+        raise SystemExit(128 + signum)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, leave)
+
+
 class CtlError(Exception):
     pass
 
