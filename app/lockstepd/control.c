@@ -735,6 +735,7 @@ ctl_thread(void *arg __rte_unused)
 			reload_peers();
 		}
 		lsd_capture_drain();
+		lsd_events_poll();
 		now = rte_rdtsc();
 		lsd_sync_poll(now);
 		if (now >= next_collect) {
@@ -777,6 +778,8 @@ lsd_control_start(void)
 	rc = lsd_clock_init();
 	if (rc == 0)
 		rc = lsd_sync_init(lsd_clock_reader(), lsd_clock_query_reader());
+	if (rc == 0)
+		rc = lsd_events_init();
 	if (rc < 0)
 		return rc;
 	control.start_tsc = rte_rdtsc();
@@ -792,6 +795,7 @@ lsd_control_start(void)
 	lsd_sync_register(control.ctl);
 	lsd_log_register(control.ctl);
 	lsd_capture_register(control.ctl);
+	lsd_events_register(control.ctl);
 	rc = lsd_bridge_register(control.ctl);
 	if (rc == 0)
 		rc = lsd_metrics_start(control.ctl);
@@ -816,6 +820,7 @@ lsd_control_join(void)
 	lsd_sync_fini();
 	if (lsd_capture_stop() == 0)
 		LSD_LOG(INFO, "capture closed at shutdown");
+	lsd_events_fini();
 	ls_ctl_free(control.ctl);
 	control.ctl = NULL;
 }

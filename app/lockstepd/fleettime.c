@@ -176,3 +176,13 @@ lsd_fleettime_poll(uint64_t tsc, struct ls_clock *clock, const struct ls_sync_st
 	publish(tsc, clock, self, nconf);
 	fleet_shm.next_tsc = tsc + rte_get_tsc_hz() / (1000000000ULL / LS_SYNC_SHM_NS);
 }
+
+/* Our own page, read as any local reader reads it (the event log's
+ * times): -ENOENT without one (sync off, or sync.shm ""). */
+int
+lsd_fleettime_read(struct ls_fleettime *out)
+{
+	if (fleet_shm.shm == NULL)
+		return -ENOENT;
+	return ls_fleettime_read(fleet_shm.shm, out);
+}

@@ -157,6 +157,7 @@ struct lsd_peer_path {
 	uint32_t seq;              /* next sequence number */
 	uint32_t pair_id;          /* next coded-pair id */
 	uint8_t state_down;        /* consecutive losses reached down_after */
+	uint8_t ev_down;           /* (control) the state the event log last reported */
 	uint64_t acquire_end;      /* timer cycles: until then pairs go acquire_rate x as often */
 	struct ls_path_live live;  /* lcore-owned statistics */
 	/* forward queueing for the data path's delay mode (lcore): the one-way
@@ -499,6 +500,7 @@ void lsd_sync_poll(uint64_t tsc);
 struct json_t *lsd_sync_json(uint64_t tsc);
 struct json_t *lsd_sync_peer_json(const struct lsd_peer *peer);
 struct json_t *lsd_sync_points_json(const struct lsd_peer *peer, uint16_t path);
+
 /* sync_cmd.c */
 void lsd_sync_register(struct ls_ctl *ctl);
 
@@ -510,6 +512,18 @@ void lsd_fleettime_close(void);
 void lsd_fleettime_poll(uint64_t tsc, struct ls_clock *clock, const struct ls_sync_state *self,
 			const struct ls_sync_node_conf *nconf);
 uint64_t lsd_fleettime_updates(void);
+struct ls_fleettime;
+int lsd_fleettime_read(struct ls_fleettime *out);
+
+/* events.c (control thread): the event log */
+enum lsd_ev_sev { LSD_EV_INFO, LSD_EV_WARNING, LSD_EV_ERROR };
+int lsd_events_init(void);
+void lsd_events_fini(void);
+void lsd_events_poll(void);
+/* Log an event of type with the fields of o (taken; seq, times, node, type
+ * and severity are added). */
+void lsd_event(const char *type, enum lsd_ev_sev sev, struct json_t *o);
+void lsd_events_register(struct ls_ctl *ctl);
 
 /* capture.c */
 int lsd_capture_init(void);

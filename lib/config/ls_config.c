@@ -739,6 +739,12 @@ static const struct field sync_fields[] = {
 };
 static const struct schema sync_schema = SCHEMA(sync_fields, NULL);
 
+static const struct field events_fields[] = {
+	F_STR("file", struct ls_conf_events, file, 0, 0),
+	F_INT("keep", struct ls_conf_events, keep, 16, 1000000, 0),
+};
+static const struct schema events_schema = SCHEMA(events_fields, NULL);
+
 static const struct field log_fields[] = {
 	F_FUNC("level", struct ls_config, log_level, fn_log_level, 0),
 };
@@ -758,6 +764,7 @@ static const struct field top_fields[] = {
 	F_OBJ("capture", offsetof(CFG, capture), capture_schema, 0),
 	F_OBJ("sync", offsetof(CFG, sync), sync_schema, 0),
 	F_OBJ("metrics", offsetof(CFG, metrics), metrics_schema, 0),
+	F_OBJ("events", offsetof(CFG, events), events_schema, 0),
 	F_OBJ("log", 0, log_schema, 0),
 	F_OBJ("bridge", offsetof(CFG, bridge), ls_config_bridge_schema, 0),
 };
@@ -828,6 +835,7 @@ set_defaults(struct ls_config *cfg)
 	cfg->capture.ring_size = 4096;
 	snprintf(cfg->capture.dir, sizeof(cfg->capture.dir), "/var/lib/lockstep/capture");
 	ls_addr_parse("127.0.0.1", &cfg->metrics.address);
+	cfg->events.keep = 4096;
 	cfg->sync.enabled = true;
 	cfg->sync.window_ms = 2000;
 	cfg->sync.interval_ms = 250;

@@ -201,6 +201,12 @@ struct ls_conf_metrics {
 	uint32_t port;            /**< TCP port, 0 = off (the default) */
 };
 
+/** The event log (app/lockstepd/events.c). */
+struct ls_conf_events {
+	char file[256];           /**< JSON lines appended here, "" = none (the default) */
+	uint32_t keep;            /**< events kept for the "events" command, default 4096 */
+};
+
 /** The whole configuration. */
 struct ls_config {
 	char file[256];                      /**< file it came from */
@@ -218,6 +224,7 @@ struct ls_config {
 	struct ls_conf_capture capture;
 	struct ls_conf_metrics metrics;      /**< capture */
 	struct ls_conf_sync sync;            /**< clock synchronisation */
+	struct ls_conf_events events;        /**< event log */
 	char log_level[16];                  /**< "error".."debug", default "info" */
 	struct ls_conf_bridge bridge;        /**< data path (bridge.enabled) */
 };

@@ -94,7 +94,7 @@ def handle(req):
     node = ARGS.node
     if cmd == "help":
         return ok([{"cmd": c, "usage": "", "help": "fake " + c} for c in (
-            "capture.start", "capture.stop", "clock", "help", "log.level",
+            "capture.start", "capture.stop", "clock", "events", "help", "log.level",
             "path", "paths", "peer.add", "peer.del", "peers", "probe.set",
             "stats.reset", "status", "sync", "sync.points")])
     if cmd == "status":
@@ -207,6 +207,12 @@ def handle(req):
     if cmd == "capture.start":
         LAST["capture.start"] = a
         return ok({"file": "/var/lib/lockstep/capture/" + a.get("file", "")})
+    if cmd == "events":
+        return ok({"events": [{"seq": 1, "time_ns": 1796000000000000000, "fleet_ns": None,
+                               "node": node, "type": "clock.state", "severity": "info",
+                               "status": "reference", "was": "start", "ref_id": 7,
+                               "was_ref_id": 0}],
+                   "next": 1, "missed": 0, "counts": {"clock.state": 1}, "file": None})
     if cmd == "capture.stop":
         return ok({"file": "/tmp/x.pcap", "packets": 10, "bytes": 1280,
                    "dropped": 0})

@@ -64,6 +64,7 @@ def config(tmp, extra=None, name="c1"):
         "control": {"socket": "%s/%s.sock" % (tmp, name), "peers_file": ""},
         "capture": {"dir": "%s/cap" % tmp},
         "sync": {"shm": "%s/%s.fleettime" % (tmp, name)},
+        "events": {"file": "%s/%s.events" % (tmp, name)},
         "idle": {"backoff": True},
     }
     if extra:
@@ -149,6 +150,7 @@ def main():
             "stats.reset": None, "clock": None, "sync": None, "sync.points": {"peer": "a"},
             "log.level": {"level": "debug"},
             "capture.start": {"file": "c.pcap"}, "capture.stop": None,
+            "events": {"max": 50},
         }
         c.check(sorted(valid) == names, "test covers every command: %s" % names)
         # Each command's reply carries what it is for, not just ok (what the
@@ -181,6 +183,17 @@ def main():
                                <= r["reading"]["latest_ns"] and isinstance(r["neighbors"], list)),
             "sync.points": lambda r: r["path"] == 0 and isinstance(r["probes"], list),
             "log.level": lambda r: r == {"level": "debug"},
+            # a lone node is its own reference: the clock's first state is an event
+            "events": lambda r: (r["missed"] == 0 and r["next"] == len(r["events"]) and
+                                 r["file"] == os.path.join(tmp, "c1.events") and
+                                 # the file holds the same events, one JSON line each
+                                 [json.loads(l) for l in open(r["file"])][:len(r["events"])]
+                                 == r["events"] and
+                                 all(e["node"] == "c1" and e["seq"] == i + 1 and e["time_ns"] > 0
+                                     for i, e in enumerate(r["events"])) and
+                                 any(e["type"] == "clock.state" and e["was"] == "start"
+                                     for e in r["events"]) and
+                                 sum(r["counts"].values()) == len(r["events"])),
             "capture.start": lambda r: r == {"file": cap},
             "capture.stop": lambda r: (r["file"] == cap and r["packets"] >= 0 and r["bytes"] >= 24
                                        and r["dropped"] == 0 and os.path.getsize(cap) == r["bytes"]),
@@ -188,7 +201,7 @@ def main():
         real = {}
         for name in ["help", "status", "peers", "paths", "path", "peer.add", "peer.del",
                      "probe.set", "stats.reset", "clock", "sync", "sync.points", "log.level",
-                     "capture.start", "capture.stop"]:
+                     "capture.start", "capture.stop", "events"]:
             r = k.call(name, valid[name])
             real[name] = r.get("result")
             try:
@@ -261,6 +274,9 @@ def main():
             ("sync.points", {"peer": "a", "path": 4}, "not_found", "path 4"),
             ("sync.points", {"path": 0}, "bad_args", "peer"),
             ("log.level", {"level": "loud"}, "bad_args", "level"),
+            ("events", {"since": -1}, "bad_args", "since"),
+            ("events", {"max": 0}, "bad_args", "max"),
+            ("events", {"limit": 5}, "bad_args", "limit"),
             ("capture.start", {}, "bad_args", "file"),
             # Regression (issue 27 H2): captures go into capture.dir only, as new
             # plain files; anything else is refused and the daemon stays up.

@@ -18,6 +18,7 @@ daemon down cleanly and removes its socket file.
 import ipaddress
 import os
 import signal
+import subprocess
 import sys
 import time
 
@@ -141,6 +142,30 @@ def main():
                 c.check(dl >= 1 and dr == 0 and elapsed <= 3 * iv + READ_SLACK,
                         "n%d -> %s path %d: %.0f ms after kill (<= %d + %d): +%d lost, +%d received (100%% loss)"
                         % (i, name, k, elapsed * 1000, 3 * iv * 1000, READ_SLACK * 1000, dl, dr))
+        # The event log names it: every path of each node to the victim
+        # went down, and then the peer (lockstepctl events, as an operator
+        # reads it, and the JSON for the evidence).
+        def down_events(i):
+            evs = lslab.call(lab.sock(i), "events", {"max": 1000})["events"]
+            return ({e["path"] for e in evs if e["type"] == "path.down"
+                     and e["peer"] in names[i]},
+                    [e for e in evs if e["type"] == "peer.down" and e["peer"] in names[i]])
+        names = {i: set(_names_for(lab, i, victim)) for i in range(1, nodes)}
+        lslab.wait_until(lambda: all(len(down_events(i)[1]) >= len(names[i])
+                                     for i in range(1, nodes)), 3)
+        for i in range(1, nodes):
+            paths, peer_down = down_events(i)
+            c.check(paths == set(range(PATHS)) and len(peer_down) == len(names[i]),
+                    "n%d: events path.down for paths %s and peer.down for %s (its peers %s)"
+                    % (i, sorted(paths), sorted(e["peer"] for e in peer_down),
+                       sorted(names[i])))
+        ctl = subprocess.run([os.path.join(lslab.BUILD, "tools", "lockstepctl", "lockstepctl"),
+                              "-s", lab.sock(1), "events"], capture_output=True, text=True)
+        lines = [l for l in ctl.stdout.splitlines() if "peer.down" in l]
+        c.check(ctl.returncode == 0 and len(lines) == len(names[1]) and
+                all("error" in l for l in lines),
+                "lockstepctl events: a peer.down line per peer of n%d, severity error: %s"
+                % (victim, lines or ctl.stdout[-300:]))
         c.check(lab.exit_status(victim) == 128 + signal.SIGKILL,
                 "n%d: killed by SIGKILL (status %s)" % (victim, lab.exit_status(victim, 0)))
 

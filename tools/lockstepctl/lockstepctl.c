@@ -93,6 +93,12 @@ static const struct optdef slice_opts[] = {
 	{ NULL },
 };
 
+static const struct optdef events_opts[] = {
+	{ "--max", ARG_UINT, 100000 },
+	{ "--follow", ARG_FLAG },
+	{ NULL },
+};
+
 static const struct optdef rule_opts[] = {
 	{ "--match", ARG_JSON },
 	{ "--path", ARG_JSON },
@@ -158,6 +164,9 @@ static const struct cli_cmd commands[] = {
 	  .opts = rule_opts },
 	{ "rule del", "NAME", "remove a flow rule (saved)", .dcmd = "flow.policy.del",
 	  .fmt = print_kv, .pos = { "name" }, .min_pos = 1 },
+	{ "events", "[--max N] [--follow]",
+	  "the event log: path and peer down/up, clock state (--follow: keep printing)",
+	  cmd_events, .opts = events_opts },
 	{ "call", "CMD [JSON-ARGS]",
 	  "send any daemon command, print the result", cmd_call },
 	{ "mesh", "[--metric rtt|fwd|rev|loss] [--window W] [-s SOCK ...] "

@@ -180,6 +180,9 @@ int cmd_request(struct cli *cli, const struct cli_cmd *cmd, int argc,
 int cmd_call(struct cli *cli, const struct cli_cmd *cmd, int argc,
 	     char **argv);
 
+/* events.c */
+int cmd_events(struct cli *cli, const struct cli_cmd *cmd, int argc, char **argv);
+
 /* fmt_status.c */
 int fmt_help(const json_t *result);
 int fmt_status(const json_t *r);
