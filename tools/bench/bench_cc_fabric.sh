@@ -4,11 +4,15 @@
 # Benchmark (not a test): lockstepd's DCQCN loop through the emulator, judged
 # against issue 26's targets (utilisation >= 0.95, queue within the ECN
 # threshold + one BDP in >= 99% of samples, Jain's fairness >= 0.95, no tail
-# drop), for each flow count given (default 2 8 32), plus the same traffic
+# drop), for each flow count given (default 2 8 16 32; 16 flows starting
+# together at line rate from one appliance whose uplink is 16 times the
+# bottleneck offer the receiver what a 16-to-1 incast does), plus the same traffic
 # with congestion control off for contrast. The loop runs 1000x slower than
 # a 10 Gb/s fabric (tests/integration/test_cc_fabric.py says why and how).
 #
-#   LS_BUILD=build CC_SECS=40 tools/bench/bench_cc_fabric.sh 2 8 32
+#   LS_BUILD=build CC_SECS=40 tools/bench/bench_cc_fabric.sh 2 8 16 32
+# (the run ends with a flow joining another half way: its time to within
+# 10% of its fair share)
 set -euo pipefail
-[ $# -eq 0 ] && set -- 2 8 32
+[ $# -eq 0 ] && set -- 2 8 16 32
 exec /usr/bin/python3 "$(dirname "$0")/../../tests/integration/test_cc_fabric.py" --bench "$@"
