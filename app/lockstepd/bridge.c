@@ -493,6 +493,8 @@ lsd_bridge_poll(struct lsd_lcore *lc, struct lsd_bridge *b, unsigned int *work)
 		/* a slice of the table per millisecond: 1 M flows in ~4 s */
 		b->st.flows_aged += ls_flow_age(b->flows, (uint32_t)(now / b->ms_div),
 						 lsd.cfg.bridge.flow_idle_ms, 256);
+		if (b->cc_on)
+			lsd_cc_age(b, (uint32_t)(now / b->ms_div), lsd.cfg.bridge.flow_idle_ms, 64);
 		b->next_age = now + b->ms_div;
 	}
 }

@@ -57,7 +57,8 @@ struct ls_ctl;
 	X(cnp_received)     /* CNPs from the fabric (RP) */ \
 	X(cnp_unmatched)    /* CNPs for no flow under DCQCN here */ \
 	X(qp_pairs_learnt)  /* QP pairings learnt from RC ACKs */ \
-	X(qp_pairs_full)    /* address pairs not tracked: table full */
+	X(qp_pairs_full)    /* address pairs not tracked: table full */ \
+	X(qp_pairs_aged)    /* address pairs forgotten after flow_idle_ms unused */
 
 struct lsd_bridge_stats {
 #define X(n) uint64_t n;
@@ -113,6 +114,7 @@ bool lsd_cc_mode_on(const struct lsd_bridge *b, uint16_t slice);
 void lsd_cc_from_host(struct lsd_bridge *b, const uint8_t *fr, const struct ls_flow_pkt *pk,
 		      struct ls_flow *f);
 const void *lsd_cc_line(const struct lsd_bridge *b, int32_t idx);
+void lsd_cc_age(struct lsd_bridge *b, uint32_t now_ms, uint32_t idle_ms, unsigned int n);
 void lsd_cc_from_fabric(struct lsd_bridge *b, const uint8_t *fr, const struct ls_flow_pkt *pk,
 			int32_t idx, uint64_t now);
 void lsd_cc_flush(struct lsd_bridge *b);

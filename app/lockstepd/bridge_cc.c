@@ -26,7 +26,7 @@
  *
  * Memory: one 64-byte line per flow (parallel to the flow table) and a set
  * of 16 QPs each way per address pair in an rte_hash (a quarter as many
- * pairs as flows; the pair table does not age yet); sized at start, no
+ * pairs as flows, forgotten after flow_idle_ms unused); sized at start, no
  * allocation per packet. CNPs are built in mbufs from the daemon's pool
  * and leave on the fabric port at the end of the burst, ahead of the
  * slices (they are control frames).
@@ -50,10 +50,12 @@
 #define OP_RC_ACK 0x11        /* BTH opcode: RC Acknowledge */
 #define CNP_DSCP 48           /* ConnectX's default cnp_dscp */
 
-/* ls_flow.cc of a RoCEv2 flow: its QP is in its pair's set; a request
- * was seen and bits 0..23 hold the last one's PSN. */
+/* ls_flow.cc of a RoCEv2 flow: its QP is in its pair's set (as of the
+ * ageing epoch in bits 24..29); a request was seen and bits 0..23 hold the
+ * last one's PSN. */
 #define CCW_KNOWN (1u << 31)
 #define CCW_PSN (1u << 30)
+#define CCW_EPOCH(w) ((w) >> 24 & 0x3f)
 
 struct qp_side {
 	uint32_t qp;              /* 24 bits; 0: empty (QP0 carries no RoCEv2 data) */
@@ -64,6 +66,7 @@ struct qp_side {
 struct qp_set {
 	struct qp_side loc[QP_SET]; /* the host's QPs (frames from the fabric name them) */
 	struct qp_side rem[QP_SET]; /* the remote QPs (frames from the host name them) */
+	uint32_t last_ms;             /* last used (ageing) */
 	uint8_t next_loc, next_rem;   /* round-robin replacement */
 };
 
@@ -90,6 +93,11 @@ struct lsd_cc {
 	struct qp_set *sets;
 	uint32_t n_pairs, max_pairs;  /* a full cuckoo table's failed add is
 				       * expensive: past max, only look up */
+	uint32_t age_iter;            /* where the ageing sweep goes on */
+	uint32_t now_ms;              /* the table clock at the last sweep step */
+	uint8_t epoch;                /* bumped by a sweep that forgot a pair: flows
+				       * register their QP again (ls_flow.cc) */
+	bool aged_this_sweep;
 	struct ls_dcqcn_params dq[LS_SLICE_MAX];
 	struct ls_cc_delay_params dl[LS_SLICE_MAX];
 	uint64_t cnp_ticks[LS_SLICE_MAX];
@@ -253,6 +261,7 @@ qp_set_of(struct lsd_bridge *b, const struct ls_flow_key *k, bool from_host)
 		b->cc->n_pairs++;
 		memset(&b->cc->sets[i], 0, sizeof(b->cc->sets[i]));
 	}
+	b->cc->sets[i].last_ms = b->cc->now_ms;
 	return &b->cc->sets[i];
 }
 
@@ -285,11 +294,11 @@ static void
 note_request(struct lsd_bridge *b, struct ls_flow *f, const struct ls_flow_key *k,
 	     bool from_host, uint32_t qp, uint32_t psn)
 {
-	uint32_t was = f->cc;
+	uint32_t was = f->cc, epoch = b->cc->epoch & 0x3f;
 	struct qp_set *s;
 
-	f->cc = CCW_KNOWN | CCW_PSN | psn;
-	if (was & CCW_KNOWN)
+	f->cc = CCW_KNOWN | CCW_PSN | epoch << 24 | psn;
+	if ((was & CCW_KNOWN) && CCW_EPOCH(was) == epoch)
 		return;
 	s = qp_set_of(b, k, from_host);
 	if (s == NULL)
@@ -376,6 +385,41 @@ lsd_cc_from_host(struct lsd_bridge *b, const uint8_t *fr, const struct ls_flow_p
 	s = qp_set_of(b, &pk->key, true);
 	if (s != NULL)
 		side_pair(b, s->rem, &s->next_rem, s->loc, &pk->key, qp, psn);
+}
+
+/*
+ * Forget address pairs unused (no ACK, CNP, CE or new QP) for idle_ms,
+ * looking at n of them: the table would otherwise fill (qp_pairs_full) and
+ * new pairs go unlearnt. A sweep that forgot any bumps the epoch, so the
+ * flows of a forgotten pair register their QPs again with their next
+ * request. Deleting the key just returned by rte_hash_iterate is safe: the
+ * sweep resumes at the next position.
+ */
+void
+lsd_cc_age(struct lsd_bridge *b, uint32_t now_ms, uint32_t idle_ms, unsigned int n)
+{
+	struct lsd_cc *cc = b->cc;
+	const void *key;
+	void *data;
+
+	cc->now_ms = now_ms;
+	while (n-- > 0) {
+		int32_t pos = rte_hash_iterate(cc->pairs, &key, &data, &cc->age_iter);
+
+		if (pos < 0) {
+			cc->age_iter = 0;
+			if (cc->aged_this_sweep)
+				cc->epoch++;
+			cc->aged_this_sweep = false;
+			return;
+		}
+		if (now_ms - cc->sets[pos].last_ms > idle_ms &&
+		    rte_hash_del_key(cc->pairs, key) >= 0) {
+			cc->n_pairs--;
+			cc->aged_this_sweep = true;
+			b->st.qp_pairs_aged++;
+		}
+	}
 }
 
 /* The flow's congestion line, for the burst loop's prefetch. */

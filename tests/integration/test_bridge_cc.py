@@ -59,7 +59,9 @@ for side, opcode, dqp, psn, ecn, sport in json.loads(sys.argv[2]):
         UDP(sport=sport, dport=4791, chksum=0) / \
         BTH(opcode=opcode, dqpn=dqp, psn=psn) / Raw(b"x" * (0 if opcode in (0x11, 0x81) else 64))
     frames.append(Ether(bytes(p)))   # scapy fills the ICRC when it builds
-sendp(frames, iface=sys.argv[1], verbose=False)
+# argv[3]: seconds between frames (a flow that keeps sending, slowly)
+sendp(frames, iface=sys.argv[1], verbose=False,
+      inter=float(sys.argv[3]) if len(sys.argv) > 3 else 0)
 """
 
 # CNPs seen on an interface for a while, as hex
@@ -97,10 +99,10 @@ print(repr({"src": e[IP].src, "dst": e[IP].dst, "opcode": b.opcode, "dqp": b.dqp
 """
 
 
-def send(br, side, frames):
+def send(br, side, frames, inter=0.0):
     ns, iface = (br.ns_h, br.tag + "hk") if side == "h" else (br.ns_p, br.tag + "fk")
     sh("ip", "netns", "exec", ns, SYS_PY, "-c", SEND, iface, json.dumps(
-        [[side] + list(f) for f in frames]))
+        [[side] + list(f) for f in frames]), str(inter))
 
 
 def sniff(br, secs):
@@ -236,6 +238,45 @@ def delay_mode(c, br, tmp):
         rf.wait(10)
 
 
+def pair_ageing(c, br, policy):
+    """Address pairs unused for bridge.flow_idle_ms are forgotten
+    (qp_pairs_aged), so the table never fills for good. Requests do not
+    touch the pair table, so a pair whose flows only send requests ages while
+    its flows live on: they must register their QPs again (the ageing epoch),
+    or the next ACK could not pair them and CE would never give a CNP."""
+    path = br.config(policy)
+    with open(path) as f:
+        cfg = json.load(f)
+    cfg["bridge"]["flow_idle_ms"] = 2500
+    with open(path, "w") as f:
+        json.dump(cfg, f)
+    br.stop()
+    if not c.check(br.start(path), "lockstepd restarted with flow_idle_ms 2500"):
+        return
+    # requests from P to the host's QP Y every 0.5 s for 6 s, no ACK: the
+    # flow stays, its pair (touched once, when Y registered) ages
+    psn = 9000 + 12
+    send(br, "p", [(0x04, QP_Y, 9000 + i, 2, BASE + 3) for i in range(12)], inter=0.5)
+    st = counters(br)
+    c.check(st["qp_pairs_aged"] >= 1, "a pair unused for 2.5 s is forgotten: qp_pairs_aged %d"
+            % st["qp_pairs_aged"])
+    # traffic resumes: a request (its living flow registers Y again, in the
+    # new epoch), the host's ACK for it (pairs X and Y), a CE-marked request
+    send(br, "p", [(0x04, QP_Y, psn, 2, BASE + 3)])
+    send(br, "h", [(0x11, QP_X, psn, 0, 50000)])
+    time.sleep(0.3)
+    rx = sniff(br, 2.0)
+    time.sleep(0.5)
+    send(br, "p", [(0x04, QP_Y, psn + 1, 3, BASE + 3)])
+    out, _ = rx.communicate(timeout=20)
+    st2 = counters(br)
+    c.check(st2["qp_pairs_learnt"] > st["qp_pairs_learnt"] and
+            len(eval(out.strip() or "[]")) == 1,
+            "the living flow registered its QP again: the ACK pairs it (learnt %d -> %d) and "
+            "CE gives a CNP on the wire" % (st["qp_pairs_learnt"], st2["qp_pairs_learnt"]))
+
+
+
 def main():
     c = lslab.Checks("bridge-cc")
     if os.geteuid() != 0:
@@ -363,6 +404,7 @@ def main():
                 "lockstepctl flows --cc shows rate, alpha and state (rc %d)" % r.returncode)
 
         delay_mode(c, br, tmp)
+        pair_ageing(c, br, policy)
     finally:
         br.teardown()
         shutil.rmtree(tmp, ignore_errors=True)
