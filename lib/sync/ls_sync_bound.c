@@ -39,6 +39,10 @@
  * (every network step moves theta a little) is all a second difference
  * would see. */
 #define WOBS_TAU_MIN_NS 250e6
+/* The walk is measured over this many lags: over about one lag the
+ * estimate's own averaging hides part of it (a second difference of a
+ * smoothed walk is smaller than the walk's), over several it shows. */
+#define WOBS_TAU_LAGS 4.0
 
 void
 ls_sync_wobs_reset(struct ls_sync_wobs *w)
@@ -176,5 +180,5 @@ ls_sync_bound_observe(struct ls_sync_wobs *w, const struct ls_sync_node_conf *c,
 	}
 	s->lag_ns = node_lag(nbrs, use, n, s->ref_id);
 	ls_sync_wobs_add(w, now, s->theta_ns + s->cluster_ns);
-	s->wander_obs_ns = ls_sync_wobs_wander(w, s->lag_ns);
+	s->wander_obs_ns = ls_sync_wobs_wander(w, WOBS_TAU_LAGS * s->lag_ns);
 }
