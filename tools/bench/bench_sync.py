@@ -56,8 +56,10 @@ Randomized mode (issue 28: scenarios nobody tuned for):
 
 one scenario per seed (default seeds 1..10), each drawn from the seed alone
 (random_scenario): a leaf-spine of 4 to 12 hosts on 2 to 4 leaves (unevenly
-spread) and 1 to 3 spines; every link's delay 1 to 100 us (log-uniform, the
-same both ways), uplinks at 1 or 2 Gb/s, host links at 10 Gb/s; clocks with
+spread) and 1 to 3 spines; every host link's and every leaf's uplinks'
+delay 1 to 100 us (log-uniform, the same both ways; BENCH_ROUTE_ASYM=1:
+per uplink, so ECMP routes a reply over other delays than its probe),
+uplinks at 1 or 2 Gb/s per leaf, host links at 10 Gb/s; clocks with
 offsets up to +-1 s, drifts up to +-200 ppm and one wander per scenario,
 5 to 100 ns/sqrt(s) (log-uniform; BENCH_WANDER forces it: the sweep of p99
 against wander runs the same seeds at 5, 20, 50 and 100); one background load
@@ -208,7 +210,9 @@ def edge_errors(lab, n):
     return out
 
 
-FABRIC_CORE = 1
+# the emulator's own CPU (BENCH_FABRIC_CORE): on a shared machine, the one
+# other jobs have not pinned themselves to
+FABRIC_CORE = int(os.environ.get("BENCH_FABRIC_CORE", "1"))
 
 
 @contextlib.contextmanager
@@ -370,6 +374,14 @@ def run(load, tmp):
 # ---- randomized mode (issue 28) -------------------------------------------
 
 RANDOM_TX_TRAILER = ["--rx-trailer", "--tx-trailer"]
+# Uplink delay and rate per leaf (the same to every spine), unless
+# BENCH_ROUTE_ASYM=1 draws them per link. ECMP hashes a reply's swapped
+# ports to another spine as often as not, so with per-link delays a
+# path's two directions cross different links: a route asymmetry of up to
+# tens of us, half of which is an offset error no two-way method can see
+# (docs/sync.md, "Limits: asymmetry"). Per leaf, both directions of every
+# path cross the same delays and rates, whichever spines they take.
+ROUTE_ASYM = os.environ.get("BENCH_ROUTE_ASYM", "0") == "1"
 # Background frames of 4 KiB (RoCE's usual MTU): the emulator generates the
 # load as packets on one core, and up to a dozen loaded link directions at
 # 1500 bytes kept it tens of ms behind its model (BENCH_BG_BYTES overrides)
@@ -395,10 +407,15 @@ def random_scenario(seed):
     sw += [{"name": "leaf%d" % k, "role": "leaf", "ipv4": "10.255.1.%d" % k}
            for k in range(1, leaves + 1)]
     links, gens = [], []
+    # per leaf, its uplinks' delay and rate (else per link: ROUTE_ASYM)
+    leaf_delay = [delay() for _ in range(leaves)]
+    leaf_rate = [rng.choice([1e9, 1e9, 2e9]) for _ in range(leaves)]
     for l in range(1, leaves + 1):
         for k in range(1, spines + 1):
-            rate = rng.choice([1e9, 1e9, 2e9])
-            links.append({"a": "leaf%d" % l, "b": "spine%d" % k, "delay_ns": delay(),
+            d0, rate = leaf_delay[l - 1], leaf_rate[l - 1]
+            if ROUTE_ASYM:
+                d0, rate = delay(), rng.choice([1e9, 1e9, 2e9])
+            links.append({"a": "leaf%d" % l, "b": "spine%d" % k, "delay_ns": d0,
                           "rate_bps": int(rate)})
             side = rng.random()
             dirs = ["ab", "ba"] if side < 1 / 3 else [rng.choice(["ab", "ba"])]
@@ -461,6 +478,7 @@ def run_random(sc, tmp):
             "--interval-us", str(INTERVAL_US), "--paths", str(sc["paths"])] + RANDOM_TX_TRAILER
     res = {k: sc[k] for k in ("seed", "hosts", "leaves", "spines", "hosts_per_leaf", "wander",
                               "load", "paths")}
+    res["route_asym"] = ROUTE_ASYM
     with lslab.FabricLab(topo, "bench-sync-r", args, quiet=True) as lab, off_fabric_core():
         t_up = time.time()
         if sc["load"] > 0:
