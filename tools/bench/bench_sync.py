@@ -394,10 +394,11 @@ def random_scenario(seed):
     n = rng.randint(4, 12)
     leaves = rng.randint(2, min(4, n // 2))
     spines = rng.randint(1, 3)
-    wander = float(os.environ["BENCH_WANDER"]) if "BENCH_WANDER" in os.environ else \
-        round(5 * 20 ** rng.random(), 1)
-    load = float(os.environ["BENCH_LOAD"]) if "BENCH_LOAD" in os.environ else \
-        round(round(rng.uniform(0, 0.9) / 0.05) * 0.05, 2)
+    # drawn even when forced, so that a seed is the same scenario either way
+    wander = round(5 * 20 ** rng.random(), 1)
+    load = round(round(rng.uniform(0, 0.9) / 0.05) * 0.05, 2)
+    wander = float(os.environ.get("BENCH_WANDER", wander))
+    load = float(os.environ.get("BENCH_LOAD", load))
 
     def delay():
         return int(1000 * 100 ** rng.random())
