@@ -231,9 +231,44 @@ START_TEST(test_bound_observe_states)
 }
 END_TEST
 
+/*
+ * The reading's half-width grows linearly with the time since the last
+ * step (the shared-memory page extrapolates it so), and never below the
+ * walk it stands for: 3 sqrt(sigma^2 + x^2 (lag + el)).
+ */
+START_TEST(test_bound_linear_in_age)
+{
+	struct ls_sync_node_conf c;
+	struct ls_sync_state s;
+	struct ls_sync_reading r0, r1, r2;
+	double x2 = (100.0 * 100.0 - 10.0 * 10.0) * 1e-9;
+
+	ls_sync_node_conf_default(&c);
+	c.wander_ns = 10;
+	c.holdover_ppm = 0;
+	ls_sync_state_init(&s, 2);
+	s.flags = LS_SYNC_F_SYNCED;
+	s.t0 = s.t_good = BASE;
+	s.sigma_ns = s.bound_sigma_ns = 30;
+	s.wander_obs_ns = 100;
+	s.lag_ns = 2 * SEC;
+	ls_sync_fleet_read(&s, &c, BASE, &r0);
+	ls_sync_fleet_read(&s, &c, BASE + (uint64_t)(0.5 * SEC), &r1);
+	ls_sync_fleet_read(&s, &c, BASE + (uint64_t)SEC, &r2);
+	ck_assert_double_eq_tol(r0.half_ns, 3 * sqrt(900 + x2 * 2 * SEC), 1e-6);
+	ck_assert_double_eq_tol(r1.half_ns - r0.half_ns, (r2.half_ns - r0.half_ns) / 2, 1e-6);
+	ck_assert_double_ge(r2.half_ns, 3 * sqrt(900 + x2 * 3 * SEC));
+	/* observed within the assumption: the estimators' bound alone */
+	s.wander_obs_ns = 9;
+	ls_sync_fleet_read(&s, &c, BASE, &r0);
+	ck_assert_double_eq_tol(r0.half_ns, 90, 1e-9);
+}
+END_TEST
+
 void
 sync_bound_tests(TCase *tc)
 {
+	tcase_add_test(tc, test_bound_linear_in_age);
 	tcase_add_test(tc, test_wobs_measures_walk);
 	tcase_add_test(tc, test_bound_wander_unassumed);
 	tcase_add_test(tc, test_bound_quiet_not_wider);
