@@ -678,7 +678,10 @@ void ls_sync_wobs_add(struct ls_sync_wobs *w, uint64_t t, double x_ns);
  * the readings only adds to it. Taken at its upper 95% confidence limit
  * (chi-square with 1.5 (span - 2 tau) / tau degrees of freedom, the
  * overlapping estimator's), so a short history says less than a long one.
- * tau is clamped to a quarter of the span held, and no less than 250 ms.
+ * tau is clamped to a quarter of the span held, and no less than 250 ms;
+ * when the span held is too short for the tau asked for, the result is
+ * scaled up by sqrt(asked / used): a smoothed estimate shows only part of
+ * the walk over less than its averaging time.
  * @return the walk, or NaN when the readings span less than 1 s.
  */
 double ls_sync_wobs_wander(const struct ls_sync_wobs *w, double tau_ns);

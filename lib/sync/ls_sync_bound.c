@@ -106,7 +106,7 @@ chi2_low_over_nu(double nu, double z)
 double
 ls_sync_wobs_wander(const struct ls_sync_wobs *w, double tau_ns)
 {
-	double span, sum = 0, nu;
+	double span, sum = 0, nu, want;
 	uint32_t cnt = 0, i0 = 0, i1 = 0, i2 = 0;
 	uint64_t t0;
 
@@ -118,6 +118,7 @@ ls_sync_wobs_wander(const struct ls_sync_wobs *w, double tau_ns)
 		return NAN;
 	if (!(tau_ns > WOBS_TAU_MIN_NS))
 		tau_ns = WOBS_TAU_MIN_NS;
+	want = tau_ns;
 	tau_ns = fmax(fmin(tau_ns, span / 4.0), WOBS_TAU_MIN_NS);
 	for (uint32_t k = 0; k < w->n; k++) {
 		double tk = (double)ns_diff(w->t[wobs_slot(w, k)], t0), d;
@@ -132,8 +133,12 @@ ls_sync_wobs_wander(const struct ls_sync_wobs *w, double tau_ns)
 	if (cnt == 0)
 		return NAN;
 	nu = fmax(1.0, 1.5 * (span - 2.0 * tau_ns) / tau_ns);
-	/* ns^2 per ns of tau -> per s; upper 95% limit */
-	return sqrt(sum / cnt / (2.0 * tau_ns * 1e-9) / chi2_low_over_nu(nu, -1.645));
+	/* ns^2 per ns of tau -> per s; upper 95% limit; and where the history
+	 * was too short for the tau asked for, scaled by the shortfall: over
+	 * less than the estimate's averaging time its movements show only
+	 * about tau / that time of the walk */
+	return sqrt(sum / cnt / (2.0 * tau_ns * 1e-9) / chi2_low_over_nu(nu, -1.645) *
+		    fmax(1.0, want / tau_ns));
 }
 
 /* How far back the node's estimate rests: its used edges' lag, weighted as

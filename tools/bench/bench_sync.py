@@ -441,7 +441,7 @@ def random_scenario(seed):
             "paths": 4 if n <= 8 else 2}
 
 
-def node_readings(lab, n, per_node):
+def node_readings(lab, n, per_node, at=0.0):
     """One instant: per node, (error, truth inside [earliest, latest], half-width)."""
     truth, reps = lslab.fleet_readings(lab.sock(1), [lab.sock(i) for i in range(2, n + 1)])
     for i, r in enumerate(reps, 2):
@@ -455,7 +455,7 @@ def node_readings(lab, n, per_node):
         err = rd["fleet_ns"] - truth
         per_node.setdefault(i, []).append((err, rd["earliest_ns"] <= truth <= rd["latest_ns"],
                                            (rd["latest_ns"] - rd["earliest_ns"]) / 2,
-                                           abs(err) <= old))
+                                           abs(err) <= old, at))
 
 
 def run_random(sc, tmp):
@@ -492,9 +492,9 @@ def run_random(sc, tmp):
         ok = lslab.wait_until(lambda: lslab.all_synced(socks), 60, step=0.2)
         res["converge_s_from_up"] = round(time.time() - t_up, 2) if ok else None
         time.sleep(3)
-        per_node, end = {}, time.time() + SECS
+        per_node, end, t_s = {}, time.time() + SECS, time.time()
         while time.time() < end:
-            node_readings(lab, n, per_node)
+            node_readings(lab, n, per_node, time.time() - t_s)
             time.sleep(0.25)
         st = lslab.call(lab.fab, "status")
         res["emulator_lateness_ns"] = {k: st["delivery_lateness_ns"].get(k)
@@ -513,6 +513,9 @@ def run_random(sc, tmp):
     res["fleet"] = summary([e for e, _, _, _ in allr])
     res["readings"] = len(allr)
     res["misses"] = sum(1 for _, ok_, _, _ in allr if not ok_)
+    # each miss: node, seconds into the sampling, error and half-width
+    res["miss_at"] = [("h%d" % i, round(x[4], 1), round(x[0]), round(x[2]))
+                      for i, v in sorted(per_node.items()) for x in v if not x[1]]
     res["bound_holds_old"] = round(sum(1 for x in allr if x[3]) / len(allr), 4) if allr else None
     res["bound_holds"] = round(1 - res["misses"] / len(allr), 4) if allr else None
     res["bound_worst_node"] = min((round(sum(1 for x in v if x[1]) / len(v), 4), "h%d" % i)
