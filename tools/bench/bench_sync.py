@@ -510,9 +510,9 @@ def run_random(sc, tmp):
         with open("/proc/loadavg") as f:
             res["loadavg"] = float(f.read().split()[0])
     allr = [x for v in per_node.values() for x in v]
-    res["fleet"] = summary([e for e, _, _, _ in allr])
+    res["fleet"] = summary([x[0] for x in allr])
     res["readings"] = len(allr)
-    res["misses"] = sum(1 for _, ok_, _, _ in allr if not ok_)
+    res["misses"] = sum(1 for x in allr if not x[1])
     # each miss: node, seconds into the sampling, error and half-width
     res["miss_at"] = [("h%d" % i, round(x[4], 1), round(x[0]), round(x[2]))
                       for i, v in sorted(per_node.items()) for x in v if not x[1]]
