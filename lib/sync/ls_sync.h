@@ -662,20 +662,25 @@ struct ls_sync_wobs {
 	uint32_t ref_id;               /**< the reference they are against */
 	uint64_t t[LS_SYNC_WOBS_LEN];  /**< local time of each */
 	double x[LS_SYNC_WOBS_LEN];    /**< theta + cluster_ns then, ns */
+	double s[LS_SYNC_WOBS_LEN];    /**< the sigma its readings claimed then, ns */
 };
 
 /** Forget every reading. */
 void ls_sync_wobs_reset(struct ls_sync_wobs *w);
 
-/** Keep one reading (dropped if closer than LS_SYNC_WOBS_SPACING_NS to the last). */
-void ls_sync_wobs_add(struct ls_sync_wobs *w, uint64_t t, double x_ns);
+/** Keep one reading, x_ns with the sigma_ns it claimed (dropped if closer
+ * than LS_SYNC_WOBS_SPACING_NS to the last). */
+void ls_sync_wobs_add(struct ls_sync_wobs *w, uint64_t t, double x_ns, double sigma_ns);
 
 /**
  * The walk of the readings held, ns per sqrt(s): from their second
  * differences over tau, d = x(t) - 2 x(t - tau) + x(t - 2 tau) (linear
  * drift cancels; x between readings is interpolated), w^2 = mean(d^2) /
- * (2 tau), the Allan variance of a random-walk phase. Estimation noise in
- * the readings only adds to it. Taken at its upper 95% confidence limit
+ * (2 tau), the Allan variance of a random-walk phase, over the second
+ * differences whose readings claimed no more than usual (s0^2 + 4 s1^2 +
+ * s2^2 within 4 times its median): a start-up whose estimate moved by
+ * microseconds while it said so does not count as walk for the minute
+ * after. Estimation noise in the readings only adds to it. Taken at its upper 95% confidence limit
  * (chi-square with 1.5 (span - 2 tau) / tau degrees of freedom, the
  * overlapping estimator's), so a short history says less than a long one.
  * tau is clamped to a quarter of the span held, and no less than 250 ms;

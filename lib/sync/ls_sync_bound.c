@@ -30,6 +30,7 @@
  * bound, which narrows as readings accumulate.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ls_sync.h"
@@ -59,10 +60,12 @@ wobs_slot(const struct ls_sync_wobs *w, uint32_t i)
 }
 
 void
-ls_sync_wobs_add(struct ls_sync_wobs *w, uint64_t t, double x_ns)
+ls_sync_wobs_add(struct ls_sync_wobs *w, uint64_t t, double x_ns, double sigma_ns)
 {
 	if (!isfinite(x_ns))
 		return;
+	if (!isfinite(sigma_ns) || sigma_ns < 0)
+		sigma_ns = 0;
 	if (w->n > 0) {
 		uint64_t last = w->t[wobs_slot(w, w->n - 1)];
 
@@ -73,15 +76,17 @@ ls_sync_wobs_add(struct ls_sync_wobs *w, uint64_t t, double x_ns)
 	}
 	w->t[w->head] = t;
 	w->x[w->head] = x_ns;
+	w->s[w->head] = sigma_ns;
 	w->head = (w->head + 1) % LS_SYNC_WOBS_LEN;
 	if (w->n < LS_SYNC_WOBS_LEN)
 		w->n++;
 }
 
-/* x at dt ns after the oldest reading, interpolated; *i is a search hint
- * that only moves forward (callers ask in increasing dt). */
+/* x at dt ns after the oldest reading, interpolated, and in *s the larger
+ * of the two readings' sigmas; *i is a search hint that only moves forward
+ * (callers ask in increasing dt). */
 static double
-wobs_at(const struct ls_sync_wobs *w, uint64_t t0, double dt, uint32_t *i)
+wobs_at(const struct ls_sync_wobs *w, uint64_t t0, double dt, uint32_t *i, double *s)
 {
 	while (*i + 2 < w->n && (double)ns_diff(w->t[wobs_slot(w, *i + 1)], t0) <= dt)
 		(*i)++;
@@ -89,6 +94,7 @@ wobs_at(const struct ls_sync_wobs *w, uint64_t t0, double dt, uint32_t *i)
 	double ta = (double)ns_diff(w->t[a], t0), tb = (double)ns_diff(w->t[b], t0);
 	double f = tb > ta ? (dt - ta) / (tb - ta) : 0;
 
+	*s = fmax(w->s[a], w->s[b]);
 	return w->x[a] + fmin(fmax(f, 0.0), 1.0) * (w->x[b] - w->x[a]);
 }
 
@@ -103,11 +109,20 @@ chi2_low_over_nu(double nu, double z)
 	return c > 0.1 ? c * c * c : 0.001;
 }
 
+static int
+dbl_cmp(const void *x, const void *y)
+{
+	double a = *(const double *)x, b = *(const double *)y;
+
+	return (a > b) - (a < b);
+}
+
 double
 ls_sync_wobs_wander(const struct ls_sync_wobs *w, double tau_ns)
 {
+	double v[LS_SYNC_WOBS_LEN], d2[LS_SYNC_WOBS_LEN], vs[LS_SYNC_WOBS_LEN];
 	double span, sum = 0, nu, want;
-	uint32_t cnt = 0, i0 = 0, i1 = 0, i2 = 0;
+	uint32_t m = 0, cnt = 0, i0 = 0, i1 = 0, i2 = 0;
 	uint64_t t0;
 
 	if (w->n < 4)
@@ -121,18 +136,29 @@ ls_sync_wobs_wander(const struct ls_sync_wobs *w, double tau_ns)
 	want = tau_ns;
 	tau_ns = fmax(fmin(tau_ns, span / 4.0), WOBS_TAU_MIN_NS);
 	for (uint32_t k = 0; k < w->n; k++) {
-		double tk = (double)ns_diff(w->t[wobs_slot(w, k)], t0), d;
+		double tk = (double)ns_diff(w->t[wobs_slot(w, k)], t0), d, s0, s1, s2;
 
 		if (tk < 2.0 * tau_ns)
 			continue;
-		d = wobs_at(w, t0, tk, &i2) - 2.0 * wobs_at(w, t0, tk - tau_ns, &i1) +
-		    wobs_at(w, t0, tk - 2.0 * tau_ns, &i0);
-		sum += d * d;
-		cnt++;
+		d = wobs_at(w, t0, tk, &i2, &s2) - 2.0 * wobs_at(w, t0, tk - tau_ns, &i1, &s1) +
+		    wobs_at(w, t0, tk - 2.0 * tau_ns, &i0, &s0);
+		d2[m] = d * d;
+		v[m] = s0 * s0 + 4.0 * s1 * s1 + s2 * s2;
+		vs[m] = v[m];
+		m++;
 	}
-	if (cnt == 0)
+	if (m == 0)
 		return NAN;
-	nu = fmax(1.0, 1.5 * (span - 2.0 * tau_ns) / tau_ns);
+	/* Stretches where the readings claimed far more than usual (a start-up
+	 * moving by microseconds while saying so) are explained by their own
+	 * sigmas and covered by them: they are not walk for the minute after. */
+	qsort(vs, m, sizeof(vs[0]), dbl_cmp);
+	for (uint32_t k = 0; k < m; k++)
+		if (v[k] <= 4.0 * vs[m / 2]) {
+			sum += d2[k];
+			cnt++;
+		}
+	nu = fmax(1.0, 1.5 * (span - 2.0 * tau_ns) / tau_ns * cnt / m);
 	/* ns^2 per ns of tau -> per s; upper 95% limit; and where the history
 	 * was too short for the tau asked for, scaled by the shortfall: over
 	 * less than the estimate's averaging time its movements show only
@@ -184,6 +210,6 @@ ls_sync_bound_observe(struct ls_sync_wobs *w, const struct ls_sync_node_conf *c,
 		w->ref_id = s->ref_id;
 	}
 	s->lag_ns = node_lag(nbrs, use, n, s->ref_id);
-	ls_sync_wobs_add(w, now, s->theta_ns + s->cluster_ns);
+	ls_sync_wobs_add(w, now, s->theta_ns + s->cluster_ns, fmax(s->sigma_ns, s->bound_sigma_ns));
 	s->wander_obs_ns = ls_sync_wobs_wander(w, WOBS_TAU_LAGS * s->lag_ns);
 }

@@ -37,7 +37,7 @@ feed_walk(struct ls_sync_wobs *wo, double w, double noise, double secs)
 
 	ls_sync_wobs_reset(wo);
 	for (double t = 0; t <= secs * SEC; t += 250 * MS) {
-		ls_sync_wobs_add(wo, BASE + (uint64_t)t, x + 150e-6 * t + noise * gauss());
+		ls_sync_wobs_add(wo, BASE + (uint64_t)t, x + 150e-6 * t + noise * gauss(), 0);
 		x += w * sqrt(0.25) * gauss();
 	}
 }
@@ -67,10 +67,28 @@ START_TEST(test_wobs_measures_walk)
 	/* too short a history says nothing */
 	feed_walk(&wo, 100, 5, 0.5);
 	ck_assert(isnan(ls_sync_wobs_wander(&wo, 2 * SEC)));
+	/* a start-up that moved by microseconds while saying so, then a quiet
+	 * minute: the start-up is not walk */
+	ls_sync_wobs_reset(&wo);
+	for (int k = 0; k < 240; k++) {
+		double t = k * 250 * MS, big = k < 20 ? 5000 * exp(-k / 4.0) : 0;
+
+		ls_sync_wobs_add(&wo, BASE + (uint64_t)t, big * gauss() + 2 * gauss(),
+				 fmax(big, 2));
+	}
+	ck_assert_double_lt(ls_sync_wobs_wander(&wo, 2 * SEC), 10);
+	/* the same start-up claiming 2 ns throughout: it is walk */
+	ls_sync_wobs_reset(&wo);
+	for (int k = 0; k < 240; k++) {
+		double t = k * 250 * MS, big = k < 20 ? 5000 * exp(-k / 4.0) : 0;
+
+		ls_sync_wobs_add(&wo, BASE + (uint64_t)t, big * gauss() + 2 * gauss(), 2);
+	}
+	ck_assert_double_gt(ls_sync_wobs_wander(&wo, 2 * SEC), 100);
 	/* readings closer than the spacing are not kept */
 	ls_sync_wobs_reset(&wo);
-	ls_sync_wobs_add(&wo, BASE, 0);
-	ls_sync_wobs_add(&wo, BASE + 50 * MS, 0);
+	ls_sync_wobs_add(&wo, BASE, 0, 0);
+	ls_sync_wobs_add(&wo, BASE + 50 * MS, 0, 0);
 	ck_assert_uint_eq(wo.n, 1);
 }
 END_TEST
