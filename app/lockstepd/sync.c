@@ -119,6 +119,7 @@ static struct {
 	struct sync_node nodes[LS_SYNC_MAX_NBRS];
 	unsigned int n_nodes;
 	struct ls_sync_track_ws *ws; /* scratch for fitting an edge's tracks */
+	struct ls_sync_wobs wobs;    /* our estimate over time: the bound's walk */
 } sync_st;
 
 /* ---- set-up --------------------------------------------------------------- */
@@ -144,6 +145,7 @@ lsd_sync_init(struct ls_clock *clock, struct ls_clock *q_clock)
 	sync_st.nconf.reference_id = c->reference;
 	sync_st.nconf.holdover_ppm = c->holdover_ppm;
 	sync_st.nconf.asym_bound_ns = c->asym_bound_ns;
+	sync_st.nconf.wander_ns = c->wander_ns;
 	/*
 	 * An edge's fitted sigma measures how tightly samples hug the
 	 * envelopes, not the asymmetry no two-way method sees; never trust an
@@ -629,6 +631,7 @@ edge_fit(const struct lsd_peer_sync *one, uint32_t node, uint64_t now, struct ls
 	    isfinite(many.offset_ns)) {
 		out->offset_ns = many.offset_ns;
 		out->sigma_ns = fmax(out->sigma_ns, many.sigma_ns);
+		out->lag_ns = many.lag_ns;
 	}
 	return 0;
 }
@@ -729,11 +732,9 @@ step(void)
  * Why more often than the fits: each node averages its neighbours'
  * announced thetas, and an announcement is as old as the step that made
  * it. A node whose reference candidate carries weight w settles where its
- * lag is the edge's plus (1 - w) / w times that age: with the reference's
- * candidate at a third of the weight and steps every 500 ms, fleet time
- * followed the clocks' walk a second later than the edges did (lab at 0%
- * load: edges 2 s, fleet 3 s). The step itself is cheap (a robust average
- * over the neighbours); the window fits are what costs.
+ * lag is the edge's plus (1 - w) / w times that age (docs/sync.md). The
+ * step is cheap; the window fits are what costs. After it, the bound's
+ * walk is observed from our estimate over time (ls_sync_bound_observe).
  */
 static void
 net_step(uint64_t now)
@@ -759,6 +760,8 @@ net_step(uint64_t now)
 	for (unsigned int j = 0; j < sync_st.n_nodes; j++)
 		nbrs[j] = sync_st.nodes[j].nbr;
 	ls_sync_node_update(&sync_st.nconf, nbrs, sync_st.n_nodes, now, &sync_st.self, use);
+	ls_sync_bound_observe(&sync_st.wobs, &sync_st.nconf, nbrs, use, sync_st.n_nodes, now,
+			      &sync_st.self);
 	for (unsigned int j = 0; j < sync_st.n_nodes; j++)
 		sync_st.nodes[j].use = use[j];
 	sync_st.net_steps++;
@@ -774,16 +777,10 @@ net_step(uint64_t now)
 
 /*
  * Whether the network steps between fit steps pay: only while the clocks'
- * walk over one fit interval is at least a tenth of our own sigma (with
- * sync.wander_ns 28 and 500 ms steps: sigma up to 198 ns).
- *
- * Why not always: under heavy load, in the first seconds, edges are
- * microseconds off and change at every fit step. One network step per
- * fit step then moves each node only part of the way towards what those
- * edges imply before the next fit replaces them, which damps the
- * transients; five steps follow them. At 90% load in the lab, with five
- * steps always, two 8 s runs had whole-run p99 16 us and 283 ns, against
- * 373 and 161 ns with one; at 0% and 50% the node's sigma is 60 to 125 ns.
+ * walk over one fit interval is at least a tenth of our own sigma. Under
+ * heavy load, in the first seconds, edges are microseconds off and change
+ * at every fit; one network step per fit damps those transients, five
+ * follow them (docs/sync.md, "Why the network step runs five times").
  */
 static bool
 net_fast(void)
@@ -855,6 +852,9 @@ state_json(const struct ls_sync_state *s, uint64_t now)
 	/* our own state only: a neighbour's comes off the wire without it */
 	if (s == &sync_st.self) {
 		json_object_set_new(o, "bound_sigma_ns", json_real(s->bound_sigma_ns));
+		json_object_set_new(o, "wander_obs_ns", isfinite(s->wander_obs_ns) ?
+				    json_real(s->wander_obs_ns) : json_null());
+		json_object_set_new(o, "lag_ms", json_real(s->lag_ns / 1e6));
 		json_object_set_new(o, "cluster_ns", json_real(s->cluster_ns));
 		json_object_set_new(o, "cluster_n", json_integer(s->cluster_n));
 	}

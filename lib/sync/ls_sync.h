@@ -127,6 +127,9 @@ struct ls_sync_fit {
 	struct ls_sync_pt sup_fwd; /**< the forward sample the lower envelope rests on
 				    *   at the fitted slope (t relative to t_ref) */
 	struct ls_sync_pt sup_rev; /**< the same for the reverse samples */
+	double lag_ns;          /**< how far back the offset's weight lies: the
+				 *   track filter's weighted age of its entries
+				 *   (ls_sync_track_fit*), 0 when not from tracks */
 };
 
 /**
@@ -504,6 +507,12 @@ struct ls_sync_state {
 				 *   its cluster's pooled estimate (ls_sync_node_update),
 				 *   never on the wire */
 	uint16_t cluster_n;     /**< cluster neighbours pooled into cluster_ns */
+	double wander_obs_ns;   /**< this node's walk against fleet time as observed
+				 *   (ls_sync_bound_observe), ns per sqrt(s), at 95%
+				 *   confidence; NaN until observed; never on the wire */
+	double lag_ns;          /**< how far back the node's estimate rests: its used
+				 *   edges' lag_ns, weighted, doubled through a
+				 *   neighbour that is not the reference; never on the wire */
 	/**
 	 * Only in a reflector's reply (LS_SYNC_F_EDGE): the reflector's own
 	 * estimate of its edge toward the node that asked, local_asker -
@@ -560,6 +569,10 @@ struct ls_sync_node_conf {
 	double cluster_ratio;       /**< a neighbour whose own sigma exceeds this many
 				     *   times our edge's to it is in our cluster,
 				     *   default 2; 0 = no clusters */
+	double wander_ns;           /**< the walk the estimators assume (sync.wander_ns,
+				     *   ns per sqrt(s)): the bound adds only the
+				     *   observed walk beyond it (ls_sync_bound_observe),
+				     *   default 0 */
 };
 
 /** Fill c with the defaults above (self_id and reference_id 0). */
@@ -618,12 +631,83 @@ struct ls_sync_reading {
 
 /**
  * Map local time to fleet time: fleet = local - (theta + cluster_ns + phi (local - t0)).
- * Sigma is the larger of sigma_ns and bound_sigma_ns.
- * Half-width = 3 sigma + asym_bound_ns + (3 phi_sigma + holdover_ppm 1e-6)
- * * |local - t_good|. Unsynced: fleet = local, earliest 0, latest UINT64_MAX.
+ * Sigma is the larger of sigma_ns and bound_sigma_ns; el = |local - t_good|.
+ * Half-width = 3 S(el) + asym_bound_ns + (3 phi_sigma + holdover_ppm 1e-6) el,
+ * S(el)^2 = sigma^2 + x^2 (lag_ns + el) with x^2 = max(0, wander_obs_ns^2 -
+ * c->wander_ns^2) per second: the walk observed beyond the one the
+ * estimators budget for, over the estimate's lag and the reading's age.
+ * S is taken along its tangent at el = 0 (S(0) + x^2 el / (2 S(0))), an
+ * upper bound linear in el, so a reader extrapolating the half-width
+ * linearly (ls_fleettime.h) never promises more.
+ * Unsynced: fleet = local, earliest 0, latest UINT64_MAX.
  */
 void ls_sync_fleet_read(const struct ls_sync_state *s, const struct ls_sync_node_conf *c,
 			uint64_t local_ns, struct ls_sync_reading *out);
+
+/* ---- the bound from what the clock is observed to do ---- */
+
+/** Readings of its own estimate a node keeps (64 s at 250 ms). */
+#define LS_SYNC_WOBS_LEN 256
+/** Least spacing between two kept readings (network steps run faster). */
+#define LS_SYNC_WOBS_SPACING_NS 200000000ull
+
+/**
+ * A node's own estimate over time (theta + cluster_ns at each step): what
+ * its clock was observed to do against fleet time. Owned by the caller,
+ * filled by ls_sync_bound_observe.
+ */
+struct ls_sync_wobs {
+	uint32_t n;                    /**< readings held */
+	uint32_t head;                 /**< next written */
+	uint32_t ref_id;               /**< the reference they are against */
+	uint64_t t[LS_SYNC_WOBS_LEN];  /**< local time of each */
+	double x[LS_SYNC_WOBS_LEN];    /**< theta + cluster_ns then, ns */
+	double s[LS_SYNC_WOBS_LEN];    /**< the sigma its readings claimed then, ns */
+};
+
+/** Forget every reading. */
+void ls_sync_wobs_reset(struct ls_sync_wobs *w);
+
+/** Keep one reading, x_ns with the sigma_ns it claimed (dropped if closer
+ * than LS_SYNC_WOBS_SPACING_NS to the last). */
+void ls_sync_wobs_add(struct ls_sync_wobs *w, uint64_t t, double x_ns, double sigma_ns);
+
+/**
+ * The walk of the readings held, ns per sqrt(s): from their second
+ * differences over tau, d = x(t) - 2 x(t - tau) + x(t - 2 tau) (linear
+ * drift cancels; x between readings is interpolated), w^2 = mean(d^2) /
+ * (2 tau), the Allan variance of a random-walk phase, over the second
+ * differences whose readings claimed no more than usual (s0^2 + 4 s1^2 +
+ * s2^2 within 4 times its median): a start-up whose estimate moved by
+ * microseconds while it said so does not count as walk for the minute
+ * after. Estimation noise in the readings only adds to it. Taken at its upper 95% confidence limit
+ * (chi-square with 1.5 (span - 2 tau) / tau degrees of freedom, the
+ * overlapping estimator's), so a short history says less than a long one.
+ * tau is clamped to a quarter of the span held, and no less than 250 ms;
+ * when the span held is too short for the tau asked for, the result is
+ * scaled up by sqrt(asked / used): a smoothed estimate shows only part of
+ * the walk over less than its averaging time.
+ * @return the walk, or NaN when the readings span less than 1 s.
+ */
+double ls_sync_wobs_wander(const struct ls_sync_wobs *w, double tau_ns);
+
+/**
+ * After a network step (ls_sync_node_update), derive the node's bound
+ * from what its clock is observed to do rather than from an assumed
+ * stability: keep its estimate's reading, set s->lag_ns from the used
+ * edges (each edge's lag_ns, weighted as the step weighted it, twice that
+ * through a neighbour that is not the reference: its own estimate lags as
+ * much) and s->wander_obs_ns from ls_sync_wobs_wander at tau = that lag.
+ * ls_sync_fleet_read widens the bound by the walk beyond c->wander_ns
+ * over the lag and the reading's age. The reference, and a node not
+ * synced, keep no readings (wander_obs_ns NaN); in holdover the readings
+ * stop and the figures stay; a new reference starts the readings over.
+ * @param use  what ls_sync_node_update reported (NULL: every neighbour
+ *             with an edge counts alike)
+ */
+void ls_sync_bound_observe(struct ls_sync_wobs *w, const struct ls_sync_node_conf *c,
+			   const struct ls_sync_nbr *nbrs, const struct ls_sync_nbr_use *use,
+			   unsigned int n, uint64_t now, struct ls_sync_state *s);
 
 /* ---- wire form of a state (TLV value, network byte order) ---- */
 

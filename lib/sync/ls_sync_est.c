@@ -377,7 +377,7 @@ ls_sync_combine(const struct ls_sync_fit *fits, unsigned int n, uint64_t t_ref,
 		struct ls_sync_fit *out)
 {
 	double sw = 0, so = 0, sd = 0, ssig = 0, sds = 0, half = INFINITY, band = INFINITY;
-	double o0 = NAN, so2 = 0, d0 = NAN, sd2 = 0, swd = 0;
+	double o0 = NAN, so2 = 0, d0 = NAN, sd2 = 0, swd = 0, slag = 0;
 	unsigned int i;
 
 	memset(out, 0, sizeof(*out));
@@ -407,6 +407,7 @@ ls_sync_combine(const struct ls_sync_fit *fits, unsigned int n, uint64_t t_ref,
 		sd += wd * (f->drift - d0);
 		sd2 += wd * (f->drift - d0) * (f->drift - d0);
 		ssig += w * sig;
+		slag += w * ((isfinite(f->lag_ns) ? f->lag_ns : 0) + fmax(dt, 0.0));
 		sds += wd * f->drift_sigma;
 		half = fmin(half, f->half_gap_ns);
 		band = fmin(band, f->band_ns);
@@ -436,5 +437,6 @@ ls_sync_combine(const struct ls_sync_fit *fits, unsigned int n, uint64_t t_ref,
 	out->drift_sigma = fmax(sds / swd, sqrt(fmax(sd2 / swd - (sd / swd) * (sd / swd), 0)));
 	out->half_gap_ns = half;
 	out->band_ns = band;
+	out->lag_ns = slag / sw;
 	return 0;
 }

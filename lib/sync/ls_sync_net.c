@@ -52,6 +52,7 @@ ls_sync_state_init(struct ls_sync_state *s, uint32_t node_id)
 	memset(s, 0, sizeof(*s));
 	s->node_id = node_id;
 	s->hops = UINT16_MAX;
+	s->wander_obs_ns = NAN;
 }
 
 /* Age of a timestamp taken at then, as seen at now (future = age 0). */
@@ -875,6 +876,26 @@ ls_sync_node_update(const struct ls_sync_node_conf *c, const struct ls_sync_nbr 
 
 /* ---- reading fleet time ----------------------------------------------- */
 
+/*
+ * The reading's sigma el ns after the last good step: the estimators'
+ * (sigma_ns, bound_sigma_ns) and, in quadrature, the walk observed beyond
+ * the one they budget for (ls_sync_bound_observe) over the estimate's lag
+ * and el, along its tangent at el = 0 so that it is linear in el.
+ */
+static double
+walk_sigma(const struct ls_sync_state *s, const struct ls_sync_node_conf *c, double el)
+{
+	double sb = fmax(s->sigma_ns, s->bound_sigma_ns), x2 = 0, s0;
+
+	if (isfinite(s->wander_obs_ns) && !(s->flags & LS_SYNC_F_REF))
+		x2 = fmax(0.0, s->wander_obs_ns * s->wander_obs_ns -
+			       c->wander_ns * c->wander_ns) * 1e-9;
+	if (!(x2 > 0))
+		return sb;
+	s0 = sqrt(sb * sb + x2 * fmax(s->lag_ns, 0.0));
+	return s0 > 0 ? s0 + x2 * el / (2.0 * s0) : sqrt(x2 * el);
+}
+
 void
 ls_sync_fleet_read(const struct ls_sync_state *s, const struct ls_sync_node_conf *c,
 		   uint64_t local_ns, struct ls_sync_reading *out)
@@ -900,7 +921,7 @@ ls_sync_fleet_read(const struct ls_sync_state *s, const struct ls_sync_node_conf
 	out->fleet_ns = ns_add(local_ns, -(int64_t)llround(corr));
 
 	el = fabs((double)ns_diff(local_ns, s->t_good));
-	half = 3.0 * fmax(s->sigma_ns, s->bound_sigma_ns) + c->asym_bound_ns +
+	half = 3.0 * walk_sigma(s, c, el) + c->asym_bound_ns +
 	       (3.0 * s->phi_sigma + c->holdover_ppm * 1e-6) * el;
 	if (!(half >= 0))
 		half = isnan(half) ? INFINITY : 0;

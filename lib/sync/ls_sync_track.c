@@ -663,6 +663,9 @@ fit_tracks(const struct ls_sync_track *const *k, const double *drift, const doub
 	out->sigma_ns = sqrt(fmax(var, best));
 	out->half_gap_ns = en[best_i].gap;
 	out->band_ns = en[best_i].gap;
+	out->lag_ns = 0;
+	for (unsigned int j = 0; j < n; j++)
+		out->lag_ns += lag[j];
 	return 0;
 }
 

@@ -152,6 +152,10 @@ sync_suite(void)
 	tc = tcase_create("wire");
 	sync_wire_tests(tc);
 	suite_add_tcase(s, tc);
+
+	tc = tcase_create("bound");
+	sync_bound_tests(tc);
+	suite_add_tcase(s, tc);
 	return s;
 }
 

@@ -6,7 +6,8 @@
  * The suite is split the way lib/sync is: test_sync_fit.c (purity, the
  * envelope fit, baselines), test_sync_est.c (combining paths, floor drift,
  * the per-path track), test_sync_net.c (the network step), test_sync_wire.c
- * (wire form, reading fleet time); test_sync.c keeps the day-long run.
+ * (wire form, reading fleet time), test_sync_bound.c (the bound from the
+ * walk observed); test_sync.c keeps the day-long run.
  */
 #ifndef TEST_SYNC_H
 #define TEST_SYNC_H
@@ -171,5 +172,6 @@ void sync_fit_tests(TCase *tc);
 void sync_est_tests(TCase *tc);
 void sync_net_tests(TCase *tc);
 void sync_wire_tests(TCase *tc);
+void sync_bound_tests(TCase *tc);
 
 #endif /* TEST_SYNC_H */
