@@ -600,12 +600,18 @@ peer_replace_paths(unsigned int idx, uint16_t paths, uint32_t interval_us)
 	return peer_install(peer);
 }
 
-/* probe.set for one peer: a new path count replaces it, an interval alone
- * goes to its lcore. */
+/* probe.set for one peer: a new path count replaces it, and so does an
+ * interval short enough to need longer outstanding-probe rings (they are
+ * sized for the interval at allocation); any other interval goes to its
+ * lcore. */
 static int
 probe_set_one(struct lsd_peer *peer, uint64_t paths, uint64_t interval)
 {
-	if (paths && paths != peer->n_paths) {
+	if (paths == 0 && interval &&
+	    lsd_peer_track_size((uint32_t)interval) > peer->n_track)
+		paths = peer->n_paths;
+	if (paths && (paths != peer->n_paths ||
+		      lsd_peer_track_size((uint32_t)interval) > peer->n_track)) {
 		for (unsigned int i = 0; i < lsd_peer_count(); i++)
 			if (lsd_peer_at(i) == peer)
 				return peer_replace_paths(i, (uint16_t)paths, (uint32_t)interval);

@@ -229,6 +229,7 @@ struct lsd_peer {
 	uint16_t port_idx;         /* index into lsd.ports */
 	uint32_t interval_us;
 	uint16_t n_paths;
+	uint32_t n_track;          /* entries of each path's outstanding-probe ring */
 	int32_t slot;              /* index in its lcore's peer table */
 	double asym_ns;            /* configured path asymmetry (clock sync) */
 	/* neighbour resolution (lcore) */
@@ -243,7 +244,7 @@ struct lsd_peer {
 				    * out of strangers' reach (reflector.c) */
 	struct lsd_peer_owd owd;    /* control writes, lcore reads */
 	/* control-thread side */
-	struct ls_path_window *win; /* n_paths windows, owned by the control thread */
+	struct ls_path_window *win; /* n_paths windows (same block), owned by the control thread */
 	struct lsd_peer_sync *sync; /* clock-sync estimators (sync.c) */
 	struct lsd_peer_path path[]; /* n_paths */
 };
@@ -437,6 +438,8 @@ struct json_t;
 /* peer.c (control thread): the registry and the messages to the lcores */
 struct lsd_peer *lsd_peer_new(const struct ls_conf_peer *cp);
 void lsd_peer_free(struct lsd_peer *peer);
+uint32_t lsd_peer_track_size(uint32_t interval_us);
+size_t lsd_peer_bytes(const struct lsd_peer *peer);
 int lsd_msg_send(unsigned int lcore, struct lsd_msg *m);
 unsigned int lsd_peer_count(void);
 struct lsd_peer *lsd_peer_at(unsigned int i);

@@ -24,7 +24,6 @@
 #include <jansson.h>
 
 #include <rte_cycles.h>
-#include <rte_malloc.h>
 #include <rte_ring.h>
 #include <rte_timer.h>
 
@@ -38,30 +37,52 @@ static struct {
 	unsigned int n_peers;
 } registry;
 
+/* Outstanding-probe ring entries a peer probing every interval_us needs. */
+uint32_t
+lsd_peer_track_size(uint32_t interval_us)
+{
+	struct lsd_peer tmp = { .interval_us = interval_us };
+	double pps = 2.0 * lsd.cfg.probe.acquire_rate * 1e6 / (double)interval_us;
+
+	return ls_path_track_size(pps, lsd_peer_loss_timeout_ns(&tmp));
+}
+
+/*
+ * One block from the C heap, not rte_malloc: the lcore needs no DMA-able
+ * memory for a peer, and glibc gives freed memory back to the system
+ * (malloc_trim after peer.del) where DPDK's heap keeps it. Layout: the
+ * peer, its paths, their outstanding-probe rings, then the windows.
+ */
 struct lsd_peer *
 lsd_peer_new(const struct ls_conf_peer *cp)
 {
 	uint16_t n_paths = cp->paths ? cp->paths : lsd.cfg.probe.paths;
 	int port = cp->port[0] ? ls_config_port_index(&lsd.cfg, cp->port) : 0;
+	uint32_t interval = cp->interval_us ? cp->interval_us : lsd.cfg.probe.interval_us;
+	uint32_t n_track = lsd_peer_track_size(interval);
+	size_t head = RTE_ALIGN_CEIL(sizeof(struct lsd_peer) +
+				     n_paths * sizeof(struct lsd_peer_path), RTE_CACHE_LINE_SIZE);
+	size_t rings = (size_t)n_paths * n_track * sizeof(struct ls_path_track);
+	size_t size = RTE_ALIGN_CEIL(head + rings + n_paths * sizeof(struct ls_path_window),
+				     RTE_CACHE_LINE_SIZE);
 	uint64_t now = lsd_clock_now();
+	struct ls_path_track *track;
 	struct lsd_peer *peer;
 
 	if (port < 0)
 		return NULL;
-	peer = rte_zmalloc("lsd_peer", sizeof(*peer) + n_paths * sizeof(peer->path[0]),
-			   RTE_CACHE_LINE_SIZE);
+	peer = aligned_alloc(RTE_CACHE_LINE_SIZE, size);
 	if (peer == NULL)
 		return NULL;
-	peer->win = calloc(n_paths, sizeof(*peer->win));
-	if (peer->win == NULL) {
-		rte_free(peer);
-		return NULL;
-	}
+	memset(peer, 0, head);
+	track = (struct ls_path_track *)((char *)peer + head);
+	peer->win = (struct ls_path_window *)((char *)track + rings);
 	snprintf(peer->name, sizeof(peer->name), "%s", cp->name);
 	peer->addr = cp->addr;
 	peer->port_idx = (uint16_t)port;
-	peer->interval_us = cp->interval_us ? cp->interval_us : lsd.cfg.probe.interval_us;
+	peer->interval_us = interval;
 	peer->n_paths = n_paths;
+	peer->n_track = n_track;
 	peer->slot = -1;
 	peer->asym_ns = cp->asym_ns;
 	if (cp->has_mac) {
@@ -77,18 +98,33 @@ lsd_peer_new(const struct ls_conf_peer *cp)
 		pp->sport = (uint16_t)(lsd.cfg.probe.src_port_base + i);
 		rte_timer_init(&pp->tim);
 		rte_timer_init(&pp->pair_tim);
-		ls_path_live_init(&pp->live, now);
+		ls_path_live_init(&pp->live, track + (size_t)i * n_track, n_track, now);
 		ls_path_window_init(&peer->win[i]);
 	}
 	return peer;
 }
 
+/* The block lsd_peer_new() allocated, for the memory figures. */
+size_t
+lsd_peer_bytes(const struct lsd_peer *peer)
+{
+	size_t n = RTE_ALIGN_CEIL(sizeof(*peer) + peer->n_paths * sizeof(peer->path[0]),
+				  RTE_CACHE_LINE_SIZE) +
+		   (size_t)peer->n_paths * peer->n_track * sizeof(struct ls_path_track);
+
+	for (uint16_t i = 0; i < peer->n_paths; i++)
+		n += ls_path_window_bytes(&peer->win[i]);
+	return n;
+}
+
 void
 lsd_peer_free(struct lsd_peer *peer)
 {
-	/* both free nothing for NULL */
-	free(peer != NULL ? peer->win : NULL);
-	rte_free(peer);
+	if (peer == NULL)
+		return;
+	for (uint16_t i = 0; i < peer->n_paths; i++)
+		ls_path_window_free(&peer->win[i]);
+	free(peer);
 }
 
 int
