@@ -11,6 +11,7 @@
  * check that nothing is lost or double-counted when they really race.
  */
 #include <check.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -744,11 +745,79 @@ START_TEST(test_race)
 }
 END_TEST
 
+/*
+ * A wide distribution (more buckets a second than a slot table holds) is
+ * handed over in pieces, not dropped, and the windows keep the 1/32 bound;
+ * freeing the window gives its histograms back.
+ */
+START_TEST(test_wide_distribution)
+{
+	struct ls_path_summary s;
+	uint32_t seq = 0;
+	int sec, i;
+
+	for (sec = 0; sec < 3; sec++) {
+		for (i = 0; i < 1000; i++) {
+			uint64_t t = T0 + sec * SEC + (uint64_t)i * MS;
+			/* 10 us .. 100 us, log-spaced: ~53 buckets a metric a
+			 * second, more than a slot's table holds */
+			int64_t rtt = (int64_t)(10000.0 * pow(10.0, i / 1000.0));
+
+			ls_path_tick(P, t, TMO);
+			ls_path_on_send(P, seq, t);
+			reply(seq++, t + US, rtt);
+			if (i % 100 == 99)
+				ls_path_window_collect(W, P);  /* every 100 ms */
+		}
+	}
+	enter_second(1003);
+	ck_assert_uint_eq(P->hist_dropped, 0);
+	ls_path_window_query(W, P, LS_WIN_10S, &s);
+	ck_assert_uint_eq(s.d[LS_PM_RTT].count, 3000);
+	/* p50 of the log-spaced values is 10000 * 10^0.5 ~ 31623 ns */
+	ck_assert_int_le(llabs(s.d[LS_PM_RTT].p50 - 31623), 31623 / 32 + 40);
+	ck_assert_int_eq(s.d[LS_PM_RTT].min, 10000);
+	ck_assert_uint_gt(ls_path_window_bytes(W), sizeof(*W));
+	ls_path_window_free(W);
+	ck_assert_uint_eq(ls_path_window_bytes(W), sizeof(*W));
+}
+END_TEST
+
+/*
+ * Wider still (1 us .. 1 ms in a second) and a control thread that
+ * collects only twice a second: more than the two slots can take. What does not fit is
+ * dropped and counted, never lost silently.
+ */
+START_TEST(test_too_wide_counts_drops)
+{
+	struct ls_path_summary s;
+	uint32_t seq = 0;
+
+	for (int i = 0; i < 1000; i++) {
+		uint64_t t = T0 + (uint64_t)i * MS;
+
+		ls_path_tick(P, t, TMO);
+		ls_path_on_send(P, seq, t);
+		reply(seq++, t + US, (int64_t)(1000.0 * pow(1000.0, i / 1000.0)));
+		if (i % 500 == 499)      /* a slow control thread */
+			ls_path_window_collect(W, P);
+	}
+	enter_second(1001);
+	ls_path_window_query(W, P, LS_WIN_1S, &s);
+	ck_assert_uint_gt(P->hist_dropped, 0);
+	ck_assert_uint_eq(s.d[LS_PM_RTT].count + P->hist_dropped, 1000);
+	ck_assert_uint_eq(s.received, 1000);
+}
+END_TEST
+
 START_TEST(test_sizes)
 {
-	/* Constant memory per path: make a surprise here visible. */
-	ck_assert_uint_lt(sizeof(struct ls_path_live), 64 * 1024);
-	ck_assert_uint_lt(sizeof(struct ls_path_window), 256 * 1024);
+	/* Small fixed memory per path (issue 28: <= 8 KiB all told). */
+	ck_assert_uint_lt(sizeof(struct ls_path_live), 1024);
+	ck_assert_uint_lt(sizeof(struct ls_path_window), 2048);
+	ck_assert_uint_eq(ls_path_track_size(2 * 4 * 1.0, 1000 * MS), LS_PATH_TRACK_MIN);
+	ck_assert_uint_eq(ls_path_track_size(800, 50 * MS), 128);
+	ck_assert_uint_eq(ls_path_track_size(1e9, 60 * SEC), LS_PATH_TRACK_MAX);
 }
 END_TEST
 
@@ -783,6 +852,8 @@ pathstats_suite(void)
 	tcase_add_test(tc, test_busy_slot_whole_second);
 	tcase_add_test(tc, test_reset);
 	tcase_add_test(tc, test_race);
+	tcase_add_test(tc, test_wide_distribution);
+	tcase_add_test(tc, test_too_wide_counts_drops);
 	tcase_add_test(tc, test_sizes);
 	suite_add_tcase(s, tc);
 	return s;
