@@ -18,6 +18,7 @@
  * before a handler runs.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,34 +77,32 @@ peer_destroy(struct lsd_peer *peer)
 }
 
 /*
- * Hand a created peer to its lcore. On failure it is freed, except on a
- * time-out: the lcore may still take it, so it is leaked, and only left out
- * of sync's list (as out of the registry).
+ * Hand a created peer to its lcore. On failure, time-out included, it is
+ * freed: a message the lcore did not take in time is never applied
+ * (lsd_msg_send), so the peer is either installed or nowhere.
  */
 static int
 peer_install(struct lsd_peer *peer)
 {
 	int rc = lsd_peer_install(peer);
 
-	if (rc == -ETIMEDOUT)
-		lsd_sync_peer_forget(peer);
-	else if (rc < 0)
+	if (rc < 0)
 		peer_destroy(peer);
 	return rc;
 }
 
-/* Stop probing peer idx and free it: 0, -ENOMEM (nothing changed) or
- * -ETIMEDOUT (out of the registry but leaked, as in peer_install). */
+/* Stop probing peer idx and free it: 0, or -ENOMEM / -ETIMEDOUT with the
+ * peer still installed. Freed peers' memory goes back to the system. */
 static int
 peer_remove(unsigned int idx)
 {
 	struct lsd_peer *peer = lsd_peer_at(idx);
 	int rc = lsd_peer_uninstall(idx);
 
-	if (rc == -ETIMEDOUT)
-		lsd_sync_peer_forget(peer);
-	else if (rc == 0)
+	if (rc == 0) {
 		peer_destroy(peer);
+		malloc_trim(0);
+	}
 	return rc;
 }
 
@@ -528,6 +527,11 @@ cmd_peer_add(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 		return;
 	}
 	rc = peer_install(peer);
+	if (rc == -ETIMEDOUT) {
+		ls_ctl_reply_error(req, LS_CTL_E_INTERNAL, "lcore did not take the peer in time: "
+				   "not added");
+		return;
+	}
 	if (rc < 0) {
 		ls_ctl_reply_error(req, LS_CTL_E_INTERNAL, "lcore refused the peer: %s",
 				   strerror(-rc));
@@ -556,6 +560,11 @@ cmd_peer_del(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 	}
 	snprintf(copy, sizeof(copy), "%s", name);
 	rc = peer_remove((unsigned int)idx);
+	if (rc == -ETIMEDOUT) {
+		ls_ctl_reply_error(req, LS_CTL_E_INTERNAL, "lcore did not give the peer back in "
+				   "time: not removed");
+		return;
+	}
 	if (rc < 0) {
 		ls_ctl_reply_error(req, LS_CTL_E_INTERNAL, "%s", strerror(-rc));
 		return;

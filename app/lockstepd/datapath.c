@@ -140,7 +140,12 @@ lsd_lcore_main(void *arg __rte_unused)
 			lsd_bridge_poll(lc, br, &work);
 		rte_timer_manage();
 		while (rte_ring_sc_dequeue(lc->msgs, (void **)&msg) == 0) {
-			apply_msg(lc, msg);
+			uint32_t q = LSD_MSG_QUEUED;
+
+			/* A message the control thread gave up on never happens. */
+			if (__atomic_compare_exchange_n(&msg->state, &q, LSD_MSG_TAKEN, false,
+							__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+				apply_msg(lc, msg);
 			work++;
 		}
 		if (work != 0 || !idle->backoff) {

@@ -264,7 +264,16 @@ struct lsd_msg {
 	uint32_t interval_us;
 	const void *ptr;       /* LSD_MSG_POLICY: the new struct ls_policy */
 	int result;            /* 0 or negative errno, set by the lcore */
+	uint32_t state;        /* LSD_MSG_QUEUED, then TAKEN (lcore) or CANCELLED (control) */
 	uint32_t done;         /* set (release) by the lcore when handled */
+};
+
+/* msg->state: whoever moves it off QUEUED first (compare-and-swap) decides
+ * whether the message happens at all (peer.c, lsd_msg_send). */
+enum {
+	LSD_MSG_QUEUED = 0,
+	LSD_MSG_TAKEN,
+	LSD_MSG_CANCELLED,
 };
 
 /* Timestamps of one reply for the sync estimator: lcore -> control thread

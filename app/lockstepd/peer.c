@@ -10,8 +10,17 @@
  * thread queues an lsd_msg and waits up to LSD_MSG_WAIT_US for the lcore to
  * mark it done. Peers are allocated here, owned by the lcore while
  * installed, and freed only after the lcore has given them back
- * (LSD_MSG_PEER_DEL), so neither side ever sees freed memory. On a time-out
- * the lcore may still read the message, so it is leaked rather than freed.
+ * (LSD_MSG_PEER_DEL), so neither side ever sees freed memory.
+ *
+ * A message happens wholly or not at all: the lcore takes it and the
+ * control thread gives up on it each by moving msg->state off QUEUED with a
+ * compare-and-swap, so exactly one of them wins. A message given up on
+ * (-ETIMEDOUT) is never applied, so the caller may free its peer: no peer
+ * is left half added (issue 28: a peer.add that timed out used to leave
+ * the lcore probing a peer the registry did not know). One the lcore took
+ * is waited for to the end: it is being applied right now. The lcore still
+ * reads a cancelled message's state when it dequeues it, so that message
+ * is leaked (a few dozen bytes), never freed.
  *
  * This room knows nothing of clock sync or the socket: the callers above
  * (control.c) attach a new peer to sync.c and detach it before freeing.
@@ -127,22 +136,48 @@ lsd_peer_free(struct lsd_peer *peer)
 	free(peer);
 }
 
+/* How long to wait for an lcore: LSD_MSG_WAIT_US, or for tests the
+ * environment's LOCKSTEPD_TEST_MSG_WAIT_US (to make time-outs happen). */
+static uint64_t
+msg_wait_us(void)
+{
+	static uint64_t wait;
+
+	if (wait == 0) {
+		const char *e = getenv("LOCKSTEPD_TEST_MSG_WAIT_US");
+
+		wait = e != NULL && strtoull(e, NULL, 10) > 0 ? strtoull(e, NULL, 10) :
+								   LSD_MSG_WAIT_US;
+	}
+	return wait;
+}
+
 int
 lsd_msg_send(unsigned int lcore, struct lsd_msg *m)
 {
+	uint64_t deadline = rte_get_timer_cycles() + msg_wait_us() * rte_get_timer_hz() / 1000000;
+	uint32_t q = LSD_MSG_QUEUED;
+
 	m->done = 0;
+	m->state = LSD_MSG_QUEUED;
 	if (rte_ring_mp_enqueue(lsd.lcores[lcore].msgs, m) != 0)
 		return -ENOBUFS;
-	for (int i = 0; i < LSD_MSG_WAIT_US / 50; i++) {
+	while (rte_get_timer_cycles() < deadline) {
 		if (__atomic_load_n(&m->done, __ATOMIC_ACQUIRE))
 			return m->result;
 		rte_delay_us_sleep(50);
 	}
-	return -ETIMEDOUT;
+	if (__atomic_compare_exchange_n(&m->state, &q, LSD_MSG_CANCELLED, false,
+					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return -ETIMEDOUT;      /* never applied, never will be */
+	/* The lcore took it before we gave up: it is being applied now. */
+	while (!__atomic_load_n(&m->done, __ATOMIC_ACQUIRE))
+		rte_pause();
+	return m->result;
 }
 
 /* A message about peer, or NULL. Messages live on the heap: after a
- * time-out the lcore may still read one, so it is leaked, not freed. */
+ * time-out the lcore still reads its state, so it is leaked, not freed. */
 static struct lsd_msg *
 msg_new(struct lsd_peer *peer, enum lsd_msg_type type, uint32_t interval_us)
 {
@@ -230,8 +265,8 @@ lsd_peer_install(struct lsd_peer *peer)
 
 /*
  * Take peer idx out of the registry and back from its lcore: 0 when it is
- * back (free it), -ENOMEM with the registry untouched, -ETIMEDOUT when the
- * lcore did not answer (it may still own the peer: never free it then).
+ * back (free it), -ENOMEM or -ETIMEDOUT with the peer still installed and
+ * in the registry (at the end of it, when it timed out).
  */
 int
 lsd_peer_uninstall(unsigned int idx)
@@ -243,8 +278,13 @@ lsd_peer_uninstall(unsigned int idx)
 		return -ENOMEM;
 	/* Out of the registry first: nothing here reads it from now on. */
 	registry.peers[idx] = registry.peers[--registry.n_peers];
+	if (msg_call(m) == -ETIMEDOUT) {
+		/* never delivered: the lcore still has it, and so do we */
+		registry.peers[registry.n_peers++] = peer;
+		return -ETIMEDOUT;
+	}
 	/* whatever else the lcore says, it no longer holds the peer */
-	return msg_call(m) == -ETIMEDOUT ? -ETIMEDOUT : 0;
+	return 0;
 }
 
 void

@@ -48,14 +48,15 @@
 #include "lockstepd.h"
 #include "ls_sync.h"
 
-#define LS_SYNC_EST_CAP 1024        /* probes per path estimator */
+#define LS_SYNC_EST_CAP 1024        /* probes per path estimator, at most: sized
+				     * for a window of the path's probes (est_cap) */
 #define LS_SYNC_DRAIN_MAX 256       /* records per ring per drain call */
 #define LS_SYNC_STEP_SLACK_NS 20000 /* a probe off its edge by more than
 				     * its RTT/2 plus this is a clock step... */
 #define LS_SYNC_STEP_RUN 8          /* ...when this many in a row are: a bad edge
 				     * (heavy load, floors unseen) fails only the
 				     * probes that met no queue, a step fails all */
-#define LS_SYNC_MAX_NBRS LS_MAX_PEERS
+#define LS_SYNC_MAX_NBRS 4096       /* neighbour nodes in the network step */
 #define LS_SYNC_EDGE_SIGMA_MIN 10.0   /* ns: no edge is better than this */
 
 _Static_assert(LS_STAMP_SYNC_LEN == LS_SYNC_WIRE_LEN, "sync TLV carries one wire state");
@@ -195,6 +196,23 @@ lsd_sync_fini(void)
 	sync_st.ws = NULL;
 }
 
+/*
+ * Probes an estimator holds: a fit window of the peer's probes at the
+ * acquisition rate, twice over, at most LS_SYNC_EST_CAP. At Pingmesh rates
+ * (a pair a second) that is 64, not 1024: 2 KiB a path instead of 33.
+ */
+static uint32_t
+est_cap(const struct lsd_peer *peer)
+{
+	double n = 2.0 * 2.0 * lsd.cfg.probe.acquire_rate * lsd.cfg.sync.window_ms * 1e3 /
+		   (double)peer->interval_us;
+	uint32_t c = 64;
+
+	while (c < LS_SYNC_EST_CAP && (double)c < n)
+		c <<= 1;
+	return c;
+}
+
 int
 lsd_sync_peer_attach(struct lsd_peer *peer)
 {
@@ -216,7 +234,7 @@ lsd_sync_peer_attach(struct lsd_peer *peer)
 	ec = sync_st.econf;
 	ec.asym_ns = peer->asym_ns;
 	for (uint16_t i = 0; i < peer->n_paths; i++)
-		if (ls_sync_est_init(&ps->path[i].est, &ec, LS_SYNC_EST_CAP) != 0) {
+		if (ls_sync_est_init(&ps->path[i].est, &ec, est_cap(peer)) != 0) {
 			while (i-- > 0)
 				ls_sync_est_free(&ps->path[i].est);
 			free(ps);

@@ -28,7 +28,7 @@ extern "C" {
 #endif
 
 #define LS_MAX_PORTS 8          /**< ports per daemon */
-#define LS_MAX_PEERS 4096       /**< peers per daemon */
+#define LS_MAX_PEERS 16384      /**< peers per daemon (Pingmesh: 2-5k per server) */
 #define LS_MAX_PATHS 64         /**< paths (ECMP entropy values) per peer */
 #define LS_NAME_LEN 64          /**< names incl. NUL */
 #define LS_ERR_LEN 512          /**< error message buffer */
