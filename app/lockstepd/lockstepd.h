@@ -448,6 +448,7 @@ struct json_t;
 struct lsd_peer *lsd_peer_new(const struct ls_conf_peer *cp);
 void lsd_peer_free(struct lsd_peer *peer);
 uint32_t lsd_peer_track_size(uint32_t interval_us);
+uint32_t lsd_peer_probes_in(const struct lsd_peer *peer, uint32_t window_ms, uint32_t max);
 size_t lsd_peer_bytes(const struct lsd_peer *peer);
 int lsd_msg_send(unsigned int lcore, struct lsd_msg *m);
 unsigned int lsd_peer_count(void);

@@ -48,8 +48,7 @@
 #include "lockstepd.h"
 #include "ls_sync.h"
 
-#define LS_SYNC_EST_CAP 1024        /* probes per path estimator, at most: sized
-				     * for a window of the path's probes (est_cap) */
+#define LS_SYNC_EST_CAP 1024        /* probes per path estimator, at most */
 #define LS_SYNC_DRAIN_MAX 256       /* records per ring per drain call */
 #define LS_SYNC_STEP_SLACK_NS 20000 /* a probe off its edge by more than
 				     * its RTT/2 plus this is a clock step... */
@@ -196,23 +195,6 @@ lsd_sync_fini(void)
 	sync_st.ws = NULL;
 }
 
-/*
- * Probes an estimator holds: a fit window of the peer's probes at the
- * acquisition rate, twice over, at most LS_SYNC_EST_CAP. At Pingmesh rates
- * (a pair a second) that is 64, not 1024: 2 KiB a path instead of 33.
- */
-static uint32_t
-est_cap(const struct lsd_peer *peer)
-{
-	double n = 2.0 * 2.0 * lsd.cfg.probe.acquire_rate * lsd.cfg.sync.window_ms * 1e3 /
-		   (double)peer->interval_us;
-	uint32_t c = 64;
-
-	while (c < LS_SYNC_EST_CAP && (double)c < n)
-		c <<= 1;
-	return c;
-}
-
 int
 lsd_sync_peer_attach(struct lsd_peer *peer)
 {
@@ -234,7 +216,8 @@ lsd_sync_peer_attach(struct lsd_peer *peer)
 	ec = sync_st.econf;
 	ec.asym_ns = peer->asym_ns;
 	for (uint16_t i = 0; i < peer->n_paths; i++)
-		if (ls_sync_est_init(&ps->path[i].est, &ec, est_cap(peer)) != 0) {
+		if (ls_sync_est_init(&ps->path[i].est, &ec,
+				     lsd_peer_probes_in(peer, lsd.cfg.sync.window_ms, LS_SYNC_EST_CAP)) != 0) {
 			while (i-- > 0)
 				ls_sync_est_free(&ps->path[i].est);
 			free(ps);
