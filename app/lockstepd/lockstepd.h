@@ -504,7 +504,6 @@ int lsd_sync_init(struct ls_clock *clock, struct ls_clock *q_clock);
 void lsd_sync_fini(void);
 int lsd_sync_peer_attach(struct lsd_peer *peer);
 void lsd_sync_peer_detach(struct lsd_peer *peer);
-void lsd_sync_peer_forget(struct lsd_peer *peer);
 void lsd_sync_drain(void);
 void lsd_sync_poll(uint64_t tsc);
 struct json_t *lsd_sync_json(uint64_t tsc);

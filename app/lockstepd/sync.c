@@ -200,22 +200,25 @@ lsd_sync_peer_attach(struct lsd_peer *peer)
 {
 	struct lsd_peer_sync *ps;
 	struct ls_sync_est_conf ec;
+	uint16_t n;
 
 	rte_seqlock_init(&peer->owd.lock);
 	peer->owd.valid = false;
 	if (!sync_st.on)
 		return 0;
-	ps = calloc(1, sizeof(*ps) + peer->n_paths * sizeof(ps->path[0]));
+	/* sync.paths: the first ones only (Pingmesh scale: ~20 KiB a path) */
+	n = RTE_MIN(peer->n_paths, lsd.cfg.sync.paths);
+	ps = calloc(1, sizeof(*ps) + n * sizeof(ps->path[0]));
 	if (ps == NULL)
 		return -ENOMEM;
 	if (sync_st.n_peers == LS_MAX_PEERS) {
 		free(ps);
 		return -ENOSPC;
 	}
-	ps->n_paths = peer->n_paths;
+	ps->n_paths = n;
 	ec = sync_st.econf;
 	ec.asym_ns = peer->asym_ns;
-	for (uint16_t i = 0; i < peer->n_paths; i++)
+	for (uint16_t i = 0; i < n; i++)
 		if (ls_sync_est_init(&ps->path[i].est, &ec,
 				     lsd_peer_probes_in(peer, lsd.cfg.sync.window_ms, LS_SYNC_EST_CAP)) != 0) {
 			while (i-- > 0)
@@ -228,18 +231,6 @@ lsd_sync_peer_attach(struct lsd_peer *peer)
 	return 0;
 }
 
-/* Out of the list (a removal moves the last peer into the gap, as in the
- * registry, so both keep one order); its estimators stay until detach. */
-void
-lsd_sync_peer_forget(struct lsd_peer *peer)
-{
-	for (unsigned int i = 0; i < sync_st.n_peers; i++)
-		if (sync_st.peers[i] == peer) {
-			sync_st.peers[i] = sync_st.peers[--sync_st.n_peers];
-			return;
-		}
-}
-
 void
 lsd_sync_peer_detach(struct lsd_peer *peer)
 {
@@ -247,7 +238,13 @@ lsd_sync_peer_detach(struct lsd_peer *peer)
 
 	if (ps == NULL)
 		return;
-	lsd_sync_peer_forget(peer);
+	/* out of the list (a removal moves the last peer into the gap, as in
+	 * the registry, so both keep one order) */
+	for (unsigned int i = 0; i < sync_st.n_peers; i++)
+		if (sync_st.peers[i] == peer) {
+			sync_st.peers[i] = sync_st.peers[--sync_st.n_peers];
+			break;
+		}
 	/* records already queued for this peer name it: take them out first */
 	lsd_sync_drain();
 	for (uint16_t i = 0; i < ps->n_paths; i++)

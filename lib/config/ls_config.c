@@ -741,6 +741,7 @@ static const struct schema metrics_schema = SCHEMA(metrics_fields, NULL);
 static const struct field sync_fields[] = {
 	F_BOOL("enabled", struct ls_conf_sync, enabled),
 	F_INT("window_ms", struct ls_conf_sync, window_ms, 100, 600000, 0),
+	F_INT("paths", struct ls_conf_sync, paths, 1, LS_MAX_PATHS, 0),
 	F_INT("interval_ms", struct ls_conf_sync, interval_ms, 10, 60000, 0),
 	F_INT("purity_tol_ns", struct ls_conf_sync, purity_tol_ns, 0, 1000000000, 0),
 	F_INT("outlier_ns", struct ls_conf_sync, outlier_ns, 0, 1000000000, 0),
@@ -773,6 +774,7 @@ static const struct field top_fields[] = {
 	F_OBJ("metrics", offsetof(CFG, metrics), metrics_schema, 0),
 	F_OBJ("log", 0, log_schema, 0),
 	F_OBJ("bridge", offsetof(CFG, bridge), ls_config_bridge_schema, 0),
+	F_OBJ("pinglist", offsetof(CFG, pinglist), ls_config_pinglist_schema, 0),
 };
 #undef CFG
 
@@ -801,7 +803,7 @@ top_post(struct pctx *c, const char *path, const json_t *obj, void *base)
 					     "ports[%u] (%s) mtu %u", cfg->probe.pad, ip, i,
 					     p->name, p->mtu);
 	}
-	return 0;
+	return cfg->pinglist.fleet[0] ? ls_config_pinglist_apply(c) : 0;
 }
 static const struct schema top_schema = SCHEMA(top_fields, top_post);
 
@@ -843,6 +845,8 @@ set_defaults(struct ls_config *cfg)
 	ls_addr_parse("127.0.0.1", &cfg->metrics.address);
 	cfg->sync.enabled = true;
 	cfg->sync.window_ms = 2000;
+	cfg->sync.paths = LS_MAX_PATHS;
+	cfg->pinglist.k = 16;
 	cfg->sync.interval_ms = 250;
 	cfg->sync.purity_tol_ns = 200;
 	cfg->sync.holdover_ppm = 1.0;
@@ -910,6 +914,13 @@ ls_config_load(const char *path, struct ls_config *cfg, char *err, size_t errlen
 		rc = ls_config_from_json(root, path, cfg, err, errlen);
 	json_decref(root);
 	return rc;
+}
+
+int
+ls_config_peer_in(struct pctx *c, const char *path, const json_t *obj, struct ls_conf_peer *out)
+{
+	memset(out, 0, sizeof(*out));
+	return parse_object(c, path, obj, &peer_schema, out);
 }
 
 int

@@ -94,6 +94,14 @@ struct field {
 
 /* Sections defined in their own files. */
 extern const struct schema ls_config_bridge_schema;
+extern const struct schema ls_config_pinglist_schema;
+
+/* One peer object, errors through c (ls_config.c). */
+int ls_config_peer_in(struct pctx *c, const char *path, const json_t *obj,
+		      struct ls_conf_peer *out);
+
+/* Append the pinglist's peers to c->out->peers (ls_config_pinglist.c). */
+int ls_config_pinglist_apply(struct pctx *c);
 
 /* The bridge's defaults (docs/datapath.md lists the same values);
  * policy_file follows the node (node_post), policy is made by bridge_post. */

@@ -44,9 +44,9 @@ SOCK=$TMP/ctl.sock
 
 # config FILE NPEERS: the daemon's configuration with NPEERS peers in it.
 config() {
-	"$PY" - "$1" "$SOCK" "$CORE" "$2" "$NPATHS" "$INTERVAL_US" <<'EOF'
+	"$PY" - "$1" "$SOCK" "$CORE" "$2" "$NPATHS" "$INTERVAL_US" "${3:-}" <<'EOF'
 import json, sys
-out, sock, core, npeers, npaths, ival = sys.argv[1:]
+out, sock, core, npeers, npaths, ival, pfile = sys.argv[1:]
 cfg = {
     "node": {"name": "bench-peers", "id": 1},
     "ports": [{"name": "p0", "dev": "net_null0,no-rx=1", "mac": "02:00:00:00:00:01",
@@ -56,7 +56,10 @@ cfg = {
                "mac": "02:00:00:%02x:%02x:%02x" % (i >> 16, (i >> 8) & 0xff, i & 0xff)}
               for i in range(int(npeers))],
     "probe": {"interval_us": int(ival), "paths": int(npaths)},
-    "control": {"socket": sock},
+    # no peers file: each peer.add would rewrite the whole list (measured
+    # separately, BENCH_PEERS_FILE=1), and a daemon started later would
+    # load it instead of peers[]
+    "control": {"socket": sock, "peers_file": pfile},
     "idle": {"backoff": False},
     "log": {"level": "warning"},
 }
