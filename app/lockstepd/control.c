@@ -106,20 +106,37 @@ peer_remove(unsigned int idx)
 	return rc;
 }
 
+/* The config's peers, LSD_PEER_BATCH at a time (lsd_peer_install_batch):
+ * 10k peers start in a second or two, not one lcore wake-up each. */
 static int
 add_config_peers(void)
 {
-	for (unsigned int i = 0; i < lsd.cfg.n_peers; i++) {
-		struct lsd_peer *peer = peer_create(&lsd.cfg.peers[i]);
-		int rc;
+	struct lsd_peer *batch[LSD_PEER_BATCH];
+	int rc[LSD_PEER_BATCH];
 
-		if (peer == NULL)
+	for (unsigned int i = 0; i < lsd.cfg.n_peers; i += LSD_PEER_BATCH) {
+		unsigned int n = RTE_MIN(lsd.cfg.n_peers - i, (unsigned int)LSD_PEER_BATCH), k;
+
+		for (k = 0; k < n; k++) {
+			batch[k] = peer_create(&lsd.cfg.peers[i + k]);
+			if (batch[k] == NULL)
+				break;
+		}
+		if (k < n) {
+			while (k-- > 0)
+				peer_destroy(batch[k]);
 			return -ENOMEM;
-		rc = peer_install(peer);
-		if (rc < 0) {
-			LSD_LOG(ERR, "%s: peers[%u] (%s): cannot add: %s", lsd.cfg.file, i,
-			       lsd.cfg.peers[i].name, strerror(-rc));
-			return rc;
+		}
+		lsd_peer_install_batch(batch, n, rc);
+		for (k = 0; k < n; k++) {
+			if (rc[k] == 0)
+				continue;
+			LSD_LOG(ERR, "%s: peers[%u] (%s): cannot add: %s", lsd.cfg.file, i + k,
+				lsd.cfg.peers[i + k].name, strerror(-rc[k]));
+			for (unsigned int j = k; j < n; j++)
+				if (rc[j] < 0)
+					peer_destroy(batch[j]);
+			return rc[k];
 		}
 	}
 	return 0;
@@ -715,16 +732,29 @@ register_commands(struct ls_ctl *ctl)
 
 /* ---- the thread ------------------------------------------------------- */
 
-/* Fold every path's last 100 ms of histograms into its rolling windows. */
-static void
-collect_windows(void)
+/*
+ * Fold every path's histograms into its rolling windows, a pass every
+ * 100 ms, in slices of at most COLLECT_SLICE_US so that a command arriving
+ * mid-pass waits for a slice, not for 80,000 paths (peer.add p99). A
+ * registry change mid-pass may skip a peer or visit one twice: either is
+ * harmless, the next pass collects it. Returns whether the pass goes on.
+ */
+#define COLLECT_SLICE_US 200
+
+static bool
+collect_windows(unsigned int *cursor)
 {
-	for (unsigned int i = 0; i < lsd_peer_count(); i++) {
-		struct lsd_peer *peer = lsd_peer_at(i);
+	uint64_t end = rte_rdtsc() + rte_get_tsc_hz() / 1000000 * COLLECT_SLICE_US;
+
+	while (*cursor < lsd_peer_count()) {
+		struct lsd_peer *peer = lsd_peer_at((*cursor)++);
 
 		for (uint16_t k = 0; k < peer->n_paths; k++)
 			ls_path_window_collect(&peer->win[k], &peer->path[k].live);
+		if ((*cursor & 15) == 0 && rte_rdtsc() > end)
+			return true;
 	}
+	return false;
 }
 
 static uint32_t
@@ -732,6 +762,8 @@ ctl_thread(void *arg __rte_unused)
 {
 	uint64_t hz = rte_get_tsc_hz();
 	uint64_t next_collect = 0;
+	unsigned int cursor = 0;
+	bool collecting = false;
 
 	lsd_clock_tick(rte_rdtsc()); /* first calibration refit a second from now */
 	/* Config peers go in from here, once the lcores are polling their rings. */
@@ -742,7 +774,7 @@ ctl_thread(void *arg __rte_unused)
 	while (!lsd.quit) {
 		uint64_t now;
 
-		ls_ctl_poll(control.ctl, 10);
+		ls_ctl_poll(control.ctl, collecting ? 0 : 10);
 		lsd_metrics_poll();
 		lsd_telemetry_poll();
 		if (lsd.reload) {
@@ -752,10 +784,13 @@ ctl_thread(void *arg __rte_unused)
 		lsd_capture_drain();
 		now = rte_rdtsc();
 		lsd_sync_poll(now);
-		if (now >= next_collect) {
-			collect_windows();
+		if (!collecting && now >= next_collect) {
+			collecting = true;
+			cursor = 0;
 			next_collect = now + hz / 10;
 		}
+		if (collecting)
+			collecting = collect_windows(&cursor);
 		lsd_clock_tick(now);
 	}
 	return 0;

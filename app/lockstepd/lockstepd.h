@@ -457,6 +457,8 @@ int lsd_peer_find(const char *name);
 int lsd_peer_find_addr(const struct ls_addr *a);
 int lsd_peer_arg(struct ls_ctl_req *req, struct json_t *args, const char **name);
 int lsd_peer_install(struct lsd_peer *peer);
+#define LSD_PEER_BATCH 32 /* peers per lsd_peer_install_batch (an lcore ring holds 64) */
+void lsd_peer_install_batch(struct lsd_peer *const *peers, unsigned int n, int *rc);
 int lsd_peer_uninstall(unsigned int idx);
 void lsd_peer_forget_all(void);
 int lsd_peer_set_interval(struct lsd_peer *peer, uint32_t interval_us);

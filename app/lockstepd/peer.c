@@ -166,16 +166,22 @@ msg_wait_us(void)
 	return wait;
 }
 
-int
-lsd_msg_send(unsigned int lcore, struct lsd_msg *m)
+/* Queue m for an lcore: 0 or -ENOBUFS. */
+static int
+msg_post(unsigned int lcore, struct lsd_msg *m)
 {
-	uint64_t deadline = rte_get_timer_cycles() + msg_wait_us() * rte_get_timer_hz() / 1000000;
-	uint32_t q = LSD_MSG_QUEUED;
-
 	m->done = 0;
 	m->state = LSD_MSG_QUEUED;
-	if (rte_ring_mp_enqueue(lsd.lcores[lcore].msgs, m) != 0)
-		return -ENOBUFS;
+	return rte_ring_mp_enqueue(lsd.lcores[lcore].msgs, m) != 0 ? -ENOBUFS : 0;
+}
+
+/* Wait for a posted m until deadline (timer cycles), then give up on it
+ * unless the lcore has taken it: its result, or -ETIMEDOUT (never applied). */
+static int
+msg_wait(struct lsd_msg *m, uint64_t deadline)
+{
+	uint32_t q = LSD_MSG_QUEUED;
+
 	while (rte_get_timer_cycles() < deadline) {
 		if (__atomic_load_n(&m->done, __ATOMIC_ACQUIRE))
 			return m->result;
@@ -188,6 +194,20 @@ lsd_msg_send(unsigned int lcore, struct lsd_msg *m)
 	while (!__atomic_load_n(&m->done, __ATOMIC_ACQUIRE))
 		rte_pause();
 	return m->result;
+}
+
+static uint64_t
+msg_deadline(void)
+{
+	return rte_get_timer_cycles() + msg_wait_us() * rte_get_timer_hz() / 1000000;
+}
+
+int
+lsd_msg_send(unsigned int lcore, struct lsd_msg *m)
+{
+	int rc = msg_post(lcore, m);
+
+	return rc < 0 ? rc : msg_wait(m, msg_deadline());
 }
 
 /* A message about peer, or NULL. Messages live on the heap: after a
@@ -275,6 +295,35 @@ lsd_peer_install(struct lsd_peer *peer)
 	if (rc == 0)
 		registry.peers[registry.n_peers++] = peer;
 	return rc;
+}
+
+/*
+ * Install n peers (at most LSD_PEER_BATCH) with their messages queued
+ * together, so an lcore takes them in one go instead of one wake-up each
+ * (a config of 10k peers). rc[i] is each one's result, as
+ * lsd_peer_install's; the ones that worked are in the registry, in order.
+ */
+void
+lsd_peer_install_batch(struct lsd_peer *const *peers, unsigned int n, int *rc)
+{
+	struct lsd_msg *m[LSD_PEER_BATCH];
+	uint64_t deadline;
+	unsigned int i;
+
+	for (i = 0; i < n && i < LSD_PEER_BATCH; i++) {
+		m[i] = msg_new(peers[i], LSD_MSG_PEER_ADD, 0);
+		rc[i] = m[i] == NULL ? -ENOMEM :
+			msg_post(lsd.ports[peers[i]->port_idx].lcore, m[i]);
+	}
+	deadline = msg_deadline();
+	for (i = 0; i < n && i < LSD_PEER_BATCH; i++) {
+		if (rc[i] == 0)
+			rc[i] = msg_wait(m[i], deadline);
+		if (rc[i] != -ETIMEDOUT)
+			free(m[i]);
+		if (rc[i] == 0)
+			registry.peers[registry.n_peers++] = peers[i];
+	}
 }
 
 /*

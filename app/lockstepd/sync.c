@@ -596,12 +596,14 @@ edge_fit(const struct lsd_peer_sync *one, uint32_t node, uint64_t now, struct ls
 	const struct ls_sync_track *k[EDGE_MAX_TRACKS];
 	const struct ls_sync_est_conf *conf[EDGE_MAX_TRACKS];
 	double b[EDGE_MAX_TRACKS], bs[EDGE_MAX_TRACKS];
-	unsigned int np = sync_st.n_peers, nf = 0, nk = 0;
+	/* one peer's edge: that peer only (scanning them all per peer was
+	 * quadratic: 83% of the control thread at 4,600 peers) */
+	unsigned int np = one != NULL ? 1 : sync_st.n_peers, nf = 0, nk = 0;
 
 	for (unsigned int i = 0; i < np; i++) {
-		const struct lsd_peer_sync *ps = sync_st.peers[i]->sync;
+		const struct lsd_peer_sync *ps = one != NULL ? one : sync_st.peers[i]->sync;
 
-		if (ps == NULL || (one != NULL ? ps != one : ps->node_id != node))
+		if (ps == NULL || (one == NULL && ps->node_id != node))
 			continue;
 		for (uint16_t j = 0; j < ps->n_paths && nf < EDGE_MAX_TRACKS; j++) {
 			const struct sync_path *sp = &ps->path[j];

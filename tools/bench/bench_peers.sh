@@ -19,6 +19,7 @@
 #   LS_BUILD=/tmp/build BENCH_PEERS=2000 BENCH_PATHS=8 BENCH_SECS=10 \
 #       sudo -E tools/bench/bench_peers.sh
 #   BENCH_BASE=bd392a6 sudo -E tools/bench/bench_peers.sh   # and that commit
+#   BENCH_SYNC_PATHS=1 sudo -E tools/bench/bench_peers.sh    # clock sync on 1 path a peer
 #
 # The port is net_null with no-rx=1 and every peer has a static next-hop
 # MAC, so every path sends a coded pair each BENCH_INTERVAL_US (default 1 s,
@@ -39,14 +40,15 @@ NPEERS=${BENCH_PEERS:-10000}
 NPATHS=${BENCH_PATHS:-8}
 INTERVAL_US=${BENCH_INTERVAL_US:-1000000}
 BASE_PEERS=${BENCH_BASE_PEERS:-1000}
+SYNC_PATHS=${BENCH_SYNC_PATHS:-}   # sync.paths; empty: the daemon's default (all)
 bench_init bench_peers prs
 SOCK=$TMP/ctl.sock
 
 # config FILE NPEERS: the daemon's configuration with NPEERS peers in it.
 config() {
-	"$PY" - "$1" "$SOCK" "$CORE" "$2" "$NPATHS" "$INTERVAL_US" "${3:-}" <<'EOF'
+	"$PY" - "$1" "$SOCK" "$CORE" "$2" "$NPATHS" "$INTERVAL_US" "${3:-}" "$SYNC_PATHS" <<'EOF'
 import json, sys
-out, sock, core, npeers, npaths, ival, pfile = sys.argv[1:]
+out, sock, core, npeers, npaths, ival, pfile, sync_paths = sys.argv[1:]
 cfg = {
     "node": {"name": "bench-peers", "id": 1},
     "ports": [{"name": "p0", "dev": "net_null0,no-rx=1", "mac": "02:00:00:00:00:01",
@@ -63,6 +65,8 @@ cfg = {
     "idle": {"backoff": False},
     "log": {"level": "warning"},
 }
+if sync_paths:
+    cfg["sync"] = {"paths": int(sync_paths)}
 json.dump(cfg, open(out, "w"))
 EOF
 }
@@ -162,6 +166,7 @@ EOF
 		[ $f = empty ] && t_empty=$e || t_full=$e
 		kill -TERM "$LPID"; wait "$LPID" || true; rm -f "$SOCK"
 	done
+	[ -z "$SYNC_PATHS" ] || echo "bench_peers:$1 (config: sync.paths $SYNC_PATHS)"
 	printf "bench_peers:%s config file with %d peers x %d paths: all installed %.2f s after start (%.2f s with no peers)\n" \
 		"$1" "$n" "$NPATHS" "$t_full" "$t_empty"
 }
