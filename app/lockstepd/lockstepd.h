@@ -53,6 +53,7 @@ extern int lsd_logtype;
 #define LSD_BURST 32              /**< RX/TX burst size */
 #define LSD_RL_CACHE 256          /**< reflector rate-limit front cache slots (power of 2) */
 #define LSD_HOUSEKEEP_US 1000     /**< per-lcore housekeeping timer period */
+#define LSD_TICK_PEERS 64         /**< peers housekept every period, at least (sender.c) */
 #define LSD_RESOLVE_RETRY_NS (1000ULL * 1000 * 1000)   /**< ARP/ND retry while unresolved */
 #define LSD_RESOLVE_REFRESH_NS (30ULL * 1000 * 1000 * 1000) /**< re-resolve a known neighbour */
 
@@ -308,6 +309,7 @@ struct lsd_lcore {
 	struct rte_hash *peer_hash;        /* ls_addr -> slot */
 	struct lsd_peer **peers;            /* LS_MAX_PEERS slots */
 	uint32_t n_peers;
+	uint32_t tick_next;                /* next peer the housekeeping visits */
 	struct rte_timer housekeep;
 	uint64_t prng;                     /* xorshift state for jitter */
 	struct rte_hash *rl_hash;          /* source ls_addr -> bucket */

@@ -62,6 +62,9 @@
 #include "ls_pathstats.h"
 
 #define NS_PER_S 1000000000ULL
+#ifndef unlikely
+#define unlikely(x) __builtin_expect(!!(x), 0)
+#endif
 #define SEC_SLOTS LS_PATH_SEC_SLOTS
 #define DEC_SLOTS LS_PATH_DEC_SLOTS
 #define SNAP_SLOTS LS_PATH_SNAP_SLOTS
@@ -126,10 +129,13 @@ ls_path_live_init(struct ls_path_live *p, struct ls_path_track *track,
 	p->track = track;
 	p->track_mask = n_track - 1;
 	p->cur_epoch = (int64_t)(now_ns / NS_PER_S);
+	p->epoch_end_ns = ((uint64_t)p->cur_epoch + 1) * NS_PER_S;
 	p->cur = 0;
 	p->slot[0].epoch = p->cur_epoch;
 	p->slot[1].epoch = -1;
 }
+
+static void rotate(struct ls_path_live *p, int64_t epoch);
 
 void
 ls_path_on_send(struct ls_path_live *p, uint32_t seq, uint64_t now_ns)
@@ -140,6 +146,8 @@ ls_path_on_send(struct ls_path_live *p, uint32_t seq, uint64_t now_ns)
 	 * The cursor starts at the first probe ever sent; after that it only
 	 * moves forward in ls_path_tick().
 	 */
+	if (unlikely(now_ns >= p->epoch_end_ns))
+		rotate(p, (int64_t)(now_ns / NS_PER_S));
 	if (p->c.sent == 0)
 		p->track_head = seq;
 	if (t->state == TRK_OUT) {
@@ -293,6 +301,8 @@ ls_path_on_reply(struct ls_path_live *p, uint32_t seq, uint64_t now_ns,
 	}
 
 	t->state = TRK_ANSWERED;
+	if (unlikely(now_ns >= p->epoch_end_ns))
+		rotate(p, (int64_t)(now_ns / NS_PER_S));
 	if (!p->any_rx || seq_after(seq, p->max_seq_rx)) {
 		__atomic_store_n(&p->max_seq_rx, seq, __ATOMIC_RELAXED);
 		__atomic_store_n(&p->any_rx, true, __ATOMIC_RELAXED);
@@ -329,6 +339,7 @@ rotate(struct ls_path_live *p, int64_t epoch)
 		hand_over(p, s, 0);
 	}
 	p->cur ^= 1;
+	p->epoch_end_ns = ((uint64_t)epoch + 1) * NS_PER_S;
 	/*
 	 * The new slot's epoch is not written here: control may own it and
 	 * be reading it. It gets stamped when it is handed over, above.

@@ -137,6 +137,8 @@ struct ls_path_live {
 	uint64_t hist_dropped;            /**< replies whose samples were not (all) recorded:
 					   *   slot busy, or its table full */
 	int64_t cur_epoch;                /**< epoch of slot[cur] */
+	uint64_t epoch_end_ns;            /**< when cur_epoch ends: a send or reply at or
+					   *   after it rotates first */
 	uint32_t cur;                     /**< slot being written */
 	uint32_t track_head;              /**< next sequence to expire check */
 	uint32_t tx_next;                 /**< sequence after the newest sent */
@@ -194,7 +196,9 @@ enum ls_path_rx ls_path_on_reply(struct ls_path_live *p, uint32_t seq,
 /**
  * Declare lost every outstanding probe sent before now_ns - timeout_ns.
  * Cheap when nothing is due: call once per loop or per tick.
- * Also rotates the histogram slot when the second changes.
+ * Also rotates the histogram slot when the second changes (sends and
+ * replies rotate too, so a path ticked only every few tens of
+ * milliseconds still puts every sample in its own second).
  */
 void ls_path_tick(struct ls_path_live *p, uint64_t now_ns, uint64_t timeout_ns);
 

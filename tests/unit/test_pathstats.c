@@ -810,6 +810,32 @@ START_TEST(test_too_wide_counts_drops)
 }
 END_TEST
 
+/*
+ * A path housekept only every 100 ms (Pingmesh scale) still puts each
+ * reply in its own second: sends and replies rotate at the boundary.
+ */
+START_TEST(test_rotate_without_tick)
+{
+	struct ls_path_summary s;
+
+	ls_path_on_send(P, 0, T0 + 900 * MS);
+	reply(0, T0 + 950 * MS, 1000);            /* second 1000 */
+	ls_path_on_send(P, 1, T0 + 990 * MS);
+	reply(1, T0 + SEC + 20 * MS, 5000);       /* second 1001: no tick between */
+	ck_assert_int_eq(P->cur_epoch, 1001);
+	ls_path_window_collect(W, P);
+	ck_assert_int_eq(W->last_epoch, 1000);
+	ls_path_window_query(W, P, LS_WIN_1S, &s);
+	ck_assert_uint_eq(s.d[LS_PM_RTT].count, 1);
+	ck_assert_int_eq(s.d[LS_PM_RTT].max, 1000);
+	ck_assert_uint_eq(s.sent, 2);             /* both sent in second 1000 */
+	enter_second(1002);
+	ls_path_window_query(W, P, LS_WIN_1S, &s);
+	ck_assert_uint_eq(s.d[LS_PM_RTT].count, 1);
+	ck_assert_int_eq(s.d[LS_PM_RTT].max, 5000);
+}
+END_TEST
+
 START_TEST(test_sizes)
 {
 	/* Small fixed memory per path (issue 28: <= 8 KiB all told). */
@@ -854,6 +880,7 @@ pathstats_suite(void)
 	tcase_add_test(tc, test_race);
 	tcase_add_test(tc, test_wide_distribution);
 	tcase_add_test(tc, test_too_wide_counts_drops);
+	tcase_add_test(tc, test_rotate_without_tick);
 	tcase_add_test(tc, test_sizes);
 	suite_add_tcase(s, tc);
 	return s;
