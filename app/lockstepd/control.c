@@ -48,6 +48,8 @@ static struct {
 	struct ls_ctl *ctl;
 	pthread_t tid;
 	uint64_t start_tsc;
+	bool trim_due;             /* peers freed since the last malloc_trim */
+	uint64_t next_trim;        /* TSC: malloc_trim at most once a second */
 } control;
 
 #define LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
@@ -92,7 +94,8 @@ peer_install(struct lsd_peer *peer)
 }
 
 /* Stop probing peer idx and free it: 0, or -ENOMEM / -ETIMEDOUT with the
- * peer still installed. Freed peers' memory goes back to the system. */
+ * peer still installed. Freed peers' memory goes back to the system
+ * (malloc_trim from the control loop, ctl_thread). */
 static int
 peer_remove(unsigned int idx)
 {
@@ -101,7 +104,7 @@ peer_remove(unsigned int idx)
 
 	if (rc == 0) {
 		peer_destroy(peer);
-		malloc_trim(0);
+		control.trim_due = true;
 	}
 	return rc;
 }
@@ -791,6 +794,13 @@ ctl_thread(void *arg __rte_unused)
 		}
 		if (collecting)
 			collecting = collect_windows(&cursor);
+		/* give freed peers' memory back to the system, in one go after
+		 * a run of peer.del (a trim per peer walked the heap each time) */
+		if (control.trim_due && now >= control.next_trim) {
+			malloc_trim(0);
+			control.trim_due = false;
+			control.next_trim = now + hz;
+		}
 		lsd_clock_tick(now);
 	}
 	return 0;

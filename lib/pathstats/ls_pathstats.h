@@ -3,7 +3,7 @@
  * @file
  * Per-path probe telemetry: sequence tracking (loss, late arrivals,
  * reordering, duplicates) and delay histograms over rolling 1 s, 10 s and
- * 60 s windows, in constant memory per path.
+ * 60 s windows, in a few KiB per path (sparse histograms, see below).
  *
  * Two sides, two owners, no locks:
  *  - struct ls_path_live is written only by the lcore that owns the path:

@@ -20,6 +20,7 @@
 #       sudo -E tools/bench/bench_peers.sh
 #   BENCH_BASE=bd392a6 sudo -E tools/bench/bench_peers.sh   # and that commit
 #   BENCH_SYNC_PATHS=1 sudo -E tools/bench/bench_peers.sh    # clock sync on 1 path a peer
+#   BENCH_SYNC_PATHS=0 sudo -E tools/bench/bench_peers.sh    # clock sync off
 #
 # The port is net_null with no-rx=1 and every peer has a static next-hop
 # MAC, so every path sends a coded pair each BENCH_INTERVAL_US (default 1 s,
@@ -40,7 +41,7 @@ NPEERS=${BENCH_PEERS:-10000}
 NPATHS=${BENCH_PATHS:-8}
 INTERVAL_US=${BENCH_INTERVAL_US:-1000000}
 BASE_PEERS=${BENCH_BASE_PEERS:-1000}
-SYNC_PATHS=${BENCH_SYNC_PATHS:-}   # sync.paths; empty: the daemon's default (all)
+SYNC_PATHS=${BENCH_SYNC_PATHS:-}   # sync.paths; empty: the daemon's default (all); 0: sync off
 bench_init bench_peers prs
 SOCK=$TMP/ctl.sock
 
@@ -65,7 +66,9 @@ cfg = {
     "idle": {"backoff": False},
     "log": {"level": "warning"},
 }
-if sync_paths:
+if sync_paths == "0":
+    cfg["sync"] = {"enabled": False}
+elif sync_paths:
     cfg["sync"] = {"paths": int(sync_paths)}
 json.dump(cfg, open(out, "w"))
 EOF
@@ -166,7 +169,7 @@ EOF
 		[ $f = empty ] && t_empty=$e || t_full=$e
 		kill -TERM "$LPID"; wait "$LPID" || true; rm -f "$SOCK"
 	done
-	[ -z "$SYNC_PATHS" ] || echo "bench_peers:$1 (config: sync.paths $SYNC_PATHS)"
+	[ -z "$SYNC_PATHS" ] || echo "bench_peers:$1 (config: sync.paths $SYNC_PATHS; 0 = sync off)"
 	printf "bench_peers:%s config file with %d peers x %d paths: all installed %.2f s after start (%.2f s with no peers)\n" \
 		"$1" "$n" "$NPATHS" "$t_full" "$t_empty"
 }
