@@ -21,6 +21,7 @@
 #   BENCH_BASE=bd392a6 sudo -E tools/bench/bench_peers.sh   # and that commit
 #   BENCH_SYNC_PATHS=1 sudo -E tools/bench/bench_peers.sh    # clock sync on 1 path a peer
 #   BENCH_SYNC_PATHS=0 sudo -E tools/bench/bench_peers.sh    # clock sync off
+#   BENCH_PEERS_FILE=1 sudo -E tools/bench/bench_peers.sh    # peer.add saving the list
 #
 # The port is net_null with no-rx=1 and every peer has a static next-hop
 # MAC, so every path sends a coded pair each BENCH_INTERVAL_US (default 1 s,
@@ -79,7 +80,9 @@ EOF
 measure() {
 	local n=$NPEERS t_empty t_full
 	[ "$2" = "$LS_BUILD" ] || n=$BASE_PEERS
-	config "$TMP/empty.json" 0
+	# BENCH_PEERS_FILE=1: keep control.peers_file as a daemon does by
+	# default, so each peer.add/del rewrites the whole list (fsync'd)
+	config "$TMP/empty.json" 0 "$([ "${BENCH_PEERS_FILE:-0}" = 1 ] && echo "$TMP/peers.json")"
 	bench_daemon "$2" "$TMP/empty.json" "$PRE" "$CORE"
 	"$PY" - "$SOCK" "$LPID" "$n" "$NPATHS" "$SECS" "$1" "$TMP/res" <<'EOF'
 import json, os, socket, sys, time
