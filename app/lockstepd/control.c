@@ -110,12 +110,12 @@ peer_remove(unsigned int idx)
 }
 
 /* The config's peers, LSD_PEER_BATCH at a time (lsd_peer_install_batch):
- * 10k peers start in a second or two, not one lcore wake-up each. */
+ * 10k peers start in a second or two, not one lcore round trip each. */
 static int
 add_config_peers(void)
 {
-	struct lsd_peer *batch[LSD_PEER_BATCH];
-	int rc[LSD_PEER_BATCH];
+	static struct lsd_peer *batch[LSD_PEER_BATCH];
+	static int rc[LSD_PEER_BATCH];
 
 	for (unsigned int i = 0; i < lsd.cfg.n_peers; i += LSD_PEER_BATCH) {
 		unsigned int n = RTE_MIN(lsd.cfg.n_peers - i, (unsigned int)LSD_PEER_BATCH), k;

@@ -459,7 +459,9 @@ int lsd_peer_find(const char *name);
 int lsd_peer_find_addr(const struct ls_addr *a);
 int lsd_peer_arg(struct ls_ctl_req *req, struct json_t *args, const char **name);
 int lsd_peer_install(struct lsd_peer *peer);
-#define LSD_PEER_BATCH 32 /* peers per lsd_peer_install_batch (an lcore ring holds 64) */
+#define LSD_MSG_RING 1024  /* messages an lcore's ring holds */
+#define LSD_MSG_PER_LOOP 16 /* messages an lcore applies per loop: a bound on its stall */
+#define LSD_PEER_BATCH 256 /* peers per lsd_peer_install_batch (< LSD_MSG_RING) */
 void lsd_peer_install_batch(struct lsd_peer *const *peers, unsigned int n, int *rc);
 int lsd_peer_uninstall(unsigned int idx);
 void lsd_peer_forget_all(void);

@@ -306,7 +306,7 @@ lsd_peer_install(struct lsd_peer *peer)
 void
 lsd_peer_install_batch(struct lsd_peer *const *peers, unsigned int n, int *rc)
 {
-	struct lsd_msg *m[LSD_PEER_BATCH];
+	static struct lsd_msg *m[LSD_PEER_BATCH];  /* control thread only */
 	uint64_t deadline;
 	unsigned int i;
 

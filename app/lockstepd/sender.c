@@ -289,7 +289,9 @@ lsd_sender_acquire(struct lsd_peer *peer)
 	if (!lsd_acquire_on())
 		return;
 	acquire = rte_get_timer_cycles() + ns_to_ticks((uint64_t)lsd.cfg.probe.acquire_ms * 1000000);
-	for (uint16_t i = 0; i < peer->n_paths; i++)
+	/* only the paths clock sync estimates from (sync.paths): the others
+	 * would only add probes (and timer work: 10k peers x 8 paths) */
+	for (uint16_t i = 0; i < RTE_MIN(peer->n_paths, lsd.cfg.sync.paths); i++)
 		peer->path[i].acquire_end = acquire;
 }
 

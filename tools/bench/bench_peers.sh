@@ -46,9 +46,10 @@ SYNC_PATHS=${BENCH_SYNC_PATHS:-}   # sync.paths; empty: the daemon's default (al
 bench_init bench_peers prs
 SOCK=$TMP/ctl.sock
 
-# config FILE NPEERS: the daemon's configuration with NPEERS peers in it.
+# config FILE NPEERS [PEERS_FILE [SYNC_PATHS]]: the daemon's configuration
+# with NPEERS peers in it.
 config() {
-	"$PY" - "$1" "$SOCK" "$CORE" "$2" "$NPATHS" "$INTERVAL_US" "${3:-}" "$SYNC_PATHS" <<'EOF'
+	"$PY" - "$1" "$SOCK" "$CORE" "$2" "$NPATHS" "$INTERVAL_US" "${3:-}" "${4:-}" <<'EOF'
 import json, sys
 out, sock, core, npeers, npaths, ival, pfile, sync_paths = sys.argv[1:]
 cfg = {
@@ -78,11 +79,12 @@ EOF
 # measure LABEL BUILD: one daemon, peers added, probed, deleted; then one
 # started from a config file. Bytes per path in $RESULT.
 measure() {
-	local n=$NPEERS t_empty t_full
-	[ "$2" = "$LS_BUILD" ] || n=$BASE_PEERS
+	local n=$NPEERS t_empty t_full sp=$SYNC_PATHS
+	# the base: fewer peers, and no sync.paths (it has no such key)
+	[ "$2" = "$LS_BUILD" ] || { n=$BASE_PEERS; sp=""; }
 	# BENCH_PEERS_FILE=1: keep control.peers_file as a daemon does by
 	# default, so each peer.add/del rewrites the whole list (fsync'd)
-	config "$TMP/empty.json" 0 "$([ "${BENCH_PEERS_FILE:-0}" = 1 ] && echo "$TMP/peers.json")"
+	config "$TMP/empty.json" 0 "$([ "${BENCH_PEERS_FILE:-0}" = 1 ] && echo "$TMP/peers.json")" "$sp"
 	bench_daemon "$2" "$TMP/empty.json" "$PRE" "$CORE"
 	"$PY" - "$SOCK" "$LPID" "$n" "$NPATHS" "$SECS" "$1" "$TMP/res" <<'EOF'
 import json, os, socket, sys, time
@@ -160,7 +162,7 @@ EOF
 	RESULT=$(cat "$TMP/res")
 	# start-up from a config file: empty, then with the peers
 	for f in empty full; do
-		[ $f = full ] && config "$TMP/full.json" "$n"
+		[ $f = full ] && config "$TMP/full.json" "$n" "" "$sp"
 		local t=$(date +%s.%N)
 		bench_daemon "$2" "$TMP/$f.json" "$PRE" "$CORE"
 		local want=0; [ $f = full ] && want=$n
@@ -172,7 +174,7 @@ EOF
 		[ $f = empty ] && t_empty=$e || t_full=$e
 		kill -TERM "$LPID"; wait "$LPID" || true; rm -f "$SOCK"
 	done
-	[ -z "$SYNC_PATHS" ] || echo "bench_peers:$1 (config: sync.paths $SYNC_PATHS; 0 = sync off)"
+	[ -z "$sp" ] || echo "bench_peers:$1 (config: sync.paths $sp; 0 = sync off)"
 	printf "bench_peers:%s config file with %d peers x %d paths: all installed %.2f s after start (%.2f s with no peers)\n" \
 		"$1" "$n" "$NPATHS" "$t_full" "$t_empty"
 }
