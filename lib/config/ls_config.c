@@ -778,6 +778,14 @@ static const struct field top_fields[] = {
 };
 #undef CFG
 
+/* One peer object (the pinglist's fleet hosts). */
+static int
+peer_in(struct pctx *c, const char *path, const json_t *obj, struct ls_conf_peer *out)
+{
+	memset(out, 0, sizeof(*out));
+	return parse_object(c, path, obj, &peer_schema, out);
+}
+
 /*
  * The largest probe (the first of a pair: base packet, lockstep TLV, sync
  * TLV, padding TLV) must fit every port's MTU it may leave by, or it is
@@ -803,7 +811,7 @@ top_post(struct pctx *c, const char *path, const json_t *obj, void *base)
 					     "ports[%u] (%s) mtu %u", cfg->probe.pad, ip, i,
 					     p->name, p->mtu);
 	}
-	return cfg->pinglist.fleet[0] ? ls_config_pinglist_apply(c) : 0;
+	return cfg->pinglist.fleet[0] ? ls_config_pinglist_apply(c, peer_in) : 0;
 }
 static const struct schema top_schema = SCHEMA(top_fields, top_post);
 
@@ -914,13 +922,6 @@ ls_config_load(const char *path, struct ls_config *cfg, char *err, size_t errlen
 		rc = ls_config_from_json(root, path, cfg, err, errlen);
 	json_decref(root);
 	return rc;
-}
-
-int
-ls_config_peer_in(struct pctx *c, const char *path, const json_t *obj, struct ls_conf_peer *out)
-{
-	memset(out, 0, sizeof(*out));
-	return parse_object(c, path, obj, &peer_schema, out);
 }
 
 int

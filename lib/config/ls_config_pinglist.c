@@ -119,7 +119,8 @@ is_taken(const struct ls_config *cfg, const struct ls_conf_peer *h)
 
 /* Parse every host of the fleet file into hosts[] (errors name the file). */
 static int
-load_hosts(struct pctx *fc, const json_t *root, struct ls_conf_peer **hosts, size_t *n)
+load_hosts(struct pctx *fc, const json_t *root, ls_config_peer_fn parse_peer,
+	   struct ls_conf_peer **hosts, size_t *n)
 {
 	const json_t *arr = json_is_object(root) ? json_object_get(root, "hosts") : NULL;
 	char ipath[LS_JSONV_PATH_LEN];
@@ -141,7 +142,7 @@ load_hosts(struct pctx *fc, const json_t *root, struct ls_conf_peer **hosts, siz
 		const json_t *prev;
 
 		ls_jsonv_index(ipath, "hosts", i);
-		rc = ls_config_peer_in(fc, ipath, json_array_get(arr, i), h);
+		rc = parse_peer(fc, ipath, json_array_get(arr, i), h);
 		if (rc == 0 && (prev = json_object_get(seen, h->name)) != NULL)
 			rc = ls_jsonv_fail(&fc->jv, ipath, "duplicate host name \"%s\" (also "
 					   "hosts[%lld])", h->name,
@@ -154,7 +155,7 @@ load_hosts(struct pctx *fc, const json_t *root, struct ls_conf_peer **hosts, siz
 }
 
 int
-ls_config_pinglist_apply(struct pctx *c)
+ls_config_pinglist_apply(struct pctx *c, ls_config_peer_fn parse_peer)
 {
 	struct ls_config *cfg = c->out;
 	char file[sizeof(cfg->file) + sizeof(cfg->pinglist.fleet)];
@@ -172,7 +173,7 @@ ls_config_pinglist_apply(struct pctx *c)
 		return ls_jsonv_fail(&c->jv, "pinglist.fleet", "path too long");
 	rc = ls_jsonv_load(&fc.jv, sizeof(file) - 1, &root);
 	if (rc == 0)
-		rc = load_hosts(&fc, root, &hosts, &n);
+		rc = load_hosts(&fc, root, parse_peer, &hosts, &n);
 	json_decref(root);
 	if (rc == 0) {
 		names = calloc(n, sizeof(*names));
