@@ -165,6 +165,8 @@ ls_hist_mean(const struct ls_hist *h)
 
 /* ---- sparse histograms ------------------------------------------------ */
 
+_Static_assert(sizeof(struct ls_shist) == 32, "a 32-byte header");
+
 #define ENT_KEY(e) ((e) >> LS_SHIST_CNT_BITS)
 #define ENT_CNT(e) ((e) & LS_SHIST_CNT_MAX)
 #define ENT(k, c) ((uint32_t)(k) << LS_SHIST_CNT_BITS | (uint32_t)(c))
@@ -215,7 +217,7 @@ ls_shist_merge_keys(struct ls_shist **dst, const struct ls_shist_src *src)
 			e = src->ent[j++];
 		emit(r->ent, &n, ENT_KEY(e), ENT_CNT(e));
 	}
-	r->n = r->cap = n;
+	r->n = r->cap = (uint16_t)n;
 	if (d == NULL || d->count == 0) {
 		r->count = 0;
 		r->min = src->min;
@@ -227,7 +229,7 @@ ls_shist_merge_keys(struct ls_shist **dst, const struct ls_shist_src *src)
 		r->max = src->max > d->max ? src->max : d->max;
 		r->sum = d->sum;
 	}
-	r->count += src->count;
+	r->count += (uint32_t)src->count;
 	r->sum += src->sum;
 	if (n < dn + src->n) {
 		t = realloc(r, sizeof(*r) + (size_t)n * sizeof(r->ent[0]));

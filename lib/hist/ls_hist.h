@@ -160,11 +160,15 @@ void ls_hist_bucket_range(uint32_t b, uint64_t *lo, uint64_t *hi);
 #define LS_SHIST_CNT_MAX ((1u << LS_SHIST_CNT_BITS) - 1) /**< largest count per entry */
 #define LS_SHIST_KEYS (2 * LS_HIST_HALF)           /**< number of keys */
 
-/** A sparse histogram (allocated; NULL is the empty one). */
+/**
+ * A sparse histogram (allocated; NULL is the empty one). The header is 32
+ * bytes: at a probe pair a second, a path's 48 window histograms hold a
+ * handful of buckets each, so the header is most of their memory.
+ */
 struct ls_shist {
-	uint32_t n;        /**< entries used */
-	uint32_t cap;      /**< entries allocated */
-	uint64_t count;    /**< samples */
+	uint16_t n;        /**< entries used (at most a few more than LS_SHIST_KEYS) */
+	uint16_t cap;      /**< entries allocated */
+	uint32_t count;    /**< samples (at most 2^32 - 1: a window's slot holds seconds) */
 	int64_t min;       /**< smallest sample */
 	int64_t max;       /**< largest sample */
 	double sum;        /**< sum of samples */
