@@ -78,9 +78,9 @@ static int
 policy_commit(struct ls_ctl_req *req, struct ls_policy *next)
 {
 	const char *file = lsd.cfg.bridge.policy_file;
-	struct lsd_msg msg = {.type = LSD_MSG_POLICY, .ptr = next};
+	struct lsd_msg *msg;
 	char err[LS_ERR_LEN];
-	int rc;
+	int rc, result;
 
 	if (ls_policy_finish(next) < 0) {
 		free(next);
@@ -96,14 +96,26 @@ policy_commit(struct ls_ctl_req *req, struct ls_policy *next)
 			return rc;
 		}
 	}
-	rc = lsd_msg_send(bctl.lcore, &msg);
-	if (rc < 0 || msg.result < 0) {
-		/* on a time-out the lcore may still take it: never free it then */
-		if (rc != -ETIMEDOUT)
-			free(next);
+	/* on the heap: a message given up on is still read by the lcore */
+	msg = calloc(1, sizeof(*msg));
+	if (msg == NULL) {
+		free(next);
+		ls_ctl_reply_error(req, LS_CTL_E_INTERNAL, "out of memory");
+		return -ENOMEM;
+	}
+	msg->type = LSD_MSG_POLICY;
+	msg->ptr = next;
+	rc = lsd_msg_send(bctl.lcore, msg);
+	result = msg->result;
+	/* a time-out means never applied (lsd_msg_send): next is ours again,
+	 * only the message stays (the lcore reads its state) */
+	if (rc != -ETIMEDOUT)
+		free(msg);
+	if (rc < 0 || result < 0) {
+		free(next);
 		ls_ctl_reply_error(req, LS_CTL_E_INTERNAL, "data path did not take the policy: %s",
-				   strerror(rc < 0 ? -rc : -msg.result));
-		return rc < 0 ? rc : msg.result;
+				   strerror(rc < 0 ? -rc : -result));
+		return rc < 0 ? rc : result;
 	}
 	free(bctl.cur);
 	bctl.cur = next;

@@ -18,6 +18,7 @@
  * before a handler runs.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +48,8 @@ static struct {
 	struct ls_ctl *ctl;
 	pthread_t tid;
 	uint64_t start_tsc;
+	bool trim_due;             /* peers freed since the last malloc_trim */
+	uint64_t next_trim;        /* TSC: malloc_trim at most once a second */
 } control;
 
 #define LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
@@ -76,51 +79,67 @@ peer_destroy(struct lsd_peer *peer)
 }
 
 /*
- * Hand a created peer to its lcore. On failure it is freed, except on a
- * time-out: the lcore may still take it, so it is leaked, and only left out
- * of sync's list (as out of the registry).
+ * Hand a created peer to its lcore. On failure, time-out included, it is
+ * freed: a message the lcore did not take in time is never applied
+ * (lsd_msg_send), so the peer is either installed or nowhere.
  */
 static int
 peer_install(struct lsd_peer *peer)
 {
 	int rc = lsd_peer_install(peer);
 
-	if (rc == -ETIMEDOUT)
-		lsd_sync_peer_forget(peer);
-	else if (rc < 0)
+	if (rc < 0)
 		peer_destroy(peer);
 	return rc;
 }
 
-/* Stop probing peer idx and free it: 0, -ENOMEM (nothing changed) or
- * -ETIMEDOUT (out of the registry but leaked, as in peer_install). */
+/* Stop probing peer idx and free it: 0, or -ENOMEM / -ETIMEDOUT with the
+ * peer still installed. Freed peers' memory goes back to the system
+ * (malloc_trim from the control loop, ctl_thread). */
 static int
 peer_remove(unsigned int idx)
 {
 	struct lsd_peer *peer = lsd_peer_at(idx);
 	int rc = lsd_peer_uninstall(idx);
 
-	if (rc == -ETIMEDOUT)
-		lsd_sync_peer_forget(peer);
-	else if (rc == 0)
+	if (rc == 0) {
 		peer_destroy(peer);
+		control.trim_due = true;
+	}
 	return rc;
 }
 
+/* The config's peers, LSD_PEER_BATCH at a time (lsd_peer_install_batch):
+ * 10k peers start in a second or two, not one lcore round trip each. */
 static int
 add_config_peers(void)
 {
-	for (unsigned int i = 0; i < lsd.cfg.n_peers; i++) {
-		struct lsd_peer *peer = peer_create(&lsd.cfg.peers[i]);
-		int rc;
+	static struct lsd_peer *batch[LSD_PEER_BATCH];
+	static int rc[LSD_PEER_BATCH];
 
-		if (peer == NULL)
+	for (unsigned int i = 0; i < lsd.cfg.n_peers; i += LSD_PEER_BATCH) {
+		unsigned int n = RTE_MIN(lsd.cfg.n_peers - i, (unsigned int)LSD_PEER_BATCH), k;
+
+		for (k = 0; k < n; k++) {
+			batch[k] = peer_create(&lsd.cfg.peers[i + k]);
+			if (batch[k] == NULL)
+				break;
+		}
+		if (k < n) {
+			while (k-- > 0)
+				peer_destroy(batch[k]);
 			return -ENOMEM;
-		rc = peer_install(peer);
-		if (rc < 0) {
-			LSD_LOG(ERR, "%s: peers[%u] (%s): cannot add: %s", lsd.cfg.file, i,
-			       lsd.cfg.peers[i].name, strerror(-rc));
-			return rc;
+		}
+		lsd_peer_install_batch(batch, n, rc);
+		for (k = 0; k < n; k++) {
+			if (rc[k] == 0)
+				continue;
+			LSD_LOG(ERR, "%s: peers[%u] (%s): cannot add: %s", lsd.cfg.file, i + k,
+				lsd.cfg.peers[i + k].name, strerror(-rc[k]));
+			for (unsigned int j = k; j < n; j++)
+				if (rc[j] < 0)
+					peer_destroy(batch[j]);
+			return rc[k];
 		}
 	}
 	return 0;
@@ -528,6 +547,11 @@ cmd_peer_add(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 		return;
 	}
 	rc = peer_install(peer);
+	if (rc == -ETIMEDOUT) {
+		ls_ctl_reply_error(req, LS_CTL_E_INTERNAL, "lcore did not take the peer in time: "
+				   "not added");
+		return;
+	}
 	if (rc < 0) {
 		ls_ctl_reply_error(req, LS_CTL_E_INTERNAL, "lcore refused the peer: %s",
 				   strerror(-rc));
@@ -556,6 +580,11 @@ cmd_peer_del(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 	}
 	snprintf(copy, sizeof(copy), "%s", name);
 	rc = peer_remove((unsigned int)idx);
+	if (rc == -ETIMEDOUT) {
+		ls_ctl_reply_error(req, LS_CTL_E_INTERNAL, "lcore did not give the peer back in "
+				   "time: not removed");
+		return;
+	}
 	if (rc < 0) {
 		ls_ctl_reply_error(req, LS_CTL_E_INTERNAL, "%s", strerror(-rc));
 		return;
@@ -600,12 +629,18 @@ peer_replace_paths(unsigned int idx, uint16_t paths, uint32_t interval_us)
 	return peer_install(peer);
 }
 
-/* probe.set for one peer: a new path count replaces it, an interval alone
- * goes to its lcore. */
+/* probe.set for one peer: a new path count replaces it, and so does an
+ * interval short enough to need longer outstanding-probe rings (they are
+ * sized for the interval at allocation); any other interval goes to its
+ * lcore. */
 static int
 probe_set_one(struct lsd_peer *peer, uint64_t paths, uint64_t interval)
 {
-	if (paths && paths != peer->n_paths) {
+	if (paths == 0 && interval &&
+	    lsd_peer_track_size((uint32_t)interval) > peer->n_track)
+		paths = peer->n_paths;
+	if (paths && (paths != peer->n_paths ||
+		      lsd_peer_track_size((uint32_t)interval) > peer->n_track)) {
 		for (unsigned int i = 0; i < lsd_peer_count(); i++)
 			if (lsd_peer_at(i) == peer)
 				return peer_replace_paths(i, (uint16_t)paths, (uint32_t)interval);
@@ -700,16 +735,29 @@ register_commands(struct ls_ctl *ctl)
 
 /* ---- the thread ------------------------------------------------------- */
 
-/* Fold every path's last 100 ms of histograms into its rolling windows. */
-static void
-collect_windows(void)
+/*
+ * Fold every path's histograms into its rolling windows, a pass every
+ * 100 ms, in slices of at most COLLECT_SLICE_US so that a command arriving
+ * mid-pass waits for a slice, not for 80,000 paths (peer.add p99). A
+ * registry change mid-pass may skip a peer or visit one twice: either is
+ * harmless, the next pass collects it. Returns whether the pass goes on.
+ */
+#define COLLECT_SLICE_US 200
+
+static bool
+collect_windows(unsigned int *cursor)
 {
-	for (unsigned int i = 0; i < lsd_peer_count(); i++) {
-		struct lsd_peer *peer = lsd_peer_at(i);
+	uint64_t end = rte_rdtsc() + rte_get_tsc_hz() / 1000000 * COLLECT_SLICE_US;
+
+	while (*cursor < lsd_peer_count()) {
+		struct lsd_peer *peer = lsd_peer_at((*cursor)++);
 
 		for (uint16_t k = 0; k < peer->n_paths; k++)
 			ls_path_window_collect(&peer->win[k], &peer->path[k].live);
+		if ((*cursor & 15) == 0 && rte_rdtsc() > end)
+			return true;
 	}
+	return false;
 }
 
 static uint32_t
@@ -717,6 +765,8 @@ ctl_thread(void *arg __rte_unused)
 {
 	uint64_t hz = rte_get_tsc_hz();
 	uint64_t next_collect = 0;
+	unsigned int cursor = 0;
+	bool collecting = false;
 
 	lsd_clock_tick(rte_rdtsc()); /* first calibration refit a second from now */
 	/* Config peers go in from here, once the lcores are polling their rings. */
@@ -727,7 +777,7 @@ ctl_thread(void *arg __rte_unused)
 	while (!lsd.quit) {
 		uint64_t now;
 
-		ls_ctl_poll(control.ctl, 10);
+		ls_ctl_poll(control.ctl, collecting ? 0 : 10);
 		lsd_metrics_poll();
 		lsd_telemetry_poll();
 		if (lsd.reload) {
@@ -738,9 +788,19 @@ ctl_thread(void *arg __rte_unused)
 		lsd_events_poll();
 		now = rte_rdtsc();
 		lsd_sync_poll(now);
-		if (now >= next_collect) {
-			collect_windows();
+		if (!collecting && now >= next_collect) {
+			collecting = true;
+			cursor = 0;
 			next_collect = now + hz / 10;
+		}
+		if (collecting)
+			collecting = collect_windows(&cursor);
+		/* give freed peers' memory back to the system, in one go after
+		 * a run of peer.del (a trim per peer walked the heap each time) */
+		if (control.trim_due && now >= control.next_trim) {
+			malloc_trim(0);
+			control.trim_due = false;
+			control.next_trim = now + hz;
 		}
 		lsd_clock_tick(now);
 	}

@@ -139,8 +139,16 @@ lsd_lcore_main(void *arg __rte_unused)
 		if (br != NULL)
 			lsd_bridge_poll(lc, br, &work);
 		rte_timer_manage();
-		while (rte_ring_sc_dequeue(lc->msgs, (void **)&msg) == 0) {
-			apply_msg(lc, msg);
+		/* A few per loop: a batch of peer adds (a config of 10k peers)
+		 * must not stall the port's receive times for milliseconds. */
+		for (int k = 0; k < LSD_MSG_PER_LOOP &&
+		     rte_ring_sc_dequeue(lc->msgs, (void **)&msg) == 0; k++) {
+			uint32_t q = LSD_MSG_QUEUED;
+
+			/* A message the control thread gave up on never happens. */
+			if (__atomic_compare_exchange_n(&msg->state, &q, LSD_MSG_TAKEN, false,
+							__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+				apply_msg(lc, msg);
 			work++;
 		}
 		if (work != 0 || !idle->backoff) {

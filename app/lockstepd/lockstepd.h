@@ -53,6 +53,7 @@ extern int lsd_logtype;
 #define LSD_BURST 32              /**< RX/TX burst size */
 #define LSD_RL_CACHE 256          /**< reflector rate-limit front cache slots (power of 2) */
 #define LSD_HOUSEKEEP_US 1000     /**< per-lcore housekeeping timer period */
+#define LSD_TICK_PEERS 64         /**< peers housekept every period, at least (sender.c) */
 #define LSD_RESOLVE_RETRY_NS (1000ULL * 1000 * 1000)   /**< ARP/ND retry while unresolved */
 #define LSD_RESOLVE_REFRESH_NS (30ULL * 1000 * 1000 * 1000) /**< re-resolve a known neighbour */
 
@@ -232,6 +233,7 @@ struct lsd_peer {
 	uint16_t port_idx;         /* index into lsd.ports */
 	uint32_t interval_us;
 	uint16_t n_paths;
+	uint32_t n_track;          /* entries of each path's outstanding-probe ring */
 	int32_t slot;              /* index in its lcore's peer table */
 	double asym_ns;            /* configured path asymmetry (clock sync) */
 	/* neighbour resolution (lcore) */
@@ -246,7 +248,7 @@ struct lsd_peer {
 				    * out of strangers' reach (reflector.c) */
 	struct lsd_peer_owd owd;    /* control writes, lcore reads */
 	/* control-thread side */
-	struct ls_path_window *win; /* n_paths windows, owned by the control thread */
+	struct ls_path_window *win; /* n_paths windows (same block), owned by the control thread */
 	struct lsd_peer_sync *sync; /* clock-sync estimators (sync.c) */
 	struct lsd_peer_path path[]; /* n_paths */
 };
@@ -266,7 +268,16 @@ struct lsd_msg {
 	uint32_t interval_us;
 	const void *ptr;       /* LSD_MSG_POLICY: the new struct ls_policy */
 	int result;            /* 0 or negative errno, set by the lcore */
+	uint32_t state;        /* LSD_MSG_QUEUED, then TAKEN (lcore) or CANCELLED (control) */
 	uint32_t done;         /* set (release) by the lcore when handled */
+};
+
+/* msg->state: whoever moves it off QUEUED first (compare-and-swap) decides
+ * whether the message happens at all (peer.c, lsd_msg_send). */
+enum {
+	LSD_MSG_QUEUED = 0,
+	LSD_MSG_TAKEN,
+	LSD_MSG_CANCELLED,
 };
 
 /* Timestamps of one reply for the sync estimator: lcore -> control thread
@@ -301,6 +312,7 @@ struct lsd_lcore {
 	struct rte_hash *peer_hash;        /* ls_addr -> slot */
 	struct lsd_peer **peers;            /* LS_MAX_PEERS slots */
 	uint32_t n_peers;
+	uint32_t tick_next;                /* next peer the housekeeping visits */
 	struct rte_timer housekeep;
 	uint64_t prng;                     /* xorshift state for jitter */
 	struct rte_hash *rl_hash;          /* source ls_addr -> bucket */
@@ -440,6 +452,9 @@ struct json_t;
 /* peer.c (control thread): the registry and the messages to the lcores */
 struct lsd_peer *lsd_peer_new(const struct ls_conf_peer *cp);
 void lsd_peer_free(struct lsd_peer *peer);
+uint32_t lsd_peer_track_size(uint32_t interval_us);
+uint32_t lsd_peer_probes_in(const struct lsd_peer *peer, uint32_t window_ms, uint32_t max);
+size_t lsd_peer_bytes(const struct lsd_peer *peer);
 int lsd_msg_send(unsigned int lcore, struct lsd_msg *m);
 unsigned int lsd_peer_count(void);
 struct lsd_peer *lsd_peer_at(unsigned int i);
@@ -447,6 +462,10 @@ int lsd_peer_find(const char *name);
 int lsd_peer_find_addr(const struct ls_addr *a);
 int lsd_peer_arg(struct ls_ctl_req *req, struct json_t *args, const char **name);
 int lsd_peer_install(struct lsd_peer *peer);
+#define LSD_MSG_RING 1024  /* messages an lcore's ring holds */
+#define LSD_MSG_PER_LOOP 16 /* messages an lcore applies per loop: a bound on its stall */
+#define LSD_PEER_BATCH 256 /* peers per lsd_peer_install_batch (< LSD_MSG_RING) */
+void lsd_peer_install_batch(struct lsd_peer *const *peers, unsigned int n, int *rc);
 int lsd_peer_uninstall(unsigned int idx);
 void lsd_peer_forget_all(void);
 int lsd_peer_set_interval(struct lsd_peer *peer, uint32_t interval_us);
@@ -494,7 +513,6 @@ int lsd_sync_init(struct ls_clock *clock, struct ls_clock *q_clock);
 void lsd_sync_fini(void);
 int lsd_sync_peer_attach(struct lsd_peer *peer);
 void lsd_sync_peer_detach(struct lsd_peer *peer);
-void lsd_sync_peer_forget(struct lsd_peer *peer);
 void lsd_sync_drain(void);
 void lsd_sync_poll(uint64_t tsc);
 struct json_t *lsd_sync_json(uint64_t tsc);

@@ -162,7 +162,7 @@ setup_lcores(void)
 			continue;
 		lc->lcore_id = l;
 		snprintf(name, sizeof(name), "ls_msgs_%u", l);
-		lc->msgs = rte_ring_create(name, 64, hp.socket_id, RING_F_SC_DEQ);
+		lc->msgs = rte_ring_create(name, LSD_MSG_RING, hp.socket_id, RING_F_SC_DEQ);
 		snprintf(name, sizeof(name), "ls_sync_%u", l);
 		lc->sync_ring = rte_ring_create_elem(name, sizeof(struct lsd_sync_rec), 4096,
 						     hp.socket_id, RING_F_SP_ENQ | RING_F_SC_DEQ);

@@ -10,8 +10,17 @@
  * thread queues an lsd_msg and waits up to LSD_MSG_WAIT_US for the lcore to
  * mark it done. Peers are allocated here, owned by the lcore while
  * installed, and freed only after the lcore has given them back
- * (LSD_MSG_PEER_DEL), so neither side ever sees freed memory. On a time-out
- * the lcore may still read the message, so it is leaked rather than freed.
+ * (LSD_MSG_PEER_DEL), so neither side ever sees freed memory.
+ *
+ * A message happens wholly or not at all: the lcore takes it and the
+ * control thread gives up on it each by moving msg->state off QUEUED with a
+ * compare-and-swap, so exactly one of them wins. A message given up on
+ * (-ETIMEDOUT) is never applied, so the caller may free its peer: no peer
+ * is left half added (issue 28: a peer.add that timed out used to leave
+ * the lcore probing a peer the registry did not know). One the lcore took
+ * is waited for to the end: it is being applied right now. The lcore still
+ * reads a cancelled message's state when it dequeues it, so that message
+ * is leaked (a few dozen bytes), never freed.
  *
  * This room knows nothing of clock sync or the socket: the callers above
  * (control.c) attach a new peer to sync.c and detach it before freeing.
@@ -24,7 +33,6 @@
 #include <jansson.h>
 
 #include <rte_cycles.h>
-#include <rte_malloc.h>
 #include <rte_ring.h>
 #include <rte_timer.h>
 
@@ -38,30 +46,66 @@ static struct {
 	unsigned int n_peers;
 } registry;
 
+/* Outstanding-probe ring entries a peer probing every interval_us needs. */
+uint32_t
+lsd_peer_track_size(uint32_t interval_us)
+{
+	struct lsd_peer tmp = { .interval_us = interval_us };
+	double pps = 2.0 * lsd.cfg.probe.acquire_rate * 1e6 / (double)interval_us;
+
+	return ls_path_track_size(pps, lsd_peer_loss_timeout_ns(&tmp));
+}
+
+/* Probes a path sends in window_ms at the acquisition rate, twice over, as
+ * a power of 2 in [64, max] (the clock-sync estimators' size: a pair a
+ * second needs 64, not 1024, so 2 KiB a path instead of 33). */
+uint32_t
+lsd_peer_probes_in(const struct lsd_peer *peer, uint32_t window_ms, uint32_t max)
+{
+	double n = 4.0 * lsd.cfg.probe.acquire_rate * window_ms * 1e3 / (double)peer->interval_us;
+	uint32_t c = 64;
+
+	while (c < max && (double)c < n)
+		c <<= 1;
+	return c;
+}
+
+/*
+ * One block from the C heap, not rte_malloc: the lcore needs no DMA-able
+ * memory for a peer, and glibc gives freed memory back to the system
+ * (malloc_trim after peer.del) where DPDK's heap keeps it. Layout: the
+ * peer, its paths, their outstanding-probe rings, then the windows.
+ */
 struct lsd_peer *
 lsd_peer_new(const struct ls_conf_peer *cp)
 {
 	uint16_t n_paths = cp->paths ? cp->paths : lsd.cfg.probe.paths;
 	int port = cp->port[0] ? ls_config_port_index(&lsd.cfg, cp->port) : 0;
+	uint32_t interval = cp->interval_us ? cp->interval_us : lsd.cfg.probe.interval_us;
+	uint32_t n_track = lsd_peer_track_size(interval);
+	size_t head = RTE_ALIGN_CEIL(sizeof(struct lsd_peer) +
+				     n_paths * sizeof(struct lsd_peer_path), RTE_CACHE_LINE_SIZE);
+	size_t rings = (size_t)n_paths * n_track * sizeof(struct ls_path_track);
+	size_t size = RTE_ALIGN_CEIL(head + rings + n_paths * sizeof(struct ls_path_window),
+				     RTE_CACHE_LINE_SIZE);
 	uint64_t now = lsd_clock_now();
+	struct ls_path_track *track;
 	struct lsd_peer *peer;
 
 	if (port < 0)
 		return NULL;
-	peer = rte_zmalloc("lsd_peer", sizeof(*peer) + n_paths * sizeof(peer->path[0]),
-			   RTE_CACHE_LINE_SIZE);
+	peer = aligned_alloc(RTE_CACHE_LINE_SIZE, size);
 	if (peer == NULL)
 		return NULL;
-	peer->win = calloc(n_paths, sizeof(*peer->win));
-	if (peer->win == NULL) {
-		rte_free(peer);
-		return NULL;
-	}
+	memset(peer, 0, head);
+	track = (struct ls_path_track *)((char *)peer + head);
+	peer->win = (struct ls_path_window *)((char *)track + rings);
 	snprintf(peer->name, sizeof(peer->name), "%s", cp->name);
 	peer->addr = cp->addr;
 	peer->port_idx = (uint16_t)port;
-	peer->interval_us = cp->interval_us ? cp->interval_us : lsd.cfg.probe.interval_us;
+	peer->interval_us = interval;
 	peer->n_paths = n_paths;
+	peer->n_track = n_track;
 	peer->slot = -1;
 	peer->asym_ns = cp->asym_ns;
 	if (cp->has_mac) {
@@ -77,36 +121,97 @@ lsd_peer_new(const struct ls_conf_peer *cp)
 		pp->sport = (uint16_t)(lsd.cfg.probe.src_port_base + i);
 		rte_timer_init(&pp->tim);
 		rte_timer_init(&pp->pair_tim);
-		ls_path_live_init(&pp->live, now);
+		ls_path_live_init(&pp->live, track + (size_t)i * n_track, n_track, now);
 		ls_path_window_init(&peer->win[i]);
 	}
 	return peer;
 }
 
+/* The block lsd_peer_new() allocated, for the memory figures. */
+size_t
+lsd_peer_bytes(const struct lsd_peer *peer)
+{
+	size_t n = RTE_ALIGN_CEIL(sizeof(*peer) + peer->n_paths * sizeof(peer->path[0]),
+				  RTE_CACHE_LINE_SIZE) +
+		   (size_t)peer->n_paths * peer->n_track * sizeof(struct ls_path_track);
+
+	for (uint16_t i = 0; i < peer->n_paths; i++)
+		n += ls_path_window_bytes(&peer->win[i]);
+	return n;
+}
+
 void
 lsd_peer_free(struct lsd_peer *peer)
 {
-	/* both free nothing for NULL */
-	free(peer != NULL ? peer->win : NULL);
-	rte_free(peer);
+	if (peer == NULL)
+		return;
+	for (uint16_t i = 0; i < peer->n_paths; i++)
+		ls_path_window_free(&peer->win[i]);
+	free(peer);
+}
+
+/* How long to wait for an lcore: LSD_MSG_WAIT_US, or for tests the
+ * environment's LOCKSTEPD_TEST_MSG_WAIT_US (to make time-outs happen). */
+static uint64_t
+msg_wait_us(void)
+{
+	static uint64_t wait;
+
+	if (wait == 0) {
+		const char *e = getenv("LOCKSTEPD_TEST_MSG_WAIT_US");
+
+		wait = e != NULL && strtoull(e, NULL, 10) > 0 ? strtoull(e, NULL, 10) :
+								   LSD_MSG_WAIT_US;
+	}
+	return wait;
+}
+
+/* Queue m for an lcore: 0 or -ENOBUFS. */
+static int
+msg_post(unsigned int lcore, struct lsd_msg *m)
+{
+	m->done = 0;
+	m->state = LSD_MSG_QUEUED;
+	return rte_ring_mp_enqueue(lsd.lcores[lcore].msgs, m) != 0 ? -ENOBUFS : 0;
+}
+
+/* Wait for a posted m until deadline (timer cycles), then give up on it
+ * unless the lcore has taken it: its result, or -ETIMEDOUT (never applied). */
+static int
+msg_wait(struct lsd_msg *m, uint64_t deadline)
+{
+	uint32_t q = LSD_MSG_QUEUED;
+
+	while (rte_get_timer_cycles() < deadline) {
+		if (__atomic_load_n(&m->done, __ATOMIC_ACQUIRE))
+			return m->result;
+		rte_delay_us_sleep(50);
+	}
+	if (__atomic_compare_exchange_n(&m->state, &q, LSD_MSG_CANCELLED, false,
+					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return -ETIMEDOUT;      /* never applied, never will be */
+	/* The lcore took it before we gave up: it is being applied now. */
+	while (!__atomic_load_n(&m->done, __ATOMIC_ACQUIRE))
+		rte_pause();
+	return m->result;
+}
+
+static uint64_t
+msg_deadline(void)
+{
+	return rte_get_timer_cycles() + msg_wait_us() * rte_get_timer_hz() / 1000000;
 }
 
 int
 lsd_msg_send(unsigned int lcore, struct lsd_msg *m)
 {
-	m->done = 0;
-	if (rte_ring_mp_enqueue(lsd.lcores[lcore].msgs, m) != 0)
-		return -ENOBUFS;
-	for (int i = 0; i < LSD_MSG_WAIT_US / 50; i++) {
-		if (__atomic_load_n(&m->done, __ATOMIC_ACQUIRE))
-			return m->result;
-		rte_delay_us_sleep(50);
-	}
-	return -ETIMEDOUT;
+	int rc = msg_post(lcore, m);
+
+	return rc < 0 ? rc : msg_wait(m, msg_deadline());
 }
 
 /* A message about peer, or NULL. Messages live on the heap: after a
- * time-out the lcore may still read one, so it is leaked, not freed. */
+ * time-out the lcore still reads its state, so it is leaked, not freed. */
 static struct lsd_msg *
 msg_new(struct lsd_peer *peer, enum lsd_msg_type type, uint32_t interval_us)
 {
@@ -193,9 +298,38 @@ lsd_peer_install(struct lsd_peer *peer)
 }
 
 /*
+ * Install n peers (at most LSD_PEER_BATCH) with their messages queued
+ * together, so an lcore takes them in one go instead of one wake-up each
+ * (a config of 10k peers). rc[i] is each one's result, as
+ * lsd_peer_install's; the ones that worked are in the registry, in order.
+ */
+void
+lsd_peer_install_batch(struct lsd_peer *const *peers, unsigned int n, int *rc)
+{
+	static struct lsd_msg *m[LSD_PEER_BATCH];  /* control thread only */
+	uint64_t deadline;
+	unsigned int i;
+
+	for (i = 0; i < n && i < LSD_PEER_BATCH; i++) {
+		m[i] = msg_new(peers[i], LSD_MSG_PEER_ADD, 0);
+		rc[i] = m[i] == NULL ? -ENOMEM :
+			msg_post(lsd.ports[peers[i]->port_idx].lcore, m[i]);
+	}
+	deadline = msg_deadline();
+	for (i = 0; i < n && i < LSD_PEER_BATCH; i++) {
+		if (rc[i] == 0)
+			rc[i] = msg_wait(m[i], deadline);
+		if (rc[i] != -ETIMEDOUT)
+			free(m[i]);
+		if (rc[i] == 0)
+			registry.peers[registry.n_peers++] = peers[i];
+	}
+}
+
+/*
  * Take peer idx out of the registry and back from its lcore: 0 when it is
- * back (free it), -ENOMEM with the registry untouched, -ETIMEDOUT when the
- * lcore did not answer (it may still own the peer: never free it then).
+ * back (free it), -ENOMEM or -ETIMEDOUT with the peer still installed and
+ * in the registry (at the end of it, when it timed out).
  */
 int
 lsd_peer_uninstall(unsigned int idx)
@@ -207,8 +341,13 @@ lsd_peer_uninstall(unsigned int idx)
 		return -ENOMEM;
 	/* Out of the registry first: nothing here reads it from now on. */
 	registry.peers[idx] = registry.peers[--registry.n_peers];
+	if (msg_call(m) == -ETIMEDOUT) {
+		/* never delivered: the lcore still has it, and so do we */
+		registry.peers[registry.n_peers++] = peer;
+		return -ETIMEDOUT;
+	}
 	/* whatever else the lcore says, it no longer holds the peer */
-	return msg_call(m) == -ETIMEDOUT ? -ETIMEDOUT : 0;
+	return 0;
 }
 
 void

@@ -289,7 +289,9 @@ lsd_sender_acquire(struct lsd_peer *peer)
 	if (!lsd_acquire_on())
 		return;
 	acquire = rte_get_timer_cycles() + ns_to_ticks((uint64_t)lsd.cfg.probe.acquire_ms * 1000000);
-	for (uint16_t i = 0; i < peer->n_paths; i++)
+	/* only the paths clock sync estimates from (sync.paths): the others
+	 * would only add probes (and timer work: 10k peers x 8 paths) */
+	for (uint16_t i = 0; i < RTE_MIN(peer->n_paths, lsd.cfg.sync.paths); i++)
 		peer->path[i].acquire_end = acquire;
 }
 
@@ -319,14 +321,31 @@ lsd_sender_stop_peer(struct lsd_lcore *lc __rte_unused, struct lsd_peer *peer)
 	}
 }
 
+/*
+ * Housekeeping (every LSD_HOUSEKEEP_US) for a slice of the lcore's peers:
+ * all of them while there are at most LSD_TICK_PEERS, else a hundredth, so
+ * each peer's paths are visited at least every 100 ms. Walking 80,000
+ * paths every millisecond (their state is far beyond the caches) took the
+ * lcore's whole time; a loss is still declared at most 100 ms after its
+ * time-out (at least 50 ms), and sends and replies rotate the seconds
+ * themselves (ls_path_on_send/on_reply).
+ */
 void
 lsd_sender_tick(struct lsd_lcore *lc, uint64_t now_ns)
 {
 	const uint16_t down_after = lsd.cfg.probe.down_after;
+	uint32_t n = RTE_MAX((uint32_t)LSD_TICK_PEERS, (lc->n_peers + 99) / 100);
 
-	for (uint32_t s = 0; s < lc->n_peers; s++) {
-		struct lsd_peer *peer = lc->peers[s];
-		uint64_t timeout = lsd_peer_loss_timeout_ns(peer);
+	if (n > lc->n_peers)
+		n = lc->n_peers;
+	for (uint32_t k = 0; k < n; k++) {
+		struct lsd_peer *peer;
+		uint64_t timeout;
+
+		if (lc->tick_next >= lc->n_peers)
+			lc->tick_next = 0;
+		peer = lc->peers[lc->tick_next++];
+		timeout = lsd_peer_loss_timeout_ns(peer);
 
 		for (uint16_t i = 0; i < peer->n_paths; i++) {
 			struct lsd_peer_path *pp = &peer->path[i];

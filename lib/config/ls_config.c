@@ -559,8 +559,9 @@ fn_peers(struct pctx *c, const char *path, const json_t *v, void *dst,
 {
 	struct ls_config *cfg = c->out;
 	char ipath[LS_JSONV_PATH_LEN], kpath[LS_JSONV_PATH_LEN];
-	size_t n = json_array_size(v), i, j;
-	int rc;
+	size_t n = json_array_size(v), i;
+	json_t *seen;
+	int rc = 0;
 
 	(void)dst;
 	(void)f;
@@ -571,22 +572,34 @@ fn_peers(struct pctx *c, const char *path, const json_t *v, void *dst,
 		ls_jsonv_fail(&c->jv, path, "out of memory");
 		return -ENOMEM;
 	}
+	/* names seen so far -> index, in a jansson object (a hash table): a
+	 * pairwise check was 134M compares at 16k peers */
+	seen = json_object();
+	if (seen == NULL)
+		return ls_jsonv_fail(&c->jv, path, "out of memory");
 	for (i = 0; i < n; i++) {
 		struct ls_conf_peer *p = &cfg->peers[i];
+		json_t *prev;
 
 		ls_jsonv_index(ipath, path, i);
 		rc = parse_object(c, ipath, json_array_get(v, i), &peer_schema, p);
 		if (rc < 0)
-			return rc;
-		/* Quadratic, but 4096 peers is 8M short compares, once. */
-		for (j = 0; j < i; j++)
-			if (strcmp(cfg->peers[j].name, p->name) == 0)
-				return ls_jsonv_fail(&c->jv, ls_jsonv_key(kpath, ipath, "name"),
-					    "duplicate peer name \"%s\" (also %s[%zu])",
-					    p->name, path, j);
+			break;
+		prev = json_object_get(seen, p->name);
+		if (prev != NULL) {
+			rc = ls_jsonv_fail(&c->jv, ls_jsonv_key(kpath, ipath, "name"),
+					   "duplicate peer name \"%s\" (also %s[%zu])",
+					   p->name, path, (size_t)json_integer_value(prev));
+			break;
+		}
+		if (json_object_set_new(seen, p->name, json_integer((json_int_t)i)) != 0) {
+			rc = ls_jsonv_fail(&c->jv, path, "out of memory");
+			break;
+		}
 		cfg->n_peers = (unsigned int)(i + 1);
 	}
-	return 0;
+	json_decref(seen);
+	return rc < 0 ? rc : 0;
 }
 
 #define PROBE struct ls_conf_probe
@@ -728,6 +741,7 @@ static const struct schema metrics_schema = SCHEMA(metrics_fields, NULL);
 static const struct field sync_fields[] = {
 	F_BOOL("enabled", struct ls_conf_sync, enabled),
 	F_INT("window_ms", struct ls_conf_sync, window_ms, 100, 600000, 0),
+	F_INT("paths", struct ls_conf_sync, paths, 1, LS_MAX_PATHS, 0),
 	F_INT("interval_ms", struct ls_conf_sync, interval_ms, 10, 60000, 0),
 	F_INT("purity_tol_ns", struct ls_conf_sync, purity_tol_ns, 0, 1000000000, 0),
 	F_INT("outlier_ns", struct ls_conf_sync, outlier_ns, 0, 1000000000, 0),
@@ -767,8 +781,17 @@ static const struct field top_fields[] = {
 	F_OBJ("events", offsetof(CFG, events), events_schema, 0),
 	F_OBJ("log", 0, log_schema, 0),
 	F_OBJ("bridge", offsetof(CFG, bridge), ls_config_bridge_schema, 0),
+	F_OBJ("pinglist", offsetof(CFG, pinglist), ls_config_pinglist_schema, 0),
 };
 #undef CFG
+
+/* One peer object (the pinglist's fleet hosts). */
+static int
+peer_in(struct pctx *c, const char *path, const json_t *obj, struct ls_conf_peer *out)
+{
+	memset(out, 0, sizeof(*out));
+	return parse_object(c, path, obj, &peer_schema, out);
+}
 
 /*
  * The largest probe (the first of a pair: base packet, lockstep TLV, sync
@@ -795,7 +818,7 @@ top_post(struct pctx *c, const char *path, const json_t *obj, void *base)
 					     "ports[%u] (%s) mtu %u", cfg->probe.pad, ip, i,
 					     p->name, p->mtu);
 	}
-	return 0;
+	return cfg->pinglist.fleet[0] ? ls_config_pinglist_apply(c, peer_in) : 0;
 }
 static const struct schema top_schema = SCHEMA(top_fields, top_post);
 
@@ -838,6 +861,8 @@ set_defaults(struct ls_config *cfg)
 	cfg->events.keep = 4096;
 	cfg->sync.enabled = true;
 	cfg->sync.window_ms = 2000;
+	cfg->sync.paths = LS_MAX_PATHS;
+	cfg->pinglist.k = 16;
 	cfg->sync.interval_ms = 250;
 	cfg->sync.purity_tol_ns = 200;
 	cfg->sync.holdover_ppm = 1.0;

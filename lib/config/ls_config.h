@@ -28,7 +28,7 @@ extern "C" {
 #endif
 
 #define LS_MAX_PORTS 8          /**< ports per daemon */
-#define LS_MAX_PEERS 4096       /**< peers per daemon */
+#define LS_MAX_PEERS 16384      /**< peers per daemon (Pingmesh: 2-5k per server) */
 #define LS_MAX_PATHS 64         /**< paths (ECMP entropy values) per peer */
 #define LS_NAME_LEN 64          /**< names incl. NUL */
 #define LS_ERR_LEN 512          /**< error message buffer */
@@ -116,6 +116,20 @@ struct ls_conf_peer {
 				   *   minus reverse propagation floor, ns, default 0 */
 };
 
+/**
+ * Pingmesh-style pinglist: K peers chosen from a fleet file, a different
+ * but deterministic choice for every node id (rendezvous hashing: each host
+ * scores hash(seed, node id, host name), the K highest are taken), so one
+ * file configures a whole fleet and each host's peers stay put when others
+ * join or leave.
+ */
+struct ls_conf_pinglist {
+	char fleet[256];          /**< fleet file: {"hosts": [peer objects]}, relative to the
+				   *   config file's directory; "" = no pinglist */
+	uint32_t k;               /**< peers to take, 1..LS_MAX_PEERS, default 16 */
+	uint64_t seed;            /**< mixes the choice (a fleet-wide constant), default 0 */
+};
+
 /** Clock synchronisation (lib/sync). */
 struct ls_conf_sync {
 	bool enabled;             /**< estimate, solve and serve fleet time, default true */
@@ -130,6 +144,8 @@ struct ls_conf_sync {
 	double wander_ns;         /**< oscillator wander between two nodes' clocks, ns per
 				   *   sqrt(s), default 10 */
 	double asym_bound_ns;     /**< uncalibrated asymmetry allowance in the bound, default 0 */
+	uint16_t paths;           /**< paths of each peer clock sync estimates (the first
+				   *   ones), default LS_MAX_PATHS = all */
 	char shm[108];            /**< fleet-time shared memory file, default
 				   *   /dev/shm/lockstep-<node>.fleettime, "" = none */
 };
@@ -225,6 +241,7 @@ struct ls_config {
 	struct ls_conf_metrics metrics;      /**< capture */
 	struct ls_conf_sync sync;            /**< clock synchronisation */
 	struct ls_conf_events events;        /**< event log */
+	struct ls_conf_pinglist pinglist;    /**< peers[] += K hosts of a fleet file */
 	char log_level[16];                  /**< "error".."debug", default "info" */
 	struct ls_conf_bridge bridge;        /**< data path (bridge.enabled) */
 };
@@ -252,6 +269,17 @@ int ls_config_from_json(const json_t *root, const char *src, struct ls_config *c
  */
 int ls_config_parse_peer(const json_t *obj, const struct ls_config *cfg, const char *where,
 			 struct ls_conf_peer *out, char *err, size_t errlen);
+
+/**
+ * The pinglist's choice: indexes of the k of n host names that score
+ * highest for node_id (rendezvous hashing), best first, skipping those
+ * with skip[i] != 0 (skip may be NULL). The same inputs give the same list.
+ * @param out  at least k entries
+ * @return entries written to out (at most k)
+ */
+unsigned int ls_pinglist_choose(const char *const *names, const uint8_t *skip, unsigned int n,
+				uint32_t node_id, uint64_t seed, unsigned int k,
+				unsigned int *out);
 
 /** Release memory held by cfg (peers). */
 void ls_config_free(struct ls_config *cfg);

@@ -94,6 +94,15 @@ struct field {
 
 /* Sections defined in their own files. */
 extern const struct schema ls_config_bridge_schema;
+extern const struct schema ls_config_pinglist_schema;
+
+/* Parses one peer object, errors through c (ls_config.c hands its own to
+ * the pinglist, which has no schema of its own for peers). */
+typedef int (*ls_config_peer_fn)(struct pctx *c, const char *path, const json_t *obj,
+				 struct ls_conf_peer *out);
+
+/* Append the pinglist's peers to c->out->peers (ls_config_pinglist.c). */
+int ls_config_pinglist_apply(struct pctx *c, ls_config_peer_fn parse_peer);
 
 /* The bridge's defaults (docs/datapath.md lists the same values);
  * policy_file follows the node (node_post), policy is made by bridge_post. */

@@ -16,7 +16,9 @@
  * The quantile is reported as the bucket midpoint: half a bucket width over
  * a lower bound of at least 2^e keeps the error under 2^-(s+1).
  */
+#include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ls_hist.h"
@@ -159,4 +161,143 @@ ls_hist_mean(const struct ls_hist *h)
 	if (h->count == 0)
 		return 0.0;
 	return h->sum / (double)h->count;
+}
+
+/* ---- sparse histograms ------------------------------------------------ */
+
+_Static_assert(sizeof(struct ls_shist) == 32, "a 32-byte header");
+
+#define ENT_KEY(e) ((e) >> LS_SHIST_CNT_BITS)
+#define ENT_CNT(e) ((e) & LS_SHIST_CNT_MAX)
+#define ENT(k, c) ((uint32_t)(k) << LS_SHIST_CNT_BITS | (uint32_t)(c))
+
+/*
+ * Append count c of key k to out[*n], folding it into the previous entry
+ * when that has the same key and room; the rest starts a new entry.
+ */
+static void
+emit(uint32_t *out, uint32_t *n, uint32_t k, uint32_t c)
+{
+	if (*n > 0 && ENT_KEY(out[*n - 1]) == k) {
+		uint32_t room = LS_SHIST_CNT_MAX - ENT_CNT(out[*n - 1]);
+		uint32_t take = c < room ? c : room;
+
+		out[*n - 1] += take;
+		c -= take;
+	}
+	if (c > 0)
+		out[(*n)++] = ENT(k, c);
+}
+
+/*
+ * A merge of two sorted entry lists, forward into a fresh array (the
+ * simplest thing that is correct with split counts): the control thread
+ * merges a handful of entries a second per histogram, so the allocation
+ * is not worth avoiding. The array is sized for the worst case and then
+ * trimmed to fit, so a window holds only what it uses.
+ */
+int
+ls_shist_merge_keys(struct ls_shist **dst, const struct ls_shist_src *src)
+{
+	struct ls_shist *d = *dst, *r;
+	uint32_t dn = d != NULL ? d->n : 0, i = 0, j = 0, n = 0;
+	struct ls_shist *t;
+
+	if (src->count == 0)
+		return 0;
+	r = malloc(sizeof(*r) + (size_t)(dn + src->n) * sizeof(r->ent[0]));
+	if (r == NULL)
+		return -ENOMEM;
+	while (i < dn || j < src->n) {
+		uint32_t e;
+
+		if (j >= src->n || (i < dn && ENT_KEY(d->ent[i]) <= ENT_KEY(src->ent[j])))
+			e = d->ent[i++];
+		else
+			e = src->ent[j++];
+		emit(r->ent, &n, ENT_KEY(e), ENT_CNT(e));
+	}
+	r->n = r->cap = (uint16_t)n;
+	if (d == NULL || d->count == 0) {
+		r->count = 0;
+		r->min = src->min;
+		r->max = src->max;
+		r->sum = 0;
+	} else {
+		r->count = d->count;
+		r->min = src->min < d->min ? src->min : d->min;
+		r->max = src->max > d->max ? src->max : d->max;
+		r->sum = d->sum;
+	}
+	r->count += (uint32_t)src->count;
+	r->sum += src->sum;
+	if (n < dn + src->n) {
+		t = realloc(r, sizeof(*r) + (size_t)n * sizeof(r->ent[0]));
+		if (t != NULL)
+			r = t;
+	}
+	free(d);
+	*dst = r;
+	return 0;
+}
+
+int
+ls_shist_merge(struct ls_shist **dst, const struct ls_shist *src)
+{
+	struct ls_shist_src s;
+
+	if (src == NULL || src->count == 0)
+		return 0;
+	s.ent = src->ent;
+	s.n = src->n;
+	s.count = src->count;
+	s.min = src->min;
+	s.max = src->max;
+	s.sum = src->sum;
+	return ls_shist_merge_keys(dst, &s);
+}
+
+int
+ls_shist_add(struct ls_shist **h, int64_t v)
+{
+	uint32_t e = ENT(ls_hist_key(v), 1);
+	struct ls_shist_src s = {
+		.ent = &e, .n = 1, .count = 1, .min = v, .max = v, .sum = (double)v,
+	};
+
+	return ls_shist_merge_keys(h, &s);
+}
+
+void
+ls_shist_to_dense(struct ls_hist *dst, const struct ls_shist *src)
+{
+	if (src == NULL || src->count == 0)
+		return;
+	if (dst->count == 0 || src->min < dst->min)
+		dst->min = src->min;
+	if (dst->count == 0 || src->max > dst->max)
+		dst->max = src->max;
+	dst->count += src->count;
+	dst->sum += src->sum;
+	for (uint32_t i = 0; i < src->n; i++) {
+		uint32_t k = ENT_KEY(src->ent[i]);
+
+		if (k < LS_HIST_HALF)
+			dst->neg[LS_HIST_HALF - 1 - k] += ENT_CNT(src->ent[i]);
+		else
+			dst->pos[k - LS_HIST_HALF] += ENT_CNT(src->ent[i]);
+	}
+}
+
+void
+ls_shist_free(struct ls_shist **h)
+{
+	free(*h);
+	*h = NULL;
+}
+
+size_t
+ls_shist_bytes(const struct ls_shist *h)
+{
+	return h != NULL ? sizeof(*h) + h->cap * sizeof(h->ent[0]) : 0;
 }

@@ -18,6 +18,7 @@
 #ifndef LS_HIST_H
 #define LS_HIST_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -139,6 +140,82 @@ double ls_hist_mean(const struct ls_hist *h);
 
 /** Smallest and largest magnitude that fall into bucket b (for tests). */
 void ls_hist_bucket_range(uint32_t b, uint64_t *lo, uint64_t *hi);
+
+/*
+ * Sparse histogram: the same buckets, only the non-empty ones, on the heap.
+ *
+ * For the control thread, which keeps many histograms per path (rolling
+ * windows) where a dense struct ls_hist would be 4 KiB each however few
+ * samples it holds. Buckets are named by a key that orders them by value:
+ * key = LS_HIST_HALF - 1 - b for a negative value in bucket b,
+ * LS_HIST_HALF + b for a value >= 0. Entries are sorted by key, one 32-bit
+ * word each: key << LS_SHIST_CNT_BITS | count. A count that would pass
+ * LS_SHIST_CNT_MAX continues in a second entry with the same key, so
+ * nothing is ever clamped. An empty histogram is a NULL pointer: emptying
+ * frees its memory. It keeps no overflow count (ls_shist_to_dense() adds
+ * none); saturated magnitudes still land in the last bucket.
+ */
+
+#define LS_SHIST_CNT_BITS 21                       /**< count bits per entry */
+#define LS_SHIST_CNT_MAX ((1u << LS_SHIST_CNT_BITS) - 1) /**< largest count per entry */
+#define LS_SHIST_KEYS (2 * LS_HIST_HALF)           /**< number of keys */
+
+/**
+ * A sparse histogram (allocated; NULL is the empty one). The header is 32
+ * bytes: at a probe pair a second, a path's 48 window histograms hold a
+ * handful of buckets each, so the header is most of their memory.
+ */
+struct ls_shist {
+	uint16_t n;        /**< entries used (at most a few more than LS_SHIST_KEYS) */
+	uint16_t cap;      /**< entries allocated */
+	uint32_t count;    /**< samples (at most 2^32 - 1: a window's slot holds seconds) */
+	int64_t min;       /**< smallest sample */
+	int64_t max;       /**< largest sample */
+	double sum;        /**< sum of samples */
+	uint32_t ent[];    /**< key << LS_SHIST_CNT_BITS | count, ascending key */
+};
+
+/** Key of a value (orders buckets by value, see above). */
+static inline uint32_t
+ls_hist_key(int64_t v)
+{
+	uint64_t mag = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+	uint32_t b = ls_hist_bucket(mag);
+
+	return v < 0 ? LS_HIST_HALF - 1 - b : LS_HIST_HALF + b;
+}
+
+/** Summary of a run of samples given as keyed counts (ls_shist_merge_keys). */
+struct ls_shist_src {
+	const uint32_t *ent; /**< entries as in struct ls_shist, ascending key */
+	uint32_t n;          /**< entries */
+	uint64_t count;      /**< samples (sum of the entries' counts) */
+	int64_t min;         /**< smallest sample */
+	int64_t max;         /**< largest sample */
+	double sum;          /**< sum of samples */
+};
+
+/**
+ * *dst += src. Allocates a new entry array when the result needs one and
+ * frees the old one.
+ * @return 0, or -ENOMEM with *dst unchanged.
+ */
+int ls_shist_merge_keys(struct ls_shist **dst, const struct ls_shist_src *src);
+
+/** *dst += src (src may be NULL). @return 0 or -ENOMEM (*dst unchanged). */
+int ls_shist_merge(struct ls_shist **dst, const struct ls_shist *src);
+
+/** Add one sample. @return 0 or -ENOMEM (*h unchanged). */
+int ls_shist_add(struct ls_shist **h, int64_t v);
+
+/** dst += src, into a dense histogram (src may be NULL). */
+void ls_shist_to_dense(struct ls_hist *dst, const struct ls_shist *src);
+
+/** Empty *h and give its memory back; *h becomes NULL. */
+void ls_shist_free(struct ls_shist **h);
+
+/** Heap bytes *h holds (requested sizes, without the allocator's overhead). */
+size_t ls_shist_bytes(const struct ls_shist *h);
 
 #ifdef __cplusplus
 }

@@ -11,7 +11,16 @@
  *    reader on another core never sees a torn value; single writer means no
  *    read-modify-write atomics are needed.
  *
- *  - Delay samples go into one of two histogram slots. Each slot carries an
+ *  - Delay samples go into one of two histogram slots. A slot is not a
+ *    dense histogram (4 KiB per metric) but a 64-key open-addressed table
+ *    of the buckets the second's samples hit, with each metric's exact
+ *    count/min/max/sum beside it: a path sees a few dozen distinct buckets
+ *    a second, and at Pingmesh scale (80,000 paths) dense slots were most
+ *    of a gigabyte. When the table fills up mid-second and the control
+ *    thread has given the other slot back, the lcore hands the full one
+ *    over early (marked partial: it closes no second) and goes on in the
+ *    other, so a wide distribution costs hand-overs, not accuracy. Each
+ *    slot carries an
  *    owner flag; whoever the flag names may touch the slot, nobody else.
  *    At a second boundary the lcore stamps the finished slot with its epoch
  *    and flips the flag to "control" with a release store, so the control
@@ -22,8 +31,12 @@
  *    samples and counts them.
  *
  *  - The control thread owns struct ls_path_window: ten per-second
- *    histograms, six per-10-second histograms, and 61 per-second counter
- *    snapshots. Windowed counts are differences of snapshots, so the lcore
+ *    histograms, six per-10-second histograms, all sparse (lib/hist's
+ *    ls_shist: only non-empty buckets, on the heap, NULL when empty), and
+ *    counter snapshots at the end of the last 11 seconds and of the last 7
+ *    ten-second blocks (the 60 s window's counters cover the same six
+ *    blocks as its distributions). Windowed counts are differences of
+ *    snapshots, so the lcore
  *    keeps nothing but monotonic totals. The snapshot of a second is the
  *    copy of the totals the lcore put in the slot when it handed it over,
  *    so a second's counts and its histogram cover the same probes no matter
@@ -43,18 +56,25 @@
  * oldest complete block as soon as the next block started, leaving only
  * five complete ones. Folding complete blocks keeps six whole blocks.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "ls_pathstats.h"
 
 #define NS_PER_S 1000000000ULL
-#define TRACK_MASK (LS_PATH_TRACK - 1)
-#define SEC_SLOTS 10
-#define DEC_SLOTS 6
-#define SNAP_SLOTS 61
+#ifndef unlikely
+#define unlikely(x) __builtin_expect(!!(x), 0)
+#endif
+#define SEC_SLOTS LS_PATH_SEC_SLOTS
+#define DEC_SLOTS LS_PATH_DEC_SLOTS
+#define SNAP_SLOTS LS_PATH_SNAP_SLOTS
+#define BSNAP_SLOTS LS_PATH_BSNAP_SLOTS
+#define TAB_MASK (LS_PATH_SLOT_KEYS - 1)
+#define TAB_CNT_MAX ((1u << LS_PATH_SLOT_CNT_BITS) - 1)
 
-_Static_assert((LS_PATH_TRACK & (LS_PATH_TRACK - 1)) == 0,
-	       "LS_PATH_TRACK must be a power of two");
+_Static_assert((LS_PATH_SLOT_KEYS & TAB_MASK) == 0, "LS_PATH_SLOT_KEYS: a power of two");
+_Static_assert(LS_PM_MAX * LS_SHIST_KEYS + 1 < (1u << (32 - LS_PATH_SLOT_CNT_BITS)),
+	       "slot table keys must fit");
 
 enum {
 	TRK_FREE = 0,
@@ -89,25 +109,45 @@ seq_after(uint32_t a, uint32_t b)
  * lcore side
  * ---------------------------------------------------------------------- */
 
+uint32_t
+ls_path_track_size(double probes_per_s, uint64_t timeout_ns)
+{
+	double need = 2.0 * probes_per_s * ((double)timeout_ns / (double)NS_PER_S) + 16.0;
+	uint32_t n = LS_PATH_TRACK_MIN;
+
+	while (n < LS_PATH_TRACK_MAX && (double)n < need)
+		n <<= 1;
+	return n;
+}
+
 void
-ls_path_live_init(struct ls_path_live *p, uint64_t now_ns)
+ls_path_live_init(struct ls_path_live *p, struct ls_path_track *track,
+		  uint32_t n_track, uint64_t now_ns)
 {
 	memset(p, 0, sizeof(*p));
+	memset(track, 0, (size_t)n_track * sizeof(*track));
+	p->track = track;
+	p->track_mask = n_track - 1;
 	p->cur_epoch = (int64_t)(now_ns / NS_PER_S);
+	p->epoch_end_ns = ((uint64_t)p->cur_epoch + 1) * NS_PER_S;
 	p->cur = 0;
 	p->slot[0].epoch = p->cur_epoch;
 	p->slot[1].epoch = -1;
 }
 
+static void rotate(struct ls_path_live *p, int64_t epoch);
+
 void
 ls_path_on_send(struct ls_path_live *p, uint32_t seq, uint64_t now_ns)
 {
-	typeof(p->track[0]) *t = &p->track[seq & TRACK_MASK];
+	struct ls_path_track *t = &p->track[seq & p->track_mask];
 
 	/*
 	 * The cursor starts at the first probe ever sent; after that it only
 	 * moves forward in ls_path_tick().
 	 */
+	if (unlikely(now_ns >= p->epoch_end_ns))
+		rotate(p, (int64_t)(now_ns / NS_PER_S));
 	if (p->c.sent == 0)
 		p->track_head = seq;
 	if (t->state == TRK_OUT) {
@@ -127,10 +167,63 @@ ls_path_on_send(struct ls_path_live *p, uint32_t seq, uint64_t now_ns)
 	PUB_ADD(p->c.sent, 1);
 }
 
+/*
+ * Hand slot s over to the control thread (release: its contents become
+ * visible with the flag). partial: mid-second, because its table filled.
+ */
+static inline void
+hand_over(struct ls_path_live *p, struct ls_path_hslot *s, uint32_t partial)
+{
+	s->epoch = p->cur_epoch;
+	s->c = p->c;
+	s->partial = partial;
+	__atomic_store_n(&s->owner, OWNER_CONTROL, __ATOMIC_RELEASE);
+}
+
+/*
+ * Count one sample of metric m into slot s. The caller made sure of room
+ * for a new key (record()); false only when the bucket's count is full.
+ */
+static inline bool
+slot_add(struct ls_path_hslot *s, int m, int64_t v)
+{
+	uint32_t tk = (uint32_t)m * LS_SHIST_KEYS + ls_hist_key(v) + 1;
+	uint32_t i = (tk * 2654435761u) >> (32 - 6);
+	struct ls_path_mstat *ms = &s->m[m];
+
+	_Static_assert(LS_PATH_SLOT_KEYS == 64, "the hash above takes 6 bits");
+	_Static_assert(LS_PATH_SLOT_FILL + LS_PM_MAX < LS_PATH_SLOT_KEYS,
+		       "the table never fills up completely");
+	for (;;) {
+		uint32_t e = s->tab[i];
+
+		if (e == 0) {
+			s->tab[i] = tk << LS_PATH_SLOT_CNT_BITS;
+			s->used++;
+			break;
+		}
+		if (e >> LS_PATH_SLOT_CNT_BITS == tk) {
+			if ((e & TAB_CNT_MAX) == TAB_CNT_MAX)
+				return false;
+			break;
+		}
+		i = (i + 1) & TAB_MASK;
+	}
+	s->tab[i]++;
+	if (ms->count == 0 || v < ms->min)
+		ms->min = v;
+	if (ms->count == 0 || v > ms->max)
+		ms->max = v;
+	ms->count++;
+	ms->sum += (double)v;
+	return true;
+}
+
 static inline void
 record(struct ls_path_live *p, const int64_t samples[LS_PM_MAX])
 {
 	struct ls_path_hslot *s = &p->slot[p->cur];
+	bool all = true;
 	int m;
 
 	/*
@@ -142,15 +235,31 @@ record(struct ls_path_live *p, const int64_t samples[LS_PM_MAX])
 		PUB_ADD(p->hist_dropped, 1);
 		return;
 	}
+	/*
+	 * Room for this reply's keys, all or nothing: when the table is past
+	 * its fill mark, hand it over early if the other slot is ours.
+	 */
+	if (s->used > LS_PATH_SLOT_FILL - LS_PM_MAX) {
+		if (__atomic_load_n(&p->slot[p->cur ^ 1].owner, __ATOMIC_ACQUIRE) !=
+		    OWNER_LCORE) {
+			PUB_ADD(p->hist_dropped, 1);
+			return;
+		}
+		hand_over(p, s, 1);
+		p->cur ^= 1;
+		s = &p->slot[p->cur];
+	}
 	for (m = 0; m < LS_PM_MAX; m++)
 		if (samples[m] != LS_PM_NONE)
-			ls_hist_add(&s->h[m], samples[m]);
+			all &= slot_add(s, m, samples[m]);
+	if (!all)
+		PUB_ADD(p->hist_dropped, 1); /* a bucket met its count limit */
 }
 
 bool
 ls_path_awaits(const struct ls_path_live *p, uint32_t seq, uint64_t *tx_ns)
 {
-	const typeof(p->track[0]) *t = &p->track[seq & TRACK_MASK];
+	const struct ls_path_track *t = &p->track[seq & p->track_mask];
 
 	if (t->seq != seq || (t->state != TRK_OUT && t->state != TRK_LOST))
 		return false;
@@ -162,7 +271,7 @@ enum ls_path_rx
 ls_path_on_reply(struct ls_path_live *p, uint32_t seq, uint64_t now_ns,
 		 const int64_t samples[LS_PM_MAX])
 {
-	typeof(p->track[0]) *t = &p->track[seq & TRACK_MASK];
+	struct ls_path_track *t = &p->track[seq & p->track_mask];
 	enum ls_path_rx rx;
 	int m;
 
@@ -192,6 +301,8 @@ ls_path_on_reply(struct ls_path_live *p, uint32_t seq, uint64_t now_ns,
 	}
 
 	t->state = TRK_ANSWERED;
+	if (unlikely(now_ns >= p->epoch_end_ns))
+		rotate(p, (int64_t)(now_ns / NS_PER_S));
 	if (!p->any_rx || seq_after(seq, p->max_seq_rx)) {
 		__atomic_store_n(&p->max_seq_rx, seq, __ATOMIC_RELAXED);
 		__atomic_store_n(&p->any_rx, true, __ATOMIC_RELAXED);
@@ -225,11 +336,10 @@ rotate(struct ls_path_live *p, int64_t epoch)
 		 * control thread's per-second counts end exactly where the
 		 * histogram does, however late it gets round to collecting.
 		 */
-		s->epoch = p->cur_epoch;
-		s->c = p->c;
-		__atomic_store_n(&s->owner, OWNER_CONTROL, __ATOMIC_RELEASE);
+		hand_over(p, s, 0);
 	}
 	p->cur ^= 1;
+	p->epoch_end_ns = ((uint64_t)epoch + 1) * NS_PER_S;
 	/*
 	 * The new slot's epoch is not written here: control may own it and
 	 * be reading it. It gets stamped when it is handed over, above.
@@ -250,15 +360,15 @@ ls_path_tick(struct ls_path_live *p, uint64_t now_ns, uint64_t timeout_ns)
 	if (p->c.sent == 0)
 		return;
 	/*
-	 * Nothing older than tx_next - LS_PATH_TRACK can still be in the
+	 * Nothing older than tx_next - ring size can still be in the
 	 * ring unless the sender skipped numbers; those stragglers are
 	 * counted when their slot is reused. Jumping keeps a sender that
 	 * leapt far ahead from costing one step per skipped number.
 	 */
-	if ((uint32_t)(p->tx_next - p->track_head) > LS_PATH_TRACK)
-		p->track_head = p->tx_next - LS_PATH_TRACK;
+	if ((uint32_t)(p->tx_next - p->track_head) > p->track_mask + 1)
+		p->track_head = p->tx_next - (p->track_mask + 1);
 	while (p->track_head != p->tx_next) {
-		typeof(p->track[0]) *t = &p->track[p->track_head & TRACK_MASK];
+		struct ls_path_track *t = &p->track[p->track_head & p->track_mask];
 
 		/*
 		 * Another sequence in the slot: a newer probe took it (the
@@ -324,31 +434,68 @@ counters_sub(const struct ls_path_counters *a, const struct ls_path_counters *b,
 }
 
 static void
+free_hists(struct ls_shist *h[LS_PM_MAX])
+{
+	for (int m = 0; m < LS_PM_MAX; m++)
+		ls_shist_free(&h[m]);
+}
+
+static void
 clear_history(struct ls_path_window *w)
 {
-	int i, m;
+	int i;
 
 	w->last_epoch = -1;
 	for (i = 0; i < SEC_SLOTS; i++) {
-		for (m = 0; m < LS_PM_MAX; m++)
-			ls_hist_reset(&w->sec[i][m]);
+		free_hists(w->sec[i]);
 		w->sec_epoch[i] = -1;
 	}
 	for (i = 0; i < DEC_SLOTS; i++) {
-		for (m = 0; m < LS_PM_MAX; m++)
-			ls_hist_reset(&w->dec[i][m]);
+		free_hists(w->dec[i]);
 		w->dec_epoch[i] = -1;
 	}
 	memset(w->snap, 0, sizeof(w->snap));
 	for (i = 0; i < SNAP_SLOTS; i++)
 		w->snap_epoch[i] = -1;
+	memset(w->bsnap, 0, sizeof(w->bsnap));
+	for (i = 0; i < BSNAP_SLOTS; i++)
+		w->bsnap_block[i] = -1;
 }
 
 void
 ls_path_window_init(struct ls_path_window *w)
 {
-	memset(&w->base, 0, sizeof(w->base));
+	/* The memory may be garbage: no pointer in it is ours to free. */
+	memset(w, 0, sizeof(*w));
 	clear_history(w);
+}
+
+void
+ls_path_window_free(struct ls_path_window *w)
+{
+	clear_history(w);
+}
+
+size_t
+ls_path_window_bytes(const struct ls_path_window *w)
+{
+	size_t n = sizeof(*w);
+	int i, m;
+
+	for (m = 0; m < LS_PM_MAX; m++) {
+		for (i = 0; i < SEC_SLOTS; i++)
+			n += ls_shist_bytes(w->sec[i][m]);
+		for (i = 0; i < DEC_SLOTS; i++)
+			n += ls_shist_bytes(w->dec[i][m]);
+	}
+	return n;
+}
+
+static void
+merge_into(struct ls_path_window *w, struct ls_shist **dst, const struct ls_shist *src)
+{
+	if (ls_shist_merge(dst, src) != 0)
+		w->nomem++;
 }
 
 /* Build 10 s block d from whatever of its seconds the 1 s ring holds. */
@@ -358,23 +505,44 @@ fold_block(struct ls_path_window *w, int64_t d)
 	int di = (int)(d % DEC_SLOTS);
 	int i, m;
 
-	for (m = 0; m < LS_PM_MAX; m++)
-		ls_hist_reset(&w->dec[di][m]);
+	free_hists(w->dec[di]);
 	w->dec_epoch[di] = d;
 	for (i = 0; i < SEC_SLOTS; i++) {
 		if (w->sec_epoch[i] < 0 || w->sec_epoch[i] / 10 != d)
 			continue;
 		for (m = 0; m < LS_PM_MAX; m++)
-			ls_hist_merge(&w->dec[di][m], &w->sec[i][m]);
+			merge_into(w, &w->dec[di][m], w->sec[i][m]);
 	}
 }
 
+/* A slot's table, metric by metric, as sorted sparse entries. */
 static void
-merge_second(struct ls_path_window *w, int64_t e, const struct ls_hist h[LS_PM_MAX])
+slot_metric(const struct ls_path_hslot *s, int m, uint32_t *ent, uint32_t *n)
+{
+	uint32_t lo = (uint32_t)m * LS_SHIST_KEYS + 1, k = 0;
+
+	for (uint32_t i = 0; i < LS_PATH_SLOT_KEYS; i++) {
+		uint32_t tk = s->tab[i] >> LS_PATH_SLOT_CNT_BITS;
+		uint32_t e, j;
+
+		if (tk < lo || tk >= lo + LS_SHIST_KEYS)
+			continue;
+		/* ls_shist's counts are wider than the table's: one entry each */
+		e = (tk - lo) << LS_SHIST_CNT_BITS | (s->tab[i] & TAB_CNT_MAX);
+		for (j = k++; j > 0 && ent[j - 1] > e; j--)
+			ent[j] = ent[j - 1];
+		ent[j] = e;
+	}
+	*n = k;
+}
+
+static void
+merge_second(struct ls_path_window *w, int64_t e, const struct ls_path_hslot *slot)
 {
 	int si = (int)(e % SEC_SLOTS);
 	int di = (int)((e / 10) % DEC_SLOTS);
 	int64_t old = w->sec_epoch[si];
+	uint32_t ent[LS_PATH_SLOT_KEYS];
 	int m;
 
 	if (old < e) {
@@ -386,19 +554,27 @@ merge_second(struct ls_path_window *w, int64_t e, const struct ls_hist h[LS_PM_M
 		if (old >= 0 && old / 10 < e / 10 &&
 		    w->dec_epoch[(old / 10) % DEC_SLOTS] < old / 10)
 			fold_block(w, old / 10);
-		for (m = 0; m < LS_PM_MAX; m++)
-			ls_hist_reset(&w->sec[si][m]);
+		free_hists(w->sec[si]);
 		w->sec_epoch[si] = e;
 		old = e;
 	}
-	if (old == e) {
-		for (m = 0; m < LS_PM_MAX; m++)
-			ls_hist_merge(&w->sec[si][m], &h[m]);
-	}
-	/* A straggler for a block already folded still belongs in it. */
-	if (w->dec_epoch[di] == e / 10) {
-		for (m = 0; m < LS_PM_MAX; m++)
-			ls_hist_merge(&w->dec[di][m], &h[m]);
+	for (m = 0; m < LS_PM_MAX; m++) {
+		struct ls_shist_src src;
+
+		if (slot->m[m].count == 0)
+			continue;
+		slot_metric(slot, m, ent, &src.n);
+		src.ent = ent;
+		src.count = slot->m[m].count;
+		src.min = slot->m[m].min;
+		src.max = slot->m[m].max;
+		src.sum = slot->m[m].sum;
+		if (old == e && ls_shist_merge_keys(&w->sec[si][m], &src) != 0)
+			w->nomem++;
+		/* A straggler for a block already folded still belongs in it. */
+		if (w->dec_epoch[di] == e / 10 &&
+		    ls_shist_merge_keys(&w->dec[di][m], &src) != 0)
+			w->nomem++;
 	}
 }
 
@@ -408,22 +584,50 @@ take_slot(struct ls_path_window *w, struct ls_path_hslot *s)
 {
 	int64_t e = s->epoch;
 	bool snapped = false;
-	int m;
 
 	if (e >= 0) {
-		merge_second(w, e, s->h);
-		/* Only seconds not yet closed: older ones were filled in. */
-		if (e > w->last_epoch) {
+		merge_second(w, e, s);
+		/*
+		 * Only seconds not yet closed: older ones were filled in. A
+		 * partial slot closes nothing: its second goes on.
+		 */
+		if (!s->partial && e > w->last_epoch) {
 			w->snap[e % SNAP_SLOTS] = s->c;
 			w->snap_epoch[e % SNAP_SLOTS] = e;
 			snapped = true;
 		}
 	}
 	/* Empty before handing back: the lcore adds without clearing. */
-	for (m = 0; m < LS_PM_MAX; m++)
-		ls_hist_reset(&s->h[m]);
+	memset(s->tab, 0, sizeof(s->tab));
+	memset(s->m, 0, sizeof(s->m));
+	s->used = 0;
+	s->partial = 0;
 	__atomic_store_n(&s->owner, OWNER_LCORE, __ATOMIC_RELEASE);
 	return snapped;
+}
+
+/*
+ * Give every second from..last that has none a snapshot: the next newer
+ * one (carry walks down from last), and copy block ends into bsnap.
+ */
+static void
+fill_snapshots(struct ls_path_window *w, int64_t from, int64_t last,
+	       struct ls_path_counters carry)
+{
+	for (int64_t e = last; e >= from; e--) {
+		bool in_ring = e > last - SNAP_SLOTS;
+
+		if (in_ring && w->snap_epoch[e % SNAP_SLOTS] == e) {
+			carry = w->snap[e % SNAP_SLOTS];
+		} else if (in_ring) {
+			w->snap[e % SNAP_SLOTS] = carry;
+			w->snap_epoch[e % SNAP_SLOTS] = e;
+		}
+		if (e % 10 == 9) {
+			w->bsnap[(e / 10) % BSNAP_SLOTS] = carry;
+			w->bsnap_block[(e / 10) % BSNAP_SLOTS] = e / 10;
+		}
+	}
 }
 
 void
@@ -439,13 +643,13 @@ ls_path_window_collect(struct ls_path_window *w, struct ls_path_live *p)
 	struct ls_path_hslot *s0 = &p->slot[0], *s1 = &p->slot[1];
 	bool own0 = __atomic_load_n(&s0->owner, __ATOMIC_ACQUIRE) == OWNER_CONTROL;
 	bool own1 = __atomic_load_n(&s1->owner, __ATOMIC_ACQUIRE) == OWNER_CONTROL;
-	int64_t last = cur - 1, e, from, d, dl;
+	int64_t last = cur - 1, from, d, dl;
 	struct ls_path_counters carry;
 	bool snapped = false;
 
-	if (own0 && s0->epoch > last)
+	if (own0 && !s0->partial && s0->epoch > last)
 		last = s0->epoch;
-	if (own1 && s1->epoch > last)
+	if (own1 && !s1->partial && s1->epoch > last)
 		last = s1->epoch;
 	/* Oldest second first, so the 1 s ring only ever moves forward. */
 	if (own0 && own1 && s1->epoch < s0->epoch) {
@@ -480,18 +684,11 @@ ls_path_window_collect(struct ls_path_window *w, struct ls_path_live *p)
 			carry = w->base;
 	} else {
 		from = w->last_epoch + 1;
-		if (from < last - (SNAP_SLOTS - 1))
-			from = last - (SNAP_SLOTS - 1);
+		if (from < last - 10 * BSNAP_SLOTS)
+			from = last - 10 * BSNAP_SLOTS;
 		load_counters(p, &carry);
 	}
-	for (e = last; e >= from; e--) {
-		if (w->snap_epoch[e % SNAP_SLOTS] == e) {
-			carry = w->snap[e % SNAP_SLOTS];
-		} else {
-			w->snap[e % SNAP_SLOTS] = carry;
-			w->snap_epoch[e % SNAP_SLOTS] = e;
-		}
-	}
+	fill_snapshots(w, from, last, carry);
 
 	/* Fold every 10 s block that has just become complete. */
 	dl = (last + 1) / 10 - 1;
@@ -518,14 +715,23 @@ fill_dist(const struct ls_hist *h, struct ls_path_dist *d)
 	d->mean = ls_hist_mean(h);
 }
 
+/* Counters at the end of 10 s block d, or NULL. */
+static const struct ls_path_counters *
+block_end(const struct ls_path_window *w, int64_t d)
+{
+	if (d < 0 || w->bsnap_block[d % BSNAP_SLOTS] != d)
+		return NULL;
+	return &w->bsnap[d % BSNAP_SLOTS];
+}
+
 /*
  * Windows end at the newest complete second L (w->last_epoch):
  *  - 1s: second L;
  *  - 10s: seconds L-9 .. L;
- *  - 60s: counters over seconds L-59 .. L, but distributions over the six
- *    newest complete 10 s blocks, which end at the last multiple of ten
- *    seconds and so lag L by 0-9 s. That is the price of keeping 60 s of
- *    distribution in six histograms instead of sixty.
+ *  - 60s: counters and distributions over the six newest complete 10 s
+ *    blocks, which end at the last multiple of ten seconds and so lag L by
+ *    0-9 s. That is the price of keeping 60 s in six histograms and seven
+ *    snapshots instead of sixty each.
  */
 void
 ls_path_window_query(const struct ls_path_window *w, const struct ls_path_live *p,
@@ -544,11 +750,19 @@ ls_path_window_query(const struct ls_path_window *w, const struct ls_path_live *
 	    w->snap_epoch[L % SNAP_SLOTS] != L)
 		return;
 
-	end = &w->snap[L % SNAP_SLOTS];
-	s = L - span[win];
-	if (s >= 0 && w->snap_epoch[s % SNAP_SLOTS] == s)
-		start = &w->snap[s % SNAP_SLOTS];
-	else
+	dl = (L + 1) / 10 - 1;
+	if (win == LS_WIN_60S) {
+		end = block_end(w, dl);
+		if (end == NULL)
+			end = &w->base;
+		start = block_end(w, dl - DEC_SLOTS);
+	} else {
+		end = &w->snap[L % SNAP_SLOTS];
+		s = L - span[win];
+		start = s >= 0 && w->snap_epoch[s % SNAP_SLOTS] == s ?
+			&w->snap[s % SNAP_SLOTS] : NULL;
+	}
+	if (start == NULL)
 		start = &w->base;
 	counters_sub(end, start, &diff);
 	out->sent = diff.sent;
@@ -561,7 +775,6 @@ ls_path_window_query(const struct ls_path_window *w, const struct ls_path_live *
 		out->loss_pct = 100.0 * (double)diff.lost /
 				(double)(diff.received + diff.lost);
 
-	dl = (L + 1) / 10 - 1;
 	for (m = 0; m < LS_PM_MAX; m++) {
 		ls_hist_reset(&tmp);
 		if (win == LS_WIN_60S) {
@@ -569,14 +782,14 @@ ls_path_window_query(const struct ls_path_window *w, const struct ls_path_live *
 				if (w->dec_epoch[i] >= 0 &&
 				    w->dec_epoch[i] > dl - DEC_SLOTS &&
 				    w->dec_epoch[i] <= dl)
-					ls_hist_merge(&tmp, &w->dec[i][m]);
+					ls_shist_to_dense(&tmp, w->dec[i][m]);
 			}
 		} else {
 			for (i = 0; i < SEC_SLOTS; i++) {
 				if (w->sec_epoch[i] >= 0 &&
 				    w->sec_epoch[i] > L - span[win] &&
 				    w->sec_epoch[i] <= L)
-					ls_hist_merge(&tmp, &w->sec[i][m]);
+					ls_shist_to_dense(&tmp, w->sec[i][m]);
 			}
 		}
 		fill_dist(&tmp, &out->d[m]);

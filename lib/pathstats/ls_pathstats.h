@@ -3,7 +3,7 @@
  * @file
  * Per-path probe telemetry: sequence tracking (loss, late arrivals,
  * reordering, duplicates) and delay histograms over rolling 1 s, 10 s and
- * 60 s windows, in constant memory per path.
+ * 60 s windows, in a few KiB per path (sparse histograms, see below).
  *
  * Two sides, two owners, no locks:
  *  - struct ls_path_live is written only by the lcore that owns the path:
@@ -20,14 +20,21 @@
  *
  * Loss is decided by time-out: a probe whose reply has not come within the
  * loss time-out is lost. A reply that arrives later is counted as late (and
- * no longer lost). Outstanding probes are tracked in a ring of
- * LS_PATH_TRACK slots indexed by sequence number; a probe overwritten in the
- * ring before it was resolved counts as lost.
+ * no longer lost). Outstanding probes are tracked in a ring indexed by
+ * sequence number, sized per path by ls_path_track_size() from its probe
+ * rate and loss time-out; a probe overwritten in the ring before it was
+ * resolved counts as lost.
+ *
+ * Memory per path is about 1 KiB on the lcore side (two slots, counters)
+ * plus the ring, and on the control side about 1.5 KiB plus the sparse
+ * histograms' non-empty buckets (ls_path_window_bytes()), given back when
+ * the window is freed.
  */
 #ifndef LS_PATHSTATS_H
 #define LS_PATHSTATS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "ls_hist.h"
@@ -36,7 +43,6 @@
 extern "C" {
 #endif
 
-#define LS_PATH_TRACK 512       /**< outstanding probes tracked per path (power of 2) */
 
 /** Delay metrics kept per path. */
 enum ls_path_metric {
@@ -74,12 +80,58 @@ struct ls_path_counters {
 	uint64_t unknown;     /**< replies matching no tracked probe (too old, forged) */
 };
 
-/** One histogram slot handed between lcore and control thread. */
+/**
+ * Bounds of a path's outstanding-probe ring (ls_path_track_size()). The
+ * most is what every path had before rings were sized per path: a path
+ * sending more probes within one loss time-out (an interval under ~200 us
+ * with the default 50 ms time-out and acquisition) has its oldest counted
+ * lost when their entry is reused, as before; a bigger ring would cost
+ * the sender's speed (bench_sender: 4096 entries, 64 KiB a path, were 28%
+ * slower at 512 paths).
+ */
+#define LS_PATH_TRACK_MIN 32
+#define LS_PATH_TRACK_MAX 512
+
+/** One probe in the outstanding-probe ring. */
+struct ls_path_track {
+	uint32_t seq;             /**< sequence number in this slot */
+	uint8_t state;            /**< 0 free, 1 outstanding, 2 answered, 3 lost */
+	uint64_t tx_ns;           /**< when it was sent (local clock) */
+};
+
+/**
+ * Keys in a slot's table (power of 2), shared by the three metrics. The
+ * table takes LS_PATH_SLOT_FILL of them before the slot is handed over
+ * early (mid-second) or, if the control thread still holds the other slot,
+ * further new buckets are dropped and counted.
+ */
+#define LS_PATH_SLOT_KEYS 64
+#define LS_PATH_SLOT_FILL 48
+#define LS_PATH_SLOT_CNT_BITS 20 /**< count bits of a table entry */
+
+/** Exact summary of one metric's samples in a slot. */
+struct ls_path_mstat {
+	uint32_t count;           /**< samples */
+	int64_t min;              /**< smallest (valid when count > 0) */
+	int64_t max;              /**< largest */
+	double sum;               /**< sum */
+};
+
+/**
+ * One histogram slot handed between lcore and control thread: the buckets
+ * a second's samples hit, as a small open-addressed table of
+ * (metric, ls_hist_key) -> count; a probe path touches a few dozen buckets
+ * a second, where a dense histogram per metric would be 4 KiB.
+ */
 struct ls_path_hslot {
 	uint32_t owner;                   /**< 0 = lcore writes, 1 = control reads */
+	uint32_t partial;                 /**< handed over mid-second (table full) */
 	int64_t epoch;                    /**< second (clock ns / 1e9) this slot holds */
 	struct ls_path_counters c;        /**< counters when the lcore handed it over */
-	struct ls_hist h[LS_PM_MAX];      /**< one histogram per metric */
+	uint32_t used;                    /**< keys in tab */
+	struct ls_path_mstat m[LS_PM_MAX]; /**< per metric */
+	uint32_t tab[LS_PATH_SLOT_KEYS];  /**< 0 empty, else (metric * LS_SHIST_KEYS +
+					   *   key + 1) << LS_PATH_SLOT_CNT_BITS | count */
 };
 
 /** Lcore-owned live state of one path. */
@@ -90,16 +142,16 @@ struct ls_path_live {
 	bool any_rx;                      /**< max_seq_rx is valid */
 	int64_t last[LS_PM_MAX];          /**< most recent sample per metric */
 	uint64_t last_rx_ns;              /**< when the last reply arrived */
-	uint64_t hist_dropped;            /**< replies whose samples were not recorded (slot busy) */
+	uint64_t hist_dropped;            /**< replies whose samples were not (all) recorded:
+					   *   slot busy, or its table full */
 	int64_t cur_epoch;                /**< epoch of slot[cur] */
+	uint64_t epoch_end_ns;            /**< when cur_epoch ends: a send or reply at or
+					   *   after it rotates first */
 	uint32_t cur;                     /**< slot being written */
 	uint32_t track_head;              /**< next sequence to expire check */
 	uint32_t tx_next;                 /**< sequence after the newest sent */
-	struct {
-		uint32_t seq;             /**< sequence number in this slot */
-		uint8_t state;            /**< 0 free, 1 outstanding, 2 answered, 3 lost */
-		uint64_t tx_ns;           /**< when it was sent (local clock) */
-	} track[LS_PATH_TRACK];           /**< outstanding probes ring */
+	uint32_t track_mask;              /**< ring size - 1 */
+	struct ls_path_track *track;      /**< outstanding probes ring (caller's memory) */
 	struct ls_path_hslot slot[2];     /**< double-buffered histograms */
 };
 
@@ -112,8 +164,22 @@ enum ls_path_rx {
 	LS_PATH_RX_UNKNOWN,     /**< not a tracked sequence */
 };
 
-/** Reset live state; now_ns sets the first epoch. */
-void ls_path_live_init(struct ls_path_live *p, uint64_t now_ns);
+/**
+ * Entries an outstanding-probe ring needs: every probe sent within one loss
+ * time-out, twice over, plus slack, as a power of two in
+ * [LS_PATH_TRACK_MIN, LS_PATH_TRACK_MAX].
+ * @param probes_per_s  the path's highest probe rate (both pair members,
+ *                      acquisition included)
+ * @param timeout_ns    loss time-out
+ */
+uint32_t ls_path_track_size(double probes_per_s, uint64_t timeout_ns);
+
+/**
+ * Reset live state; now_ns sets the first epoch.
+ * @param track    ring of n_track entries (a power of 2), owned by the caller
+ */
+void ls_path_live_init(struct ls_path_live *p, struct ls_path_track *track,
+		       uint32_t n_track, uint64_t now_ns);
 
 /** Record that probe seq was sent at now_ns. */
 void ls_path_on_send(struct ls_path_live *p, uint32_t seq, uint64_t now_ns);
@@ -138,7 +204,9 @@ enum ls_path_rx ls_path_on_reply(struct ls_path_live *p, uint32_t seq,
 /**
  * Declare lost every outstanding probe sent before now_ns - timeout_ns.
  * Cheap when nothing is due: call once per loop or per tick.
- * Also rotates the histogram slot when the second changes.
+ * Also rotates the histogram slot when the second changes (sends and
+ * replies rotate too, so a path ticked only every few tens of
+ * milliseconds still puts every sample in its own second).
  */
 void ls_path_tick(struct ls_path_live *p, uint64_t now_ns, uint64_t timeout_ns);
 
@@ -163,20 +231,39 @@ struct ls_path_summary {
 	struct ls_path_dist d[LS_PM_MAX]; /**< per metric */
 };
 
-/** Control-thread-owned rolling windows of one path. */
+#define LS_PATH_SEC_SLOTS 10   /**< 1 s histograms kept */
+#define LS_PATH_DEC_SLOTS 6    /**< 10 s histograms kept */
+#define LS_PATH_SNAP_SLOTS 11  /**< per-second counter snapshots kept */
+#define LS_PATH_BSNAP_SLOTS 7  /**< end-of-10 s-block counter snapshots kept */
+
+/**
+ * Control-thread-owned rolling windows of one path. Histograms are sparse
+ * (struct ls_shist, NULL when empty); counters are snapshotted at the end of
+ * each of the last 11 seconds and of the last 7 ten-second blocks.
+ */
 struct ls_path_window {
 	int64_t last_epoch;                     /**< newest second merged */
-	struct ls_hist sec[10][LS_PM_MAX];      /**< last ten 1 s slots (by epoch % 10) */
-	int64_t sec_epoch[10];                  /**< epoch each sec slot holds, -1 none */
-	struct ls_hist dec[6][LS_PM_MAX];       /**< last six 10 s slots (by (epoch/10) % 6) */
-	int64_t dec_epoch[6];                   /**< epoch/10 each dec slot holds, -1 none */
-	struct ls_path_counters snap[61];       /**< counters at the end of each second */
-	int64_t snap_epoch[61];                 /**< epoch of each snapshot, -1 none */
+	struct ls_shist *sec[LS_PATH_SEC_SLOTS][LS_PM_MAX]; /**< 1 s slots (by epoch % 10) */
+	int64_t sec_epoch[LS_PATH_SEC_SLOTS];   /**< epoch each sec slot holds, -1 none */
+	struct ls_shist *dec[LS_PATH_DEC_SLOTS][LS_PM_MAX]; /**< 10 s slots ((epoch/10) % 6) */
+	int64_t dec_epoch[LS_PATH_DEC_SLOTS];   /**< epoch/10 each dec slot holds, -1 none */
+	struct ls_path_counters snap[LS_PATH_SNAP_SLOTS]; /**< counters at the end of a second */
+	int64_t snap_epoch[LS_PATH_SNAP_SLOTS]; /**< its epoch, -1 none */
+	struct ls_path_counters bsnap[LS_PATH_BSNAP_SLOTS]; /**< at the end of block d (second
+							     *   10d+9), by d % 7 */
+	int64_t bsnap_block[LS_PATH_BSNAP_SLOTS]; /**< d of each, -1 none */
 	struct ls_path_counters base;           /**< subtracted after stats.reset */
+	uint64_t nomem;                         /**< merges lost to a failed allocation */
 };
 
-/** Initialise an empty window set. */
+/** Initialise an empty window set (memory may hold garbage). */
 void ls_path_window_init(struct ls_path_window *w);
+
+/** Give back a window set's histograms; it is empty (initialised) after. */
+void ls_path_window_free(struct ls_path_window *w);
+
+/** Bytes a window set holds: the struct and its histograms' heap blocks. */
+size_t ls_path_window_bytes(const struct ls_path_window *w);
 
 /**
  * Take a finished histogram slot from the lcore (if any), merge it, give it
@@ -187,9 +274,10 @@ void ls_path_window_collect(struct ls_path_window *w, struct ls_path_live *p);
 
 /**
  * Summarise window win, as of the newest complete second L that collect()
- * has seen. 1s is second L, 10s is L-9..L. For 60s the counters cover
- * L-59..L but the distributions cover the six newest complete 10 s blocks
- * (aligned to multiples of 10 s), so they may end up to 9 s before L.
+ * has seen. 1s is second L, 10s is L-9..L.
+ * Both counters and distributions of 60s cover the six newest complete
+ * 10 s blocks (aligned to multiples of 10 s), so they may end up to 9 s
+ * before L.
  * Counts are differences of per-second snapshots; lost is floored at 0.
  */
 void ls_path_window_query(const struct ls_path_window *w, const struct ls_path_live *p,

@@ -453,6 +453,101 @@ START_TEST(test_overflow_saturates)
 }
 END_TEST
 
+
+/* --- sparse histograms ---------------------------------------------------- */
+
+/*
+ * A sparse histogram built from pieces (as the windows build one from
+ * seconds) must be bucket for bucket the dense one, so its quantiles keep
+ * the 1/32 bound: checked against exact quantiles of a wide mixed-sign
+ * distribution.
+ */
+START_TEST(test_shist_accuracy)
+{
+	static const double qs[] = { 0.01, 0.1, 0.5, 0.9, 0.99, 0.999 };
+	struct ls_shist *parts[10] = { NULL }, *all = NULL;
+	struct ls_hist *dense = calloc(1, sizeof(*dense));
+	struct ls_hist *back = calloc(1, sizeof(*back));
+	int i;
+
+	ck_assert_ptr_nonnull(dense);
+	ck_assert_ptr_nonnull(back);
+	ls_rng_seed(28);
+	for (i = 0; i < NSAMP; i++) {
+		double x = exp(8.0 + 2.0 * rng_normal());
+
+		samples[i] = (int64_t)(i % 7 == 0 ? -x : x);
+		ck_assert_int_eq(ls_shist_add(&parts[i % 10], samples[i]), 0);
+		ls_hist_add(dense, samples[i]);
+	}
+	for (i = 0; i < 10; i++)
+		ck_assert_int_eq(ls_shist_merge(&all, parts[i]), 0);
+	ls_shist_to_dense(back, all);
+	ck_assert_uint_eq(back->count, NSAMP);
+	ck_assert_int_eq(back->min, dense->min);
+	ck_assert_int_eq(back->max, dense->max);
+	ck_assert_mem_eq(back->pos, dense->pos, sizeof(dense->pos));
+	ck_assert_mem_eq(back->neg, dense->neg, sizeof(dense->neg));
+	qsort(samples, NSAMP, sizeof(*samples), cmp_i64);
+	for (i = 0; i < (int)(sizeof(qs) / sizeof(qs[0])); i++) {
+		int64_t want = samples[(size_t)ceil(qs[i] * NSAMP) - 1];
+		int64_t got = ls_hist_quantile(back, qs[i]);
+
+		ck_assert_msg(fabs((double)(got - want)) <= fabs((double)want) * LS_HIST_REL_ERR,
+			      "q %.3f: got %" PRId64 " want %" PRId64, qs[i], got, want);
+	}
+	/* Only non-empty buckets are held. */
+	ck_assert_uint_lt(ls_shist_bytes(all), sizeof(struct ls_hist));
+	for (i = 0; i < 10; i++)
+		ls_shist_free(&parts[i]);
+	ls_shist_free(&all);
+	free(dense);
+	free(back);
+}
+END_TEST
+
+/* Emptying gives the memory back: an empty histogram is NULL, 0 bytes. */
+START_TEST(test_shist_give_back)
+{
+	struct ls_shist *h = NULL;
+
+	ck_assert_uint_eq(ls_shist_bytes(h), 0);
+	ck_assert_int_eq(ls_shist_merge(&h, NULL), 0);
+	ck_assert_ptr_null(h);
+	for (int i = 1; i <= 1000; i++)
+		ck_assert_int_eq(ls_shist_add(&h, i * 1000), 0);
+	ck_assert_uint_eq(h->count, 1000);
+	ck_assert_uint_gt(ls_shist_bytes(h), 0);
+	ls_shist_free(&h);
+	ck_assert_ptr_null(h);
+	ck_assert_uint_eq(ls_shist_bytes(h), 0);
+}
+END_TEST
+
+/* A bucket whose count passes one entry's limit goes on in a second entry. */
+START_TEST(test_shist_split_counts)
+{
+	uint32_t e = (uint32_t)ls_hist_key(5000) << LS_SHIST_CNT_BITS | LS_SHIST_CNT_MAX;
+	struct ls_shist_src src = {
+		.ent = &e, .n = 1, .count = LS_SHIST_CNT_MAX, .min = 5000, .max = 5000,
+		.sum = 5000.0 * LS_SHIST_CNT_MAX,
+	};
+	struct ls_shist *h = NULL;
+	struct ls_hist *d = calloc(1, sizeof(*d));
+
+	ck_assert_ptr_nonnull(d);
+	ck_assert_int_eq(ls_shist_merge_keys(&h, &src), 0);
+	ck_assert_int_eq(ls_shist_merge_keys(&h, &src), 0);
+	ck_assert_int_eq(ls_shist_add(&h, 5000), 0);
+	ck_assert_uint_eq(h->n, 3); /* MAX, MAX, 1 */
+	ck_assert_uint_eq(h->count, 2ull * LS_SHIST_CNT_MAX + 1);
+	ls_shist_to_dense(d, h);
+	ck_assert_uint_eq(d->pos[ls_hist_bucket(5000)], 2ull * LS_SHIST_CNT_MAX + 1);
+	ls_shist_free(&h);
+	free(d);
+}
+END_TEST
+
 static Suite *
 hist_suite(void)
 {
@@ -483,6 +578,12 @@ hist_suite(void)
 	tcase_add_test(tc, test_merge_minmax);
 	tcase_add_test(tc, test_add_n_equals_add);
 	tcase_add_test(tc, test_overflow_saturates);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("sparse");
+	tcase_add_test(tc, test_shist_accuracy);
+	tcase_add_test(tc, test_shist_give_back);
+	tcase_add_test(tc, test_shist_split_counts);
 	suite_add_tcase(s, tc);
 	return s;
 }

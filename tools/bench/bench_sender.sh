@@ -38,9 +38,13 @@ if command -v cc >/dev/null && pkg-config --exists libdpdk; then
 struct lsd_global lsd;
 int main(void)
 {
-	printf("bench_sender: memory per peer-path: %zu B lcore-side (struct lsd_peer_path, rte_malloc)"
-	       " + %zu B control-side (struct ls_path_window, malloc); per peer %zu B + paths\n",
-	       sizeof(struct lsd_peer_path), sizeof(struct ls_path_window), sizeof(struct lsd_peer));
+	printf("bench_sender: memory per peer-path: %zu B lcore-side (struct lsd_peer_path)"
+	       " + %zu B control-side (struct ls_path_window), one C-heap block per peer,"
+	       " + the outstanding-probe ring (%zu B an entry) + the windows' non-empty"
+	       " buckets (4 B each) + clock sync's estimators; per peer %zu B + paths"
+	       " (tools/bench/bench_peers.sh measures it all)\n",
+	       sizeof(struct lsd_peer_path), sizeof(struct ls_path_window),
+	       sizeof(struct ls_path_track), sizeof(struct lsd_peer));
 	return 0;
 }
 EOF
