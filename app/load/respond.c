@@ -72,18 +72,8 @@ answer(struct lld_resp *r, const uint8_t *fr, const struct ls_flow_pkt *pk, bool
 		r->no_mbuf++;
 		return;
 	}
-	p.src.family = p.dst.family = pk->key.family == 6 ? LS_AF_INET6 : LS_AF_INET;
-	if (pk->key.family == 6) {
-		memcpy(p.src.a, pk->key.dst, 16);
-		memcpy(p.dst.a, pk->key.src, 16);
-	} else {
-		memcpy(p.src.a, pk->key.dst + 12, 4);
-		memcpy(p.dst.a, pk->key.src + 12, 4);
-	}
 	o = rte_pktmbuf_mtod(m, uint8_t *);
-	memcpy(o, fr + 6, 6);
-	memcpy(o + 6, fr, 6);
-	memcpy(o + 12, fr + 12, pk->l3_off - 12u);
+	ls_flow_reply_hdr(fr, pk, o, &p.src, &p.dst);
 	n = cnp ? ls_roce_cnp_build(o + pk->l3_off, 128, &p) :
 		ls_roce_ack_build(o + pk->l3_off, 128, &p, psn, psn);
 	if (n < 0) {

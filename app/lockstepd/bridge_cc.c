@@ -446,21 +446,9 @@ send_cnp(struct lsd_bridge *b, const uint8_t *fr, const struct ls_flow_pkt *pk,
 		b->st.cnp_no_mbuf++;
 		return;
 	}
-	cp.src.family = cp.dst.family = pk->key.family == 6 ? LS_AF_INET6 : LS_AF_INET;
 	/* back where the frame came from: our host's address to its sender */
-	if (pk->key.family == 6) {
-		memcpy(cp.src.a, pk->key.dst, 16);
-		memcpy(cp.dst.a, pk->key.src, 16);
-	} else {
-		memcpy(cp.src.a, pk->key.dst + 12, 4);
-		memcpy(cp.dst.a, pk->key.src + 12, 4);
-	}
 	o = rte_pktmbuf_mtod(m, uint8_t *);
-	/* L2 mirrored: the frame's source MAC is the next hop back; its VLAN
-	 * tag (priority included) is kept */
-	memcpy(o, fr + 6, 6);
-	memcpy(o + 6, fr, 6);
-	memcpy(o + 12, fr + 12, l2 - 12);
+	ls_flow_reply_hdr(fr, pk, o, &cp.src, &cp.dst);
 	n = ls_roce_cnp_build(o + l2, RTE_MBUF_DEFAULT_DATAROOM - l2, &cp);
 	if (n < 0) {
 		rte_pktmbuf_free(m);

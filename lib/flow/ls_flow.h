@@ -89,6 +89,19 @@ struct ls_flow_pkt {
  */
 int ls_flow_parse(const uint8_t *f, uint32_t len, struct ls_flow_pkt *out);
 
+struct ls_addr;
+
+/**
+ * The start of a frame answering frame f (pk its parse: an IP frame), back
+ * where f came from, as a NIC's CNP or ACK goes: the Ethernet header with
+ * the MAC addresses swapped (f's source is the next hop back) and any VLAN
+ * tag, priority included, kept, written to out (pk->l3_off bytes); and the
+ * answer's IP source (f's destination) and destination (f's source).
+ * @return pk->l3_off: where the answer's IP header goes in out.
+ */
+uint16_t ls_flow_reply_hdr(const uint8_t *f, const struct ls_flow_pkt *pk, uint8_t *out,
+			   struct ls_addr *src, struct ls_addr *dst);
+
 /** Flow state: one cache line. Owned by the lcore that owns the table. */
 struct ls_flow {
 	uint64_t pkts;        /**< packets forwarded */

@@ -140,3 +140,20 @@ ls_flow_parse(const uint8_t *f, uint32_t len, struct ls_flow_pkt *o)
 		return parse_v6(f, len, l3, o);
 	return LS_FLOW_NOT_IP;
 }
+
+uint16_t
+ls_flow_reply_hdr(const uint8_t *f, const struct ls_flow_pkt *pk, uint8_t *out,
+		  struct ls_addr *src, struct ls_addr *dst)
+{
+	unsigned int n = pk->key.family == 6 ? 16 : 4, off = pk->key.family == 6 ? 0 : 12;
+
+	memset(src, 0, sizeof(*src));
+	memset(dst, 0, sizeof(*dst));
+	src->family = dst->family = pk->key.family == 6 ? LS_AF_INET6 : LS_AF_INET;
+	memcpy(src->a, pk->key.dst + off, n);
+	memcpy(dst->a, pk->key.src + off, n);
+	memcpy(out, f + 6, 6);
+	memcpy(out + 6, f, 6);
+	memcpy(out + 12, f + 12, pk->l3_off - 12u);
+	return pk->l3_off;
+}

@@ -37,7 +37,6 @@ CPU for some ms delays a step by ms, i.e. by us at the real scale).
 """
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -161,14 +160,7 @@ def run_case(c, tmp, flows, cc, bench, join=False):
             rep = json.load(f)
         cc_state = lslab.call(rp, "cc")
     finally:
-        for p in reversed(procs):
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-                try:
-                    p.wait(15)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
+        lslab.stop_all(procs)
         logs.close()
     if join:
         return join_result(c, name, rep, bench)

@@ -41,8 +41,7 @@ BUFFER = 1000000
 SECS = 6
 
 
-def sh(*cmd, check=True, timeout=60):
-    return subprocess.run(cmd, check=check, capture_output=True, text=True, timeout=timeout)
+from test_bridge import sh  # noqa: E402
 
 
 class Wire:
@@ -80,14 +79,7 @@ class Wire:
         return p
 
     def down(self):
-        for p in reversed(self.procs):
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-                try:
-                    p.wait(15)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
+        lslab.stop_all(self.procs)
         for ns in (self.ns_s, self.ns_b, self.ns_r):
             sh("ip", "netns", "del", ns, check=False)
         for prefix in ("f", "d"):

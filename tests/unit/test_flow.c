@@ -18,6 +18,7 @@
 
 #include <rte_eal.h>
 
+#include "ls_common.h"
 #include "ls_flow.h"
 
 /* Build Ethernet [+ VLAN] + IPv4/IPv6 + L4 (+ BTH) into f; returns length. */
@@ -84,6 +85,32 @@ START_TEST(test_parse_v4_tcp)
 	ck_assert_int_eq(p.l3_off, 14);
 	ck_assert_int_eq(p.l4_off, 34);
 	ck_assert_int_eq(p.key.vid, 0);
+}
+END_TEST
+
+/* The head of an answer: MACs swapped, the VLAN tag kept, addresses swapped. */
+START_TEST(test_reply_hdr)
+{
+	for (int v6 = 0; v6 < 2; v6++) {
+		uint8_t f[256], o[64];
+		struct ls_flow_pkt p;
+		struct ls_addr src, dst;
+		uint32_t n = frame(f, 100, v6, 17, 50000, 4791, 0x123456, 0x03, 0);
+
+		for (int i = 0; i < 12; i++)
+			f[i] = (uint8_t)(i < 6 ? 0xd0 + i : 0x50 + i);
+		ck_assert_int_eq(ls_flow_parse(f, n, &p), LS_FLOW_IP);
+		memset(o, 0xee, sizeof(o));
+		ck_assert_uint_eq(ls_flow_reply_hdr(f, &p, o, &src, &dst), 18);
+		ck_assert_mem_eq(o, f + 6, 6);
+		ck_assert_mem_eq(o + 6, f, 6);
+		ck_assert_mem_eq(o + 12, f + 12, 6);     /* tag, priority 5, VID 100, type */
+		ck_assert_uint_eq(o[18], 0xee);           /* nothing past the L2 header */
+		ck_assert_int_eq(src.family, v6 ? LS_AF_INET6 : LS_AF_INET);
+		ck_assert_int_eq(dst.family, src.family);
+		ck_assert_int_eq(src.a[v6 ? 15 : 3], 2);  /* the frame's destination */
+		ck_assert_int_eq(dst.a[v6 ? 15 : 3], 1);
+	}
 }
 END_TEST
 
@@ -292,6 +319,7 @@ flow_suite(void)
 
 	tcase_add_test(tc, test_parse_v4_tcp);
 	tcase_add_test(tc, test_parse_roce_vlan);
+	tcase_add_test(tc, test_reply_hdr);
 	tcase_add_test(tc, test_parse_v6_label);
 	tcase_add_test(tc, test_parse_not_ip_and_bad);
 	tcase_add_test(tc, test_parse_truncations);

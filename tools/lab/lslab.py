@@ -41,6 +41,19 @@ def exit_on_signals():
         signal.signal(sig, leave)
 
 
+def stop_all(procs, timeout=15):
+    """SIGTERM each still-running Popen, the last started first (a daemon
+    before the emulator it uses), SIGKILL after timeout."""
+    for p in reversed(procs):
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+            try:
+                p.wait(timeout)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
 class CtlError(Exception):
     pass
 
