@@ -21,11 +21,11 @@
  *
  * Cost: a request touches only its flow's lines (the pair table once, when
  * the flow starts); an ACK looks up its address pair and the flows of the
- * set's QPs (up to 16, in one bulk lookup). ACKs are the rarer frames:
+ * set's QPs (up to 32, in one bulk lookup). ACKs are the rarer frames:
  * RC acknowledges several requests at once.
  *
  * Memory: one 64-byte line per flow (parallel to the flow table) and a set
- * of 16 QPs each way per address pair in an rte_hash (a quarter as many
+ * of 32 QPs each way per address pair in an rte_hash (an eighth as many
  * pairs as flows, forgotten after flow_idle_ms unused); sized at start, no
  * allocation per packet. CNPs are built in mbufs from the daemon's pool
  * and leave on the fabric port at the end of the burst, ahead of the
@@ -43,8 +43,10 @@
 #include "bridge.h"
 #include "ls_cc.h"
 
-#define QP_SET 16             /* QPs remembered per address pair and direction:
-			       * collectives open several per pair of hosts */
+#define QP_SET 32             /* QPs remembered per address pair and direction:
+			       * collectives open several per pair of hosts (NCCL
+			       * a QP per channel; 32 flows of one host pair
+			       * overran a set of 16: half their CNPs unmatched) */
 #define PSN_WINDOW 1024       /* requests an ACK may lag behind */
 #define PSN_MASK 0xffffff
 #define OP_RC_ACK 0x11        /* BTH opcode: RC Acknowledge */
@@ -116,7 +118,7 @@ lsd_cc_create(struct lsd_bridge *b, int socket)
 	uint32_t n = lsd.cfg.bridge.max_flows;
 	char name[32];
 	struct rte_hash_parameters hp = {
-		.name = name, .entries = n / 4 < 1024 ? 1024 : n / 4,
+		.name = name, .entries = n / 8 < 1024 ? 1024 : n / 8,
 		.key_len = sizeof(struct pair_key), .hash_func = rte_hash_crc,
 		.socket_id = socket,
 	};
