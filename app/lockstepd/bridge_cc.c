@@ -304,8 +304,9 @@ note_request(struct lsd_bridge *b, struct ls_flow *f, const struct ls_flow_key *
 		return;
 	s = qp_set_of(b, k, from_host);
 	if (s == NULL)
-		f->cc &= ~CCW_KNOWN; /* try again next time */
-	else if (from_host)
+		return; /* table full: try again after a sweep forgets pairs (the
+			 * epoch), not a lookup per frame until then */
+	if (from_host)
 		side_note(s->rem, &s->next_rem, qp);
 	else
 		side_note(s->loc, &s->next_loc, qp);
