@@ -46,7 +46,7 @@
 #define QP_SET 32             /* QPs remembered per address pair and direction:
 			       * collectives open several per pair of hosts (NCCL
 			       * a QP per channel; 32 flows of one host pair
-			       * overran a set of 16: half their CNPs unmatched) */
+			       * overran a set of 16: every CNP unmatched) */
 #define PSN_WINDOW 1024       /* requests an ACK may lag behind */
 #define PSN_MASK 0xffffff
 #define OP_RC_ACK 0x11        /* BTH opcode: RC Acknowledge */
