@@ -187,8 +187,10 @@ rx_poll(uint16_t port, struct lld_sink *s, struct lld_resp *resp, bool *got)
 		lld_resp_flush(resp);
 }
 
-/* What comes back to the TX port (a device in the middle forwards the
- * responder's ACKs and CNPs to their requester): counted, dropped. */
+/* With --respond, what comes back to the TX port (a device in the middle
+ * forwards the responder's ACKs and CNPs to their requester): counted,
+ * dropped. Only then: polling a memif client's TX port for RX in zero-copy
+ * mode stalled its transmit (bridge-pacing lost every frame). */
 static uint64_t
 tx_port_drain(uint16_t port)
 {
@@ -226,7 +228,7 @@ run_loop(struct run *r)
 		}
 		if (r->has_rx)
 			rx_poll(r->rx_port, r->sink, r->resp, &got);
-		if (r->has_tx && (!r->has_rx || r->rx_port != r->tx_port))
+		if (opts.respond && r->has_tx && r->rx_port != r->tx_port)
 			r->tx_port_rx += tx_port_drain(r->tx_port);
 		if (now >= r->stop && !tx_busy)
 			break;
