@@ -112,25 +112,32 @@ ls_app_start(const struct ls_app_start *s, int argc, char **argv)
 	signal(SIGHUP, s->reload != NULL ? ls_app_on_signal : SIG_IGN);
 }
 
-/* A memif server's socket file (role server is memif's default; abstract
- * sockets, also the default, have no file). */
-static void
-ls_app_memif_unlink(const struct rte_device *dev)
+/* A memif server port (role server is memif's default) keeps its socket
+ * listening to the process's end; its file, when it has one (abstract
+ * sockets, also the default, have none), is removed here. false: not a
+ * memif server, close it as any port. */
+static bool
+ls_app_memif_server_leave(const struct rte_eth_dev_info *di)
 {
-	const struct rte_devargs *da = rte_dev_devargs(dev);
-	struct rte_kvargs *kv = da != NULL && da->args != NULL ?
-		rte_kvargs_parse(da->args, NULL) : NULL;
+	const struct rte_devargs *da;
+	struct rte_kvargs *kv;
 	const char *role, *sock, *abstract;
 
-	if (kv == NULL)
-		return;
-	role = rte_kvargs_get(kv, "role");
-	sock = rte_kvargs_get(kv, "socket");
-	abstract = rte_kvargs_get(kv, "socket-abstract");
-	if ((role == NULL || strcmp(role, "client") != 0) && sock != NULL &&
-	    abstract != NULL && strcmp(abstract, "no") == 0)
+	if (di->driver_name == NULL || strcmp(di->driver_name, "net_memif") != 0)
+		return false;
+	da = rte_dev_devargs(di->device);
+	kv = da != NULL && da->args != NULL ? rte_kvargs_parse(da->args, NULL) : NULL;
+	role = kv != NULL ? rte_kvargs_get(kv, "role") : NULL;
+	if (role != NULL && strcmp(role, "client") == 0) {
+		rte_kvargs_free(kv);
+		return false;
+	}
+	sock = kv != NULL ? rte_kvargs_get(kv, "socket") : NULL;
+	abstract = kv != NULL ? rte_kvargs_get(kv, "socket-abstract") : NULL;
+	if (sock != NULL && abstract != NULL && strcmp(abstract, "no") == 0)
 		unlink(sock);
 	rte_kvargs_free(kv);
+	return true;
 }
 
 bool
@@ -141,12 +148,13 @@ ls_app_ports_close(const uint16_t *ports, unsigned int n)
 	for (unsigned int i = 0; i < n; i++) {
 		struct rte_eth_dev_info di;
 
-		if (rte_eth_dev_info_get(ports[i], &di) == 0 && di.driver_name != NULL &&
-		    strcmp(di.driver_name, "net_memif") == 0) {
-			ls_app_memif_unlink(di.device);
+		if (rte_eth_dev_info_get(ports[i], &di) == 0 && ls_app_memif_server_leave(&di)) {
 			all = false;
 			continue;
 		}
+		/* a memif client closes as any port: its peer gets a clean
+		 * disconnect (leaving one open crashed a peer polling it in
+		 * zero-copy mode, its regions unmapped under its burst) */
 		rte_eth_dev_stop(ports[i]);
 		rte_eth_dev_close(ports[i]);
 	}

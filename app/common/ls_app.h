@@ -71,14 +71,15 @@ int ls_app_bad_option(const char *name, const char *opt, const char *usage);
 void ls_app_start(const struct ls_app_start *s, int argc, char **argv);
 
 /*
- * At exit: stop and close ports[0..n-1], except net_memif ports, which are
- * left for the process's end to close (their peers see the control socket
- * close, as when a process is killed); a memif server's socket file is
- * removed. DPDK 22.11's memif frees its listener's interrupt handle on
- * close without unregistering it, and the interrupt thread then reads
- * freed memory the next time it rebuilds its wait list (a crash in
- * rte_intr_fd_get when memif peers shut down together). rte_eal_cleanup()
- * closes devices too, so with a memif port left open the caller skips it.
+ * At exit: stop and close ports[0..n-1], except memif *server* ports, which
+ * are left for the process's end to close (their clients see the control
+ * socket close, as when a process is killed); their socket file is
+ * removed. DPDK 22.11's memif frees a listener's interrupt handle on close
+ * without unregistering it, and the interrupt thread then reads freed
+ * memory the next time it rebuilds its wait list (a crash in
+ * rte_intr_fd_get when memif peers shut down together). A memif client
+ * closes as any port. rte_eal_cleanup() closes devices too, so with a port
+ * left open the caller skips it.
  * @return true if every port was closed (rte_eal_cleanup() is safe).
  */
 bool ls_app_ports_close(const uint16_t *ports, unsigned int n);
