@@ -348,7 +348,7 @@ cmd_link_set(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 static void
 cmd_link_flap(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 {
-	double down = -1, every = -1, count = 0;
+	double down = -1, every = -1, count = 0, start = 0;
 	struct lsf_msg *m;
 	uint16_t ch[2];
 	int n, rc;
@@ -356,7 +356,8 @@ cmd_link_flap(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 	if ((n = chans_of(args, ch, req)) < 0 ||
 	    ls_ctl_arg_num(req, args, "down_ms", 0.001, 3.6e6, &down) < 0 ||
 	    ls_ctl_arg_num(req, args, "every_ms", 0.001, 3.6e6, &every) < 0 ||
-	    ls_ctl_arg_num(req, args, "count", 0, 1e9, &count) < 0)
+	    ls_ctl_arg_num(req, args, "count", 0, 1e9, &count) < 0 ||
+	    ls_ctl_arg_num(req, args, "start_ms", 0, 3.6e6, &start) < 0)
 		return;
 	if (down < 0 || every < 0 || down >= every) {
 		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS,
@@ -372,6 +373,7 @@ cmd_link_flap(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 	m->flap.down_ns = (uint64_t)(down * 1e6);
 	m->flap.every_ns = (uint64_t)(every * 1e6);
 	m->flap.count = (uint32_t)count;
+	m->flap.next_ns = (uint64_t)(start * 1e6); /* the lcore adds its clock */
 	rc = req_call(req, m, ENOSPC, LS_CTL_E_BUSY, "too many flap schedules");
 	if (rc < 0)
 		return;
@@ -654,9 +656,11 @@ register_commands(struct ls_ctl *ctl)
 			     "change a link (both directions unless dir is \"ab\" or \"ba\")",
 			     "link dir up delay_ns rate_bps loss ecn_bytes buffer_bytes",
 			     cmd_link_set, NULL);
-	ls_ctl_register_keys(ctl, "link.flap", "{link, [dir], down_ms, every_ms, [count]}",
-			     "take a link down for down_ms every every_ms",
-			     "link dir down_ms every_ms count", cmd_link_flap, NULL);
+	ls_ctl_register_keys(ctl, "link.flap",
+			     "{link, [dir], down_ms, every_ms, [count], [start_ms]}",
+			     "take a link down for down_ms every every_ms (the first time "
+			     "start_ms from now: no control traffic at the edge)",
+			     "link dir down_ms every_ms count start_ms", cmd_link_flap, NULL);
 	ls_ctl_register_keys(ctl, "host.slow", "{host, rate_bps}",
 			     "slow a host's last hop (a slow receiver)", "host rate_bps",
 			     cmd_host_slow, NULL);

@@ -251,7 +251,7 @@ flap_start(const struct lsf_msg *msg, uint64_t now)
 	fab.flaps[i] = msg->flap;
 	fab.flaps[i].active = true;
 	fab.flaps[i].is_down = false;
-	fab.flaps[i].next_ns = now;
+	fab.flaps[i].next_ns = now + msg->flap.next_ns; /* start_ms after now */
 	flaps_hi = RTE_MAX(flaps_hi, i + 1);
 	return i;
 }

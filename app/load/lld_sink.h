@@ -44,6 +44,8 @@
 
 struct lld_sink;
 
+#define LLD_SINK_GAPS 16 /* longest gaps kept per flow */
+
 struct lld_sink_params {
 	uint32_t n_flows;        /* flow indices tracked: 0..n_flows-1 */
 	uint64_t hz;             /* TSC ticks per second */
@@ -61,6 +63,9 @@ struct lld_sink_result {
 	uint64_t lost, reordered, dups, old;  /* sequence accounting */
 	uint64_t max_seq;                     /* highest sequence seen */
 	uint64_t first, last;                 /* first and last arrival, ticks from start */
+	uint64_t gap[LLD_SINK_GAPS];          /* the longest times between two arrivals
+					       * (ticks), longest first, 0 when fewer */
+	uint64_t gap_end[LLD_SINK_GAPS];      /* when each ended, ticks from start */
 	double rate_bps;                      /* whole measured run, frame bits */
 	double goodput_bps;                   /* payload bits over the same span */
 	uint32_t windows;                     /* complete windows */

@@ -210,6 +210,7 @@ struct run {
 	bool has_tx, has_rx;
 	struct rte_mempool *rx_pool;
 	uint64_t hz, start, stop;
+	uint64_t start_raw_ns;      /* start on CLOCK_MONOTONIC_RAW */
 };
 
 /* The one polling loop: TX what is due, drain RX, until stop or a signal. */
@@ -271,8 +272,9 @@ port_json(uint16_t port)
 static int
 report(struct run *r)
 {
-	json_t *root = json_pack("{ss sI sf}", "tool", "lockstep-load",
+	json_t *root = json_pack("{ss sI sI sf}", "tool", "lockstep-load",
 				 "tsc_hz", (json_int_t)r->hz,
+				 "start_raw_ns", (json_int_t)r->start_raw_ns,
 				 "elapsed_s", (double)(rte_rdtsc() - r->start) / (double)r->hz);
 	uint64_t *sent = NULL;
 	FILE *f = stdout;
@@ -377,6 +379,16 @@ main(int argc, char **argv)
 	/* a lead for the wheel's inserts and the sink's set-up (20 ms and
 	 * 300 ns a flow): the first frames do not start late */
 	r.start = rte_rdtsc() + r.hz / 50 + r.hz / 10000000 * 3 * opts.flows;
+	{
+		/* the start on CLOCK_MONOTONIC_RAW (the lab timeline's base), so
+		 * a test can place the report's times among the emulator's */
+		struct timespec ts;
+		uint64_t t0 = rte_rdtsc();
+
+		clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+		r.start_raw_ns = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec +
+				 (uint64_t)((double)(r.start - t0) * 1e9 / (double)r.hz);
+	}
 	if (r.has_tx) {
 		uint64_t end = r.start + (uint64_t)(opts.duration_s * (double)r.hz);
 

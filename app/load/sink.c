@@ -44,6 +44,9 @@ struct flow_st {
 	uint64_t max_seq, seen;         /* bit i: max_seq - i arrived */
 	uint64_t lost, reordered, dups, old;
 	uint64_t first, last;           /* TSC of the first and last arrival */
+	uint64_t gap[LLD_SINK_GAPS];    /* the longest times between two arrivals,
+					 * longest first */
+	uint64_t gap_end[LLD_SINK_GAPS]; /* TSC of the arrival that ended each */
 	struct meas m;                  /* the measured part */
 	int64_t win;                    /* open window, -1 none */
 	uint64_t w_bytes, w_span, w_first, w_last;
@@ -56,6 +59,20 @@ struct flow_st {
 	double owd_sum;                 /* ns */
 	uint8_t any, partial;           /* partial: the open window is the flow's first */
 };
+
+/* A gap of g ticks ended at now: into the flow's longest, kept in order. */
+static void
+gap_note(struct flow_st *f, uint64_t g, uint64_t now)
+{
+	unsigned int k = LLD_SINK_GAPS - 1;
+
+	for (; k > 0 && f->gap[k - 1] < g; k--) {
+		f->gap[k] = f->gap[k - 1];
+		f->gap_end[k] = f->gap_end[k - 1];
+	}
+	f->gap[k] = g;
+	f->gap_end[k] = now;
+}
 
 /* One window across flows: extremes of the flows' complete windows in it. */
 struct win_x {
@@ -275,6 +292,8 @@ lld_sink_frame(struct lld_sink *s, const struct lld_rx *r, uint32_t frame_len, u
 	if (!f->any) {
 		s->flows_seen++;
 		f->first = now;
+	} else if (now - f->last > f->gap[LLD_SINK_GAPS - 1]) {
+		gap_note(f, now - f->last, now);
 	}
 	f->last = now;
 	f->pkts++;
@@ -342,6 +361,10 @@ lld_sink_flow(const struct lld_sink *s, uint32_t i, struct lld_sink_result *o)
 	o->max_seq = f->max_seq;
 	o->first = f->any ? f->first - s->p.start : 0;
 	o->last = f->any ? f->last - s->p.start : 0;
+	for (unsigned int k = 0; k < LLD_SINK_GAPS; k++) {
+		o->gap[k] = f->gap[k];
+		o->gap_end[k] = f->gap[k] ? f->gap_end[k] - s->p.start : 0;
+	}
 	o->rate_bps = rate_of(f->m.bytes, f->m.last - f->m.first, s->p.hz);
 	o->goodput_bps = rate_of(f->m.payload, f->m.last - f->m.first, s->p.hz);
 	o->windows = f->windows;
@@ -380,6 +403,18 @@ secs(const struct lld_sink *s, uint64_t tsc)
 	return tsc < s->p.start ? 0.0 : (double)(tsc - s->p.start) / (double)s->p.hz;
 }
 
+/* [[length us, end s from start], ...], longest first */
+static json_t *
+gaps_json(const struct lld_sink *s, const struct lld_sink_result *r)
+{
+	json_t *a = json_array();
+
+	for (unsigned int k = 0; k < LLD_SINK_GAPS && r->gap[k] != 0; k++)
+		json_array_append_new(a, json_pack("[ff]", (double)r->gap[k] * 1e6 / (double)s->p.hz,
+						   (double)r->gap_end[k] / (double)s->p.hz));
+	return a;
+}
+
 static json_t *
 flow_json(const struct lld_sink *s, uint32_t i, const uint64_t *sent)
 {
@@ -395,6 +430,9 @@ flow_json(const struct lld_sink *s, uint32_t i, const uint64_t *sent)
 		      "first_s", (double)r.first / (double)s->p.hz,
 		      "last_s", (double)r.last / (double)s->p.hz,
 		      "rate_bps", r.rate_bps, "goodput_bps", r.goodput_bps);
+	/* the longest silences (a failover's stall, as the receiver saw it) */
+	json_object_set_new(o, "max_gap_us", json_real((double)r.gap[0] * 1e6 / (double)s->p.hz));
+	json_object_set_new(o, "gaps", gaps_json(s, &r));
 	json_object_set_new(o, "windows", json_pack("{si sf sf sf si sf sf}",
 		"n", (int)r.windows, "min_bps", r.win_min_bps, "mean_bps", r.win_mean_bps,
 		"max_bps", r.win_max_bps, "span_n", (int)r.span_windows,

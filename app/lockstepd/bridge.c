@@ -168,6 +168,14 @@ flow_tpb(const struct lsd_bridge *b, const struct ls_flow *f)
 	return f->tpb ? f->tpb : b->slice_tpb[f->slice];
 }
 
+/* A RoCEv2 RC request (acknowledged by an ACK): not a response (read
+ * responses 0x0d..0x10, ACK 0x11, atomic ACK 0x12), not UD or CNP. */
+static inline bool
+rc_request(uint8_t op)
+{
+	return op < 0x20 && (op < 0x0d || op > 0x12);
+}
+
 /* Choose a flow's slice and path under the current policy. */
 static void
 classify(struct lsd_bridge *b, struct ls_flow *f, const struct ls_flow_pkt *pk)
@@ -206,6 +214,7 @@ flow_new(struct lsd_bridge *b, const struct ls_flow_pkt *pk, uint8_t dir)
 	f->dir = dir;
 	classify(b, f, pk);
 	lsd_cc_flow_init(b, idx, f->slice, rte_rdtsc());
+	lsd_fo_flow_init(b, idx);
 	return idx;
 }
 
@@ -245,6 +254,7 @@ host_frame(struct lsd_bridge *b, struct rte_mbuf *m, const struct ls_flow_pkt *p
 		/* the policy changed since: existing flows follow it too */
 		classify(b, f, pk);
 		lsd_cc_flow_init(b, idx, f->slice, now);
+		lsd_fo_flow_init(b, idx);
 		b->st.reclassified++;
 	}
 	f->pkts++;
@@ -255,8 +265,11 @@ host_frame(struct lsd_bridge *b, struct rte_mbuf *m, const struct ls_flow_pkt *p
 		b->slice_ce[f->slice]++;
 		b->st.ce_from_host++;
 	}
-	if (b->cc_on && pk->kind == LS_FLOW_K_ROCE)
+	if (b->roce_track && pk->kind == LS_FLOW_K_ROCE) {
 		lsd_cc_from_host(b, rte_pktmbuf_mtod(m, uint8_t *), pk, f);
+		if (b->fo_on && f->heard && rc_request(pk->bth_opcode))
+			lsd_fo_request(b, f, idx, pk, now);
+	}
 	if (f->path != 0xff)
 		steer(b, f, m, pk);
 	tpb = b->cc_on && lsd_cc_mode_on(b, f->slice) ?
@@ -395,7 +408,7 @@ fabric_frame(struct lsd_bridge *b, struct rte_mbuf *m, const uint8_t *fr, uint64
 		    sport - b->sport_base < LS_POLICY_MAX_PATHS)
 			b->path_ce[sport - b->sport_base]++;
 	}
-	if (b->cc_on && pk.kind == LS_FLOW_K_ROCE)
+	if (b->roce_track && pk.kind == LS_FLOW_K_ROCE)
 		lsd_cc_from_fabric(b, fr, &pk, id, now);
 }
 
@@ -427,7 +440,7 @@ from_fabric(struct lsd_lcore *lc, struct lsd_bridge *b, uint64_t now, unsigned i
 		host[nh++] = m[i];
 		fabric_frame(b, m[i], f, tsc, now_ms);
 	}
-	if (b->cc_on)
+	if (b->roce_track)
 		lsd_cc_flush(b);
 	b->st.rx_fabric += nh;
 	if (no > 0)
@@ -493,7 +506,7 @@ lsd_bridge_poll(struct lsd_lcore *lc, struct lsd_bridge *b, unsigned int *work)
 		/* a slice of the table per millisecond: 1 M flows in ~4 s */
 		b->st.flows_aged += ls_flow_age(b->flows, (uint32_t)(now / b->ms_div),
 						 lsd.cfg.bridge.flow_idle_ms, 256);
-		if (b->cc_on)
+		if (b->roce_track)
 			lsd_cc_age(b, (uint32_t)(now / b->ms_div), lsd.cfg.bridge.flow_idle_ms, 64);
 		b->next_age = now + b->ms_div;
 	}
@@ -522,6 +535,7 @@ lsd_bridge_apply(struct lsd_bridge *b, const struct ls_policy *pol)
 		cc_on |= pol->slices[i].cc.mode != LS_CC_OFF || pol->slices[i].cc.np;
 	}
 	b->cc_on = cc_on;
+	b->roce_track = cc_on || b->fo_on;
 	d = ls_slice_find(b->sched, "default");
 	b->def_slice = (uint16_t)(d < 0 ? 0 : d);
 	for (s = 0; s < n; s++) {
@@ -583,7 +597,7 @@ bridge_create(unsigned int lcore, struct lsd_port *host, struct lsd_port *fab,
 		.hz = b->hz, .link_bps = bc->link_bps, .now = rte_rdtsc(),
 		.burst_bytes = (uint32_t)RTE_MAX(16384ULL, bc->link_bps / 8 / 50000)});
 	if (b->flows == NULL || b->wheel == NULL || b->sched == NULL ||
-	    lsd_cc_create(b, socket) < 0) {
+	    lsd_cc_create(b, socket) < 0 || lsd_fo_create(b, socket) < 0) {
 		LSD_LOG(ERR, "bridge: cannot allocate %u flows (try more memory: -m)",
 		       bc->max_flows);
 		return -ENOMEM;
@@ -637,6 +651,7 @@ lsd_bridge_fini(void)
 		ls_slice_free(b->sched);
 		ls_flow_table_free(b->flows);
 		lsd_cc_free(b);
+		lsd_fo_free(b);
 		rte_free(b);
 		lsd_bridges[l] = NULL;
 	}

@@ -58,7 +58,10 @@ struct ls_ctl;
 	X(cnp_unmatched)    /* CNPs for no flow under DCQCN here */ \
 	X(qp_pairs_learnt)  /* QP pairings learnt from RC ACKs */ \
 	X(qp_pairs_full)    /* address pairs not tracked: table full */ \
-	X(qp_pairs_aged)    /* address pairs forgotten after flow_idle_ms unused */
+	X(qp_pairs_aged)    /* address pairs forgotten after flow_idle_ms unused */ \
+	X(repaths)          /* flows moved off a path their requests went unacked on */ \
+	X(repath_returns)   /* moved flows back on their own path after hold_ms */ \
+	X(repath_exhausted) /* silent on every path since their last ACK: left in place */
 
 struct lsd_bridge_stats {
 #define X(n) uint64_t n;
@@ -86,7 +89,11 @@ struct lsd_bridge {
 	struct ls_roce_shift_cache roce;    /* ICRC update: the shift for a UDP length */
 	struct lsd_cc *cc;                  /* congestion control (bridge_cc.c) */
 	struct lsd_lcore *lc;               /* the lcore (its probes feed the delay mode) */
-	bool cc_on;                         /* a slice has cc or np: RoCEv2 is tracked */
+	bool cc_on;                         /* a slice has cc or np */
+	bool fo_on;                         /* failover (bridge_fo.c) */
+	bool roce_track;                    /* cc_on or fo_on: RoCEv2 requests and ACKs
+					     * are followed (bridge_cc.c) */
+	struct lsd_fo *fo;                  /* failover state */
 	uint64_t slice_ce[LS_SLICE_MAX];    /* CE-marked frames per slice (both ways) */
 	uint64_t path_ce[LS_POLICY_MAX_PATHS]; /* CE from the fabric by the sender's path */
 	struct lsd_bridge_stats st;
@@ -119,6 +126,17 @@ void lsd_cc_from_fabric(struct lsd_bridge *b, const uint8_t *fr, const struct ls
 			int32_t idx, uint64_t now);
 void lsd_cc_flush(struct lsd_bridge *b);
 json_t *lsd_cc_flow_json(const struct lsd_bridge *b, int32_t idx, const struct ls_flow *f);
+
+/* bridge_fo.c (lcore; lsd_fo_flow_json for the control thread) */
+struct lsd_fo;
+int lsd_fo_create(struct lsd_bridge *b, int socket);
+void lsd_fo_free(struct lsd_bridge *b);
+void lsd_fo_flow_init(struct lsd_bridge *b, int32_t idx);
+/* Only for flows with f->heard: their state line is touched then only. */
+void lsd_fo_request(struct lsd_bridge *b, struct ls_flow *f, int32_t idx,
+		    const struct ls_flow_pkt *pk, uint64_t now);
+void lsd_fo_ack(struct lsd_bridge *b, int32_t idx);
+json_t *lsd_fo_flow_json(const struct lsd_bridge *b, int32_t idx);
 
 /* bridge_ctl.c (control thread) */
 /* The starting policy: the state file's, else the config's; NULL on error. */

@@ -315,8 +315,9 @@ note_request(struct lsd_bridge *b, struct ls_flow *f, const struct ls_flow_key *
 /* An ACK (key ack, PSN q) sent to QP `to` (on side to_side) acknowledges
  * requests its sender's QP got: the one on the other side whose flow's last
  * request is q or a little past it. Those flows run the other way: the
- * ACK's key with its addresses swapped and that QP. Pair the two. */
-static void
+ * ACK's key with its addresses swapped and that QP. Pair the two.
+ * @return the acknowledged flow's index, -1 when none matched. */
+static int32_t
 side_pair(struct lsd_bridge *b, struct qp_side *to_side, uint8_t *next, struct qp_side *other,
 	  const struct ls_flow_key *ack, uint32_t to, uint32_t q)
 {
@@ -324,7 +325,7 @@ side_pair(struct lsd_bridge *b, struct qp_side *to_side, uint8_t *next, struct q
 	const struct ls_flow_key *kp[QP_SET];
 	struct qp_side *cand[QP_SET], *best = NULL, *t = side_note(to_side, next, to);
 	uint32_t best_d = PSN_WINDOW;
-	int32_t idx[QP_SET];
+	int32_t idx[QP_SET], best_idx = -1;
 	unsigned int n = 0;
 
 	for (unsigned int i = 0; i < QP_SET; i++) {
@@ -338,7 +339,7 @@ side_pair(struct lsd_bridge *b, struct qp_side *to_side, uint8_t *next, struct q
 		cand[n++] = &other[i];
 	}
 	if (n == 0)
-		return;
+		return -1;
 	ls_flow_lookup_bulk(b->flows, kp, n, idx);
 	for (unsigned int i = 0; i < n; i++) {
 		uint32_t w = idx[i] >= 0 ? ls_flow_at(b->flows, idx[i])->cc : 0;
@@ -347,13 +348,15 @@ side_pair(struct lsd_bridge *b, struct qp_side *to_side, uint8_t *next, struct q
 		if ((w & CCW_PSN) && d < best_d) {
 			best = cand[i];
 			best_d = d;
+			best_idx = idx[i];
 		}
 	}
 	if (best == NULL || (best->peer == to && t->peer == best->qp))
-		return;
+		return best_idx;
 	best->peer = to;
 	t->peer = best->qp;
 	b->st.qp_pairs_learnt++;
+	return best_idx;
 }
 
 static uint32_t
@@ -502,6 +505,7 @@ lsd_cc_from_fabric(struct lsd_bridge *b, const uint8_t *fr, const struct ls_flow
 	struct qp_set *s = NULL;
 	struct lsd_cc_flow *c;
 	struct qp_side *l;
+	int32_t acked;
 
 	if (qp == 0)
 		return;
@@ -509,8 +513,9 @@ lsd_cc_from_fabric(struct lsd_bridge *b, const uint8_t *fr, const struct ls_flow
 		s = qp_set_of(b, &pk->key, false);
 		if (s != NULL && pk->bth_opcode == LS_ROCE_OPCODE_CNP)
 			on_cnp(b, pk, s, qp, now);
-		else if (s != NULL)
-			side_pair(b, s->loc, &s->next_loc, s->rem, &pk->key, qp, psn);
+		else if (s != NULL && (acked = side_pair(b, s->loc, &s->next_loc, s->rem,
+							 &pk->key, qp, psn)) >= 0 && b->fo_on)
+			lsd_fo_ack(b, acked);
 		if (pk->bth_opcode == LS_ROCE_OPCODE_CNP)
 			return;
 	} else if (f != NULL) {

@@ -114,6 +114,8 @@ flow_json(const struct lsd_bridge *b, const struct ls_policy *pol, int32_t idx, 
 	json_object_set_new(o, "pace_bps", json_integer((json_int_t)score(b, f, 4)));
 	if (cc)
 		json_object_set_new(o, "cc", lsd_cc_flow_json(b, idx, f));
+	if (b->fo_on && f->kind == LS_FLOW_K_ROCE && f->dir == 0)
+		json_object_set_new(o, "failover", lsd_fo_flow_json(b, idx));
 	return o;
 }
 

@@ -84,6 +84,14 @@ struct ls_conf_bridge {
 				   *   /var/lib/lockstep/<node>.policy.json, "" = none */
 	struct ls_policy *policy; /**< initial policy (malloc'd; used when the state
 				   *   file does not exist yet) */
+	struct ls_conf_failover {
+		bool enabled;         /**< move silent RoCEv2 RC flows, default true */
+		uint32_t silence_us;  /**< a flow with a request unacknowledged this
+				       *   long moves to another path, default 500 */
+		uint32_t hold_ms;     /**< a moved flow stays off its path (and the
+				       *   path is avoided for its destination) this
+				       *   long, default 2000 */
+	} failover;               /**< "failover": repath on silence (docs/datapath.md) */
 };
 
 /** Probe defaults (per peer overrides below). */

@@ -69,6 +69,15 @@ bridge_post(struct pctx *c, const char *path, const json_t *obj, void *base)
 	return 0;
 }
 
+#define FO struct ls_conf_failover
+static const struct field failover_fields[] = {
+	F_BOOL("enabled", FO, enabled),
+	F_INT("silence_us", FO, silence_us, 20, 10000000, 0),
+	F_INT("hold_ms", FO, hold_ms, 1, 3600000, 0),
+};
+#undef FO
+static const struct schema failover_schema = SCHEMA(failover_fields, NULL);
+
 #define BR struct ls_conf_bridge
 static const struct field bridge_fields[] = {
 	F_STR("host_port", BR, host_port, 1, F_REQ | F_NAME),
@@ -82,6 +91,7 @@ static const struct field bridge_fields[] = {
 	F_INT("mbufs", BR, mbufs, 1024, 4194304, 0),
 	F_STR("policy_file", BR, policy_file, 0, 0),
 	F_FUNC("policy", BR, policy, fn_policy, 0),
+	F_OBJ("failover", offsetof(BR, failover), failover_schema, 0),
 };
 #undef BR
 const struct schema ls_config_bridge_schema = SCHEMA(bridge_fields, bridge_post);

@@ -116,7 +116,10 @@ struct ls_flow {
 	uint32_t cc;          /**< the user's congestion-control word; zero when added */
 	uint8_t path;         /**< path index steered to, 0xff none */
 	uint8_t kind;         /**< enum ls_flow_kind */
-	uint8_t dir;          /**< 0 host->fabric, 1 fabric->host */
+	uint8_t dir : 1;      /**< 0 host->fabric, 1 fabric->host */
+	uint8_t heard : 1;    /**< the user's: an acknowledgement was seen for it
+			       *   (lockstepd's failover; zero when added) */
+	uint8_t spare : 6;    /**< zero */
 	uint8_t used;         /**< 1 while the entry holds a flow */
 } __attribute__((aligned(64)));
 

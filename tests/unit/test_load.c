@@ -292,6 +292,14 @@ START_TEST(test_sink_windows_stall)
 	ck_assert_double_eq_tol(r.win_min_bps, 0, 1e-9);
 	ck_assert_double_eq_tol(r.win_max_bps, 2e6, 1e-6);
 	ck_assert_uint_eq(r.owd_n, 0);
+	/* the stall as the receiver saw it: 249 ms -> 360 ms */
+	ck_assert_uint_eq(r.gap[0], 111 * 1000000ULL);
+	ck_assert_uint_eq(r.gap_end[0], 360 * 1000000ULL);
+	/* then the 1 ms gaps, the first ones kept (ties do not displace) */
+	ck_assert_uint_eq(r.gap[1], 1000000);
+	ck_assert_uint_eq(r.gap_end[1], 1000000);
+	ck_assert_uint_eq(r.gap[LLD_SINK_GAPS - 1], 1000000);
+	ck_assert_uint_eq(r.gap_end[LLD_SINK_GAPS - 1], (LLD_SINK_GAPS - 1) * 1000000ULL);
 	lld_sink_free(s);
 }
 END_TEST
