@@ -499,8 +499,11 @@ lsd_bridge_poll(struct lsd_lcore *lc, struct lsd_bridge *b, unsigned int *work)
 {
 	uint64_t now = rte_rdtsc();
 
-	from_host(b, now, work);
+	/* The fabric's frames first: after the lcore was held up, the ACKs
+	 * waiting in its ring are heard before the host's requests are
+	 * judged silent (failover), and CNPs act before the frames they slow. */
 	from_fabric(lc, b, now, work);
+	from_host(b, now, work);
 	to_fabric(b, rte_rdtsc(), work);
 	if (unlikely(now >= b->next_age)) {
 		/* a slice of the table per millisecond: 1 M flows in ~4 s */

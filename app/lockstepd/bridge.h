@@ -94,6 +94,7 @@ struct lsd_bridge {
 	bool roce_track;                    /* cc_on or fo_on: RoCEv2 requests and ACKs
 					     * are followed (bridge_cc.c) */
 	struct lsd_fo *fo;                  /* failover state */
+	uint64_t fo_unlogged;               /* moves not in the event log (control thread) */
 	uint64_t slice_ce[LS_SLICE_MAX];    /* CE-marked frames per slice (both ways) */
 	uint64_t path_ce[LS_POLICY_MAX_PATHS]; /* CE from the fabric by the sender's path */
 	struct lsd_bridge_stats st;
@@ -135,8 +136,10 @@ void lsd_fo_flow_init(struct lsd_bridge *b, int32_t idx);
 /* Only for flows with f->heard: their state line is touched then only. */
 void lsd_fo_request(struct lsd_bridge *b, struct ls_flow *f, int32_t idx,
 		    const struct ls_flow_pkt *pk, uint64_t now);
-void lsd_fo_ack(struct lsd_bridge *b, int32_t idx);
+void lsd_fo_ack(struct lsd_bridge *b, int32_t idx, uint64_t now);
 json_t *lsd_fo_flow_json(const struct lsd_bridge *b, int32_t idx);
+/* Control thread: the lcore's moves since the last call, as path.silent events. */
+void lsd_fo_events_poll(struct lsd_bridge *b);
 
 /* bridge_ctl.c (control thread) */
 /* The starting policy: the state file's, else the config's; NULL on error. */
@@ -144,5 +147,6 @@ const struct ls_policy *lsd_bridge_policy_initial(void);
 int lsd_bridge_register(struct ls_ctl *ctl);
 void lsd_bridge_ctl_fini(void);
 json_t *lsd_bridge_status_json(void);
+void lsd_bridge_events_poll(void);
 
 #endif /* LSD_BRIDGE_H */

@@ -515,7 +515,7 @@ lsd_cc_from_fabric(struct lsd_bridge *b, const uint8_t *fr, const struct ls_flow
 			on_cnp(b, pk, s, qp, now);
 		else if (s != NULL && (acked = side_pair(b, s->loc, &s->next_loc, s->rem,
 							 &pk->key, qp, psn)) >= 0 && b->fo_on)
-			lsd_fo_ack(b, acked);
+			lsd_fo_ack(b, acked, now);
 		if (pk->bth_opcode == LS_ROCE_OPCODE_CNP)
 			return;
 	} else if (f != NULL) {

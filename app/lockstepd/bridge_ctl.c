@@ -422,13 +422,26 @@ lsd_bridge_status_json(void)
 
 	if (b == NULL)
 		return json_null();
-	return json_pack("{ss ss si sI sI sI so so so so}", "host_port", b->host->conf->name,
+	return json_pack("{ss ss si sI sI sI so so so so s{sb sI}}", "host_port",
+			 b->host->conf->name,
 			 "fabric_port", b->fab->conf->name, "lcore", (int)bctl.lcore,
 			 "flows", (json_int_t)ls_flow_count(b->flows),
 			 "flow_table_bytes", (json_int_t)ls_flow_table_bytes(b->flows),
 			 "link_bps", (json_int_t)lsd.cfg.bridge.link_bps,
 			 "counters", counters_json(&b->st), "held", held_json(b),
-			 "host", port_json(b->host), "fabric", port_json(b->fab));
+			 "host", port_json(b->host), "fabric", port_json(b->fab),
+			 "failover", "enabled", b->fo_on,
+			 "moves_unlogged", (json_int_t)b->fo_unlogged);
+}
+
+/* Every control-loop pass: the data path's moves into the event log. */
+void
+lsd_bridge_events_poll(void)
+{
+	struct lsd_bridge *b = lsd.cfg.bridge.enabled ? lsd_bridges[bctl.lcore] : NULL;
+
+	if (b != NULL && b->fo_on)
+		lsd_fo_events_poll(b);
 }
 
 static void

@@ -16,7 +16,7 @@
  * The rule. Each flow remembers when its oldest unacknowledged request left
  * (`wait`, set by a request when none is pending, cleared by an ACK that the
  * pairing of bridge_cc.c attributes to the flow). A request that finds
- * `wait` older than silence_us moves the flow: to a path its policy allows
+ * `wait` older than the flow's limit moves the flow: to a path its policy allows
  * that no flow to the same destination found silent within hold_ms, picked
  * by a hash of the flow (flows leaving one dead path spread over the rest
  * instead of piling onto its neighbour). The path it left is marked silent
@@ -26,17 +26,33 @@
  * without an ACK (a dead destination, not a dead path) stays where it is
  * until one comes: moving it further would only reorder.
  *
+ * The limit comes from what the flow shows, as TCP's retransmission
+ * time-out does (RFC 6298): each ACK that ends a wait is a sample of how
+ * long this flow's requests wait for an answer (the round trip plus the
+ * receiver's ACK coalescing); limit = srtt + 4 rttvar, kept within
+ * [silence_us, 20 silence_us]. On a quiet fabric the floor rules; where
+ * answers are late now and then, the limit grows with them instead of
+ * moving healthy flows (a fixed 500 us moved ~100 healthy flows a second in
+ * the two-core lab, whose processes wait ms for a CPU). The decisions are
+ * lib/repath's (unit-tested without the EAL); this file is the glue: the
+ * state beside the flow table, the policy's paths, counters, the log.
+ *
+ * Moves reach the event log (path.silent) through a ring the lcore writes
+ * and the control thread reads (lsd_fo_events_poll): one record per move,
+ * no lock; a record overwritten before it was read is counted, not shown.
+ *
  * The way back. A moved flow returns to the path its policy gives it after
  * hold_ms, unless that path was found silent again for its destination in
  * the meantime (the mark is renewed by every flow that leaves it). If the
  * path is still dead, the flow costs one silence_us stall per hold_ms.
  *
  * Memory: a bit in the flow line (heard: a flow never acknowledged costs
- * nothing more), 16 bytes per flow beside the flow table, a direct-mapped table of
+ * nothing more), 32 bytes per flow beside the flow table, a direct-mapped table of
  * per-destination marks (a collision merges two destinations' marks: they
  * avoid a few more paths for hold_ms, nothing worse). Nothing is allocated
  * per packet; a request costs a load and a compare, an ACK a store.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <string.h>
 
@@ -44,36 +60,35 @@
 #include <rte_malloc.h>
 
 #include "bridge.h"
+#include "ls_repath.h"
 
 #define DEST_SLOTS 4096        /* destinations remembered (direct-mapped) */
 #define T_SHIFT 10             /* flow clock: TSC >> 10 (~0.5 us at 2 GHz; wraps
 				* after ~2200 s, differences are taken mod 2^32) */
-#define FO_AWAY 0x1            /* moved off its policy's path */
+#define FO_LOG 1024            /* moves the control thread may lag behind */
 
-struct lsd_fo_flow {
-	uint32_t wait;             /* flow clock of the oldest unacked request, 0: none */
-	uint32_t until;            /* AWAY: flow clock of the return */
-	uint32_t moves;            /* times moved */
-	uint8_t home;              /* the policy's path (0xff: the host's entropy) */
-	uint8_t state;             /* FO_AWAY */
-	uint8_t tries;             /* moves since the last ACK */
-	uint8_t pad;
-};
-
-struct fo_dest {
-	uint32_t tag;              /* hash of the destination, 0: empty */
-	uint32_t until;            /* marks valid until this flow clock */
-	uint64_t silent;           /* bit k: path k found silent */
+/* One move, for the event log. */
+struct fo_rec {
+	uint64_t tsc;
+	uint8_t dst[16];
+	uint16_t vid;
+	uint8_t family, from, to; /* from/to: path, 0xff the host's entropy */
+	uint8_t pad[3];
+	uint32_t limit_us;         /* the silence that moved it */
 };
 
 struct lsd_fo {
-	struct lsd_fo_flow *flow;  /* [max_flows] */
-	struct fo_dest dest[DEST_SLOTS];
-	uint32_t silence, hold;    /* flow clock units */
+	struct ls_repath_flow *flow;  /* [max_flows] */
+	struct ls_repath_mark dest[DEST_SLOTS];
+	struct ls_repath_params p;
 	uint64_t all;              /* bits of the paths 0..n_paths-1 */
+	uint64_t per_us;           /* flow clock units per us, 32.32 */
+	uint64_t head;             /* records written (lcore; release) */
+	uint64_t tail;             /* records read (control thread) */
+	struct fo_rec log[FO_LOG];
 };
 
-_Static_assert(sizeof(struct lsd_fo_flow) == 16, "four flows per cache line");
+_Static_assert(sizeof(struct ls_repath_flow) == 32, "two flows per cache line");
 
 int
 lsd_fo_create(struct lsd_bridge *b, int socket)
@@ -88,13 +103,16 @@ lsd_fo_create(struct lsd_bridge *b, int socket)
 	if (b->fo == NULL)
 		return -ENOMEM;
 	b->fo->flow = rte_zmalloc_socket("lsd_fo_flow",
-					 sizeof(struct lsd_fo_flow) * lsd.cfg.bridge.max_flows,
+					 sizeof(struct ls_repath_flow) * lsd.cfg.bridge.max_flows,
 					 64, socket);
 	if (b->fo->flow == NULL)
 		return -ENOMEM;
-	b->fo->silence = (uint32_t)((c->silence_us * per_us) >> T_SHIFT);
-	b->fo->hold = (uint32_t)(((uint64_t)c->hold_ms * 1000 * per_us) >> T_SHIFT);
+	b->fo->p.silence = (uint32_t)((c->silence_us * per_us) >> T_SHIFT);
+	b->fo->p.silence_max = 20 * b->fo->p.silence;
+	b->fo->p.hold = (uint32_t)(((uint64_t)c->hold_ms * 1000 * per_us) >> T_SHIFT);
+	b->fo->p.n_paths = RTE_MIN(b->n_paths, 64);
 	b->fo->all = b->n_paths >= 64 ? ~0ULL : (1ULL << b->n_paths) - 1;
+	b->fo->per_us = (per_us << 32) >> T_SHIFT;
 	return 0;
 }
 
@@ -113,48 +131,25 @@ void
 lsd_fo_flow_init(struct lsd_bridge *b, int32_t idx)
 {
 	if (b->fo_on)
-		memset(&b->fo->flow[idx], 0, sizeof(b->fo->flow[idx]));
+		ls_repath_flow_init(&b->fo->flow[idx], &b->fo->p);
 }
 
 static inline uint32_t
 fo_clock(uint64_t now)
 {
-	uint32_t t = (uint32_t)(now >> T_SHIFT);
-
-	return t != 0 ? t : 1; /* 0 means "none" */
+	return (uint32_t)(now >> T_SHIFT) | 1; /* 0 means "none" */
 }
 
-static struct fo_dest *
-dest_of(struct lsd_fo *fo, const struct ls_flow_key *k, uint32_t *tag)
+static inline uint32_t
+dest_hash(const struct ls_flow_key *k)
 {
-	uint32_t h = rte_hash_crc(k->dst, sizeof(k->dst), k->vid);
-
-	*tag = h | 1;
-	return &fo->dest[h % DEST_SLOTS];
+	return rte_hash_crc(k->dst, sizeof(k->dst), k->vid);
 }
 
-/* Paths found silent toward the flow's destination (still within hold). */
-static uint64_t
-dest_silent(struct lsd_fo *fo, const struct ls_flow_key *k, uint32_t t)
+static inline double
+to_us(const struct lsd_fo *fo, uint64_t ticks)
 {
-	uint32_t tag;
-	const struct fo_dest *d = dest_of(fo, k, &tag);
-
-	return d->tag == tag && (int32_t)(d->until - t) > 0 ? d->silent : 0;
-}
-
-static void
-dest_mark(struct lsd_fo *fo, const struct ls_flow_key *k, uint8_t path, uint32_t t)
-{
-	uint32_t tag;
-	struct fo_dest *d = dest_of(fo, k, &tag);
-
-	if (d->tag != tag || (int32_t)(d->until - t) <= 0) {
-		d->tag = tag;
-		d->silent = 0;
-	}
-	d->silent |= 1ULL << path;
-	d->until = t + fo->hold;
+	return (double)(ticks << 32) / (double)fo->per_us;
 }
 
 /* The paths the flow's policy lets it take (keep and pin: any). */
@@ -172,79 +167,89 @@ policy_paths(const struct lsd_bridge *b, const struct ls_flow_pkt *pk)
 	return b->fo->all;
 }
 
+/* A move, for the event log (lsd_fo_events_poll). */
+static void
+log_move(struct lsd_fo *fo, const struct ls_flow_key *k, uint8_t from, uint8_t to,
+	 uint32_t limit, uint64_t now)
+{
+	struct fo_rec *r = &fo->log[fo->head % FO_LOG];
+
+	r->tsc = now;
+	memcpy(r->dst, k->dst, sizeof(r->dst));
+	r->vid = k->vid;
+	r->family = k->family;
+	r->from = from;
+	r->to = to;
+	r->limit_us = (uint32_t)to_us(fo, limit);
+	__atomic_store_n(&fo->head, fo->head + 1, __ATOMIC_RELEASE);
+}
+
 /* Move flow f off its silent path. */
 static void
-move(struct lsd_bridge *b, struct ls_flow *f, struct lsd_fo_flow *s,
-     const struct ls_flow_pkt *pk, uint32_t t)
+move(struct lsd_bridge *b, struct ls_flow *f, struct ls_repath_flow *s,
+     const struct ls_flow_pkt *pk, uint32_t t, uint64_t now)
 {
 	struct lsd_fo *fo = b->fo;
-	uint64_t cur = f->path < 64 ? 1ULL << f->path : 0;
-	uint64_t silent = dest_silent(fo, &pk->key, t) | cur;
-	uint64_t want = policy_paths(b, pk) & ~silent;
-	struct ls_path_policy alt = {.mode = LS_PATH_AVOID};
-	int k;
+	uint32_t h = dest_hash(&pk->key);
+	int k = ls_repath_pick(policy_paths(b, pk), ls_repath_marks(fo->dest, DEST_SLOTS, h, t),
+			       f->path, fo->p.n_paths,
+			       rte_hash_crc(&pk->key, sizeof(pk->key), s->moves));
 
-	if (s->tries >= b->n_paths) {
-		/* silent on every path since the last ACK: the peer, not a path */
-		b->st.repath_exhausted++;
-		s->wait = t;
-		return;
-	}
-	if (want == 0)
-		want = fo->all & ~silent;
-	if (want == 0)
-		want = fo->all & ~cur;
-	alt.paths = ~want;
-	k = ls_path_pick(&alt, rte_hash_crc(&pk->key, sizeof(pk->key), s->moves), b->n_paths);
 	if (k < 0)
 		return;
-	if (f->path < 64)
-		dest_mark(fo, &pk->key, f->path, t);
-	if (!(s->state & FO_AWAY))
-		s->home = f->path;
-	s->state |= FO_AWAY;
-	s->until = t + fo->hold;
-	s->wait = t;              /* the new path gets silence_us of its own */
-	s->tries++;
-	s->moves++;
+	ls_repath_mark(fo->dest, DEST_SLOTS, h, f->path, t, &fo->p);
+	ls_repath_moved(s, &fo->p, t, f->path);
+	log_move(fo, &pk->key, f->path, (uint8_t)k, s->limit, now);
 	f->path = (uint8_t)k;
 	b->st.repaths++;
 }
 
-/* A request of a RoCEv2 flow from the host, before it is steered: note it,
- * and move the flow if it has been silent too long, or bring it home. */
+struct home_arg {
+	const struct lsd_fo *fo;
+	uint32_t h, t;
+};
+
+static int
+home_silent(void *arg, uint8_t home)
+{
+	const struct home_arg *a = arg;
+
+	return ls_repath_marks(a->fo->dest, DEST_SLOTS, a->h, a->t) >> home & 1;
+}
+
+/* A request of a heard RoCEv2 flow from the host, before it is steered:
+ * note it, and move the flow if it has been silent too long, or bring it
+ * home. */
 void
 lsd_fo_request(struct lsd_bridge *b, struct ls_flow *f, int32_t idx,
 	       const struct ls_flow_pkt *pk, uint64_t now)
 {
-	struct lsd_fo_flow *s = &b->fo->flow[idx];
+	struct ls_repath_flow *s = &b->fo->flow[idx];
 	uint32_t t = fo_clock(now);
+	struct home_arg ha = {.fo = b->fo, .h = dest_hash(&pk->key), .t = t};
 
-	if (s->wait == 0) {
-		s->wait = t;
-	} else if (t - s->wait > b->fo->silence) {
-		move(b, f, s, pk, t);
-		return;
-	}
-	if ((s->state & FO_AWAY) && (int32_t)(t - s->until) >= 0) {
-		if (s->home < 64 && (dest_silent(b->fo, &pk->key, t) >> s->home & 1)) {
-			s->until = t + b->fo->hold; /* found silent again meanwhile */
-			return;
-		}
+	switch (ls_repath_on_request(s, &b->fo->p, t, home_silent, &ha)) {
+	case LS_REPATH_MOVE:
+		move(b, f, s, pk, t, now);
+		break;
+	case LS_REPATH_HOME:
 		f->path = s->home;
-		s->state &= (uint8_t)~FO_AWAY;
+		ls_repath_went_home(s);
 		b->st.repath_returns++;
+		break;
+	case LS_REPATH_EXHAUSTED:
+		b->st.repath_exhausted++;
+		break;
+	default:
+		break;
 	}
 }
 
 /* An ACK for flow idx's requests arrived from the fabric. */
 void
-lsd_fo_ack(struct lsd_bridge *b, int32_t idx)
+lsd_fo_ack(struct lsd_bridge *b, int32_t idx, uint64_t now)
 {
-	struct lsd_fo_flow *s = &b->fo->flow[idx];
-
-	s->wait = 0;
-	s->tries = 0;
+	ls_repath_on_ack(&b->fo->flow[idx], &b->fo->p, fo_clock(now));
 	ls_flow_at(b->flows, idx)->heard = 1;
 }
 
@@ -252,10 +257,98 @@ lsd_fo_ack(struct lsd_bridge *b, int32_t idx)
 json_t *
 lsd_fo_flow_json(const struct lsd_bridge *b, int32_t idx)
 {
-	const struct lsd_fo_flow *s = &b->fo->flow[idx];
+	const struct ls_repath_flow *s = &b->fo->flow[idx];
+	bool away = s->state & LS_REPATH_AWAY;
 
-	return json_pack("{sb sb si so}", "heard", ls_flow_at(b->flows, idx)->heard,
-			 "away", (s->state & FO_AWAY) != 0, "moves", (int)s->moves,
-			 "home", (s->state & FO_AWAY) && s->home != 0xff ?
-			 json_integer(s->home) : json_null());
+	return json_pack("{sb sb si so sf sf}", "heard", ls_flow_at(b->flows, idx)->heard,
+			 "away", away, "moves", (int)s->moves,
+			 "home", away && s->home != LS_REPATH_NO_PATH ?
+			 json_integer(s->home) : json_null(),
+			 "answer_us", to_us(b->fo, s->srtt >> 3),
+			 "limit_us", to_us(b->fo, s->limit));
+}
+
+/* ---- control thread: moves into the event log ----------------------- */
+
+struct fo_group {
+	struct fo_rec r;           /* the first move of the group */
+	uint32_t flows, to[LS_POLICY_MAX_PATHS + 1], limit_min, limit_max;
+};
+
+static json_t *
+group_json(const struct fo_group *g)
+{
+	char a[64];
+	json_t *to = json_object();
+
+	inet_ntop(g->r.family == 4 ? AF_INET : AF_INET6, g->r.family == 4 ? g->r.dst + 12 : g->r.dst,
+		  a, sizeof(a));
+	for (unsigned int k = 0; k <= LS_POLICY_MAX_PATHS; k++)
+		if (g->to[k] != 0) {
+			char key[8];
+
+			if (k == LS_POLICY_MAX_PATHS)
+				snprintf(key, sizeof(key), "host");
+			else
+				snprintf(key, sizeof(key), "%u", k);
+			json_object_set_new(to, key, json_integer(g->to[k]));
+		}
+	return json_pack("{s:s, s:i, s:o, s:i, s:o, s:{s:i, s:i}}", "dst", a, "vid", g->r.vid,
+			 "path", g->r.from == 0xff ? json_null() : json_integer(g->r.from),
+			 "flows_moved", (int)g->flows, "to", to, "silence_us",
+			 "min", (int)g->limit_min, "max", (int)g->limit_max);
+}
+
+/*
+ * The moves since the last pass, one path.silent event per (destination,
+ * path left): flows moved, where to, the silences that moved them. A
+ * record the lcore overwrote before this read it is counted in
+ * `moves_unlogged`, never shown torn: it is copied, then the head is
+ * checked again.
+ */
+#define FO_GROUPS 64
+void
+lsd_fo_events_poll(struct lsd_bridge *b)
+{
+	static struct fo_group g[FO_GROUPS];
+	struct lsd_fo *fo = b->fo;
+	uint64_t head;
+	unsigned int n = 0;
+
+	if (fo == NULL)
+		return;
+	head = __atomic_load_n(&fo->head, __ATOMIC_ACQUIRE);
+	if (head - fo->tail > FO_LOG) {
+		b->fo_unlogged += head - fo->tail - FO_LOG;
+		fo->tail = head - FO_LOG;
+	}
+	for (; fo->tail < head; fo->tail++) {
+		struct fo_rec r = fo->log[fo->tail % FO_LOG];
+		unsigned int i;
+
+		if (__atomic_load_n(&fo->head, __ATOMIC_ACQUIRE) - fo->tail >= FO_LOG) {
+			b->fo_unlogged++;
+			continue;
+		}
+		for (i = 0; i < n; i++)
+			if (g[i].r.from == r.from && g[i].r.vid == r.vid &&
+			    memcmp(g[i].r.dst, r.dst, 16) == 0)
+				break;
+		if (i == n) {
+			if (n == FO_GROUPS) {
+				b->fo_unlogged++;
+				continue;
+			}
+			memset(&g[n], 0, sizeof(g[n]));
+			g[n].r = r;
+			g[n].limit_min = UINT32_MAX;
+			n++;
+		}
+		g[i].flows++;
+		g[i].to[r.to == 0xff ? LS_POLICY_MAX_PATHS : r.to]++;
+		g[i].limit_min = RTE_MIN(g[i].limit_min, r.limit_us);
+		g[i].limit_max = RTE_MAX(g[i].limit_max, r.limit_us);
+	}
+	for (unsigned int i = 0; i < n; i++)
+		lsd_event("path.silent", LSD_EV_WARNING, group_json(&g[i]));
 }

@@ -786,6 +786,7 @@ ctl_thread(void *arg __rte_unused)
 		}
 		lsd_capture_drain();
 		lsd_events_poll();
+		lsd_bridge_events_poll();
 		now = rte_rdtsc();
 		lsd_sync_poll(now);
 		if (!collecting && now >= next_collect) {

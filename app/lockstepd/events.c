@@ -17,6 +17,9 @@
  *   peer.down / peer.up     every path of a peer down / one back
  *   clock.state             what fleet-time readers see changed: reference,
  *                           synced, holdover, unsynced, or the reference id
+ * and, through lsd_event from bridge_fo.c (the control loop polls it too):
+ *   path.silent             the data path moved flows off a path their
+ *                           requests went unacknowledged on (failover)
  */
 #include <errno.h>
 #include <stdio.h>

@@ -85,6 +85,9 @@ def lsd_config(tmp, cc):
                     % tmp}],
         "bridge": {"host_port": "host", "fabric_port": "fab", "link_bps": int(16 * RATE),
                    "max_flows": 4096, "policy_file": "",
+                   # failover's timers scaled like DCQCN's: unscaled, the
+                   # off case's 1.6 s queue would read as silence
+                   "failover": {"silence_us": 500 * SCALE, "hold_ms": 2000 * SCALE},
                    "policy": {"slices": [slice_]}},
         "control": {"socket": os.path.join(tmp, "rp.sock"), "peers_file": ""},
     }
@@ -159,6 +162,12 @@ def run_case(c, tmp, flows, cc, bench, join=False):
         with open(report) as f:
             rep = json.load(f)
         cc_state = lslab.call(rp, "cc")
+    except Exception:
+        logs.flush()
+        with open(os.path.join(tmp, "case.log")) as f:
+            print("# %s: the processes' last words:\n%s" % (name, "".join(f.readlines()[-40:])),
+                  flush=True)
+        raise
     finally:
         lslab.stop_all(procs)
         logs.close()

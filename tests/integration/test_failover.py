@@ -201,7 +201,16 @@ def run_case(c, tmp, seed, failover, bench):
             return None
         t0 = t1 = min(downs)
         after = flow_paths(sock)
-        counters = lslab.call(sock, "bridge")["counters"]
+        br = lslab.call(sock, "bridge")
+        counters = br["counters"]
+        silent = [e for e in lslab.call(sock, "events", {"max": 100000})["events"]
+                  if e["type"] == "path.silent"]
+    except Exception:
+        logs.flush()
+        with open(os.path.join(tmp, "case.log")) as f:
+            print("# %s: the processes' last words:\n%s" % (name, "".join(f.readlines()[-40:])),
+                  flush=True)
+        raise
     finally:
         lslab.stop_all(procs)
         logs.close()
@@ -241,6 +250,15 @@ def run_case(c, tmp, seed, failover, bench):
         {k: round(v / 1e3, 1) for k, v in rep.get("rx", {}).get("owd_ns", {}).items()
          if isinstance(v, (int, float))}), flush=True)
     c.check(len(flows) == FLOWS, "%s: every flow arrived (%d)" % (name, len(flows)))
+    logged = sum(e["flows_moved"] for e in silent)
+    c.check(logged == counters["repaths"] and br["failover"]["moves_unlogged"] == 0 and
+            all(e["dst"] == "10.2.0.1" for e in silent),
+            "%s: every move is in the event log: %d path.silent events, %d flows moved, "
+            "%d repaths" % (name, len(silent), logged, counters["repaths"]))
+    if failover:
+        lim = [(after.get(i, {}).get("failover") or {}).get("limit_us", 0) for i in flows]
+        print("#   silence that would move a flow (adaptive), us: min %.0f, max %.0f" % (
+            min(lim or [0]), max(lim or [0])), flush=True)
     c.check(len(hit) > 0, "%s: the failed link carried flows" % name)
     if failover:
         c.check(all(res["moves"][i] >= 1 for i in hit if i in flows),
