@@ -437,6 +437,14 @@ from_fabric(struct lsd_lcore *lc, struct lsd_bridge *b, uint64_t now, unsigned i
 		}
 		if (m[i]->data_len >= 6 && (f[0] & 1))
 			lsd_rx_peek(lc, b->fab, m[i]);
+		/* the routers' answers to our path discovery come to the
+		 * host's address, which the fabric port shares */
+		if (unlikely(lsd_route_maybe(f, m[i]->data_len)) &&
+		    lsd_route_rx(lc, b->fab, f, m[i]->data_len, tsc)) {
+			b->st.route_icmp++;
+			rte_pktmbuf_free(m[i]);
+			continue;
+		}
 		host[nh++] = m[i];
 		fabric_frame(b, m[i], f, tsc, now_ms);
 	}

@@ -61,7 +61,8 @@ struct ls_ctl;
 	X(qp_pairs_aged)    /* address pairs forgotten after flow_idle_ms unused */ \
 	X(repaths)          /* flows moved off a path their requests went unacked on */ \
 	X(repath_returns)   /* moved flows back on their own path after hold_ms */ \
-	X(repath_exhausted) /* silent on every path since their last ACK: left in place */
+	X(repath_exhausted) /* silent on every path since their last ACK: left in place */ \
+	X(route_icmp)       /* ICMP errors about our path discovery: kept, not forwarded */
 
 struct lsd_bridge_stats {
 #define X(n) uint64_t n;

@@ -340,7 +340,7 @@ cmd_status(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_un
 	C(tx_probes); C(tx_replies); C(tx_arp); C(tx_nd); C(tx_dropped);
 	C(alloc_failed); C(probes_unresolved); C(rl_overflow); C(idle_sleeps);
 	C(tlv_unknown); C(tlv_malformed); C(foreign_replies);
-	C(sync_recs); C(sync_dropped); C(rl_evicted);
+	C(sync_recs); C(sync_dropped); C(rl_evicted); C(tx_trace); C(route_dropped);
 #undef C
 	lsd_capture_status(&cs);
 	ls_ctl_reply_ok(req, json_pack(
@@ -787,6 +787,7 @@ ctl_thread(void *arg __rte_unused)
 		lsd_capture_drain();
 		lsd_events_poll();
 		lsd_bridge_events_poll();
+		lsd_route_poll();
 		now = rte_rdtsc();
 		lsd_sync_poll(now);
 		if (!collecting && now >= next_collect) {
@@ -857,6 +858,7 @@ lsd_control_start(void)
 	lsd_log_register(control.ctl);
 	lsd_capture_register(control.ctl);
 	lsd_events_register(control.ctl);
+	lsd_route_register(control.ctl);
 	rc = lsd_bridge_register(control.ctl);
 	if (rc == 0)
 		rc = lsd_metrics_start(control.ctl);

@@ -87,6 +87,12 @@ apply_msg(struct lsd_lcore *lc, struct lsd_msg *msg)
 		rc = lsd_bridges[lc->lcore_id] == NULL ? -ENOENT :
 		     lsd_bridge_apply(lsd_bridges[lc->lcore_id], msg->ptr);
 		break;
+	case LSD_MSG_TRACE: {
+		struct lsd_trace_tx *tx = (struct lsd_trace_tx *)(uintptr_t)msg->ptr;
+
+		lsd_tx_frames(lc, &lsd.ports[tx->port_idx], tx->m, tx->n, &lc->st.tx_trace);
+		break;
+	}
 	}
 	msg->result = rc;
 	__atomic_store_n(&msg->done, 1, __ATOMIC_RELEASE);

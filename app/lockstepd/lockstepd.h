@@ -82,6 +82,7 @@ extern int lsd_logtype;
 	_(L3_OTHER, "rx_l3_not_ours")      /* IP destination not ours, or ARP/ND for another */ \
 	_(UDP_OTHER, "rx_udp_other_port")  /* UDP to a port we do not serve */ \
 	_(OTHER, "rx_other")               /* well-formed but not for us (TCP, LLDP...) */ \
+	_(ROUTE, "rx_route_icmp")          /* ICMP error about a path-discovery probe (route.c) */ \
 	_(BAD_SRC_MAC, "rx_bad_source_mac") /* UDP from a group (multicast/broadcast) MAC */ \
 	_(BAD_TRUNC, "rx_bad_truncated")   /* ls_pkt_parse rejections, one per reason */ \
 	_(BAD_L3, "rx_bad_l3") \
@@ -126,6 +127,8 @@ struct lsd_lcore_stats {
 	uint64_t tx_at;            /* frames sent to leave at their stamp (clock.tx_sched,
 				    * clock.tx_trailer) */
 	uint64_t tx_at_no_room;    /* tx_trailer: no tailroom for the trailer, sent without */
+	uint64_t tx_trace;         /* path-discovery probes sent (route.c) */
+	uint64_t route_dropped;    /* ICMP answers to them not handed over: ring full */
 	uint64_t tx_trailer_unsent; /* replies still carrying the peer's send-time trailer:
 				     * nobody sent them at their instant */
 } __rte_cache_aligned;
@@ -260,6 +263,7 @@ enum lsd_msg_type {
 	LSD_MSG_PROBE_SET,      /* change msg->peer's interval (0 = all peers) */
 	LSD_MSG_PEER_ACQUIRE,   /* acquire msg->peer again (sender.c, acquisition) */
 	LSD_MSG_POLICY,         /* run the data-path policy msg->ptr (bridge.c) */
+	LSD_MSG_TRACE,          /* send path-discovery probes msg->ptr (route.c) */
 };
 
 struct lsd_msg {
@@ -308,6 +312,7 @@ struct lsd_lcore {
 	uint16_t port_idx[LS_MAX_PORTS];
 	struct rte_ring *msgs;             /* control -> lcore */
 	struct rte_ring *sync_ring;        /* struct lsd_sync_rec, lcore -> control */
+	struct rte_ring *route_ring;       /* struct lsd_route_rec, lcore -> control */
 	struct ls_clock clock;
 	struct rte_hash *peer_hash;        /* ls_addr -> slot */
 	struct lsd_peer **peers;            /* LS_MAX_PEERS slots */
@@ -437,6 +442,35 @@ bool lsd_reflector_fast(struct lsd_lcore *lc, struct lsd_port *p, struct rte_mbu
 /* A reply's m->hash.usr: the STAMP payload offset for the generic path, or
  * LSD_REPLY_FAST when T3 and the UDP checksum are finished by lib/reflect. */
 #define LSD_REPLY_FAST 0
+
+/* route.c: path discovery (TTL-limited probes with a path's own 5-tuple,
+ * hops from the ICMP errors). lcore side: */
+struct lsd_route_rec {
+	uint64_t tsc;              /* when the ICMP error arrived */
+	struct ls_addr from;       /* who sent it */
+	uint8_t id, ttl;           /* the probe's trace and TTL (from its tag) */
+	uint8_t type, code;
+};
+/* The probes of one trace, for the lcore that owns the port. */
+struct lsd_trace_tx {
+	struct rte_mbuf *m[32];
+	uint16_t n, port_idx;
+};
+/* A frame that may be an ICMP error about our probes: true when it was
+ * (handed to the control thread; the caller frees the mbuf). */
+bool lsd_route_rx(struct lsd_lcore *lc, const struct lsd_port *p, const uint8_t *frame,
+		  uint32_t len, uint64_t tsc);
+/* Cheap pre-check for the bridge's fabric side: ICMP or ICMPv6 at all. */
+static inline bool
+lsd_route_maybe(const uint8_t *f, uint32_t len)
+{
+	return len >= 54 && ((f[12] == 0x08 && f[13] == 0x00 && f[23] == 1) ||
+			     (f[12] == 0x86 && f[13] == 0xdd && f[20] == 58));
+}
+/* control thread */
+struct ls_ctl;
+void lsd_route_poll(void);
+void lsd_route_register(struct ls_ctl *ctl);
 
 /* neigh.c */
 void lsd_neigh_rx_arp(struct lsd_lcore *lc, struct lsd_port *p, const struct ls_pkt_info *pi);

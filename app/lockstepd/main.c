@@ -170,6 +170,13 @@ setup_lcores(void)
 			LSD_LOG(ERR, "lcore %u: cannot allocate its sync ring", l);
 			return -ENOMEM;
 		}
+		snprintf(name, sizeof(name), "ls_route_%u", l);
+		lc->route_ring = rte_ring_create_elem(name, sizeof(struct lsd_route_rec), 1024,
+						      hp.socket_id, RING_F_SP_ENQ | RING_F_SC_DEQ);
+		if (lc->route_ring == NULL) {
+			LSD_LOG(ERR, "lcore %u: cannot allocate its route ring", l);
+			return -ENOMEM;
+		}
 		snprintf(name, sizeof(name), "ls_peers_%u", l);
 		hp.name = name;
 		lc->peer_hash = rte_hash_create(&hp);

@@ -125,7 +125,10 @@ rx_one(struct lsd_lcore *lc, struct lsd_port *p, struct rte_mbuf *m, uint64_t rx
 		d = LSD_RX_ND;
 		break;
 	default:
-		d = LSD_RX_OTHER;
+		/* an ICMP error about one of our path-discovery probes? */
+		d = lsd_route_maybe(rte_pktmbuf_mtod(m, const uint8_t *), m->data_len) &&
+		    lsd_route_rx(lc, p, rte_pktmbuf_mtod(m, const uint8_t *), m->data_len,
+				 rte_rdtsc()) ? LSD_RX_ROUTE : LSD_RX_OTHER;
 		break;
 	}
 drop:

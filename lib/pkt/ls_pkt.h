@@ -318,6 +318,30 @@ int ls_pkt_build_time_exceeded(uint8_t *buf, uint32_t cap, const struct ls_mac *
 			       const struct ls_mac *dst_mac, const struct ls_addr *router,
 			       const uint8_t *orig_l3, uint32_t orig_len, uint8_t ttl);
 
+/** What an ICMP error says about the UDP datagram it quotes (ls_pkt_icmp_err). */
+struct ls_pkt_icmp_err {
+	struct ls_addr from;      /**< who sent the error (a router, or the destination) */
+	struct ls_addr src, dst;  /**< the quoted datagram's addresses */
+	uint8_t type, code;       /**< ICMP type/code (ICMPv6 for IPv6) */
+	uint8_t time_exceeded;    /**< 1: TTL / hop limit ran out in transit */
+	uint8_t quoted_ttl;       /**< the quoted header's TTL / hop limit */
+	uint16_t sport, dport;    /**< the quoted UDP ports */
+	uint16_t ip_id;           /**< the quoted IPv4 identification, 0 for IPv6 */
+	uint16_t payload_len;     /**< quoted UDP payload bytes present */
+	const uint8_t *payload;   /**< them (inside the frame), NULL when none */
+};
+
+/**
+ * Parse an untagged Ethernet frame holding an ICMP Time Exceeded or
+ * Destination Unreachable (IPv4, RFC 792) or ICMPv6 Time Exceeded or
+ * Destination Unreachable (RFC 4443) that quotes a UDP datagram: at least
+ * its IP header and the UDP ports (RFC 792's 8 bytes). Checksums are not
+ * verified (a router may have quoted a truncated datagram); callers match
+ * the quoted fields against what they sent.
+ * @return 0, or -EINVAL when the frame is not such an error.
+ */
+int ls_pkt_icmp_err(const uint8_t *frame, uint32_t len, struct ls_pkt_icmp_err *o);
+
 #ifdef __cplusplus
 }
 #endif

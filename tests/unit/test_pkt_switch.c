@@ -455,6 +455,75 @@ START_TEST(test_time_exceeded6)
 }
 END_TEST
 
+/* ICMP errors read back (path discovery): every field of the quoted probe,
+ * both families; Destination Unreachable too; what is not an error about a
+ * UDP datagram, and every truncation, is refused without reading past the
+ * frame (ASan in the sanitizer job). */
+static void
+icmp_err_family(uint8_t family)
+{
+	struct ls_addr router = addr(family == LS_AF_INET ? "192.0.2.254" : "2001:db8:ff::1");
+	static uint8_t orig[1600], out[1600];
+	struct ls_pkt_icmp_err e;
+	uint32_t hl = family == LS_AF_INET ? 34 : 54;
+	int n, rc;
+
+	n = build_probe(orig, sizeof(orig), family, 44);
+	if (family == LS_AF_INET) {
+		orig[18] = 0xb1;  /* IP ID, as path discovery tags its probes */
+		orig[19] = 0x23;
+	}
+	rc = ls_pkt_build_time_exceeded(out, sizeof(out), &mac_b, &mac_a, &router,
+					orig + 14, (uint32_t)n - 14, 64);
+	ck_assert_int_gt(rc, 0);
+	ck_assert_int_eq(ls_pkt_icmp_err(out, (uint32_t)rc, &e), 0);
+	ck_assert(ls_addr_eq(&e.from, &router));
+	ck_assert(ls_addr_eq(&e.src, &(struct ls_addr){0}) == false);
+	{
+		struct ls_addr s4 = addr(family == LS_AF_INET ? "10.0.0.1" : "2001:db8::1");
+		struct ls_addr d4 = addr(family == LS_AF_INET ? "10.0.0.2" : "2001:db8::2");
+
+		ck_assert(ls_addr_eq(&e.src, &s4));
+		ck_assert(ls_addr_eq(&e.dst, &d4));
+	}
+	ck_assert_uint_eq(e.sport, 40000);
+	ck_assert_uint_eq(e.dport, 862);
+	ck_assert_uint_eq(e.time_exceeded, 1);
+	ck_assert_uint_eq(e.quoted_ttl, 63);
+	ck_assert_uint_eq(e.ip_id, family == LS_AF_INET ? 0xb123 : 0);
+	ck_assert_uint_eq(e.payload_len, 44);
+	ck_assert_ptr_nonnull(e.payload);
+	ck_assert_mem_eq(e.payload, orig + hl + 8, 44);
+	/* Destination Unreachable (port) from the destination */
+	out[hl] = family == LS_AF_INET ? 3 : 1;
+	out[hl + 1] = family == LS_AF_INET ? 3 : 4;
+	ck_assert_int_eq(ls_pkt_icmp_err(out, (uint32_t)rc, &e), 0);
+	ck_assert_uint_eq(e.time_exceeded, 0);
+	/* an echo reply is no error */
+	out[hl] = family == LS_AF_INET ? 0 : 129;
+	ck_assert_int_eq(ls_pkt_icmp_err(out, (uint32_t)rc, &e), -EINVAL);
+	out[hl] = family == LS_AF_INET ? 11 : 3;
+	out[hl + 1] = 0;
+	/* RFC 792's minimum quote: the IP header and 8 bytes; less is refused */
+	for (uint32_t len = 0; len <= (uint32_t)rc; len++) {
+		int r = ls_pkt_icmp_err(out, len, &e);
+
+		if (len >= hl + 8 + (hl - 14) + 8)
+			ck_assert_int_eq(r, 0);
+		else
+			ck_assert_int_eq(r, -EINVAL);
+	}
+	/* the plain probe itself is no ICMP error */
+	ck_assert_int_eq(ls_pkt_icmp_err(orig, (uint32_t)n, &e), -EINVAL);
+}
+
+START_TEST(test_icmp_err)
+{
+	icmp_err_family(LS_AF_INET);
+	icmp_err_family(LS_AF_INET6);
+}
+END_TEST
+
 void
 pkt_switch_tests(TCase *tc)
 {
@@ -465,4 +534,5 @@ pkt_switch_tests(TCase *tc)
 	tcase_add_test(tc, test_set_ce6);
 	tcase_add_test(tc, test_time_exceeded4);
 	tcase_add_test(tc, test_time_exceeded6);
+	tcase_add_test(tc, test_icmp_err);
 }

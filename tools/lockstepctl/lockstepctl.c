@@ -99,6 +99,13 @@ static const struct optdef events_opts[] = {
 	{ NULL },
 };
 
+static const struct optdef route_opts[] = {
+	{ "--dport", ARG_UINT, 65535 },
+	{ "--max-ttl", ARG_UINT, 31 },
+	{ "--fresh", ARG_FLAG },
+	{ NULL },
+};
+
 static const struct optdef rule_opts[] = {
 	{ "--match", ARG_JSON },
 	{ "--path", ARG_JSON },
@@ -167,6 +174,9 @@ static const struct cli_cmd commands[] = {
 	{ "events", "[--max N] [--follow]",
 	  "the event log: path and peer down/up, clock state (--follow: keep printing)",
 	  cmd_events, .opts = events_opts },
+	{ "route", "PEER [PATH] [--dport N] [--max-ttl N] [--fresh]",
+	  "the routers a path crosses (TTL-limited probes with its 5-tuple; --dport 4791: "
+	  "the data's)", cmd_route, .opts = route_opts },
 	{ "call", "CMD [JSON-ARGS]",
 	  "send any daemon command, print the result", cmd_call },
 	{ "mesh", "[--metric rtt|fwd|rev|loss] [--window W] [-s SOCK ...] "

@@ -182,6 +182,8 @@ int cmd_call(struct cli *cli, const struct cli_cmd *cmd, int argc,
 
 /* events.c */
 int cmd_events(struct cli *cli, const struct cli_cmd *cmd, int argc, char **argv);
+/* route.c */
+int cmd_route(struct cli *cli, const struct cli_cmd *cmd, int argc, char **argv);
 
 /* fmt_status.c */
 int fmt_help(const json_t *result);

@@ -1,0 +1,359 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Path discovery: which routers a path's packets cross, learnt the way
+ * Paris traceroute does it. Probes with TTL 1..max_ttl carry the path's
+ * exact 5-tuple (its source port and, for IPv6, flow label: the entropy
+ * the fabric hashes), so every one of them follows the path the probe mesh
+ * measures; each router where one expires answers with an ICMP Time
+ * Exceeded that quotes it. With dport 4791 the probes take the 5-tuple of
+ * the data the bridge steers onto that entropy value (a fabric that hashes
+ * the destination port sends it elsewhere than the probes: docs/datapath.md).
+ *
+ * Tagging. A router quotes at least the IP header and 8 bytes of UDP
+ * (RFC 792). IPv4 probes carry their trace and TTL in the IP
+ * identification (bits 15..13 = 0b101, 12..5 trace id, 4..0 TTL): it is
+ * quoted and no ECMP hash reads it. IPv6 has no identification; ICMPv6
+ * quotes as much as fits in 1280 bytes (RFC 4443), so the tag is the UDP
+ * payload ("LSRT", id, TTL).
+ *
+ * Who does what. The control thread builds a trace's probes (mbufs from
+ * the pool, off the fast path) and hands them to the lcore that owns the
+ * port (LSD_MSG_TRACE), which sends them. An lcore that receives an ICMP
+ * error quoting one of our tagged probes (lsd_route_rx: from the fabric
+ * port, or the bridge's fabric side, where such errors would otherwise go
+ * to the host) passes a record up its route ring; the control thread
+ * files it under its trace (lsd_route_poll). A trace is done after
+ * RT_TIMEOUT_MS; the last 256 are kept, the newest per (peer, path, port)
+ * answers `route`.
+ *
+ * A probe that reaches the peer is dropped there (16 bytes: shorter than
+ * a STAMP packet, rx_stamp_short): the hops are the routers that answered,
+ * and the TTL after the last of them reached the peer when no higher TTL
+ * drew an answer either.
+ */
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include <rte_cycles.h>
+#include <rte_mbuf.h>
+#include <rte_ring.h>
+
+#include "lockstepd.h"
+#include "ls_ctl.h"
+#include "ls_pkt.h"
+
+#define RT_TAG 0x5             /* IPv4 identification bits 15..13 */
+#define RT_MAX_TTL 31          /* 5 bits of the tag */
+#define RT_TRACES 256          /* trace ids: 8 bits of the tag */
+#define RT_TIMEOUT_MS 500      /* answers later than this are not waited for */
+#define RT_FRESH_MS 10000      /* `route` reuses a trace this young */
+#define RT_PAYLOAD 16
+#define ROCE_PORT 4791
+
+struct rt_hop {
+	struct ls_addr addr;
+	double rtt_us;
+	uint8_t type, code;
+	bool seen;
+};
+
+struct rt_trace {
+	bool used, done;
+	char peer[LS_NAME_LEN];
+	uint16_t path, sport, dport;
+	uint8_t family, max_ttl;
+	uint64_t sent_tsc;
+	int64_t started_ns;        /* UTC */
+	struct rt_hop hop[RT_MAX_TTL + 1]; /* by TTL */
+};
+
+static struct {
+	struct rt_trace t[RT_TRACES];
+	uint32_t next;
+	uint64_t late;             /* answers for no open trace */
+} rt;
+
+/* ---- lcore ---------------------------------------------------------- */
+
+static bool
+tag_of(const struct ls_pkt_icmp_err *e, uint8_t *id, uint8_t *ttl)
+{
+	if (e->src.family == LS_AF_INET) {
+		if (e->ip_id >> 13 != RT_TAG)
+			return false;
+		*id = (uint8_t)(e->ip_id >> 5);
+		*ttl = e->ip_id & 0x1f;
+		return true;
+	}
+	if (e->payload_len < 6 || memcmp(e->payload, "LSRT", 4) != 0)
+		return false;
+	*id = e->payload[4];
+	*ttl = e->payload[5];
+	return true;
+}
+
+bool
+lsd_route_rx(struct lsd_lcore *lc, const struct lsd_port *p, const uint8_t *frame,
+	     uint32_t len, uint64_t tsc)
+{
+	const struct ls_conf_probe *pc = &lsd.cfg.probe;
+	const struct ls_addr *mine;
+	struct ls_pkt_icmp_err e;
+	struct lsd_route_rec r;
+
+	if (ls_pkt_icmp_err(frame, len, &e) < 0)
+		return false;
+	mine = e.src.family == LS_AF_INET ? &p->v4.addr : &p->v6.addr;
+	/* about a datagram we sent from a path's source port, tagged */
+	if (!ls_addr_eq(&e.src, mine) || e.sport < pc->src_port_base ||
+	    e.sport - pc->src_port_base >= LS_MAX_PATHS || !tag_of(&e, &r.id, &r.ttl))
+		return false;
+	r.tsc = tsc;
+	r.from = e.from;
+	r.type = e.type;
+	r.code = e.code;
+	if (rte_ring_sp_enqueue_elem(lc->route_ring, &r, sizeof(r)) != 0)
+		lc->st.route_dropped++;
+	return true;
+}
+
+/* ---- control thread ------------------------------------------------- */
+
+static void
+file_rec(const struct lsd_route_rec *r)
+{
+	struct rt_trace *t = &rt.t[r->id];
+	struct rt_hop *h;
+
+	if (!t->used || t->done || r->ttl == 0 || r->ttl > t->max_ttl ||
+	    r->from.family != t->family) {
+		rt.late++;
+		return;
+	}
+	h = &t->hop[r->ttl];
+	h->addr = r->from;
+	h->rtt_us = (double)(r->tsc - t->sent_tsc) * 1e6 / (double)rte_get_tsc_hz();
+	h->type = r->type;
+	h->code = r->code;
+	h->seen = true;
+}
+
+void
+lsd_route_poll(void)
+{
+	uint64_t now = rte_rdtsc(), to = rte_get_tsc_hz() / 1000 * RT_TIMEOUT_MS;
+	struct lsd_route_rec r;
+
+	for (unsigned int l = 0; l < RTE_MAX_LCORE; l++) {
+		struct rte_ring *ring = lsd.lcores[l].route_ring;
+
+		while (ring != NULL && rte_ring_sc_dequeue_elem(ring, &r, sizeof(r)) == 0)
+			file_rec(&r);
+	}
+	for (unsigned int i = 0; i < RT_TRACES; i++)
+		if (rt.t[i].used && !rt.t[i].done && now - rt.t[i].sent_tsc > to)
+			rt.t[i].done = true;
+}
+
+static const char *
+icmp_name(uint8_t family, uint8_t type, uint8_t code)
+{
+	if ((family == LS_AF_INET && type == 11) || (family == LS_AF_INET6 && type == 3))
+		return code == 0 ? "time_exceeded" : "reassembly_time_exceeded";
+	return "unreachable";
+}
+
+static json_t *
+trace_json(const struct rt_trace *t, uint8_t id)
+{
+	json_t *hops = json_array();
+	int last = 0;
+	bool gap = false;
+
+	for (int ttl = 1; ttl <= t->max_ttl; ttl++)
+		if (t->hop[ttl].seen)
+			last = ttl;
+	for (int ttl = 1; ttl <= last; ttl++) {
+		const struct rt_hop *h = &t->hop[ttl];
+		char a[64];
+
+		if (!h->seen) {
+			gap = true;
+			json_array_append_new(hops, json_pack("{s:i, s:n}", "ttl", ttl, "addr"));
+			continue;
+		}
+		ls_addr_fmt(&h->addr, a, sizeof(a));
+		json_array_append_new(hops, json_pack("{s:i, s:s, s:f, s:s}", "ttl", ttl, "addr", a,
+						      "rtt_us", h->rtt_us, "icmp",
+						      icmp_name(t->family, h->type, h->code)));
+	}
+	return json_pack("{s:i, s:s, s:i, s:i, s:i, s:s, s:s, s:I, s:i, s:o, s:b}",
+			 "trace", id, "peer", t->peer, "path", t->path, "sport", t->sport,
+			 "dport", t->dport, "family", t->family == LS_AF_INET ? "ipv4" : "ipv6",
+			 "state", t->done ? "done" : "tracing", "started_ns",
+			 (json_int_t)t->started_ns, "max_ttl", t->max_ttl, "hops", hops,
+			 /* the peer was reached right after the last router when no
+			  * higher TTL drew an answer and none is missing before it */
+			 "complete", t->done && !gap && last > 0 && last < t->max_ttl);
+}
+
+/* One probe of trace id at ttl, in an mbuf from the pool. */
+static struct rte_mbuf *
+build(const struct lsd_peer *peer, const struct lsd_port *p, uint16_t sport, uint16_t dport,
+      uint8_t id, uint8_t ttl)
+{
+	uint8_t payload[RT_PAYLOAD] = {'L', 'S', 'R', 'T', id, ttl};
+	struct ls_pkt_udp_hdr h = {
+		.src_mac = p->mac, .dst_mac = peer->mac,
+		.src = peer->addr.family == LS_AF_INET ? p->v4.addr : p->v6.addr,
+		.dst = peer->addr, .sport = sport, .dport = dport, .ttl = ttl,
+		.tos = (uint8_t)(lsd.cfg.probe.dscp << 2),
+		.flow_label = sport,      /* as the path's probes: the entropy */
+	};
+	uint16_t len = (uint16_t)(ls_pkt_udp_hdr_len(h.src.family) + RT_PAYLOAD);
+	struct rte_mbuf *m = rte_pktmbuf_alloc(lsd.pool);
+	uint8_t *f;
+
+	if (m == NULL)
+		return NULL;
+	f = (uint8_t *)rte_pktmbuf_append(m, len);
+	if (f == NULL || ls_pkt_build_udp(f, len, &h, payload, RT_PAYLOAD) < 0) {
+		rte_pktmbuf_free(m);
+		return NULL;
+	}
+	if (h.src.family == LS_AF_INET) {
+		uint16_t ipid = (uint16_t)(RT_TAG << 13 | id << 5 | ttl);
+
+		f[18] = (uint8_t)(ipid >> 8);
+		f[19] = (uint8_t)ipid;
+		ls_pkt_udp_finalize(f, len, h.src.family);
+	}
+	return m;
+}
+
+static int
+start(const struct lsd_peer *peer, uint16_t path, uint16_t dport, uint8_t max_ttl)
+{
+	const struct lsd_port *p = &lsd.ports[peer->port_idx];
+	uint8_t id = (uint8_t)(rt.next++ % RT_TRACES);
+	struct rt_trace *t = &rt.t[id];
+	struct lsd_trace_tx *tx = calloc(1, sizeof(*tx));
+	struct lsd_msg *m = calloc(1, sizeof(*m));
+	struct timespec ts;
+	int rc;
+
+	if (tx == NULL || m == NULL) {
+		free(tx);
+		free(m);
+		return -ENOMEM;
+	}
+	memset(t, 0, sizeof(*t));
+	snprintf(t->peer, sizeof(t->peer), "%s", peer->name);
+	t->path = path;
+	t->sport = peer->path[path].sport;
+	t->dport = dport;
+	t->family = peer->addr.family;
+	t->max_ttl = max_ttl;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	t->started_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	for (uint8_t ttl = 1; ttl <= max_ttl; ttl++) {
+		tx->m[tx->n] = build(peer, p, t->sport, dport, id, ttl);
+		if (tx->m[tx->n] != NULL)
+			tx->n++;
+	}
+	tx->port_idx = peer->port_idx;
+	t->used = true;
+	t->sent_tsc = rte_rdtsc();
+	m->type = LSD_MSG_TRACE;
+	m->ptr = tx;
+	rc = lsd_msg_send(p->lcore, m);
+	if (rc < 0) {
+		/* timed out: the lcore may still read them, so both are leaked
+		 * (as every message after a time-out) */
+		t->done = true;
+		return rc;
+	}
+	free(tx);
+	free(m);
+	return id;
+}
+
+static const struct rt_trace *
+newest(const char *peer, uint16_t path, uint16_t dport, uint8_t *id)
+{
+	const struct rt_trace *best = NULL;
+
+	for (unsigned int i = 0; i < RT_TRACES; i++) {
+		const struct rt_trace *t = &rt.t[i];
+
+		if (t->used && t->path == path && t->dport == dport && strcmp(t->peer, peer) == 0 &&
+		    (best == NULL || t->started_ns > best->started_ns)) {
+			best = t;
+			*id = (uint8_t)i;
+		}
+	}
+	return best;
+}
+
+/* route {peer, [path], [dport], [max_ttl], [fresh]}: the newest trace of
+ * that path (started now when there is none younger than RT_FRESH_MS, or
+ * fresh is true); poll until "state" is "done". */
+static void
+cmd_route(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
+{
+	double path = 0, dport = lsd.cfg.probe.dst_port, max_ttl = 8;
+	json_t *jf = json_object_get(args, "fresh");
+	const struct rt_trace *t;
+	const char *name;
+	struct lsd_peer *peer;
+	struct timespec ts;
+	uint8_t id = 0;
+	int idx, rc;
+
+	if ((idx = lsd_peer_arg(req, args, &name)) < 0 ||
+	    ls_ctl_arg_num(req, args, "path", 0, LS_MAX_PATHS - 1, &path) < 0 ||
+	    ls_ctl_arg_num(req, args, "dport", 1, 65535, &dport) < 0 ||
+	    ls_ctl_arg_num(req, args, "max_ttl", 1, RT_MAX_TTL, &max_ttl) < 0)
+		return;
+	if (jf != NULL && !json_is_boolean(jf)) {
+		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.fresh: expected true or false");
+		return;
+	}
+	peer = lsd_peer_at((unsigned int)idx);
+	if ((uint16_t)path >= peer->n_paths) {
+		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.path: peer %s has %u paths",
+				   peer->name, peer->n_paths);
+		return;
+	}
+	clock_gettime(CLOCK_REALTIME, &ts);
+	t = newest(peer->name, (uint16_t)path, (uint16_t)dport, &id);
+	if (t != NULL && !json_is_true(jf) &&
+	    (!t->done || (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec - t->started_ns <
+			 (int64_t)RT_FRESH_MS * 1000000)) {
+		ls_ctl_reply_ok(req, trace_json(t, id));
+		return;
+	}
+	if (!__atomic_load_n(&peer->resolved, __ATOMIC_RELAXED)) {
+		ls_ctl_reply_error(req, LS_CTL_E_BUSY, "peer %s: next hop not resolved yet",
+				   peer->name);
+		return;
+	}
+	rc = start(peer, (uint16_t)path, (uint16_t)dport, (uint8_t)max_ttl);
+	if (rc < 0) {
+		ls_ctl_reply_error(req, LS_CTL_E_BUSY, "cannot start a trace: %s", strerror(-rc));
+		return;
+	}
+	ls_ctl_reply_ok(req, trace_json(&rt.t[rc], (uint8_t)rc));
+}
+
+void
+lsd_route_register(struct ls_ctl *ctl)
+{
+	ls_ctl_register_keys(ctl, "route", "{peer, [path], [dport], [max_ttl], [fresh]}",
+			     "the routers a path crosses (TTL-limited probes with its 5-tuple; "
+			     "dport 4791: the data's); poll until state is done",
+			     "peer path dport max_ttl fresh", cmd_route, NULL);
+}
