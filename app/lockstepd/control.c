@@ -788,6 +788,7 @@ ctl_thread(void *arg __rte_unused)
 		lsd_events_poll();
 		lsd_bridge_events_poll();
 		lsd_route_poll();
+		lsd_links_poll();
 		now = rte_rdtsc();
 		lsd_sync_poll(now);
 		if (!collecting && now >= next_collect) {
@@ -859,6 +860,7 @@ lsd_control_start(void)
 	lsd_capture_register(control.ctl);
 	lsd_events_register(control.ctl);
 	lsd_route_register(control.ctl);
+	lsd_links_register(control.ctl);
 	rc = lsd_bridge_register(control.ctl);
 	if (rc == 0)
 		rc = lsd_metrics_start(control.ctl);

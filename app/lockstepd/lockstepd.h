@@ -469,7 +469,23 @@ lsd_route_maybe(const uint8_t *f, uint32_t len)
 }
 /* control thread */
 struct ls_ctl;
+#define LSD_ROUTE_HOPS 16
+/* A path's last background trace: the routers in TTL order (family 0:
+ * that TTL drew no answer). */
+struct lsd_route_path {
+	int64_t traced_ns;         /* UTC start of the trace, 0: none yet */
+	bool complete;             /* every TTL answered up to the last router, the
+				    * next reached the peer */
+	bool stale;                /* its route may have changed: trace again */
+	uint8_t n;
+	struct ls_addr hop[LSD_ROUTE_HOPS];
+};
+const struct lsd_route_path *lsd_route_map(const struct lsd_peer *peer, uint16_t path);
+void lsd_route_stale(const struct lsd_peer *peer, uint16_t path);
 void lsd_route_poll(void);
+/* links.c (control thread): link inference over the route map */
+void lsd_links_poll(void);
+void lsd_links_register(struct ls_ctl *ctl);
 void lsd_route_register(struct ls_ctl *ctl);
 
 /* neigh.c */

@@ -26,6 +26,12 @@
  * RT_TIMEOUT_MS; the last 256 are kept, the newest per (peer, path, port)
  * answers `route`.
  *
+ * The route map. With route.enabled, every path of every peer is traced in
+ * the background (route.traces_per_s, oldest first, again after
+ * route.refresh_s or when links.c says its route may have changed), and
+ * its last finished trace is kept per (peer name, path) for link inference
+ * (links.c): lsd_route_map.
+ *
  * A probe that reaches the peer is dropped there (16 bytes: shorter than
  * a STAMP packet, rx_stamp_short): the hops are the routers that answered,
  * and the TTL after the last of them reached the peer when no higher TTL
@@ -38,6 +44,8 @@
 #include <jansson.h>
 
 #include <rte_cycles.h>
+#include <rte_hash.h>
+#include <rte_jhash.h>
 #include <rte_mbuf.h>
 #include <rte_ring.h>
 
@@ -61,7 +69,7 @@ struct rt_hop {
 };
 
 struct rt_trace {
-	bool used, done;
+	bool used, done, bg;       /* bg: for the route map */
 	char peer[LS_NAME_LEN];
 	uint16_t path, sport, dport;
 	uint8_t family, max_ttl;
@@ -70,11 +78,27 @@ struct rt_trace {
 	struct rt_hop hop[RT_MAX_TTL + 1]; /* by TTL */
 };
 
+/* One peer's map: its paths' last traces (by name: peers come and go). */
+struct rt_peer {
+	char name[LS_NAME_LEN];
+	uint16_t n_paths;
+	struct lsd_route_path path[LS_MAX_PATHS];
+};
+
+#define RT_MAP_MAX 65536           /* peers in the map (LS_MAX_PEERS and room) */
+
 static struct {
 	struct rt_trace t[RT_TRACES];
 	uint32_t next;
 	uint64_t late;             /* answers for no open trace */
+	struct rte_hash *map;      /* peer name -> struct rt_peer * */
+	uint32_t cursor;           /* background: the next peer to look at */
+	uint64_t bg_tokens, bg_last;  /* traces_per_s bucket (x 1e6) */
+	uint64_t bg_started, bg_done;
 } rt;
+
+static void map_file(const struct rt_trace *t);
+static void background(uint64_t now);
 
 /* ---- lcore ---------------------------------------------------------- */
 
@@ -154,8 +178,153 @@ lsd_route_poll(void)
 			file_rec(&r);
 	}
 	for (unsigned int i = 0; i < RT_TRACES; i++)
-		if (rt.t[i].used && !rt.t[i].done && now - rt.t[i].sent_tsc > to)
+		if (rt.t[i].used && !rt.t[i].done && now - rt.t[i].sent_tsc > to) {
 			rt.t[i].done = true;
+			if (rt.t[i].bg)
+				map_file(&rt.t[i]);
+		}
+	background(now);
+}
+
+/* ---- the route map ---------------------------------------------------- */
+
+static struct rt_peer *
+map_peer(const char *name, uint16_t n_paths, bool add)
+{
+	char key[LS_NAME_LEN] = {0};
+	struct rt_peer *e = NULL;
+
+	if (rt.map == NULL) {
+		struct rte_hash_parameters hp = {
+			.name = "ls_route_map", .entries = RT_MAP_MAX, .key_len = LS_NAME_LEN,
+			.hash_func = rte_jhash, .socket_id = SOCKET_ID_ANY,
+		};
+
+		if (!add || (rt.map = rte_hash_create(&hp)) == NULL)
+			return NULL;
+	}
+	snprintf(key, sizeof(key), "%s", name);
+	if (rte_hash_lookup_data(rt.map, key, (void **)&e) >= 0)
+		return e;
+	if (!add || (e = calloc(1, sizeof(*e))) == NULL)
+		return NULL;
+	snprintf(e->name, sizeof(e->name), "%s", name);
+	e->n_paths = n_paths;
+	if (rte_hash_add_key_data(rt.map, key, e) < 0) {
+		free(e);
+		return NULL;
+	}
+	return e;
+}
+
+/* A finished background trace into the map: its routers in TTL order up
+ * to the last that answered; complete as in trace_json. */
+static void
+map_file(const struct rt_trace *t)
+{
+	struct rt_peer *e = map_peer(t->peer, LS_MAX_PATHS, true);
+	struct lsd_route_path *p;
+	int last = 0;
+
+	if (e == NULL || t->path >= LS_MAX_PATHS)
+		return;
+	p = &e->path[t->path];
+	for (int ttl = 1; ttl <= t->max_ttl; ttl++)
+		if (t->hop[ttl].seen)
+			last = ttl;
+	memset(p, 0, sizeof(*p));
+	p->traced_ns = t->started_ns;
+	p->complete = last > 0 && last < t->max_ttl;
+	for (int ttl = 1; ttl <= last && ttl <= LSD_ROUTE_HOPS; ttl++) {
+		p->hop[p->n++] = t->hop[ttl].addr;     /* family 0 where none answered */
+		if (!t->hop[ttl].seen)
+			p->complete = false;
+	}
+	rt.bg_done++;
+}
+
+const struct lsd_route_path *
+lsd_route_map(const struct lsd_peer *peer, uint16_t path)
+{
+	struct rt_peer *e = path < LS_MAX_PATHS ? map_peer(peer->name, 0, false) : NULL;
+
+	return e != NULL && e->path[path].traced_ns != 0 ? &e->path[path] : NULL;
+}
+
+void
+lsd_route_stale(const struct lsd_peer *peer, uint16_t path)
+{
+	struct rt_peer *e = path < LS_MAX_PATHS ? map_peer(peer->name, 0, false) : NULL;
+
+	if (e != NULL)
+		e->path[path].stale = true;
+}
+
+static int start(const struct lsd_peer *peer, uint16_t path, uint16_t dport, uint8_t max_ttl);
+
+/* Whether (peer, path) has a trace on the way. */
+static bool
+tracing(const char *peer, uint16_t path, uint16_t dport)
+{
+	for (unsigned int i = 0; i < RT_TRACES; i++)
+		if (rt.t[i].used && !rt.t[i].done && rt.t[i].path == path &&
+		    rt.t[i].dport == dport && strcmp(rt.t[i].peer, peer) == 0)
+			return true;
+	return false;
+}
+
+/* Background: trace the paths whose map entry is missing, old or stale, at
+ * most traces_per_s, visiting a slice of the peers per pass. Traces never
+ * exceed half the trace ids in flight, so on-demand `route` always has room. */
+#define RT_BG_PEERS_PER_PASS 64
+static void
+background(uint64_t now)
+{
+	const struct ls_conf_route *c = &lsd.cfg.route;
+	uint64_t hz = rte_get_tsc_hz(), cap = 1000000ULL * (c->traces_per_s / 10 + 1);
+	unsigned int n = lsd_peer_count(), inflight = 0;
+	int64_t wall;
+	struct timespec ts;
+
+	if (!c->enabled || n == 0)
+		return;
+	if (rt.bg_last != 0)
+		rt.bg_tokens += (now - rt.bg_last) * c->traces_per_s * 1000000ULL / hz;
+	rt.bg_last = now;
+	if (rt.bg_tokens > cap)
+		rt.bg_tokens = cap;   /* a burst of a tenth of a second at most */
+	for (unsigned int i = 0; i < RT_TRACES; i++)
+		inflight += rt.t[i].used && !rt.t[i].done;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	wall = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	for (unsigned int k = 0; k < n && k < RT_BG_PEERS_PER_PASS; k++) {
+		struct lsd_peer *peer = lsd_peer_at(rt.cursor++ % n);
+		struct rt_peer *e;
+
+		if (!__atomic_load_n(&peer->resolved, __ATOMIC_RELAXED) ||
+		    (e = map_peer(peer->name, peer->n_paths, true)) == NULL)
+			continue;
+		for (uint16_t p = 0; p < peer->n_paths && p < LS_MAX_PATHS; p++) {
+			const struct lsd_route_path *rp = &e->path[p];
+			int id;
+
+			if (rt.bg_tokens < 1000000 || inflight >= RT_TRACES / 2)
+				return;
+			if (rp->traced_ns != 0 && !rp->stale &&
+			    wall - rp->traced_ns < (int64_t)c->refresh_s * 1000000000)
+				continue;
+			if (tracing(peer->name, p, lsd.cfg.probe.dst_port))
+				continue;
+			id = start(peer, p, lsd.cfg.probe.dst_port, c->max_ttl);
+			if (id < 0)
+				return;
+			rt.t[id].bg = true;
+			e->path[p].stale = false;
+			rt.bg_tokens -= 1000000;
+			rt.bg_started++;
+			inflight++;
+		}
+	}
 }
 
 static const char *

@@ -759,6 +759,14 @@ static const struct field events_fields[] = {
 };
 static const struct schema events_schema = SCHEMA(events_fields, NULL);
 
+static const struct field route_fields[] = {
+	F_BOOL("enabled", struct ls_conf_route, enabled),
+	F_INT("refresh_s", struct ls_conf_route, refresh_s, 1, 86400, 0),
+	F_INT("traces_per_s", struct ls_conf_route, traces_per_s, 1, 10000, 0),
+	F_INT("max_ttl", struct ls_conf_route, max_ttl, 1, 31, 0),
+};
+static const struct schema route_schema = SCHEMA(route_fields, NULL);
+
 static const struct field log_fields[] = {
 	F_FUNC("level", struct ls_config, log_level, fn_log_level, 0),
 };
@@ -779,6 +787,7 @@ static const struct field top_fields[] = {
 	F_OBJ("sync", offsetof(CFG, sync), sync_schema, 0),
 	F_OBJ("metrics", offsetof(CFG, metrics), metrics_schema, 0),
 	F_OBJ("events", offsetof(CFG, events), events_schema, 0),
+	F_OBJ("route", offsetof(CFG, route), route_schema, 0),
 	F_OBJ("log", 0, log_schema, 0),
 	F_OBJ("bridge", offsetof(CFG, bridge), ls_config_bridge_schema, 0),
 	F_OBJ("pinglist", offsetof(CFG, pinglist), ls_config_pinglist_schema, 0),
@@ -859,6 +868,8 @@ set_defaults(struct ls_config *cfg)
 	snprintf(cfg->capture.dir, sizeof(cfg->capture.dir), "/var/lib/lockstep/capture");
 	ls_addr_parse("127.0.0.1", &cfg->metrics.address);
 	cfg->events.keep = 4096;
+	cfg->route = (struct ls_conf_route){.enabled = true, .refresh_s = 300, .traces_per_s = 20,
+					    .max_ttl = 8};
 	cfg->sync.enabled = true;
 	cfg->sync.window_ms = 2000;
 	cfg->sync.paths = LS_MAX_PATHS;

@@ -225,6 +225,15 @@ struct ls_conf_metrics {
 	uint32_t port;            /**< TCP port, 0 = off (the default) */
 };
 
+/** Path discovery in the background: the route map link inference reads
+ *  (app/lockstepd/route.c, links.c). */
+struct ls_conf_route {
+	bool enabled;             /**< trace every path in the background, default true */
+	uint32_t refresh_s;       /**< trace a path again after this long, default 300 */
+	uint32_t traces_per_s;    /**< background traces started per second, default 20 */
+	uint8_t max_ttl;          /**< TTLs probed, default 8 */
+};
+
 /** The event log (app/lockstepd/events.c). */
 struct ls_conf_events {
 	char file[256];           /**< JSON lines appended here, "" = none (the default) */
@@ -249,6 +258,7 @@ struct ls_config {
 	struct ls_conf_metrics metrics;      /**< capture */
 	struct ls_conf_sync sync;            /**< clock synchronisation */
 	struct ls_conf_events events;        /**< event log */
+	struct ls_conf_route route;          /**< background path discovery */
 	struct ls_conf_pinglist pinglist;    /**< peers[] += K hosts of a fleet file */
 	char log_level[16];                  /**< "error".."debug", default "info" */
 	struct ls_conf_bridge bridge;        /**< data path (bridge.enabled) */

@@ -62,11 +62,11 @@ COUNTERS = (
     "rx_pkts rx_reflected rx_rate_limited rx_reflector_disabled rx_stamp_short rx_stamp_ip_options "
     "rx_reflector_loop rx_reply rx_reply_short rx_reply_no_peer rx_reply_no_path "
     "rx_reply_unmatched rx_arp rx_nd rx_l2_not_ours rx_l3_not_ours rx_udp_other_port "
-    "rx_other rx_bad_source_mac rx_bad_truncated rx_bad_l3 rx_bad_checksum "
+    "rx_other rx_route_icmp rx_bad_source_mac rx_bad_truncated rx_bad_l3 rx_bad_checksum "
     "rx_bad_fragment rx_bad_arp rx_bad_nd rx_bad_vlan rx_bad_address tx_probes "
     "tx_replies tx_arp tx_nd tx_dropped alloc_failed probes_unresolved rl_overflow "
     "idle_sleeps tlv_unknown tlv_malformed foreign_replies sync_recs sync_dropped "
-    "rl_evicted").split()
+    "rl_evicted tx_trace route_dropped").split()
 
 
 def clock_json():

@@ -1,0 +1,354 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Link inference from the probe mesh and the route map: which link a set of
+ * dead paths points at (issue 29, items 2 and 3; control thread only).
+ *
+ * A link is an unordered pair of neighbours on a traced path: us and the
+ * first router, router and router, the last router and the peer. Every
+ * LINKS_EVERY_MS this looks at every path with a background trace
+ * (route.c): the links of paths that are up are known good; a path that is
+ * down (probe.down_after losses) is explained by its links that are not
+ * known good. A greedy set cover picks the link that explains the most dead
+ * paths, then the next for those left, and so on. Links that explain
+ * exactly the same dead paths cannot be told apart from here (h1's paths
+ * over spine2 all cross both leaf1-spine2 and spine2-leaf2): they are
+ * named together, as one suspect with several candidates. A dead path none
+ * of whose links is suspect (its forward route is fine: the reply's way
+ * back died, which this node cannot trace) is counted as unexplained.
+ *
+ * Events: link.suspect when a suspect (its candidate set) appears, with the
+ * dead paths it explains; link.clear when it no longer explains any. A
+ * path that comes back up is marked stale in the route map: routing may
+ * have moved it.
+ *
+ * Cost: O(paths x hops) every 200 ms over a small hash of links; 10k peers
+ * x 8 paths x 8 hops is ~1 M set operations a second on the control thread.
+ * What this does not do yet: nodes exchanging what they see (the two
+ * candidates above would split), queueing per link (item 2's delays).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include <rte_cycles.h>
+
+#include "lockstepd.h"
+#include "ls_ctl.h"
+
+#define LINKS_EVERY_MS 200
+#define MAX_LINKS 4096        /* distinct links considered per pass */
+#define MAX_DEAD 1024         /* dead paths considered per pass */
+#define MAX_SUSPECTS 64
+#define MIN_SUPPORT 2         /* dead paths a link must explain to be named: one
+			       * dead path whose reply died (invisible from here)
+			       * with no live path over its forward links would
+			       * name those (a seed of the links test did) */
+#define LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+
+struct link {
+	struct ls_addr a, b;      /* a < b (bytes) */
+	bool good;
+	uint32_t n_dead;          /* dead paths it explains, this round of the cover */
+};
+
+struct dead {
+	const struct lsd_peer *peer;
+	uint16_t path;
+	uint16_t n_links;
+	uint16_t link[LSD_ROUTE_HOPS + 1];
+	bool covered;
+};
+
+struct suspect {
+	char key[512];            /* its candidates, for identity across passes */
+	json_t *ev;               /* what link.suspect said (for link.clear) */
+	bool seen;                /* still explains dead paths this pass */
+};
+
+static struct {
+	struct link l[MAX_LINKS];
+	uint32_t n_l;
+	struct dead d[MAX_DEAD];
+	uint32_t n_d;
+	struct suspect s[MAX_SUSPECTS];
+	uint32_t n_s;
+	uint64_t next;
+	uint8_t *was_down;        /* per peer index x path: last state seen */
+	uint32_t was_cap;
+	uint32_t last_dead, last_unexplained;
+	json_t *weak;             /* last pass: candidates below MIN_SUPPORT */
+} lk;
+
+static int
+addr_cmp(const struct ls_addr *x, const struct ls_addr *y)
+{
+	return x->family != y->family ? x->family - y->family : memcmp(x->a, y->a, 16);
+}
+
+/* The index of link {x, y}, added when new; -1 when the table is full. */
+static int
+link_of(const struct ls_addr *x, const struct ls_addr *y)
+{
+	const struct ls_addr *a = addr_cmp(x, y) <= 0 ? x : y, *b = a == x ? y : x;
+
+	for (uint32_t i = 0; i < lk.n_l; i++)
+		if (addr_cmp(&lk.l[i].a, a) == 0 && addr_cmp(&lk.l[i].b, b) == 0)
+			return (int)i;
+	if (lk.n_l == MAX_LINKS)
+		return -1;
+	lk.l[lk.n_l] = (struct link){.a = *a, .b = *b};
+	return (int)lk.n_l++;
+}
+
+/* A path's links from its trace; false when it has no usable trace. */
+static bool
+path_links(const struct lsd_peer *peer, uint16_t path, uint16_t *out, uint16_t *n)
+{
+	const struct lsd_route_path *rp = lsd_route_map(peer, path);
+	const struct lsd_port *port = &lsd.ports[peer->port_idx];
+	const struct ls_addr *prev = peer->addr.family == LS_AF_INET ? &port->v4.addr :
+				     &port->v6.addr;
+
+	*n = 0;
+	if (rp == NULL || !rp->complete)
+		return false;
+	for (uint8_t h = 0; h <= rp->n; h++) {
+		const struct ls_addr *cur = h < rp->n ? &rp->hop[h] : &peer->addr;
+		int i = link_of(prev, cur);
+
+		if (i < 0)
+			return false;
+		out[(*n)++] = (uint16_t)i;
+		prev = cur;
+	}
+	return true;
+}
+
+static void
+link_name(const struct link *l, char *buf, size_t len)
+{
+	char a[64], b[64];
+
+	ls_addr_fmt(&l->a, a, sizeof(a));
+	ls_addr_fmt(&l->b, b, sizeof(b));
+	snprintf(buf, len, "%s-%s", a, b);
+}
+
+/* Paths that came back: their route may be another now. */
+static void
+note_ups(const struct lsd_peer *peer, unsigned int pi)
+{
+	for (uint16_t p = 0; p < peer->n_paths; p++) {
+		size_t k = (size_t)pi * LS_MAX_PATHS + p;
+		uint8_t down = LOAD(peer->path[p].state_down);
+
+		if (k < lk.was_cap && lk.was_down[k] && !down)
+			lsd_route_stale(peer, p);
+		if (k < lk.was_cap)
+			lk.was_down[k] = down;
+	}
+}
+
+/* Every traced path: up ones mark their links good, down ones are kept. */
+static void
+gather(void)
+{
+	unsigned int n = lsd_peer_count();
+
+	lk.n_l = lk.n_d = 0;
+	if ((size_t)n * LS_MAX_PATHS > lk.was_cap) {
+		size_t cap = (size_t)n * LS_MAX_PATHS * 2;
+		uint8_t *w = realloc(lk.was_down, cap);
+
+		if (w != NULL) {
+			memset(w + lk.was_cap, 0, cap - lk.was_cap);
+			lk.was_down = w;
+			lk.was_cap = (uint32_t)cap;
+		}
+	}
+	for (unsigned int i = 0; i < n; i++) {
+		const struct lsd_peer *peer = lsd_peer_at(i);
+
+		if (!LOAD(peer->resolved))
+			continue;
+		note_ups(peer, i);
+		for (uint16_t p = 0; p < peer->n_paths; p++) {
+			uint16_t ids[LSD_ROUTE_HOPS + 1], m;
+
+			if (!path_links(peer, p, ids, &m))
+				continue;
+			if (!LOAD(peer->path[p].state_down)) {
+				for (uint16_t j = 0; j < m; j++)
+					lk.l[ids[j]].good = true;
+			} else if (lk.n_d < MAX_DEAD) {
+				struct dead *d = &lk.d[lk.n_d++];
+
+				*d = (struct dead){.peer = peer, .path = p, .n_links = m};
+				memcpy(d->link, ids, sizeof(ids[0]) * m);
+			}
+		}
+	}
+}
+
+/* One suspect: the not-good links that explain the most uncovered dead
+ * paths, with every link that explains exactly those. */
+static json_t *
+pick(char *key, size_t klen)
+{
+	uint32_t best = 0, bi = 0, n_paths = 0;
+	json_t *cand, *paths;
+	size_t kl = 0;
+
+	for (uint32_t i = 0; i < lk.n_l; i++)
+		lk.l[i].n_dead = 0;
+	for (uint32_t k = 0; k < lk.n_d; k++)
+		for (uint16_t j = 0; !lk.d[k].covered && j < lk.d[k].n_links; j++)
+			lk.l[lk.d[k].link[j]].n_dead++;
+	for (uint32_t i = 0; i < lk.n_l; i++)
+		if (!lk.l[i].good && lk.l[i].n_dead > best) {
+			best = lk.l[i].n_dead;
+			bi = i;
+		}
+	if (best == 0)
+		return NULL;
+	cand = json_array();
+	paths = json_array();
+	key[0] = '\0';
+	/* links with the same dead paths as the best: each dead path that has
+	 * the best has them too, and they explain no other */
+	for (uint32_t i = 0; i < lk.n_l; i++) {
+		bool same = !lk.l[i].good && lk.l[i].n_dead == best;
+
+		for (uint32_t k = 0; same && k < lk.n_d; k++) {
+			bool has_b = false, has_i = false;
+
+			if (lk.d[k].covered)
+				continue;
+			for (uint16_t j = 0; j < lk.d[k].n_links; j++) {
+				has_b |= lk.d[k].link[j] == bi;
+				has_i |= lk.d[k].link[j] == i;
+			}
+			same = has_b == has_i;
+		}
+		if (same) {
+			char nm[160];
+
+			link_name(&lk.l[i], nm, sizeof(nm));
+			json_array_append_new(cand, json_string(nm));
+			kl += (size_t)snprintf(key + kl, kl < klen ? klen - kl : 0, "%s,", nm);
+		}
+	}
+	for (uint32_t k = 0; k < lk.n_d; k++) {
+		bool has = false;
+
+		for (uint16_t j = 0; j < lk.d[k].n_links; j++)
+			has |= lk.d[k].link[j] == bi;
+		if (lk.d[k].covered || !has)
+			continue;
+		lk.d[k].covered = true;
+		if (n_paths++ < 16)
+			json_array_append_new(paths, json_pack("{s:s, s:i}", "peer",
+							       lk.d[k].peer->name, "path",
+							       lk.d[k].path));
+	}
+	return json_pack("{s:o, s:i, s:o}", "candidates", cand, "paths_down", (int)n_paths,
+			 "paths", paths);
+}
+
+static struct suspect *
+suspect_find(const char *key)
+{
+	for (uint32_t i = 0; i < lk.n_s; i++)
+		if (strcmp(lk.s[i].key, key) == 0)
+			return &lk.s[i];
+	return NULL;
+}
+
+/* The cover of this pass against the suspects of the last one. */
+static void
+infer(void)
+{
+	uint32_t unexplained = 0;
+	char key[512];
+	json_t *ev;
+
+	for (uint32_t i = 0; i < lk.n_s; i++)
+		lk.s[i].seen = false;
+	json_decref(lk.weak);
+	lk.weak = json_array();
+	while ((ev = pick(key, sizeof(key))) != NULL) {
+		struct suspect *s;
+
+		if (json_integer_value(json_object_get(ev, "paths_down")) < MIN_SUPPORT) {
+			json_array_append_new(lk.weak, ev);
+			continue;
+		}
+		s = suspect_find(key);
+
+		if (s == NULL && lk.n_s < MAX_SUSPECTS) {
+			s = &lk.s[lk.n_s++];
+			snprintf(s->key, sizeof(s->key), "%s", key);
+			s->ev = json_deep_copy(ev);
+			lsd_event("link.suspect", LSD_EV_WARNING, ev);
+		} else {
+			json_decref(ev);
+		}
+		if (s != NULL)
+			s->seen = true;
+	}
+	for (uint32_t k = 0; k < lk.n_d; k++)
+		unexplained += !lk.d[k].covered;
+	lk.last_unexplained = unexplained;
+	for (uint32_t i = 0; i < lk.n_s;) {
+		if (lk.s[i].seen) {
+			i++;
+			continue;
+		}
+		lsd_event("link.clear", LSD_EV_INFO,
+			  json_pack("{s:O}", "candidates", json_object_get(lk.s[i].ev, "candidates")));
+		json_decref(lk.s[i].ev);
+		lk.s[i] = lk.s[--lk.n_s];
+	}
+}
+
+void
+lsd_links_poll(void)
+{
+	uint64_t now = rte_rdtsc();
+
+	if (now < lk.next)
+		return;
+	lk.next = now + rte_get_tsc_hz() / 1000 * LINKS_EVERY_MS;
+	gather();
+	lk.last_dead = lk.n_d;
+	lk.last_unexplained = 0;
+	if (lk.n_d > 0 || lk.n_s > 0)
+		infer();
+}
+
+/* links: what the last pass concluded. */
+static void
+cmd_links(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_unused)
+{
+	json_t *a = json_array();
+
+	if (lk.weak == NULL)
+		lk.weak = json_array();
+	for (uint32_t i = 0; i < lk.n_s; i++)
+		json_array_append(a, lk.s[i].ev);
+	ls_ctl_reply_ok(req, json_pack("{s:o, s:O, s:i, s:i, s:i}", "suspects", a,
+				       "weak", lk.weak,
+				       "paths_down_traced", (int)lk.last_dead,
+				       "unexplained", (int)lk.last_unexplained,
+				       "links_known", (int)lk.n_l));
+}
+
+void
+lsd_links_register(struct ls_ctl *ctl)
+{
+	ls_ctl_register_keys(ctl, "links", "{}",
+			     "suspect links: what the dead paths' traces have in common "
+			     "that no live path crosses", "", cmd_links, NULL);
+}
