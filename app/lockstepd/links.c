@@ -21,6 +21,15 @@
  * path that comes back up is marked stale in the route map: routing may
  * have moved it.
  *
+ * Hot links, the same way with queueing instead of loss. A live path is hot
+ * when its forward queueing (its last synced one-way delay above its floor,
+ * sender.c) is over links.hot_us in two passes running, cool under half;
+ * the links of cool paths are known cool, and a cover of the hot paths
+ * names link.hot (then link.cool), with the least queueing of its paths (a
+ * link's own queue is at most that: every path that crosses it adds it).
+ * A hot link that is the last hop to a peer, explaining only that peer's
+ * paths, is its host's downlink: host.slow_receiver.
+ *
  * Cost: O(paths x hops) every 200 ms over a small hash of links; 10k peers
  * x 8 paths x 8 hops is ~1 M set operations a second on the control thread.
  * What this does not do yet: nodes exchanging what they see (the two
@@ -45,19 +54,27 @@
 			       * dead path whose reply died (invisible from here)
 			       * with no live path over its forward links would
 			       * name those (a seed of the links test did) */
+/* forward queueing that makes a path hot (links.hot_us). With software
+ * timestamps a reflector held up by its host reads as queueing toward it
+ * (its receive stamp is late): the two-core lab needs milliseconds here,
+ * a NIC-stamped fabric the default 200 us. */
+#define HOT_NS ((int64_t)lsd.cfg.links.hot_us * 1000)
 #define LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+
+enum { K_DEAD, K_HOT, K_N };  /* what a cover explains: loss, queueing */
 
 struct link {
 	struct ls_addr a, b;      /* a < b (bytes) */
-	bool good;
-	uint32_t n_dead;          /* dead paths it explains, this round of the cover */
+	bool good[K_N];           /* on a live path / on a cool path */
+	uint32_t n_dead;          /* paths it explains, this round of the cover */
 };
 
-struct dead {
+struct dead {                 /* a dead (or hot) path */
 	const struct lsd_peer *peer;
 	uint16_t path;
 	uint16_t n_links;
 	uint16_t link[LSD_ROUTE_HOPS + 1];
+	int64_t q_ns;             /* hot: its forward queueing */
 	bool covered;
 };
 
@@ -65,17 +82,22 @@ struct suspect {
 	char key[512];            /* its candidates, for identity across passes */
 	json_t *ev;               /* what link.suspect said (for link.clear) */
 	bool seen;                /* still explains dead paths this pass */
+	uint8_t kind;
 };
 
 static struct {
 	struct link l[MAX_LINKS];
 	uint32_t n_l;
-	struct dead d[MAX_DEAD];
+	struct dead dd[K_N][MAX_DEAD];
+	uint32_t nd[K_N];
+	struct dead *d;           /* the cover at work: dd[kind] */
 	uint32_t n_d;
+	uint8_t kind;
 	struct suspect s[MAX_SUSPECTS];
 	uint32_t n_s;
 	uint64_t next;
 	uint8_t *was_down;        /* per peer index x path: last state seen */
+	uint8_t *hot_runs;        /* per peer index x path: passes over HOT_NS running */
 	uint32_t was_cap;
 	uint32_t last_dead, last_unexplained;
 	json_t *weak;             /* last pass: candidates below MIN_SUPPORT */
@@ -151,20 +173,40 @@ note_ups(const struct lsd_peer *peer, unsigned int pi)
 	}
 }
 
-/* Every traced path: up ones mark their links good, down ones are kept. */
+static void
+add_path(uint8_t kind, const struct lsd_peer *peer, uint16_t p, const uint16_t *ids,
+	 uint16_t m, int64_t q)
+{
+	struct dead *d;
+
+	if (lk.nd[kind] == MAX_DEAD)
+		return;
+	d = &lk.dd[kind][lk.nd[kind]++];
+	*d = (struct dead){.peer = peer, .path = p, .n_links = m, .q_ns = q};
+	memcpy(d->link, ids, sizeof(ids[0]) * m);
+}
+
+/* Every traced path: up ones mark their links good, down ones are kept;
+ * cool ones mark their links cool, hot ones are kept. */
 static void
 gather(void)
 {
 	unsigned int n = lsd_peer_count();
 
-	lk.n_l = lk.n_d = 0;
+	uint64_t now = rte_rdtsc(), fresh = rte_get_tsc_hz();
+
+	lk.n_l = lk.nd[K_DEAD] = lk.nd[K_HOT] = 0;
 	if ((size_t)n * LS_MAX_PATHS > lk.was_cap) {
 		size_t cap = (size_t)n * LS_MAX_PATHS * 2;
-		uint8_t *w = realloc(lk.was_down, cap);
+		uint8_t *w = realloc(lk.was_down, cap), *h;
 
-		if (w != NULL) {
-			memset(w + lk.was_cap, 0, cap - lk.was_cap);
+		if (w != NULL)
 			lk.was_down = w;
+		h = w != NULL ? realloc(lk.hot_runs, cap) : NULL;
+		if (h != NULL) {
+			lk.hot_runs = h;
+			memset(w + lk.was_cap, 0, cap - lk.was_cap);
+			memset(h + lk.was_cap, 0, cap - lk.was_cap);
 			lk.was_cap = (uint32_t)cap;
 		}
 	}
@@ -175,21 +217,39 @@ gather(void)
 			continue;
 		note_ups(peer, i);
 		for (uint16_t p = 0; p < peer->n_paths; p++) {
+			const struct lsd_peer_path *pp = &peer->path[p];
+			size_t slot = (size_t)i * LS_MAX_PATHS + p;
 			uint16_t ids[LSD_ROUTE_HOPS + 1], m;
+			uint64_t qt = LOAD(pp->q_tsc);
+			int64_t q = qt != 0 && now - qt < fresh ? LOAD(pp->q_ns) : -1;
+			uint8_t runs = 0;
 
+			if (slot < lk.was_cap) {
+				runs = lk.hot_runs[slot] = q >= HOT_NS ?
+					(uint8_t)RTE_MIN(lk.hot_runs[slot] + 1, 255) : 0;
+			}
 			if (!path_links(peer, p, ids, &m))
 				continue;
-			if (!LOAD(peer->path[p].state_down)) {
-				for (uint16_t j = 0; j < m; j++)
-					lk.l[ids[j]].good = true;
-			} else if (lk.n_d < MAX_DEAD) {
-				struct dead *d = &lk.d[lk.n_d++];
-
-				*d = (struct dead){.peer = peer, .path = p, .n_links = m};
-				memcpy(d->link, ids, sizeof(ids[0]) * m);
+			if (LOAD(pp->state_down)) {
+				add_path(K_DEAD, peer, p, ids, m, 0);
+				continue;
 			}
+			for (uint16_t j = 0; j < m; j++)
+				lk.l[ids[j]].good[K_DEAD] = true;
+			if (q >= 0 && q < HOT_NS / 2)
+				for (uint16_t j = 0; j < m; j++)
+					lk.l[ids[j]].good[K_HOT] = true;
+			else if (runs >= 2)
+				add_path(K_HOT, peer, p, ids, m, q);
 		}
 	}
+}
+
+/* Whether link i ends at peer (the last hop of its paths). */
+static bool
+last_hop_of(uint32_t i, const struct lsd_peer *peer)
+{
+	return addr_cmp(&lk.l[i].a, &peer->addr) == 0 || addr_cmp(&lk.l[i].b, &peer->addr) == 0;
 }
 
 /* One suspect: the not-good links that explain the most uncovered dead
@@ -198,7 +258,10 @@ static json_t *
 pick(char *key, size_t klen)
 {
 	uint32_t best = 0, bi = 0, n_paths = 0;
-	json_t *cand, *paths;
+	int64_t q_min = INT64_MAX;
+	const struct lsd_peer *only = NULL;
+	bool one_peer = true;
+	json_t *cand, *paths, *o;
 	size_t kl = 0;
 
 	for (uint32_t i = 0; i < lk.n_l; i++)
@@ -207,7 +270,7 @@ pick(char *key, size_t klen)
 		for (uint16_t j = 0; !lk.d[k].covered && j < lk.d[k].n_links; j++)
 			lk.l[lk.d[k].link[j]].n_dead++;
 	for (uint32_t i = 0; i < lk.n_l; i++)
-		if (!lk.l[i].good && lk.l[i].n_dead > best) {
+		if (!lk.l[i].good[lk.kind] && lk.l[i].n_dead > best) {
 			best = lk.l[i].n_dead;
 			bi = i;
 		}
@@ -219,7 +282,7 @@ pick(char *key, size_t klen)
 	/* links with the same dead paths as the best: each dead path that has
 	 * the best has them too, and they explain no other */
 	for (uint32_t i = 0; i < lk.n_l; i++) {
-		bool same = !lk.l[i].good && lk.l[i].n_dead == best;
+		bool same = !lk.l[i].good[lk.kind] && lk.l[i].n_dead == best;
 
 		for (uint32_t k = 0; same && k < lk.n_d; k++) {
 			bool has_b = false, has_i = false;
@@ -248,13 +311,23 @@ pick(char *key, size_t klen)
 		if (lk.d[k].covered || !has)
 			continue;
 		lk.d[k].covered = true;
+		q_min = RTE_MIN(q_min, lk.d[k].q_ns);
+		one_peer &= only == NULL || only == lk.d[k].peer;
+		only = lk.d[k].peer;
 		if (n_paths++ < 16)
 			json_array_append_new(paths, json_pack("{s:s, s:i}", "peer",
 							       lk.d[k].peer->name, "path",
 							       lk.d[k].path));
 	}
-	return json_pack("{s:o, s:i, s:o}", "candidates", cand, "paths_down", (int)n_paths,
-			 "paths", paths);
+	o = json_pack("{s:o, s:i, s:o}", "candidates", cand,
+		      lk.kind == K_DEAD ? "paths_down" : "paths_hot", (int)n_paths, "paths", paths);
+	if (lk.kind == K_HOT) {
+		json_object_set_new(o, "queue_us", json_real((double)q_min / 1e3));
+		/* the peer's own last hop, and only its paths: its downlink */
+		if (one_peer && only != NULL && last_hop_of(bi, only))
+			json_object_set_new(o, "receiver", json_string(only->name));
+	}
+	return o;
 }
 
 static struct suspect *
@@ -266,47 +339,68 @@ suspect_find(const char *key)
 	return NULL;
 }
 
-/* The cover of this pass against the suspects of the last one. */
+static const char *const ev_on[K_N] = {"link.suspect", "link.hot"};
+static const char *const ev_off[K_N] = {"link.clear", "link.cool"};
+
+/* One kind's cover of this pass: new suspects said. */
 static void
-infer(void)
+cover(uint8_t kind)
 {
-	uint32_t unexplained = 0;
 	char key[512];
 	json_t *ev;
 
-	for (uint32_t i = 0; i < lk.n_s; i++)
-		lk.s[i].seen = false;
-	json_decref(lk.weak);
-	lk.weak = json_array();
+	lk.kind = kind;
+	lk.d = lk.dd[kind];
+	lk.n_d = lk.nd[kind];
 	while ((ev = pick(key, sizeof(key))) != NULL) {
+		const char *recv = json_string_value(json_object_get(ev, "receiver"));
 		struct suspect *s;
 
-		if (json_integer_value(json_object_get(ev, "paths_down")) < MIN_SUPPORT) {
+		if (json_integer_value(json_object_get(ev, kind == K_DEAD ? "paths_down" :
+						       "paths_hot")) < MIN_SUPPORT) {
 			json_array_append_new(lk.weak, ev);
 			continue;
 		}
 		s = suspect_find(key);
-
 		if (s == NULL && lk.n_s < MAX_SUSPECTS) {
 			s = &lk.s[lk.n_s++];
 			snprintf(s->key, sizeof(s->key), "%s", key);
+			s->kind = kind;
 			s->ev = json_deep_copy(ev);
-			lsd_event("link.suspect", LSD_EV_WARNING, ev);
+			if (recv != NULL)
+				lsd_event("host.slow_receiver", LSD_EV_WARNING,
+					  json_pack("{s:s, s:O, s:O}", "peer", recv, "queue_us",
+						    json_object_get(ev, "queue_us"), "link",
+						    json_array_get(json_object_get(ev, "candidates"), 0)));
+			lsd_event(ev_on[kind], LSD_EV_WARNING, ev);
 		} else {
 			json_decref(ev);
 		}
 		if (s != NULL)
 			s->seen = true;
 	}
-	for (uint32_t k = 0; k < lk.n_d; k++)
-		unexplained += !lk.d[k].covered;
-	lk.last_unexplained = unexplained;
+	if (kind == K_DEAD)
+		for (uint32_t k = 0; k < lk.n_d; k++)
+			lk.last_unexplained += !lk.d[k].covered;
+}
+
+/* The covers of this pass against the suspects of the last one. */
+static void
+infer(void)
+{
+	for (uint32_t i = 0; i < lk.n_s; i++)
+		lk.s[i].seen = false;
+	json_decref(lk.weak);
+	lk.weak = json_array();
+	lk.last_unexplained = 0;
+	cover(K_DEAD);
+	cover(K_HOT);
 	for (uint32_t i = 0; i < lk.n_s;) {
 		if (lk.s[i].seen) {
 			i++;
 			continue;
 		}
-		lsd_event("link.clear", LSD_EV_INFO,
+		lsd_event(ev_off[lk.s[i].kind], LSD_EV_INFO,
 			  json_pack("{s:O}", "candidates", json_object_get(lk.s[i].ev, "candidates")));
 		json_decref(lk.s[i].ev);
 		lk.s[i] = lk.s[--lk.n_s];
@@ -322,9 +416,8 @@ lsd_links_poll(void)
 		return;
 	lk.next = now + rte_get_tsc_hz() / 1000 * LINKS_EVERY_MS;
 	gather();
-	lk.last_dead = lk.n_d;
-	lk.last_unexplained = 0;
-	if (lk.n_d > 0 || lk.n_s > 0)
+	lk.last_dead = lk.nd[K_DEAD];
+	if (lk.nd[K_DEAD] > 0 || lk.nd[K_HOT] > 0 || lk.n_s > 0)
 		infer();
 }
 
@@ -336,8 +429,12 @@ cmd_links(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_unu
 
 	if (lk.weak == NULL)
 		lk.weak = json_array();
-	for (uint32_t i = 0; i < lk.n_s; i++)
-		json_array_append(a, lk.s[i].ev);
+	for (uint32_t i = 0; i < lk.n_s; i++) {
+		json_t *e = json_deep_copy(lk.s[i].ev);
+
+		json_object_set_new(e, "kind", json_string(lk.s[i].kind == K_DEAD ? "dead" : "hot"));
+		json_array_append_new(a, e);
+	}
 	ls_ctl_reply_ok(req, json_pack("{s:o, s:O, s:i, s:i, s:i}", "suspects", a,
 				       "weak", lk.weak,
 				       "paths_down_traced", (int)lk.last_dead,

@@ -767,6 +767,11 @@ static const struct field route_fields[] = {
 };
 static const struct schema route_schema = SCHEMA(route_fields, NULL);
 
+static const struct field links_fields[] = {
+	F_INT("hot_us", struct ls_conf_links, hot_us, 1, 10000000, 0),
+};
+static const struct schema links_schema = SCHEMA(links_fields, NULL);
+
 static const struct field log_fields[] = {
 	F_FUNC("level", struct ls_config, log_level, fn_log_level, 0),
 };
@@ -788,6 +793,7 @@ static const struct field top_fields[] = {
 	F_OBJ("metrics", offsetof(CFG, metrics), metrics_schema, 0),
 	F_OBJ("events", offsetof(CFG, events), events_schema, 0),
 	F_OBJ("route", offsetof(CFG, route), route_schema, 0),
+	F_OBJ("links", offsetof(CFG, links), links_schema, 0),
 	F_OBJ("log", 0, log_schema, 0),
 	F_OBJ("bridge", offsetof(CFG, bridge), ls_config_bridge_schema, 0),
 	F_OBJ("pinglist", offsetof(CFG, pinglist), ls_config_pinglist_schema, 0),
@@ -870,6 +876,7 @@ set_defaults(struct ls_config *cfg)
 	cfg->events.keep = 4096;
 	cfg->route = (struct ls_conf_route){.enabled = true, .refresh_s = 300, .traces_per_s = 20,
 					    .max_ttl = 8};
+	cfg->links.hot_us = 200;
 	cfg->sync.enabled = true;
 	cfg->sync.window_ms = 2000;
 	cfg->sync.paths = LS_MAX_PATHS;

@@ -234,6 +234,11 @@ struct ls_conf_route {
 	uint8_t max_ttl;          /**< TTLs probed, default 8 */
 };
 
+/** Link inference (app/lockstepd/links.c). */
+struct ls_conf_links {
+	uint32_t hot_us;          /**< forward queueing that makes a path hot, default 200 */
+};
+
 /** The event log (app/lockstepd/events.c). */
 struct ls_conf_events {
 	char file[256];           /**< JSON lines appended here, "" = none (the default) */
@@ -259,6 +264,7 @@ struct ls_config {
 	struct ls_conf_sync sync;            /**< clock synchronisation */
 	struct ls_conf_events events;        /**< event log */
 	struct ls_conf_route route;          /**< background path discovery */
+	struct ls_conf_links links;          /**< link inference */
 	struct ls_conf_pinglist pinglist;    /**< peers[] += K hosts of a fleet file */
 	char log_level[16];                  /**< "error".."debug", default "info" */
 	struct ls_conf_bridge bridge;        /**< data path (bridge.enabled) */

@@ -59,7 +59,14 @@ def run(c, seed):
     topo_file = os.path.join(tmp, "topo.json")
     with open(topo_file, "w") as f:
         json.dump(t, f)
-    with lslab.FabricLab(topo_file, "links", ["--interval-us", "20000", "--paths", str(PATHS)]) as lab:
+    # hot at 5 ms: a reflector held up by the two-core lab reads as ms of
+    # queueing toward it (software receive stamps); the slowed host's
+    # queue is tens of ms
+    extra_file = os.path.join(tmp, "extra.json")
+    with open(extra_file, "w") as f:
+        json.dump({h: {"links": {"hot_us": 5000}} for h in hosts}, f)
+    with lslab.FabricLab(topo_file, "links", ["--interval-us", "20000", "--paths", str(PATHS),
+                                             "--extra", extra_file]) as lab:
         socks = [lab.sock(i) for i in range(1, 5)]
 
         def mapped():
@@ -123,6 +130,44 @@ def run(c, seed):
                 seed, i, spine, [e["candidates"] for e in stray]))
             c.check(clr and min(clag) <= 2000 and max(clag) >= 0,
                     "seed %d h%d: link.clear within 2 s of the link's return" % (seed, i))
+        slow_receiver(c, seed, lab, socks, t)
+
+
+def slow_receiver(c, seed, lab, socks, t):
+    """A slow receiver: h3's downlink slowed to 100 Mb/s while h4 sends it
+    200 Mb/s (the emulator's host.slow and a generator): the queue on
+    leaf2 -> h3 fills. The other nodes must name h3 (host.slow_receiver)
+    within 2 s, and no node may have said link.hot before."""
+    addr4 = {h["name"]: h["ipv4"].split("/")[0] for h in t["hosts"]}
+    idle = [e for s in socks for e in events(s, 0)[0] if e["type"] in ("link.hot",
+                                                                        "host.slow_receiver")]
+    c.check(not idle, "seed %d: no link.hot or host.slow_receiver while the fabric was quiet "
+            "(%s)" % (seed, [e.get("candidates") for e in idle][:3]))
+    since = [events(s, 0)[1] for s in socks]
+    lslab.call(lab.fab, "host.slow", {"host": "h3", "rate_bps": 100e6})
+    t0 = time.clock_gettime_ns(time.CLOCK_REALTIME)
+    lslab.call(lab.fab, "gen.start", {"name": "to-h3", "src": "h4", "dst": "h3",
+                                      "rate_bps": 200e6})
+    time.sleep(3.0)
+    lslab.call(lab.fab, "gen.stop", {"name": "to-h3"})
+    for i, (s, n) in enumerate(zip(socks, since), 1):
+        if i == 3:
+            continue
+        ev, _ = events(s, n)
+        slow = [e for e in ev if e["type"] == "host.slow_receiver"]
+        hot = [e for e in ev if e["type"] == "link.hot"]
+        ok = [e for e in slow if e["peer"] in ("h3", "h3v6")]
+        wrong = [e for e in slow if e["peer"] not in ("h3", "h3v6")]
+        lag = [(e["time_ns"] - t0) / 1e6 for e in ok]
+        print("# seed %d h%d: h3 slowed; host.slow_receiver %s, first after %s ms; link.hot "
+              "%s" % (seed, i, [(e["peer"], round(e["queue_us"])) for e in slow],
+                      "%.0f" % min(lag) if lag else "-",
+                      [(e["candidates"], round(e["queue_us"])) for e in hot][:3]), flush=True)
+        c.check(ok and min(lag) <= 2000 and not wrong,
+                "seed %d h%d: h3 named a slow receiver within 2 s, nobody else" % (seed, i))
+        c.check(all(addr4["h3"] in " ".join(e["candidates"]) or
+                    "fd00:2::1" in " ".join(e["candidates"]) for e in hot),
+                "seed %d h%d: every hot link ends at h3" % (seed, i))
 
 
 def main():
