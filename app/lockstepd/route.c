@@ -78,11 +78,12 @@ struct rt_trace {
 	struct rt_hop hop[RT_MAX_TTL + 1]; /* by TTL */
 };
 
-/* One peer's map: its paths' last traces (by name: peers come and go). */
+/* One peer's map: its paths' last traces (by name: peers come and go),
+ * as many as it has paths (grown when probe.set adds some). */
 struct rt_peer {
 	char name[LS_NAME_LEN];
 	uint16_t n_paths;
-	struct lsd_route_path path[LS_MAX_PATHS];
+	struct lsd_route_path path[];
 };
 
 #define RT_MAP_MAX 65536           /* peers in the map (LS_MAX_PEERS and room) */
@@ -95,10 +96,13 @@ static struct {
 	uint32_t cursor;           /* background: the next peer to look at */
 	uint64_t bg_tokens, bg_last;  /* traces_per_s bucket (x 1e6) */
 	uint64_t bg_started, bg_done;
+	uint32_t prune_iter;       /* where the map's pruning goes on */
+	uint64_t next_prune;
 } rt;
 
 static void map_file(const struct rt_trace *t);
 static void background(uint64_t now);
+static void prune(uint64_t now);
 
 /* ---- lcore ---------------------------------------------------------- */
 
@@ -184,6 +188,7 @@ lsd_route_poll(void)
 				map_file(&rt.t[i]);
 		}
 	background(now);
+	prune(now);
 }
 
 /* ---- the route map ---------------------------------------------------- */
@@ -192,7 +197,7 @@ static struct rt_peer *
 map_peer(const char *name, uint16_t n_paths, bool add)
 {
 	char key[LS_NAME_LEN] = {0};
-	struct rt_peer *e = NULL;
+	struct rt_peer *e = NULL, *g;
 
 	if (rt.map == NULL) {
 		struct rte_hash_parameters hp = {
@@ -204,9 +209,19 @@ map_peer(const char *name, uint16_t n_paths, bool add)
 			return NULL;
 	}
 	snprintf(key, sizeof(key), "%s", name);
-	if (rte_hash_lookup_data(rt.map, key, (void **)&e) >= 0)
-		return e;
-	if (!add || (e = calloc(1, sizeof(*e))) == NULL)
+	if (rte_hash_lookup_data(rt.map, key, (void **)&e) >= 0) {
+		if (!add || n_paths <= e->n_paths)
+			return e;
+		/* more paths now: grow (the key's data pointer follows) */
+		g = realloc(e, sizeof(*e) + sizeof(e->path[0]) * n_paths);
+		if (g == NULL)
+			return e;
+		memset(&g->path[g->n_paths], 0, sizeof(g->path[0]) * (n_paths - g->n_paths));
+		g->n_paths = n_paths;
+		rte_hash_add_key_data(rt.map, key, g);
+		return g;
+	}
+	if (!add || (e = calloc(1, sizeof(*e) + sizeof(e->path[0]) * n_paths)) == NULL)
 		return NULL;
 	snprintf(e->name, sizeof(e->name), "%s", name);
 	e->n_paths = n_paths;
@@ -222,11 +237,11 @@ map_peer(const char *name, uint16_t n_paths, bool add)
 static void
 map_file(const struct rt_trace *t)
 {
-	struct rt_peer *e = map_peer(t->peer, LS_MAX_PATHS, true);
+	struct rt_peer *e = map_peer(t->peer, (uint16_t)(t->path + 1), true);
 	struct lsd_route_path *p;
 	int last = 0;
 
-	if (e == NULL || t->path >= LS_MAX_PATHS)
+	if (e == NULL || t->path >= e->n_paths)
 		return;
 	p = &e->path[t->path];
 	for (int ttl = 1; ttl <= t->max_ttl; ttl++)
@@ -246,21 +261,44 @@ map_file(const struct rt_trace *t)
 const struct lsd_route_path *
 lsd_route_map(const struct lsd_peer *peer, uint16_t path)
 {
-	struct rt_peer *e = path < LS_MAX_PATHS ? map_peer(peer->name, 0, false) : NULL;
+	struct rt_peer *e = map_peer(peer->name, 0, false);
 
-	return e != NULL && e->path[path].traced_ns != 0 ? &e->path[path] : NULL;
+	return e != NULL && path < e->n_paths && e->path[path].traced_ns != 0 ?
+	       &e->path[path] : NULL;
 }
 
 void
 lsd_route_stale(const struct lsd_peer *peer, uint16_t path)
 {
-	struct rt_peer *e = path < LS_MAX_PATHS ? map_peer(peer->name, 0, false) : NULL;
+	struct rt_peer *e = map_peer(peer->name, 0, false);
 
-	if (e != NULL)
+	if (e != NULL && path < e->n_paths)
 		e->path[path].stale = true;
 }
 
 static int start(const struct lsd_peer *peer, uint16_t path, uint16_t dport, uint8_t max_ttl);
+
+/* One map entry per 50 ms looked at: gone when its peer is (the registry
+ * is searched by name, linearly: 10k peers cost ~200k compares a second). */
+static void
+prune(uint64_t now)
+{
+	const void *key;
+	void *data;
+	int32_t pos;
+
+	if (rt.map == NULL || now < rt.next_prune)
+		return;
+	rt.next_prune = now + rte_get_tsc_hz() / 20;
+	pos = rte_hash_iterate(rt.map, &key, &data, &rt.prune_iter);
+	if (pos < 0) {
+		rt.prune_iter = 0;
+		return;
+	}
+	if (lsd_peer_find(((const struct rt_peer *)data)->name) < 0 &&
+	    rte_hash_del_key(rt.map, key) >= 0)
+		free(data);
+}
 
 /* Whether (peer, path) has a trace on the way. */
 static bool
@@ -304,7 +342,7 @@ background(uint64_t now)
 		if (!__atomic_load_n(&peer->resolved, __ATOMIC_RELAXED) ||
 		    (e = map_peer(peer->name, peer->n_paths, true)) == NULL)
 			continue;
-		for (uint16_t p = 0; p < peer->n_paths && p < LS_MAX_PATHS; p++) {
+		for (uint16_t p = 0; p < peer->n_paths && p < e->n_paths; p++) {
 			const struct lsd_route_path *rp = &e->path[p];
 			int id;
 

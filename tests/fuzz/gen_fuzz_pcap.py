@@ -15,6 +15,9 @@ Mix (per frame, by weight):
   neigh   ARP and ND, well-formed and malformed
   reply   STAMP reflector packets (source port 862) from non-peers and from
           the configured peer
+  icmp    ICMP/ICMPv6 Time Exceeded and Unreachable quoting a path-discovery
+          probe of ours (tagged or not, any trace id and TTL), truncated or
+          with random type, code and inner lengths (app/lockstepd/route.c)
 
 The daemon side of the contract (see tests/fuzz/test_fuzz.sh): MAC
 02:00:00:00:00:01, 10.9.0.1/24, fd00:9::1/64, one peer 10.9.0.2.
@@ -28,7 +31,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "lab"))
 from lspkt import (ETH_ARP, ETH_IP4, ETH_IP6, ETH_QINQ, ETH_VLAN, STAMP_PORT,  # noqa: E402
-                   eth, ipv4, ipv6, l4_csum, udp, write_pcap)
+                   csum, eth, ipv4, ipv6, l4_csum, udp, write_pcap)
 
 OUR_MAC = bytes.fromhex("020000000001")
 PEER_MAC = bytes.fromhex("020000000002")
@@ -248,7 +251,45 @@ def gen_reply(rnd):
                      src_mac=PEER_MAC if src in (PEER_V4, PEER_V6) else None)
 
 
-GENERATORS = [(gen_valid, 25), (gen_mutated, 35), (gen_garbage, 15), (gen_neigh, 15), (gen_reply, 10)]
+def gen_icmp(rnd):
+    """An ICMP error about one of our path-discovery probes: from a router,
+    quoting our UDP datagram (source port on a path, to 862 or 4791) with
+    its tag (IPv4 identification 0b101 + id + TTL; IPv6 "LSRT" id TTL) or
+    without, then cut anywhere or with a random type or code."""
+    v6 = rnd.random() < 0.5
+    router = random_src(rnd, v6)
+    me, peer = (OUR_V6, PEER_V6) if v6 else (OUR_V4, PEER_V4)
+    sport = SPORT_BASE + rnd.choice([0, 1, 7, 63, 64, 1000])
+    dport = rnd.choice([STAMP_PORT, 4791, rnd.randrange(65536)])
+    ident, ttl = rnd.randrange(256), rnd.choice([0, 1, 2, 8, 31])
+    tag = (0x5 << 13 | ident << 5 | ttl) if rnd.random() < 0.8 else rnd.randrange(65536)
+    pay = (b"LSRT" + bytes([ident, ttl]) + bytes(10)) if rnd.random() < 0.8 else rnd.randbytes(16)
+    if v6:
+        inner = ipv6(me, peer, 17, udp(me, peer, sport, dport, pay), hlim=1)
+        typ, code = rnd.choice([(3, 0), (3, 1), (1, 4), (1, 0), (rnd.randrange(256), 0)])
+        body = struct.pack("!BBHI", typ, code, 0, 0) + inner
+        body = body[:2] + struct.pack("!H", l4_csum(router, me, 58, body)) + body[4:]
+        frame = eth(OUR_MAC, random_unicast_mac(rnd), ETH_IP6, ipv6(router, me, 58, body))
+    else:
+        inner = ipv4(me, peer, 17, udp(me, peer, sport, dport, pay), ttl=1, ident=tag)
+        if rnd.random() < 0.5:
+            inner = inner[:28]          # RFC 792's IP header + 8 bytes
+        typ, code = rnd.choice([(11, 0), (11, 1), (3, 3), (3, 0), (rnd.randrange(256), 0)])
+        body = struct.pack("!BBHI", typ, code, 0, 0) + inner
+        body = body[:2] + struct.pack("!H", csum(body)) + body[4:]
+        frame = eth(OUR_MAC, random_unicast_mac(rnd), ETH_IP4, ipv4(router, me, 1, body))
+    r = rnd.random()
+    if r < 0.3:
+        frame = frame[:rnd.randrange(len(frame) + 1)]
+    elif r < 0.4:
+        b = bytearray(frame)
+        b[rnd.randrange(14, len(b))] = rnd.randrange(256)
+        frame = bytes(b)
+    return frame
+
+
+GENERATORS = [(gen_valid, 25), (gen_mutated, 35), (gen_garbage, 15), (gen_neigh, 15), (gen_reply, 10),
+              (gen_icmp, 8)]
 
 
 def gen_forged_sendtime(rnd):
