@@ -8,8 +8,8 @@
  * LINKS_EVERY_MS this looks at every path with a background trace
  * (route.c): the links of paths that are up are known good; a path that is
  * down (probe.down_after losses) is explained by its links that are not
- * known good. A greedy set cover picks the link that explains the most dead
- * paths, then the next for those left, and so on. Links that explain
+ * known good. A greedy set cover (lib/tomo) picks the link that explains the
+ * most dead paths, then the next for those left, and so on. Links that explain
  * exactly the same dead paths cannot be told apart from here (h1's paths
  * over spine2 all cross both leaf1-spine2 and spine2-leaf2): they are
  * named together, as one suspect with several candidates. A dead path none
@@ -45,6 +45,7 @@
 
 #include "lockstepd.h"
 #include "ls_ctl.h"
+#include "ls_tomo.h"
 
 #define LINKS_EVERY_MS 200
 #define MAX_LINKS 4096        /* distinct links considered per pass */
@@ -65,8 +66,7 @@ enum { K_DEAD, K_HOT, K_N };  /* what a cover explains: loss, queueing */
 
 struct link {
 	struct ls_addr a, b;      /* a < b (bytes) */
-	bool good[K_N];           /* on a live path / on a cool path */
-	uint32_t n_dead;          /* paths it explains, this round of the cover */
+	uint8_t good[K_N];        /* on a live path / on a cool path */
 };
 
 struct dead {                 /* a dead (or hot) path */
@@ -75,7 +75,7 @@ struct dead {                 /* a dead (or hot) path */
 	uint16_t n_links;
 	uint16_t link[LSD_ROUTE_HOPS + 1];
 	int64_t q_ns;             /* hot: its forward queueing */
-	bool covered;
+	uint16_t covered;         /* the cover step that explained it, 0: none yet */
 };
 
 struct suspect {
@@ -252,65 +252,45 @@ last_hop_of(uint32_t i, const struct lsd_peer *peer)
 	return addr_cmp(&lk.l[i].a, &peer->addr) == 0 || addr_cmp(&lk.l[i].b, &peer->addr) == 0;
 }
 
-/* One suspect: the not-good links that explain the most uncovered dead
- * paths, with every link that explains exactly those. */
+/* One suspect of the cover at work (lib/tomo): its candidates, the paths
+ * it explains, for hot paths their least queueing and, when the best link
+ * is the last hop of one peer's paths only, that peer. */
 static json_t *
-pick(char *key, size_t klen)
+pick(char *key, size_t klen, uint16_t mark)
 {
-	uint32_t best = 0, bi = 0, n_paths = 0;
+	static uint8_t good[MAX_LINKS];
+	static uint32_t count[MAX_LINKS];
+	static struct ls_tomo_path tp[MAX_DEAD];
+	uint16_t cand[32];
+	uint32_t n_cand, n_paths = 0, got;
 	int64_t q_min = INT64_MAX;
 	const struct lsd_peer *only = NULL;
-	bool one_peer = true;
-	json_t *cand, *paths, *o;
+	bool one_peer = true, last = false;
+	json_t *jc, *paths, *o;
 	size_t kl = 0;
 
 	for (uint32_t i = 0; i < lk.n_l; i++)
-		lk.l[i].n_dead = 0;
+		good[i] = lk.l[i].good[lk.kind];
 	for (uint32_t k = 0; k < lk.n_d; k++)
-		for (uint16_t j = 0; !lk.d[k].covered && j < lk.d[k].n_links; j++)
-			lk.l[lk.d[k].link[j]].n_dead++;
-	for (uint32_t i = 0; i < lk.n_l; i++)
-		if (!lk.l[i].good[lk.kind] && lk.l[i].n_dead > best) {
-			best = lk.l[i].n_dead;
-			bi = i;
-		}
-	if (best == 0)
+		tp[k] = (struct ls_tomo_path){.link = lk.d[k].link, .n = lk.d[k].n_links,
+					      .covered = lk.d[k].covered};
+	got = ls_tomo_pick(good, count, lk.n_l, tp, lk.n_d, cand, RTE_DIM(cand), &n_cand, mark);
+	if (got == 0)
 		return NULL;
-	cand = json_array();
+	jc = json_array();
 	paths = json_array();
 	key[0] = '\0';
-	/* links with the same dead paths as the best: each dead path that has
-	 * the best has them too, and they explain no other */
-	for (uint32_t i = 0; i < lk.n_l; i++) {
-		bool same = !lk.l[i].good[lk.kind] && lk.l[i].n_dead == best;
+	for (uint32_t c = 0; c < n_cand && c < RTE_DIM(cand); c++) {
+		char nm[160];
 
-		for (uint32_t k = 0; same && k < lk.n_d; k++) {
-			bool has_b = false, has_i = false;
-
-			if (lk.d[k].covered)
-				continue;
-			for (uint16_t j = 0; j < lk.d[k].n_links; j++) {
-				has_b |= lk.d[k].link[j] == bi;
-				has_i |= lk.d[k].link[j] == i;
-			}
-			same = has_b == has_i;
-		}
-		if (same) {
-			char nm[160];
-
-			link_name(&lk.l[i], nm, sizeof(nm));
-			json_array_append_new(cand, json_string(nm));
-			kl += (size_t)snprintf(key + kl, kl < klen ? klen - kl : 0, "%s,", nm);
-		}
+		link_name(&lk.l[cand[c]], nm, sizeof(nm));
+		json_array_append_new(jc, json_string(nm));
+		kl += (size_t)snprintf(key + kl, kl < klen ? klen - kl : 0, "%s,", nm);
 	}
 	for (uint32_t k = 0; k < lk.n_d; k++) {
-		bool has = false;
-
-		for (uint16_t j = 0; j < lk.d[k].n_links; j++)
-			has |= lk.d[k].link[j] == bi;
-		if (lk.d[k].covered || !has)
+		if (tp[k].covered != mark)
 			continue;
-		lk.d[k].covered = true;
+		lk.d[k].covered = mark;
 		q_min = RTE_MIN(q_min, lk.d[k].q_ns);
 		one_peer &= only == NULL || only == lk.d[k].peer;
 		only = lk.d[k].peer;
@@ -319,12 +299,14 @@ pick(char *key, size_t klen)
 							       lk.d[k].peer->name, "path",
 							       lk.d[k].path));
 	}
-	o = json_pack("{s:o, s:i, s:o}", "candidates", cand,
+	for (uint32_t c = 0; c < n_cand && c < RTE_DIM(cand) && only != NULL; c++)
+		last |= last_hop_of(cand[c], only);
+	o = json_pack("{s:o, s:i, s:o}", "candidates", jc,
 		      lk.kind == K_DEAD ? "paths_down" : "paths_hot", (int)n_paths, "paths", paths);
 	if (lk.kind == K_HOT) {
 		json_object_set_new(o, "queue_us", json_real((double)q_min / 1e3));
 		/* the peer's own last hop, and only its paths: its downlink */
-		if (one_peer && only != NULL && last_hop_of(bi, only))
+		if (one_peer && last)
 			json_object_set_new(o, "receiver", json_string(only->name));
 	}
 	return o;
@@ -352,7 +334,7 @@ cover(uint8_t kind)
 	lk.kind = kind;
 	lk.d = lk.dd[kind];
 	lk.n_d = lk.nd[kind];
-	while ((ev = pick(key, sizeof(key))) != NULL) {
+	for (uint16_t mark = 1; (ev = pick(key, sizeof(key), mark)) != NULL; mark++) {
 		const char *recv = json_string_value(json_object_get(ev, "receiver"));
 		struct suspect *s;
 
