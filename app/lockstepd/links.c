@@ -30,6 +30,13 @@
  * A hot link that is the last hop to a peer, explaining only that peer's
  * paths, is its host's downlink: host.slow_receiver.
  *
+ * Slow senders need no trace: the replies of every path of a peer queue
+ * (reverse queueing over links.hot_us, two passes running) while another
+ * peer's replies are cool. The one link all of that peer's replies cross
+ * and the cool peer's do not is its uplink: host.slow_sender, then
+ * host.sender_ok. (Our own downlink, which every reply crosses, would make
+ * all peers slow at once: no cool peer, no event.)
+ *
  * Cost: O(paths x hops) every 200 ms over a small hash of links; 10k peers
  * x 8 paths x 8 hops is ~1 M set operations a second on the control thread.
  * What this does not do yet: nodes exchanging what they see (the two
@@ -62,7 +69,9 @@
 #define HOT_NS ((int64_t)lsd.cfg.links.hot_us * 1000)
 #define LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 
-enum { K_DEAD, K_HOT, K_N };  /* what a cover explains: loss, queueing */
+enum { K_DEAD, K_HOT, K_N };
+#define REV_RUNS_MAX 100
+#define REV_BETWEEN 255  /* what a cover explains: loss, queueing */
 
 struct link {
 	struct ls_addr a, b;      /* a < b (bytes) */
@@ -100,6 +109,9 @@ static struct {
 	uint8_t *hot_runs;        /* per peer index x path: passes over HOT_NS running */
 	uint32_t was_cap;
 	uint32_t last_dead, last_unexplained;
+	uint8_t *rev_runs;        /* per peer index x path: reverse passes over hot_us */
+	char slow_tx[MAX_SUSPECTS][LS_NAME_LEN]; /* peers said slow senders */
+	uint32_t n_slow_tx;
 	json_t *weak;             /* last pass: candidates below MIN_SUPPORT */
 } lk;
 
@@ -198,15 +210,19 @@ gather(void)
 	lk.n_l = lk.nd[K_DEAD] = lk.nd[K_HOT] = 0;
 	if ((size_t)n * LS_MAX_PATHS > lk.was_cap) {
 		size_t cap = (size_t)n * LS_MAX_PATHS * 2;
-		uint8_t *w = realloc(lk.was_down, cap), *h;
+		uint8_t *w = realloc(lk.was_down, cap), *h, *r;
 
 		if (w != NULL)
 			lk.was_down = w;
 		h = w != NULL ? realloc(lk.hot_runs, cap) : NULL;
-		if (h != NULL) {
+		if (h != NULL)
 			lk.hot_runs = h;
+		r = h != NULL ? realloc(lk.rev_runs, cap) : NULL;
+		if (r != NULL) {
+			lk.rev_runs = r;
 			memset(w + lk.was_cap, 0, cap - lk.was_cap);
 			memset(h + lk.was_cap, 0, cap - lk.was_cap);
+			memset(r + lk.was_cap, 0, cap - lk.was_cap);
 			lk.was_cap = (uint32_t)cap;
 		}
 	}
@@ -225,8 +241,16 @@ gather(void)
 			uint8_t runs = 0;
 
 			if (slot < lk.was_cap) {
+				int64_t qr = q >= 0 ? LOAD(pp->q_rev_ns) : -1;
+
 				runs = lk.hot_runs[slot] = q >= HOT_NS ?
 					(uint8_t)RTE_MIN(lk.hot_runs[slot] + 1, 255) : 0;
+				uint8_t hr = lk.rev_runs[slot] > REV_RUNS_MAX ? 0 : lk.rev_runs[slot];
+
+				/* hot passes running (1..REV_RUNS_MAX), 0 cool, else between */
+				lk.rev_runs[slot] = qr >= HOT_NS ?
+					(uint8_t)RTE_MIN(hr + 1, REV_RUNS_MAX) :
+					qr >= 0 && qr < HOT_NS / 2 ? 0 : REV_BETWEEN;
 			}
 			if (!path_links(peer, p, ids, &m))
 				continue;
@@ -389,6 +413,63 @@ infer(void)
 	}
 }
 
+/* Per peer: every path's replies hot (2 passes), or every one cool. */
+static int
+peer_rev(unsigned int pi, const struct lsd_peer *peer, int64_t *q_min)
+{
+	bool all_hot = peer->n_paths > 0, all_cool = peer->n_paths > 0;
+
+	*q_min = INT64_MAX;
+	for (uint16_t p = 0; p < peer->n_paths; p++) {
+		size_t slot = (size_t)pi * LS_MAX_PATHS + p;
+		uint8_t r = slot < lk.was_cap ? lk.rev_runs[slot] : 1;
+
+		if (LOAD(peer->path[p].state_down))
+			return 0;
+		all_hot &= r >= 2 && r <= REV_RUNS_MAX;
+		all_cool &= r == 0;
+		*q_min = RTE_MIN(*q_min, LOAD(peer->path[p].q_rev_ns));
+	}
+	return all_hot ? 1 : all_cool ? -1 : 0;
+}
+
+static int
+slow_tx_find(const char *name)
+{
+	for (uint32_t i = 0; i < lk.n_slow_tx; i++)
+		if (strcmp(lk.slow_tx[i], name) == 0)
+			return (int)i;
+	return -1;
+}
+
+/* Slow senders: peers whose every reply queues while another's do not. */
+static void
+senders(void)
+{
+	unsigned int n = lsd_peer_count(), cool = 0;
+	int64_t q;
+
+	for (unsigned int i = 0; i < n; i++)
+		cool += LOAD(lsd_peer_at(i)->resolved) && peer_rev(i, lsd_peer_at(i), &q) < 0;
+	for (unsigned int i = 0; i < n; i++) {
+		const struct lsd_peer *peer = lsd_peer_at(i);
+		int st = LOAD(peer->resolved) ? peer_rev(i, peer, &q) : 0;
+		int k = slow_tx_find(peer->name);
+
+		if (st > 0 && cool > 0 && k < 0 && lk.n_slow_tx < MAX_SUSPECTS) {
+			snprintf(lk.slow_tx[lk.n_slow_tx++], LS_NAME_LEN, "%s", peer->name);
+			lsd_event("host.slow_sender", LSD_EV_WARNING,
+				  json_pack("{s:s, s:f, s:i, s:i}", "peer", peer->name, "queue_us",
+					    (double)q / 1e3, "paths", peer->n_paths,
+					    "cool_peers", (int)cool));
+		} else if (st < 0 && k >= 0) {
+			lsd_event("host.sender_ok", LSD_EV_INFO,
+				  json_pack("{s:s}", "peer", peer->name));
+			memcpy(lk.slow_tx[k], lk.slow_tx[--lk.n_slow_tx], LS_NAME_LEN);
+		}
+	}
+}
+
 void
 lsd_links_poll(void)
 {
@@ -401,6 +482,7 @@ lsd_links_poll(void)
 	lk.last_dead = lk.nd[K_DEAD];
 	if (lk.nd[K_DEAD] > 0 || lk.nd[K_HOT] > 0 || lk.n_s > 0)
 		infer();
+	senders();
 }
 
 /* links: what the last pass concluded. */

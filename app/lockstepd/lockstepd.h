@@ -169,6 +169,8 @@ struct lsd_peer_path {
 	int64_t fwd_min[2];        /* floor: min of this and the last epoch */
 	uint64_t fwd_epoch_end;    /* TSC: when this epoch's minimum rolls over */
 	int64_t q_ns;              /* last forward sample minus the floor */
+	int64_t rev_min[2];        /* the same for the reverse direction (links.c: */
+	int64_t q_rev_ns;          /*   slow senders) */
 	uint64_t q_tsc;            /* TSC of that sample, 0: none yet */
 };
 

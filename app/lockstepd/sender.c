@@ -434,21 +434,28 @@ owd_correct(struct lsd_peer *peer, uint64_t t1, uint64_t rx_ns, int64_t samples[
 	samples[LS_PM_REV] += (int64_t)llround(off);
 }
 
-/* A forward one-way delay sample: the path's floor (minimum over 10-20 s,
+/* A reply's one-way delays: each direction's floor (minimum over 10-20 s,
  * two epochs so an old minimum ages out) and the queueing above it. */
 static void
-queue_note(struct lsd_peer_path *pp, int64_t fwd)
+queue_note(struct lsd_peer_path *pp, int64_t fwd, int64_t rev)
 {
 	uint64_t now = rte_rdtsc();
 
 	if (now >= pp->fwd_epoch_end) {
 		pp->fwd_min[1] = pp->fwd_epoch_end ? pp->fwd_min[0] : fwd;
 		pp->fwd_min[0] = fwd;
+		pp->rev_min[1] = pp->fwd_epoch_end ? pp->rev_min[0] : INT64_MAX;
+		pp->rev_min[0] = INT64_MAX;
 		pp->fwd_epoch_end = now + 10 * rte_get_tsc_hz();
 	}
 	if (fwd < pp->fwd_min[0])
 		pp->fwd_min[0] = fwd;
 	pp->q_ns = fwd - RTE_MIN(pp->fwd_min[0], pp->fwd_min[1]);
+	if (rev != LS_PM_NONE) {
+		if (rev < pp->rev_min[0])
+			pp->rev_min[0] = rev;
+		pp->q_rev_ns = rev - RTE_MIN(pp->rev_min[0], pp->rev_min[1]);
+	}
 	pp->q_tsc = now;
 }
 
@@ -553,7 +560,7 @@ lsd_sender_on_reply(struct lsd_lcore *lc, struct lsd_port *p __rte_unused,
 	}
 	ls_path_on_reply(&pp->live, r.sender_seq, rx_ns, samples);
 	if (samples[LS_PM_FWD] != LS_PM_NONE)
-		queue_note(pp, samples[LS_PM_FWD]);
+		queue_note(pp, samples[LS_PM_FWD], samples[LS_PM_REV]);
 	if (pp->live.consecutive_lost == 0)
 		pp->state_down = 0;
 	d = LSD_RX_REPLY;

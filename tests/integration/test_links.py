@@ -168,6 +168,45 @@ def slow_receiver(c, seed, lab, socks, t):
         c.check(all(addr4["h3"] in " ".join(e["candidates"]) or
                     "fd00:2::1" in " ".join(e["candidates"]) for e in hot),
                 "seed %d h%d: every hot link ends at h3" % (seed, i))
+    slow_sender(c, seed, lab, socks)
+
+
+def slow_sender(c, seed, lab, socks):
+    """A slow sender: h4's uplink slowed to 100 Mb/s while it sends h3
+    200 Mb/s: the replies h4's reflector sends queue behind. The other nodes
+    must name h4 (host.slow_sender) within 2 s and nobody else, and no node
+    may have said host.slow_sender before (h3's slow downlink made every
+    reply to h3 queue: all its peers at once, which is no slow sender)."""
+    lslab.call(lab.fab, "host.slow", {"host": "h3", "rate_bps": 10e9})
+    time.sleep(1.5)   # the queues drain, the paths cool
+    before = [e for s in socks for e in events(s, 0)[0] if e["type"] == "host.slow_sender"]
+    c.check(not before, "seed %d: no host.slow_sender before h4 was slowed (%s)" % (
+        seed, [e["peer"] for e in before]))
+    since = [events(s, 0)[1] for s in socks]
+    lslab.call(lab.fab, "link.set", {"link": "h4-leaf2", "dir": "ab", "rate_bps": 100e6})
+    t0 = time.clock_gettime_ns(time.CLOCK_REALTIME)
+    lslab.call(lab.fab, "gen.start", {"name": "from-h4", "src": "h4", "dst": "h3",
+                                      "rate_bps": 200e6})
+    time.sleep(3.0)
+    lslab.call(lab.fab, "gen.stop", {"name": "from-h4"})
+    lslab.call(lab.fab, "link.set", {"link": "h4-leaf2", "dir": "ab", "rate_bps": 10e9})
+    time.sleep(2.0)
+    for i, (s, n) in enumerate(zip(socks, since), 1):
+        if i == 4:
+            continue
+        ev, _ = events(s, n)
+        slow = [e for e in ev if e["type"] == "host.slow_sender"]
+        ok = [e for e in slow if e["peer"] in ("h4", "h4v6")]
+        wrong = [e for e in slow if e["peer"] not in ("h4", "h4v6")]
+        back = [e for e in ev if e["type"] == "host.sender_ok" and e["peer"] in ("h4", "h4v6")]
+        lag = [(e["time_ns"] - t0) / 1e6 for e in ok]
+        print("# seed %d h%d: h4 slowed; host.slow_sender %s, first after %s ms; sender_ok %d" % (
+            seed, i, [(e["peer"], round(e["queue_us"])) for e in slow],
+            "%.0f" % min(lag) if lag else "-", len(back)), flush=True)
+        c.check(ok and min(lag) <= 2000 and not wrong,
+                "seed %d h%d: h4 named a slow sender within 2 s, nobody else" % (seed, i))
+        c.check(len(back) >= len({e["peer"] for e in ok}),
+                "seed %d h%d: host.sender_ok once its uplink is back" % (seed, i))
 
 
 def main():
