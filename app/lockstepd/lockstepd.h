@@ -471,7 +471,7 @@ lsd_route_maybe(const uint8_t *f, uint32_t len)
 }
 /* control thread */
 struct ls_ctl;
-#define LSD_ROUTE_HOPS 16
+#define LSD_ROUTE_HOPS 8 /* routers kept per path: a 3-tier Clos has 5 */
 /* A path's last background trace: the routers in TTL order (family 0:
  * that TTL drew no answer). */
 struct lsd_route_path {

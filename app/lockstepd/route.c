@@ -249,7 +249,7 @@ map_file(const struct rt_trace *t)
 			last = ttl;
 	memset(p, 0, sizeof(*p));
 	p->traced_ns = t->started_ns;
-	p->complete = last > 0 && last < t->max_ttl;
+	p->complete = last > 0 && last < t->max_ttl && last <= LSD_ROUTE_HOPS;
 	for (int ttl = 1; ttl <= last && ttl <= LSD_ROUTE_HOPS; ttl++) {
 		p->hop[p->n++] = t->hop[ttl].addr;     /* family 0 where none answered */
 		if (!t->hop[ttl].seen)

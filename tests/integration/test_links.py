@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Integration: a dead spine link named from the edge (issue 29, items 2-3).
 
-Four lockstepd on a 2-leaf, 4-spine emulator, 8 paths per peer, probes
+Four lockstepd on a 2-leaf emulator with 2 to 4 spines (by seed), 8 paths per peer, probes
 every 20 ms. Each traces every path in the background (the route map).
 Then one leaf1-spine link (random per seed among those h1's paths cross)
 goes down both ways; routing is slow to converge (CONVERGENCE_MS), so the
@@ -36,7 +36,8 @@ CONVERGENCE_MS = 5000
 
 
 def topo(seed):
-    t = lslab.leaf_spine(2, 4, 2, link={"delay_ns": 20000, "rate_bps": 10_000_000_000},
+    # 2 to 4 spines by seed: how many paths share a spine link varies
+    t = lslab.leaf_spine(2, 2 + seed % 3, 2, link={"delay_ns": 20000, "rate_bps": 10_000_000_000},
                          host_link={"delay_ns": 5000})
     rnd = random.Random(seed)
     for s in t["switches"]:
