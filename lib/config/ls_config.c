@@ -759,19 +759,6 @@ static const struct field events_fields[] = {
 };
 static const struct schema events_schema = SCHEMA(events_fields, NULL);
 
-static const struct field route_fields[] = {
-	F_BOOL("enabled", struct ls_conf_route, enabled),
-	F_INT("refresh_s", struct ls_conf_route, refresh_s, 1, 86400, 0),
-	F_INT("traces_per_s", struct ls_conf_route, traces_per_s, 1, 10000, 0),
-	F_INT("max_ttl", struct ls_conf_route, max_ttl, 1, 31, 0),
-};
-static const struct schema route_schema = SCHEMA(route_fields, NULL);
-
-static const struct field links_fields[] = {
-	F_INT("hot_us", struct ls_conf_links, hot_us, 1, 10000000, 0),
-};
-static const struct schema links_schema = SCHEMA(links_fields, NULL);
-
 static const struct field log_fields[] = {
 	F_FUNC("level", struct ls_config, log_level, fn_log_level, 0),
 };
@@ -792,8 +779,8 @@ static const struct field top_fields[] = {
 	F_OBJ("sync", offsetof(CFG, sync), sync_schema, 0),
 	F_OBJ("metrics", offsetof(CFG, metrics), metrics_schema, 0),
 	F_OBJ("events", offsetof(CFG, events), events_schema, 0),
-	F_OBJ("route", offsetof(CFG, route), route_schema, 0),
-	F_OBJ("links", offsetof(CFG, links), links_schema, 0),
+	F_OBJ("route", offsetof(CFG, route), ls_config_route_schema, 0),
+	F_OBJ("links", offsetof(CFG, links), ls_config_links_schema, 0),
 	F_OBJ("log", 0, log_schema, 0),
 	F_OBJ("bridge", offsetof(CFG, bridge), ls_config_bridge_schema, 0),
 	F_OBJ("pinglist", offsetof(CFG, pinglist), ls_config_pinglist_schema, 0),

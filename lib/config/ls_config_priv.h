@@ -94,6 +94,8 @@ struct field {
 
 /* Sections defined in their own files. */
 extern const struct schema ls_config_bridge_schema;
+extern const struct schema ls_config_route_schema;   /* ls_config_links.c */
+extern const struct schema ls_config_links_schema;
 extern const struct schema ls_config_pinglist_schema;
 
 /* Parses one peer object, errors through c (ls_config.c hands its own to

@@ -164,9 +164,7 @@ def run_case(c, tmp, flows, cc, bench, join=False):
         cc_state = lslab.call(rp, "cc")
     except Exception:
         logs.flush()
-        with open(os.path.join(tmp, "case.log")) as f:
-            print("# %s: the processes' last words:\n%s" % (name, "".join(f.readlines()[-40:])),
-                  flush=True)
+        lslab.last_words(os.path.join(tmp, "case.log"), name)
         raise
     finally:
         lslab.stop_all(procs)

@@ -207,9 +207,7 @@ def run_case(c, tmp, seed, failover, bench):
                   if e["type"] == "path.silent"]
     except Exception:
         logs.flush()
-        with open(os.path.join(tmp, "case.log")) as f:
-            print("# %s: the processes' last words:\n%s" % (name, "".join(f.readlines()[-40:])),
-                  flush=True)
+        lslab.last_words(os.path.join(tmp, "case.log"), name)
         raise
     finally:
         lslab.stop_all(procs)

@@ -106,6 +106,11 @@ START_TEST(test_minimal_defaults)
 
 	load_good("{" BASE "}", &cfg);
 	ck_assert_str_eq(cfg.node_name, "n1");
+	ck_assert(cfg.route.enabled);
+	ck_assert_uint_eq(cfg.route.refresh_s, 300);
+	ck_assert_uint_eq(cfg.route.traces_per_s, 20);
+	ck_assert_uint_eq(cfg.route.max_ttl, 8);
+	ck_assert_uint_eq(cfg.links.hot_us, 200);
 	ck_assert_uint_eq(cfg.node_id, 7);
 	ck_assert_uint_eq(cfg.n_ports, 1);
 	p = &cfg.ports[0];
@@ -420,6 +425,10 @@ START_TEST(test_out_of_range)
 	    "must be between 1 and 4294967295, got 0");
 	BAD("{'node': {'name': 'n1', 'id': 4294967296}, " PORTS "}", "node.id",
 	    "got 4294967296");
+	BAD("{" BASE ", 'route': {'max_ttl': 32}}", "route.max_ttl",
+	    "must be between 1 and 31, got 32");
+	BAD("{" BASE ", 'links': {'hot_us': 0}}", "links.hot_us",
+	    "must be between 1 and 10000000, got 0");
 	BAD(ONE_PORT("'rx_desc': 1000"),
 	    "ports[0].rx_desc", "must be a power of 2, got 1000");
 	BAD(ONE_PORT("'tx_desc': 32768"),
@@ -651,7 +660,14 @@ START_TEST(test_bridge)
 	ck_assert_uint_eq(cfg.bridge.mbufs, 16384);
 	ck_assert_str_eq(cfg.bridge.policy_file, "/var/lib/lockstep/n1.policy.json");
 	ck_assert_uint_eq(cfg.bridge.policy->n_slices, 1); /* "default" */
+	ck_assert(cfg.bridge.failover.enabled);
+	ck_assert_uint_eq(cfg.bridge.failover.silence_us, 500);
+	ck_assert_uint_eq(cfg.bridge.failover.hold_ms, 2000);
 	ls_config_free(&cfg);
+	EXACT(BRIDGE(", 'failover': {'silence_us': 5}"),
+	      "bridge.failover.silence_us: must be between 20 and 10000000, got 5");
+	EXACT(BRIDGE(", 'failover': {'enabled': 1}"),
+	      "bridge.failover.enabled: expected boolean, got integer");
 	load_good(BRIDGE(", 'policy': {'slices': [{'name': 'lat', 'latency': true, "
 			 "'max_bps': 2e9, 'match': {'dscp': [46]}}]}"), &cfg);
 	ck_assert_uint_eq(cfg.bridge.policy->n_slices, 2);

@@ -297,6 +297,17 @@ def fleet_readings(ref_sock, socks):
     return truth, [call(s, "sync", {"tsc": tsc}) for s in socks]
 
 
+def last_words(log_path, name, n=40):
+    """Print the last n lines of a test's process log (a case that failed:
+    its temporary directory goes with it)."""
+    try:
+        with open(log_path) as f:
+            print("# %s: the processes' last words:\n%s" % (name, "".join(f.readlines()[-n:])),
+                  flush=True)
+    except OSError:
+        pass
+
+
 def wait_until(pred, timeout, step=0.1):
     end = time.time() + timeout
     while time.time() < end:

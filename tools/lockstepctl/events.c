@@ -77,15 +77,9 @@ cmd_events(struct cli *cli, const struct cli_cmd *cmd, int argc, char **argv)
 		json_t *reply, *res, *e;
 		size_t i;
 
-		rc = request(cli, path, "events", args, &reply);
+		rc = request_result(cli, path, "events", args, &reply, &res);
 		if (rc != EX_OK)
 			return rc;
-		res = json_object_get(reply, "result");
-		if (!json_is_true(json_object_get(reply, "ok")) || res == NULL) {
-			print_reply_error(reply, NULL);
-			json_decref(reply);
-			return EX_REPLY;
-		}
 		if (json_integer_value(json_object_get(res, "missed")) > 0 && since >= 0)
 			fprintf(stderr, "lockstepctl: %lld events were dropped from the daemon's "
 				"memory before they could be read\n",

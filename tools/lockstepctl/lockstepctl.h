@@ -159,6 +159,8 @@ int print_kv(const json_t *result);
 
 /* talk.c */
 const char *default_socket(void);
+int request_result(const struct cli *cli, const char *path, const char *cmd, json_t *args,
+		   json_t **reply, json_t **res);
 int request(const struct cli *cli, const char *path, const char *cmd,
 	    json_t *args, json_t **reply);
 void print_reply_error(const json_t *reply, const char *who);

@@ -65,15 +65,9 @@ cmd_route(struct cli *cli, const struct cli_cmd *cmd, int argc, char **argv)
 		if (n == 0 && p.val[2] != NULL)
 			json_object_set_new(args, "fresh", json_true());
 		json_decref(reply);
-		rc = request(cli, path, "route", args, &reply);
+		rc = request_result(cli, path, "route", args, &reply, &res);
 		if (rc != EX_OK)
 			return rc;
-		res = json_object_get(reply, "result");
-		if (!json_is_true(json_object_get(reply, "ok")) || res == NULL) {
-			print_reply_error(reply, NULL);
-			json_decref(reply);
-			return EX_REPLY;
-		}
 		if (strcmp(get_s(res, "state"), "done") == 0)
 			break;
 		{

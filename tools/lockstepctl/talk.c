@@ -104,6 +104,26 @@ request(const struct cli *cli, const char *path, const char *cmd,
 	return EX_PROTO;
 }
 
+/* request() and the reply's result: EX_REPLY (printed, *reply freed) when
+ * the daemon answered with an error. */
+int
+request_result(const struct cli *cli, const char *path, const char *cmd, json_t *args,
+	       json_t **reply, json_t **res)
+{
+	int rc = request(cli, path, cmd, args, reply);
+
+	if (rc != EX_OK)
+		return rc;
+	*res = json_object_get(*reply, "result");
+	if (!json_is_true(json_object_get(*reply, "ok")) || *res == NULL) {
+		print_reply_error(*reply, NULL);
+		json_decref(*reply);
+		*reply = NULL;
+		return EX_REPLY;
+	}
+	return EX_OK;
+}
+
 void
 print_reply_error(const json_t *reply, const char *who)
 {
