@@ -94,9 +94,9 @@ def handle(req):
     node = ARGS.node
     if cmd == "help":
         return ok([{"cmd": c, "usage": "", "help": "fake " + c} for c in (
-            "capture.start", "capture.stop", "clock", "events", "help", "log.level",
-            "path", "paths", "peer.add", "peer.del", "peers", "probe.set",
-            "stats.reset", "status", "sync", "sync.points")])
+            "capture.start", "capture.stop", "clock", "events", "help", "links",
+            "log.level", "path", "paths", "peer.add", "peer.del", "peers", "probe.set",
+            "route", "stats.reset", "status", "sync", "sync.points")])
     if cmd == "status":
         return ok({
             "node": node, "node_id": 7, "version": "0.1.0-fake",
@@ -214,6 +214,15 @@ def handle(req):
                                "status": "reference", "was": "start", "ref_id": 7,
                                "was_ref_id": 0}],
                    "next": 1, "missed": 0, "counts": {"clock.state": 1}, "file": None})
+    if cmd == "links":
+        return ok({"suspects": [], "weak": [], "paths_down_traced": 0, "unexplained": 0,
+                   "links_known": 0})
+    if cmd == "route":
+        return ok({"trace": 0, "peer": a.get("peer", ""), "path": a.get("path", 0),
+                   "sport": 49152, "dport": 862, "family": "ipv4", "state": "done",
+                   "started_ns": 1796000000000000000, "max_ttl": 8,
+                   "hops": [{"ttl": 1, "addr": "10.255.1.1", "rtt_us": 12.5,
+                             "icmp": "time_exceeded"}], "complete": True})
     if cmd == "capture.stop":
         return ok({"file": "/tmp/x.pcap", "packets": 10, "bytes": 1280,
                    "dropped": 0})
