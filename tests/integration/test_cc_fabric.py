@@ -87,7 +87,8 @@ def lsd_config(tmp, cc):
                    "max_flows": 4096, "policy_file": "",
                    # failover's timers scaled like DCQCN's: unscaled, the
                    # off case's 1.6 s queue would read as silence
-                   "failover": {"silence_us": 500 * SCALE, "hold_ms": 2000 * SCALE},
+                   "failover": {"silence_us": 500 * SCALE, "hold_ms": 2000 * SCALE,
+                                "enabled": os.environ.get("CC_FAILOVER", "1") == "1"},
                    "policy": {"slices": [slice_]}},
         "control": {"socket": os.path.join(tmp, "rp.sock"), "peers_file": ""},
     }
