@@ -15,9 +15,11 @@
 #    and rx_host = frames in the host file = the PMD's count; not_ip and
 #    bad_ip are what a Python copy of ls_flow_parse finds in the file;
 #  - fabric side, exactly: port rx = status rx_pkts (frames to our MAC, the
-#    probe path) + rx_fabric, and rx_fabric = tx_host + tx_drops_host;
+#    probe path) + rx_fabric + route_icmp (answers to our path discovery,
+#    kept), and rx_fabric = tx_host + tx_drops_host;
 #  - output files: HOSTOUT holds tx_host frames, FABOUT tx_fabric frames
-#    plus lockstepd's own (tx_probes + tx_replies + tx_arp + tx_nd);
+#    plus lockstepd's own (tx_probes + tx_replies + tx_arp + tx_nd +
+#    tx_trace, the background path discovery's probes);
 #  - frames the bridge may not change (not IP, bad IP, TCP, plain UDP over
 #    IPv4) come out byte for byte; steered ones differ only in the entropy
 #    field, with UDP checksum and ICRC as good as they came in (multisets);
@@ -163,7 +165,8 @@ for _ in $(seq 20); do
 import json, sys
 s = json.load(sys.stdin)
 c = s["status"]["counters"]
-print(c["tx_probes"], c["tx_replies"], c["tx_arp"], c["tx_nd"], s["bridge"]["counters"])')
+print(c["tx_probes"], c["tx_replies"], c["tx_arp"], c["tx_nd"], c["tx_trace"],
+      s["bridge"]["counters"])')
 	[ "$cur" = "$prev" ] && break
 	prev=$cur
 	sleep 0.5
@@ -242,9 +245,9 @@ check(c["not_ip"] == f["host_not_ip"] and c["bad_ip"] == f["host_bad_ip"],
 check(c["slice_drops"] == sum(x["stats"]["drops"] for x in s["slices"]),
       "slice_drops %d = sum of the slices' drops %d" %
       (c["slice_drops"], sum(x["stats"]["drops"] for x in s["slices"])))
-check(frx == st["rx_pkts"] + c["rx_fabric"],
-      "fabric side: port rx %d = probe path rx_pkts %d + rx_fabric %d" %
-      (frx, st["rx_pkts"], c["rx_fabric"]))
+check(frx == st["rx_pkts"] + c["rx_fabric"] + c["route_icmp"],
+      "fabric side: port rx %d = probe path rx_pkts %d + rx_fabric %d + route_icmp %d" %
+      (frx, st["rx_pkts"], c["rx_fabric"], c["route_icmp"]))
 check(st["rx_pkts"] == f["fab_ours"],
       "probe path rx_pkts %d = frames to lockstepd's MAC in the fabric file %d" %
       (st["rx_pkts"], f["fab_ours"]))
@@ -254,12 +257,12 @@ check(c["rx_fabric"] == c["tx_host"] + c["tx_drops_host"],
       "rx_fabric %d = tx_host %d + tx_drops_host %d" %
       (c["rx_fabric"], c["tx_host"], c["tx_drops_host"]))
 check(f["host_out"] == c["tx_host"], "HOSTOUT.pcap frames %d = tx_host %d" % (f["host_out"], c["tx_host"]))
-own = st["tx_probes"] + st["tx_replies"] + st["tx_arp"] + st["tx_nd"]
+own = st["tx_probes"] + st["tx_replies"] + st["tx_arp"] + st["tx_nd"] + st["tx_trace"]
 check(f["fab_out_fwd"] == c["tx_fabric"] and f["fab_out_own"] == own,
       "FABOUT.pcap frames %d = tx_fabric %d forwarded (%d found) + own %d "
-      "(tx_probes %d + tx_replies %d + tx_arp %d + tx_nd %d; %d found)" %
+      "(tx_probes %d + tx_replies %d + tx_arp %d + tx_nd %d + tx_trace %d; %d found)" %
       (f["fab_out"], c["tx_fabric"], f["fab_out_fwd"], own, st["tx_probes"], st["tx_replies"],
-       st["tx_arp"], st["tx_nd"], f["fab_out_own"]))
+       st["tx_arp"], st["tx_nd"], st["tx_trace"], f["fab_out_own"]))
 check(f["host_out_not_in"] == 0 and f["host_out_missing"] == c["tx_drops_host"],
       "fabric -> host frames byte-identical: %d out not in, %d missing (tx_drops_host %d)" %
       (f["host_out_not_in"], f["host_out_missing"], c["tx_drops_host"]))
