@@ -471,6 +471,11 @@ def main():
                     print("not checked  policy at 1.01 x flow_bps (%s): the polling threads "
                           "waited for a CPU" % "; ".join("%s %+.3f%%" % (w, e * 100)
                                                           for w, e, _ in res[:2]))
+    except Exception:
+        # lockstepd went away under a case once in CI (its control socket
+        # reset): its log is in tmp, which goes
+        lslab.last_words(os.path.join(tmp, "lockstepd.log"), "bridge-pacing")
+        raise
     finally:
         cleanup()
         if os.environ.get("LS_PACING_KEEP"):     # the reports and logs, to look into
