@@ -15,6 +15,9 @@
  * named together, as one suspect with several candidates. A dead path none
  * of whose links is suspect (its forward route is fine: the reply's way
  * back died, which this node cannot trace) is counted as unexplained.
+ * Dead paths of one peer only, explained by its own last hop, are that
+ * host or its link (the edge cannot tell which): peer.down says so, not
+ * link.suspect (a lab host held up for 100 ms looks the same).
  *
  * Events: link.suspect when a suspect (its candidate set) appears, with the
  * dead paths it explains; link.clear when it no longer explains any. A
@@ -139,9 +142,31 @@ link_of(const struct ls_addr *x, const struct ls_addr *y)
 	return (int)lk.n_l++;
 }
 
-/* A path's links from its trace; false when it has no usable trace. */
+/* The most routers any complete trace of peer crossed. ECMP paths cost the
+ * same, so in a Clos they have as many hops: a shorter trace lost the
+ * answers of its last routers (the peer itself never answers), and would
+ * name a link from the last one that did straight to the peer, which only
+ * that path crosses (a CI run of the links test blamed such a link for two
+ * paths that died at start-up). */
+static uint8_t
+peer_hops(const struct lsd_peer *peer)
+{
+	uint8_t most = 0;
+
+	for (uint16_t p = 0; p < peer->n_paths; p++) {
+		const struct lsd_route_path *rp = lsd_route_map(peer, p);
+
+		if (rp != NULL && rp->complete)
+			most = RTE_MAX(most, rp->n);
+	}
+	return most;
+}
+
+/* A path's links from its trace; false when it has no usable trace (none,
+ * with a gap, or shorter than hops: then it is traced again). */
 static bool
-path_links(const struct lsd_peer *peer, uint16_t path, uint16_t *out, uint16_t *n)
+path_links(const struct lsd_peer *peer, uint16_t path, uint8_t hops, uint16_t *out,
+	   uint16_t *n)
 {
 	const struct lsd_route_path *rp = lsd_route_map(peer, path);
 	const struct lsd_port *port = &lsd.ports[peer->port_idx];
@@ -151,6 +176,11 @@ path_links(const struct lsd_peer *peer, uint16_t path, uint16_t *out, uint16_t *
 	*n = 0;
 	if (rp == NULL || !rp->complete)
 		return false;
+	if (rp->n < hops) {
+		if (!rp->stale)
+			lsd_route_stale(peer, path);
+		return false;
+	}
 	for (uint8_t h = 0; h <= rp->n; h++) {
 		const struct ls_addr *cur = h < rp->n ? &rp->hop[h] : &peer->addr;
 		int i = link_of(prev, cur);
@@ -232,9 +262,12 @@ gather(void)
 	for (unsigned int i = 0; i < n; i++) {
 		const struct lsd_peer *peer = lsd_peer_at(i);
 
+		uint8_t hops;
+
 		if (!LOAD(peer->resolved))
 			continue;
 		note_ups(peer, i);
+		hops = peer_hops(peer);
 		for (uint16_t p = 0; p < peer->n_paths; p++) {
 			const struct lsd_peer_path *pp = &peer->path[p];
 			size_t slot = (size_t)i * LS_MAX_PATHS + p;
@@ -255,7 +288,7 @@ gather(void)
 					(uint8_t)RTE_MIN(hr + 1, REV_RUNS_MAX) :
 					qr >= 0 && qr < HOT_NS / 2 ? 0 : REV_BETWEEN;
 			}
-			if (!path_links(peer, p, ids, &m))
+			if (!path_links(peer, p, hops, ids, &m))
 				continue;
 			if (LOAD(pp->state_down)) {
 				add_path(K_DEAD, peer, p, ids, m, 0);
@@ -335,6 +368,10 @@ pick(char *key, size_t klen, uint16_t mark)
 		/* the peer's own last hop, and only its paths: its downlink */
 		if (one_peer && last)
 			json_object_set_new(o, "receiver", json_string(only->name));
+	} else if (one_peer && last) {
+		/* one peer's paths, dead at its own last hop: the host or its
+		 * link, which the edge cannot tell apart; peer.down says it */
+		json_object_set_new(o, "peer", json_string(only->name));
 	}
 	return o;
 }
@@ -366,7 +403,8 @@ cover(uint8_t kind)
 		struct suspect *s;
 
 		if (json_integer_value(json_object_get(ev, kind == K_DEAD ? "paths_down" :
-						       "paths_hot")) < MIN_SUPPORT) {
+						       "paths_hot")) < MIN_SUPPORT ||
+		    json_object_get(ev, "peer") != NULL) {
 			json_array_append_new(lk.weak, ev);
 			continue;
 		}
