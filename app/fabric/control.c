@@ -268,6 +268,7 @@ cmd_status(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_un
 		"switches", sw, "hosts", hosts, "counters",
 		C(rx_pkts), C(tx_pkts), C(tx_dropped), C(arp_answered), C(nd_answered),
 		C(icmp_time_exceeded), C(no_route), C(bad), C(not_ip), C(ignored), C(alloc_failed),
+		C(host_down),
 		C(gen_pkts), C(gen_dropped), C(truth_dropped), C(truth_unwritten),
 		C(icmp_rate_limited), C(events), C(trailer_no_room),
 		C(slow_rx_bursts), C(tx_at), C(tx_at_late), C(tx_at_bad),

@@ -24,6 +24,7 @@
 #include <rte_mbuf.h>
 #include <rte_ring.h>
 
+#include "../common/ls_gate.h"
 #include "ls_clock.h"
 #include "ls_fabric.h"
 #include "ls_hist.h"
@@ -60,6 +61,7 @@ struct lsf_stats {
 				    * host itself), ICMP errors about ICMP errors, a
 				    * reply that could not be built: consumed silently */
 	uint64_t alloc_failed;
+	uint64_t host_down;        /* for a host whose memif is not connected */
 	uint64_t gen_pkts;         /* background packets injected */
 	uint64_t gen_dropped;
 	uint64_t truth_dropped;    /* truth ring full */
@@ -171,6 +173,7 @@ struct lsf_port {
 	uint16_t host;             /* node index */
 	bool kstamp;               /* net_pcap: frames carry the kernel's receive stamp */
 	struct rte_eth_dev_tx_buffer *txb;
+	struct ls_app_gate gate;   /* memif: queues used while the link is up */
 };
 
 struct lsf_global {

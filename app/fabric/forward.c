@@ -524,6 +524,11 @@ to_host(uint16_t host, struct rte_mbuf *m, uint64_t deliver_ns)
 	uint8_t *f = rte_pktmbuf_mtod(m, uint8_t *);
 	static const uint8_t bcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
 
+	if (unlikely(!ls_app_gate_open(&p->gate, p->port_id))) {
+		fab.st.host_down++;   /* its host is not connected (yet) */
+		rte_pktmbuf_free(m);
+		return;
+	}
 	/* The leaf is the last router: its MAC is the source; the host's MAC,
 	 * once learnt from its ARP/ND, the destination. */
 	memcpy(f, h->mac_known ? h->mac.b : bcast, 6);
@@ -611,7 +616,7 @@ rx_hosts(void)
 		struct lsf_port *p = &fab.ports[i];
 		struct rte_mbuf *rx[LSF_BURST];
 		uint64_t t_rx = lsf_now();
-		uint16_t n = rte_eth_rx_burst(p->port_id, 0, rx, LSF_BURST);
+		uint16_t n = ls_app_rx(&p->gate, p->port_id, rx, LSF_BURST);
 		const uint16_t up = fab.fab->nodes[p->host].up_chan;
 		uint64_t t_end;
 
@@ -727,7 +732,8 @@ static void
 flush_hosts(void)
 {
 	for (uint16_t i = 0; i < fab.n_ports; i++)
-		rte_eth_tx_buffer_flush(fab.ports[i].port_id, 0, fab.ports[i].txb);
+		if (ls_app_gate_open(&fab.ports[i].gate, fab.ports[i].port_id))
+			rte_eth_tx_buffer_flush(fab.ports[i].port_id, 0, fab.ports[i].txb);
 	if (n_sent) {
 		uint64_t t = lsf_now();
 		int64_t late[RTE_DIM(sent_due)];

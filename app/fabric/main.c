@@ -213,6 +213,7 @@ port_open(uint16_t host)
 	if (p->txb == NULL)
 		return -ENOMEM;
 	rte_eth_tx_buffer_init(p->txb, LSF_BURST);
+	ls_app_gate_init(&p->gate, p->port_id);
 	p->host = host;
 	/*
 	 * net_pcap on an interface stamps each frame with the packet socket's

@@ -315,7 +315,7 @@ from_host(struct lsd_bridge *b, uint64_t now, unsigned int *work)
 	uint32_t now_ms = (uint32_t)(now / b->ms_div);
 	uint16_t n, i, nk = 0;
 
-	n = rte_eth_rx_burst(b->host->port_id, 0, m, LSD_BURST);
+	n = ls_app_rx(&b->host->gate, b->host->port_id, m, LSD_BURST);
 	if (n == 0)
 		return;
 	*work += n;
@@ -423,7 +423,7 @@ from_fabric(struct lsd_lcore *lc, struct lsd_bridge *b, uint64_t now, unsigned i
 	uint32_t now_ms = (uint32_t)(now / b->ms_div);
 	uint64_t tsc;
 
-	n = rte_eth_rx_burst(b->fab->port_id, 0, m, LSD_BURST);
+	n = ls_app_rx(&b->fab->gate, b->fab->port_id, m, LSD_BURST);
 	if (n == 0)
 		return;
 	tsc = rte_rdtsc();
@@ -454,7 +454,7 @@ from_fabric(struct lsd_lcore *lc, struct lsd_bridge *b, uint64_t now, unsigned i
 	if (no > 0)
 		lsd_rx_vector(lc, b->fab, ours, no, tsc);
 	if (nh > 0) {
-		sent = rte_eth_tx_burst(b->host->port_id, 0, host, nh);
+		sent = ls_app_tx(&b->host->gate, b->host->port_id, host, nh);
 		b->st.tx_host += sent;
 		if (sent < nh) {
 			b->st.tx_drops_host += nh - sent;
@@ -491,7 +491,8 @@ to_fabric(struct lsd_bridge *b, uint64_t now, unsigned int *work)
 		*work += n;
 	}
 	while ((n = ls_slice_dequeue(b->sched, now, out, LSD_BURST)) > 0) {
-		sent = rte_eth_tx_burst(b->fab->port_id, 0, (struct rte_mbuf **)out, (uint16_t)n);
+		sent = ls_app_tx(&b->fab->gate, b->fab->port_id, (struct rte_mbuf **)out,
+				 (uint16_t)n);
 		b->st.tx_fabric += sent;
 		*work += n;
 		if (sent < n) {

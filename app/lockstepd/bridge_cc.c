@@ -551,7 +551,7 @@ lsd_cc_flush(struct lsd_bridge *b)
 
 	if (cc->n_out == 0)
 		return;
-	sent = rte_eth_tx_burst(b->fab->port_id, 0, cc->out, (uint16_t)cc->n_out);
+	sent = ls_app_tx(&b->fab->gate, b->fab->port_id, cc->out, (uint16_t)cc->n_out);
 	b->st.tx_fabric += sent;
 	if (sent < cc->n_out) {
 		b->st.tx_drops_fabric += cc->n_out - sent;

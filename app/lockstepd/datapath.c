@@ -27,7 +27,7 @@ poll_port(struct lsd_lcore *lc, struct lsd_port *p, unsigned int *work)
 	struct rte_mbuf *rx[LSD_BURST];
 	uint16_t n;
 
-	n = rte_eth_rx_burst(p->port_id, 0, rx, LSD_BURST);
+	n = ls_app_rx(&p->gate, p->port_id, rx, LSD_BURST);
 	if (n == 0)
 		return;
 	*work += n;

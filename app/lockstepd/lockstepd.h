@@ -36,6 +36,7 @@
 #include <rte_seqlock.h>
 #include <rte_timer.h>
 
+#include "../common/ls_gate.h"
 #include "ls_clock.h"
 #include "ls_common.h"
 #include "ls_config.h"
@@ -149,6 +150,7 @@ struct lsd_port {
 	uint64_t tx_ts_flag;       /* ... and flag */
 	struct ls_reflect_port fast; /* what the fast path matches against */
 	char driver[32];
+	struct ls_app_gate gate;   /* memif: queues used while the link is up (lcore) */
 };
 
 /* One path (ECMP entropy value) to a peer. */

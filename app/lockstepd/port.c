@@ -220,6 +220,7 @@ port_setup(struct lsd_port *p, const struct ls_conf_port *cp, bool want_hw_ts)
 		return rc;
 	snprintf(p->driver, sizeof(p->driver), "%s", info.driver_name);
 	p->tx_per_packet = strcmp(p->driver, "net_pcap") == 0;
+	ls_app_gate_init(&p->gate, p->port_id);
 	rc = port_configure(p, cp, &info, want_hw_ts);
 	if (rc == 0)
 		rc = port_start(p, cp);

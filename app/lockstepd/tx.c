@@ -39,7 +39,7 @@ void
 lsd_tx_frames(struct lsd_lcore *lc, struct lsd_port *p, struct rte_mbuf **m,
 	     uint16_t n, uint64_t *counter)
 {
-	uint16_t sent = rte_eth_tx_burst(p->port_id, 0, m, n);
+	uint16_t sent = ls_app_tx(&p->gate, p->port_id, m, n);
 
 	*counter += sent;
 	if (unlikely(sent < n)) {

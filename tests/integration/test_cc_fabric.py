@@ -37,7 +37,6 @@ CPU for some ms delays a step by ms, i.e. by us at the real scale).
 """
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -45,8 +44,6 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "lab"))
 import lslab  # noqa: E402
 
-LOAD = os.path.join(lslab.BUILD, "app", "load", "lockstep-load")
-FABRIC = os.path.join(lslab.BUILD, "app", "fabric", "lockstep-fabric")
 SCALE = 1000
 RATE = 10e9 / SCALE                # the bottleneck
 DELAY_NS = 1000 * SCALE            # each host link, each way
@@ -58,6 +55,8 @@ UTIL_MIN = 0.95
 RTT_S = 4 * DELAY_NS / 1e9 + 3 * FRAME * 8 / RATE
 BDP = RATE * RTT_S / 8
 
+# every process may run on either CPU (they sleep when idle)
+CPUS = {"fabric": "0@(0,1)", "lsd": "0@(0,1)", "load": "0@(0,1)"}
 
 def topo():
     fast = {"rate_bps": int(16 * RATE), "delay_ns": DELAY_NS, "buffer_bytes": BUFFER,
@@ -77,12 +76,7 @@ def lsd_config(tmp, cc):
                         "min_bps": int(1e6 / SCALE)}
     return {
         "node": {"name": "rp", "id": 1},
-        "ports": [
-            {"name": "host", "role": "host",
-             "dev": "net_memif0,role=server,id=0,socket=%s/host.memif,socket-abstract=no" % tmp},
-            {"name": "fab", "mac": "02:00:00:00:0a:01", "ipv4": "10.1.0.1/24",
-             "dev": "net_memif1,role=client,id=0,socket=%s/fabric/ha.sock,socket-abstract=no"
-                    % tmp}],
+        "ports": lslab.bridge_ports(tmp, "ha", "02:00:00:00:0a:01", "10.1.0.1/24"),
         "bridge": {"host_port": "host", "fabric_port": "fab", "link_bps": int(16 * RATE),
                    "max_flows": 4096, "policy_file": "",
                    # failover's timers scaled like DCQCN's: unscaled, the
@@ -107,49 +101,24 @@ def jain(xs):
 
 def run_case(c, tmp, flows, cc, bench, join=False):
     name = "%d flows, cc %s%s" % (flows, "dcqcn" if cc else "off", ", flow 1 joins" if join else "")
-    fsock = os.path.join(tmp, "fabric", "ctl.sock")
-    procs = []
-    logs = open(os.path.join(tmp, "case.log"), "a")
-    os.makedirs(os.path.join(tmp, "fabric"), exist_ok=True)
-    with open(os.path.join(tmp, "topo.json"), "w") as f:
-        json.dump(topo(), f)
-    try:
-        procs.append(subprocess.Popen(
-            [FABRIC, "--no-pci", "--no-huge", "-m", "512", "--lcores", "0@(0,1)",
-             "--file-prefix", "ccfab%d" % os.getpid(), "--", "--topo",
-             os.path.join(tmp, "topo.json"), "--dir", os.path.join(tmp, "fabric"),
-             "--socket", fsock, "--idle-sleep-us", "50", "--sample-us", "0"],
-            stdout=logs, stderr=subprocess.STDOUT))
-        if not c.check(lslab.wait_until(lambda: os.path.exists(fsock), 20),
+    with lslab.BridgeRig(tmp, name, CPUS, "cc") as rig:
+        fsock = rig.fsock
+        if not c.check(rig.fabric(topo(), ["--idle-sleep-us", "50", "--sample-us", "0"]),
                        "%s: emulator up" % name):
             return
-        cfg = lsd_config(tmp, cc)
-        with open(os.path.join(tmp, "rp.json"), "w") as f:
-            json.dump(cfg, f)
-        procs.append(subprocess.Popen(
-            [lslab.LOCKSTEPD, "--no-pci", "--no-huge", "-m", "512", "--lcores", "0@(0,1)",
-             "--file-prefix", "ccrp%d" % os.getpid(), "--", "--config",
-             os.path.join(tmp, "rp.json")], stdout=logs, stderr=subprocess.STDOUT))
-        rp = cfg["control"]["socket"]
-        if not c.check(lslab.wait_until(lambda: os.path.exists(rp), 20), "%s: lockstepd up" % name):
+        rp = rig.lockstepd(lsd_config(tmp, cc))
+        if not c.check(rp is not None, "%s: lockstepd up" % name):
             return
         report = os.path.join(tmp, "report.json")
-        load = subprocess.Popen(
-            [LOAD, "--no-pci", "--no-huge", "-m", "512", "--lcores", "0@(0,1)",
-             "--file-prefix", "ccld%d" % os.getpid(),
-             "--vdev", "net_memif0,role=client,id=0,socket=%s/host.memif,socket-abstract=no" % tmp,
-             "--vdev", "net_memif1,role=client,id=0,socket=%s/fabric/hb.sock,socket-abstract=no"
-                       % tmp,
-             "--", "--tx", "net_memif0", "--rx", "net_memif1", "--flows", str(flows),
-             "--proto", "roce", "--size", str(FRAME), "--rate", repr(RATE),
-             "--src", "10.1.0.1", "--dst", "10.1.0.2", "--dst-mac", "02:fa:00:00:00:01",
-             "--ecn", "2", "--respond", "--cnp-us", str(50 * SCALE),
-             "--duration", str(SECS), "--settle-ms", str(0 if join else int(SECS * 500)),
-             "--linger-ms", "300", "--report-flows", str(flows), "--report", report] +
+        load = rig.load("hb", [
+            "--flows", str(flows), "--proto", "roce", "--size", str(FRAME),
+            "--rate", repr(RATE), "--src", "10.1.0.1", "--dst", "10.1.0.2",
+            "--dst-mac", "02:fa:00:00:00:01", "--ecn", "2", "--respond",
+            "--cnp-us", str(50 * SCALE), "--duration", str(SECS),
+            "--settle-ms", str(0 if join else int(SECS * 500)), "--linger-ms", "300",
+            "--report-flows", str(flows), "--report", report] +
             # join: flow 1's first frame half way through the run
-            (["--spread-us", str(int(SECS * 1e6)), "--detail", "2"] if join else []),
-            stdout=logs, stderr=subprocess.STDOUT)
-        procs.append(load)
+            (["--spread-us", str(int(SECS * 1e6)), "--detail", "2"] if join else []))
         # the second half is measured: counters at its start and end, the
         # queue polled in between
         time.sleep(SECS / 2 + 1.0)
@@ -163,13 +132,6 @@ def run_case(c, tmp, flows, cc, bench, join=False):
         with open(report) as f:
             rep = json.load(f)
         cc_state = lslab.call(rp, "cc")
-    except Exception:
-        logs.flush()
-        lslab.last_words(os.path.join(tmp, "case.log"), name)
-        raise
-    finally:
-        lslab.stop_all(procs)
-        logs.close()
     if join:
         return join_result(c, name, rep, bench)
     ca, cb = a["counters"], b["counters"]

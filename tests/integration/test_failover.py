@@ -34,7 +34,6 @@ CONVERGENCE_MS and lose frames. With --bench, issue 29's targets: stall
 import json
 import os
 import random
-import subprocess
 import sys
 import tempfile
 import time
@@ -42,8 +41,6 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "lab"))
 import lslab  # noqa: E402
 
-LOAD = os.path.join(lslab.BUILD, "app", "load", "lockstep-load")
-FABRIC = os.path.join(lslab.BUILD, "app", "fabric", "lockstep-fabric")
 SPINES = 4
 PATHS = 8
 BASE = 49152
@@ -75,12 +72,7 @@ def topo(seed):
 def lsd_config(tmp, failover):
     return {
         "node": {"name": "h1", "id": 1},
-        "ports": [
-            {"name": "host", "role": "host",
-             "dev": "net_memif0,role=server,id=0,socket=%s/host.memif,socket-abstract=no" % tmp},
-            {"name": "fab", "mac": "02:00:00:00:0a:01", "ipv4": "10.1.0.1/24",
-             "dev": "net_memif1,role=client,id=0,socket=%s/fabric/h1.sock,socket-abstract=no"
-                    % tmp}],
+        "ports": lslab.bridge_ports(tmp, "h1", "02:00:00:00:0a:01", "10.1.0.1/24"),
         "probe": {"paths": PATHS, "src_port_base": BASE},
         "idle": {"backoff": True, "after_polls": 64, "sleep_us": 20},
         "bridge": {"host_port": "host", "fabric_port": "fab", "link_bps": 10_000_000_000,
@@ -123,49 +115,22 @@ def flap_gap(flow, down_a, down_b, found=False):
 
 def run_case(c, tmp, seed, failover, bench):
     name = "seed %d, failover %s" % (seed, "on" if failover else "off")
-    fsock = os.path.join(tmp, "fabric", "ctl.sock")
-    procs = []
-    logs = open(os.path.join(tmp, "case.log"), "a")
-    os.makedirs(os.path.join(tmp, "fabric"), exist_ok=True)
-    with open(os.path.join(tmp, "topo.json"), "w") as f:
-        json.dump(topo(seed), f)
     rnd = random.Random(seed * 7 + 1)
-    try:
-        procs.append(subprocess.Popen(
-            [FABRIC, "--no-pci", "--no-huge", "-m", "512", "--lcores", CPUS["fabric"],
-             "--file-prefix", "fofab%d" % os.getpid(), "--", "--topo",
-             os.path.join(tmp, "topo.json"), "--dir", os.path.join(tmp, "fabric"),
-             "--socket", fsock, "--idle-sleep-us", "20", "--sample-us", "0",
-             "--truth", os.path.join(tmp, "truth.jsonl")],
-            stdout=logs, stderr=subprocess.STDOUT))
-        if not c.check(lslab.wait_until(lambda: os.path.exists(fsock), 20),
+    with lslab.BridgeRig(tmp, name, CPUS, "fo") as rig:
+        fsock = rig.fsock
+        if not c.check(rig.fabric(topo(seed), ["--idle-sleep-us", "20", "--sample-us", "0",
+                                               "--truth", os.path.join(tmp, "truth.jsonl")]),
                        "%s: emulator up" % name):
             return None
-        cfg = lsd_config(tmp, failover)
-        with open(os.path.join(tmp, "h1.json"), "w") as f:
-            json.dump(cfg, f)
-        procs.append(subprocess.Popen(
-            [lslab.LOCKSTEPD, "--no-pci", "--no-huge", "-m", "512", "--lcores", CPUS["lsd"],
-             "--file-prefix", "folsd%d" % os.getpid(), "--", "--config",
-             os.path.join(tmp, "h1.json")], stdout=logs, stderr=subprocess.STDOUT))
-        sock = cfg["control"]["socket"]
-        if not c.check(lslab.wait_until(lambda: os.path.exists(sock), 20),
-                       "%s: lockstepd up" % name):
+        sock = rig.lockstepd(lsd_config(tmp, failover))
+        if not c.check(sock is not None, "%s: lockstepd up" % name):
             return None
         report = os.path.join(tmp, "report.json")
-        load = subprocess.Popen(
-            [LOAD, "--no-pci", "--no-huge", "-m", "512", "--lcores", CPUS["load"],
-             "--file-prefix", "fold%d" % os.getpid(),
-             "--vdev", "net_memif0,role=client,id=0,socket=%s/host.memif,socket-abstract=no" % tmp,
-             "--vdev", "net_memif1,role=client,id=0,socket=%s/fabric/h2.sock,socket-abstract=no"
-                       % tmp,
-             "--", "--tx", "net_memif0", "--rx", "net_memif1", "--flows", str(FLOWS),
-             "--proto", "roce", "--size", str(FRAME), "--rate", str(PPS * FRAME * 8),
-             "--src", "10.1.0.1", "--dst", "10.2.0.1", "--dst-mac", "02:fa:00:00:00:01",
-             "--respond", "--duration", str(SECS), "--linger-ms", "300",
-             "--report-flows", str(FLOWS), "--report", report],
-            stdout=logs, stderr=subprocess.STDOUT)
-        procs.append(load)
+        load = rig.load("h2", [
+            "--flows", str(FLOWS), "--proto", "roce", "--size", str(FRAME),
+            "--rate", str(PPS * FRAME * 8), "--src", "10.1.0.1", "--dst", "10.2.0.1",
+            "--dst-mac", "02:fa:00:00:00:01", "--respond", "--duration", str(SECS),
+            "--linger-ms", "300", "--report-flows", str(FLOWS), "--report", report])
         time.sleep(1.2)
         before = flow_paths(sock)
         # which flows cross which spine uplink of leaf1, each way (truth)
@@ -205,13 +170,6 @@ def run_case(c, tmp, seed, failover, bench):
         counters = br["counters"]
         silent = [e for e in lslab.call(sock, "events", {"max": 100000})["events"]
                   if e["type"] == "path.silent"]
-    except Exception:
-        logs.flush()
-        lslab.last_words(os.path.join(tmp, "case.log"), name)
-        raise
-    finally:
-        lslab.stop_all(procs)
-        logs.close()
     flows = {f["flow"]: f for f in rep.get("flows", [])}
     hit_f = {i for i, s in fwd.items() if any(l == link for l, _ in s)}
     hit_r = {i for i, s in rev.items() if any(l == link for l, _ in s)} - hit_f

@@ -22,6 +22,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BUILD = os.environ.get("LS_BUILD", os.path.join(ROOT, "build"))
 LAB = os.path.join(ROOT, "tools", "lab", "lab.sh")
 LOCKSTEPD = os.path.join(BUILD, "app", "lockstepd", "lockstepd")
+FABRIC = os.path.join(BUILD, "app", "fabric", "lockstep-fabric")
+LOAD = os.path.join(BUILD, "app", "load", "lockstep-load")
 
 
 def need_root(why="needs root"):
@@ -306,6 +308,86 @@ def last_words(log_path, name, n=40):
                   flush=True)
     except OSError:
         pass
+
+
+def memif(i, role, path):
+    """A memif vdev on a plain (not abstract) socket file."""
+    return "net_memif%d,role=%s,id=0,socket=%s,socket-abstract=no" % (i, role, path)
+
+
+def bridge_ports(tmp, host, mac, ipv4):
+    """lockstepd's two ports in the bridge tests: "host", a memif server at
+    TMP/host.memif that lockstep-load sends into, and "fab", its link to the
+    emulator's host HOST."""
+    return [{"name": "host", "role": "host", "dev": memif(0, "server", tmp + "/host.memif")},
+            {"name": "fab", "mac": mac, "ipv4": ipv4,
+             "dev": memif(1, "client", "%s/fabric/%s.sock" % (tmp, host))}]
+
+
+class BridgeRig:
+    """The data-path tests' setup: the emulator, one lockstepd bridging a
+    memif host port to one of its hosts, lockstep-load on both sides (it
+    sends into the host port, its sink sits at another emulator host).
+    Processes log to TMP/case.log; a with block stops them all, and on an
+    exception prints their last words (a lockstepd that died says why).
+
+    cpus: {"fabric", "lsd", "load"} EAL --lcores strings."""
+
+    def __init__(self, tmp, name, cpus, tag):
+        self.tmp, self.name, self.cpus, self.tag = tmp, name, cpus, tag
+        self.fsock = os.path.join(tmp, "fabric", "ctl.sock")
+        self.procs = []
+        os.makedirs(os.path.join(tmp, "fabric"), exist_ok=True)
+        self.log_path = os.path.join(tmp, "case.log")
+        self.logs = open(self.log_path, "a")
+
+    def _eal(self, binary, who):
+        return [binary, "--no-pci", "--no-huge", "-m", "512", "--lcores", self.cpus[who],
+                "--file-prefix", "%s%s%d" % (self.tag, who, os.getpid())]
+
+    def _start(self, argv):
+        p = subprocess.Popen(argv, stdout=self.logs, stderr=subprocess.STDOUT)
+        self.procs.append(p)
+        return p
+
+    def fabric(self, topo, args=()):
+        """The emulator on TOPO (a dict); True once its socket is up."""
+        path = os.path.join(self.tmp, "topo.json")
+        with open(path, "w") as f:
+            json.dump(topo, f)
+        self._start(self._eal(FABRIC, "fabric") +
+                    ["--", "--topo", path, "--dir", os.path.join(self.tmp, "fabric"),
+                     "--socket", self.fsock] + list(args))
+        return wait_until(lambda: os.path.exists(self.fsock), 20)
+
+    def lockstepd(self, cfg):
+        """lockstepd on CFG (a dict, written beside the log); its control
+        socket once up, else None."""
+        path = os.path.join(self.tmp, cfg["node"]["name"] + ".json")
+        with open(path, "w") as f:
+            json.dump(cfg, f)
+        self._start(self._eal(LOCKSTEPD, "lsd") + ["--", "--config", path])
+        sock = cfg["control"]["socket"]
+        return sock if wait_until(lambda: os.path.exists(sock), 20) else None
+
+    def load(self, sink_host, args):
+        """lockstep-load from the host port to emulator host SINK_HOST."""
+        return self._start(self._eal(LOAD, "load") +
+                           ["--vdev", memif(0, "client", self.tmp + "/host.memif"),
+                            "--vdev", memif(1, "client", "%s/fabric/%s.sock" %
+                                            (self.tmp, sink_host)),
+                            "--", "--tx", "net_memif0", "--rx", "net_memif1"] + list(args))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, *exc):
+        if exc_type is not None:
+            self.logs.flush()
+            last_words(self.log_path, self.name)
+        stop_all(self.procs)
+        self.logs.close()
+        return False
 
 
 def wait_until(pred, timeout, step=0.1):

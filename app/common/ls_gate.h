@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * A port's queues used only while its link is up, for memif (lcore side).
+ *
+ * DPDK 22.11's memif PMD reads a queue's ring address before it checks that
+ * the connection is up, and a server learns the client's regions unmapped
+ * (address NULL), mapping them only when the client says "connect", on the
+ * interrupt thread. A burst on a server port while its client connects can
+ * so read the ring through a region not mapped yet: lockstepd died in
+ * net_memif's rx once in 6 local runs of bridge-pacing, right as
+ * lockstep-load connected. The PMD marks the link up after the mapping, so a
+ * burst that follows a look at the link is safe. The look costs a function
+ * call, taken only until the link is seen up and, after that, on bursts that
+ * found nothing (to see the link go down, and wait for it again).
+ *
+ * Other drivers are not watched. Disconnecting has the same kind of race
+ * (regions unmapped while a burst may run) and this does not close it.
+ */
+#ifndef LS_GATE_H
+#define LS_GATE_H
+
+#include <stdbool.h>
+#include <string.h>
+
+#include <rte_branch_prediction.h>
+#include <rte_ethdev.h>
+
+struct ls_app_gate {
+	bool watch;        /* memif: look at the link */
+	bool up;           /* seen up since last seen down */
+};
+
+static inline void
+ls_app_gate_init(struct ls_app_gate *g, uint16_t port)
+{
+	struct rte_eth_dev_info di;
+
+	g->watch = rte_eth_dev_info_get(port, &di) == 0 && di.driver_name != NULL &&
+		   strcmp(di.driver_name, "net_memif") == 0;
+	g->up = !g->watch;
+}
+
+static inline bool
+ls_app_link_up(uint16_t port)
+{
+	struct rte_eth_link l;
+
+	return rte_eth_link_get_nowait(port, &l) == 0 && l.link_status == RTE_ETH_LINK_UP;
+}
+
+/* Whether the port's queues may be used now. */
+static inline bool
+ls_app_gate_open(struct ls_app_gate *g, uint16_t port)
+{
+	if (likely(g->up))
+		return true;
+	g->up = ls_app_link_up(port);
+	return g->up;
+}
+
+/* After a receive burst: one that found nothing looks at the link. */
+static inline void
+ls_app_gate_after_rx(struct ls_app_gate *g, uint16_t port, uint16_t n)
+{
+	if (n == 0 && g->watch && !ls_app_link_up(port))
+		g->up = false;
+}
+
+/* rx burst on queue 0 behind the gate. */
+static inline uint16_t
+ls_app_rx(struct ls_app_gate *g, uint16_t port, struct rte_mbuf **m, uint16_t n)
+{
+	uint16_t got;
+
+	if (unlikely(!ls_app_gate_open(g, port)))
+		return 0;
+	got = rte_eth_rx_burst(port, 0, m, n);
+	ls_app_gate_after_rx(g, port, got);
+	return got;
+}
+
+/* tx burst on queue 0 behind the gate: 0 sent while it is shut. */
+static inline uint16_t
+ls_app_tx(struct ls_app_gate *g, uint16_t port, struct rte_mbuf **m, uint16_t n)
+{
+	return likely(ls_app_gate_open(g, port)) ? rte_eth_tx_burst(port, 0, m, n) : 0;
+}
+
+#endif /* LS_GATE_H */
