@@ -30,6 +30,7 @@ struct lld_opts {
 	uint8_t dscp;
 	uint8_t ecn;                     /* --ecn codepoint */
 	bool respond;                    /* --respond: the sink answers RoCEv2 as a NIC */
+	bool reflect;                    /* --reflect: the sink's host reflects STAMP (IPv4) */
 	uint32_t cnp_us;                 /* --cnp-us: one CNP per flow per interval */
 	double rate_bps;                 /* per flow (--rate, or --total-rate / flows) */
 	double duration_s;               /* TX time; RX-only: how long to listen */

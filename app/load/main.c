@@ -27,6 +27,7 @@
 
 #include "../common/ls_app.h"
 #include "lld.h"
+#include "lld_reflect.h"
 #include "lld_respond.h"
 #include "lld_sink.h"
 
@@ -161,17 +162,22 @@ tsc_tag(void)
 }
 
 static void
-rx_poll(uint16_t port, struct lld_sink *s, struct lld_resp *resp, bool *got)
+rx_poll(uint16_t port, struct lld_sink *s, struct lld_resp *resp, struct lld_refl *refl,
+	bool *got)
 {
 	struct rte_mbuf *m[LLD_BURST];
 	uint16_t n = rte_eth_rx_burst(port, 0, m, LLD_BURST);
-	uint64_t now = rte_rdtsc();
+	uint64_t now = rte_rdtsc(), rx_ns = refl != NULL && n > 0 ? lld_refl_now_ns() : 0;
 	struct lld_rx r;
 
 	*got = n > 0;
 	for (uint16_t i = 0; i < n; i++) {
 		const uint8_t *f = rte_pktmbuf_mtod(m[i], const uint8_t *);
 
+		if (refl != NULL && lld_refl_frame(refl, m[i], rx_ns)) {
+			m[i] = NULL;   /* reflected: the reflector's now */
+			continue;
+		}
 		if (i + 1 < n)
 			rte_prefetch0(rte_pktmbuf_mtod(m[i + 1], void *));
 		if (lld_frame_parse(f, m[i]->data_len, &r) == 0) {
@@ -185,6 +191,8 @@ rx_poll(uint16_t port, struct lld_sink *s, struct lld_resp *resp, bool *got)
 	rte_pktmbuf_free_bulk(m, n);
 	if (resp != NULL)
 		lld_resp_flush(resp);
+	if (refl != NULL)
+		lld_refl_flush(refl);
 }
 
 /* With --respond, what comes back to the TX port (a device in the middle
@@ -205,6 +213,7 @@ struct run {
 	struct lld_tx tx;
 	struct lld_sink *sink;
 	struct lld_resp *resp;
+	struct lld_refl *refl;
 	uint64_t tx_port_rx;           /* frames that came back to the TX port */
 	uint16_t tx_port, rx_port;
 	bool has_tx, has_rx;
@@ -228,7 +237,7 @@ run_loop(struct run *r)
 			tx_busy = !lld_tx_done(&r->tx);
 		}
 		if (r->has_rx)
-			rx_poll(r->rx_port, r->sink, r->resp, &got);
+			rx_poll(r->rx_port, r->sink, r->resp, r->refl, &got);
 		if (opts.respond && r->has_tx && r->rx_port != r->tx_port)
 			r->tx_port_rx += tx_port_drain(r->tx_port);
 		if (now >= r->stop && !tx_busy)
@@ -304,6 +313,8 @@ report(struct run *r)
 		json_object_set_new(json_object_get(root, "rx"), "port_stats", port_json(r->rx_port));
 		if (r->resp != NULL)
 			json_object_set_new(root, "respond", lld_resp_json(r->resp));
+		if (r->refl != NULL)
+			json_object_set_new(root, "reflect", lld_refl_json(r->refl));
 		lld_sink_summary(r->sink, stderr);
 	}
 	free(sent);
@@ -417,6 +428,15 @@ main(int argc, char **argv)
 			if (r.resp == NULL)
 				rte_exit(1, "lockstep-load: cannot create the responder\n");
 		}
+		if (opts.reflect) {
+			uint32_t ip;
+
+			memcpy(&ip, opts.dst4.a, 4);
+			r.refl = lld_refl_create(r.rx_port, ip, r.tx.pool != NULL ? r.tx.pool :
+						 r.rx_pool);
+			if (r.refl == NULL)
+				rte_exit(1, "lockstep-load: cannot create the reflector\n");
+		}
 	}
 	run_loop(&r);
 	rc = report(&r);
@@ -424,6 +444,7 @@ main(int argc, char **argv)
 		lld_tx_free(&r.tx);
 	lld_sink_free(r.sink);
 	lld_resp_free(r.resp);
+	lld_refl_free(r.refl);
 	{
 		uint16_t ids[2];
 		unsigned int n = 0;

@@ -43,6 +43,8 @@ const char lld_usage[] =
 "  --respond            the sink answers RC requests as a responder NIC: an ACK\n"
 "                       per request and, for CE-marked ones, a CNP (see --cnp-us)\n"
 "  --cnp-us N           at most one CNP per flow per N us (50)\n"
+"  --reflect            the sink's host (--dst) reflects STAMP test packets\n"
+"                       (IPv4, UDP 862), as its lockstepd would\n"
 "  --window-ms N        sink window (100)\n"
 "  --settle-ms N        measure from N ms after the first frame (0)\n"
 "  --linger-ms N        receive this long after TX ends (500)\n"
@@ -60,7 +62,7 @@ enum {
 	O_TX = 256, O_RX, O_FLOWS, O_PROTO, O_FAMILY, O_SIZE, O_RATE, O_TOTAL, O_DURATION,
 	O_ROCEOP, O_SMAC, O_DMAC, O_SRC, O_DST, O_SRC6, O_DST6, O_SPORT, O_DPORT, O_QP,
 	O_DSCP, O_WINDOW, O_SETTLE, O_LINGER, O_DETAIL, O_RFLOWS, O_REPORT, O_IDLE,
-	O_LINKWAIT, O_CHECK, O_SPREAD, O_ECN, O_RESPOND, O_CNPUS,
+	O_LINKWAIT, O_CHECK, O_SPREAD, O_ECN, O_RESPOND, O_CNPUS, O_REFLECT,
 };
 
 static const struct option long_opts[] = {
@@ -78,6 +80,7 @@ static const struct option long_opts[] = {
 	{"qp", required_argument, NULL, O_QP}, {"dscp", required_argument, NULL, O_DSCP},
 	{"ecn", required_argument, NULL, O_ECN}, {"respond", no_argument, NULL, O_RESPOND},
 	{"cnp-us", required_argument, NULL, O_CNPUS},
+	{"reflect", no_argument, NULL, O_REFLECT},
 	{"window-ms", required_argument, NULL, O_WINDOW},
 	{"settle-ms", required_argument, NULL, O_SETTLE},
 	{"linger-ms", required_argument, NULL, O_LINGER},
@@ -359,6 +362,9 @@ parse_run_opt(struct lld_opts *o, int c, const char *name, const char *arg, doub
 		return get_u32(name, arg, 1, 100000000, &o->cnp_us, err, len);
 	case O_RESPOND:
 		o->respond = true;
+		return 0;
+	case O_REFLECT:
+		o->reflect = true;
 		return 0;
 	}
 	return 1;

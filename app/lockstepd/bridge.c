@@ -194,6 +194,7 @@ classify(struct lsd_bridge *b, struct ls_flow *f, const struct ls_flow_pkt *pk)
 	path = entropy_kind(pk) == ENT_NONE ? -1 :
 	       ls_path_pick(&pp, rte_hash_crc(&pk->key, sizeof(pk->key), 0x5eed), b->n_paths);
 	f->path = path < 0 ? 0xff : (uint8_t)path;
+	f->away = 0;
 	f->gen = b->gen;
 }
 
@@ -270,6 +271,8 @@ host_frame(struct lsd_bridge *b, struct rte_mbuf *m, const struct ls_flow_pkt *p
 		if (b->fo_on && f->heard && rc_request(pk->bth_opcode))
 			lsd_fo_request(b, f, idx, pk, now);
 	}
+	if (unlikely(b->fo_probe_live || f->away) && f->path != 0xff)
+		lsd_fo_frame(b, f, idx, pk, now);
 	if (f->path != 0xff)
 		steer(b, f, m, pk);
 	tpb = b->cc_on && lsd_cc_mode_on(b, f->slice) ?
@@ -424,8 +427,14 @@ from_fabric(struct lsd_lcore *lc, struct lsd_bridge *b, uint64_t now, unsigned i
 	uint64_t tsc;
 
 	n = ls_app_rx(&b->fab->gate, b->fab->port_id, m, LSD_BURST);
+	b->fab_drained = n < LSD_BURST;
 	if (n == 0)
 		return;
+	/* after a pause (this lcore, the peer or, in the lab, the emulator
+	 * held up), replies come late for every path: not silence (bridge_fo.c) */
+	if (now - b->fab_last_rx > b->fab_pause)
+		b->fab_resumed = now;
+	b->fab_last_rx = now;
 	tsc = rte_rdtsc();
 	*work += n;
 	for (i = 0; i < n; i++) {

@@ -62,6 +62,8 @@ struct ls_ctl;
 	X(repaths)          /* flows moved off a path their requests went unacked on */ \
 	X(repath_returns)   /* moved flows back on their own path after hold_ms */ \
 	X(repath_exhausted) /* silent on every path since their last ACK: left in place */ \
+	X(repaths_probe)    /* flows moved off a path the probe mesh found silent */ \
+	X(probe_silences)   /* probe paths found silent (each marks the data paths on its route) */ \
 	X(route_icmp)       /* ICMP errors about our path discovery: kept, not forwarded */
 
 struct lsd_bridge_stats {
@@ -92,9 +94,15 @@ struct lsd_bridge {
 	struct lsd_lcore *lc;               /* the lcore (its probes feed the delay mode) */
 	bool cc_on;                         /* a slice has cc or np */
 	bool fo_on;                         /* failover (bridge_fo.c) */
+	bool fo_probe_live;                 /* a probe mark may live: frames look */
 	bool roce_track;                    /* cc_on or fo_on: RoCEv2 requests and ACKs
 					     * are followed (bridge_cc.c) */
 	struct lsd_fo *fo;                  /* failover state */
+	bool fab_drained;                   /* the last fabric burst was not full: no reply
+					     * waits unread (bridge_fo.c judges probe silence) */
+	uint64_t fab_last_rx;               /* tsc of the last frame from the fabric */
+	uint64_t fab_resumed;               /* tsc when frames came again after a pause */
+	uint64_t fab_pause;                 /* a quiet longer than this is a pause (tsc) */
 	uint64_t fo_unlogged;               /* moves not in the event log (control thread) */
 	uint64_t slice_ce[LS_SLICE_MAX];    /* CE-marked frames per slice (both ways) */
 	uint64_t path_ce[LS_POLICY_MAX_PATHS]; /* CE from the fabric by the sender's path */
@@ -138,6 +146,12 @@ void lsd_fo_flow_init(struct lsd_bridge *b, int32_t idx);
 void lsd_fo_request(struct lsd_bridge *b, struct ls_flow *f, int32_t idx,
 		    const struct ls_flow_pkt *pk, uint64_t now);
 void lsd_fo_ack(struct lsd_bridge *b, int32_t idx, uint64_t now);
+void lsd_fo_frame(struct lsd_bridge *b, struct ls_flow *f, int32_t idx,
+		  const struct ls_flow_pkt *pk, uint64_t now);
+void lsd_fo_probe_path(struct lsd_bridge *b, const struct lsd_peer *peer,
+		       struct lsd_peer_path *pp, uint64_t data_paths, uint64_t now_ns);
+void lsd_fo_probe_heard(struct lsd_bridge *b, const struct lsd_peer *peer,
+			uint64_t data_paths);
 json_t *lsd_fo_flow_json(const struct lsd_bridge *b, int32_t idx);
 /* Control thread: the lcore's moves since the last call, as path.silent events. */
 void lsd_fo_events_poll(struct lsd_bridge *b);

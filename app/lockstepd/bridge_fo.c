@@ -46,6 +46,30 @@
  * the meantime (the mark is renewed by every flow that leaves it). If the
  * path is still dead, the flow costs one silence_us stall per hold_ms.
  *
+ * From the probes, whichever is first. The probe mesh measures paths with
+ * its own 5-tuple (dport 862), the data crosses the fabric with another
+ * (4791). The route map traces both (route.c); a probe path and the data
+ * paths whose traces cross the same routers share fate, and links.c hands
+ * each probe path that set (lsd_peer_path.data_paths). When a probe path
+ * goes unanswered (3 probes in a row, and since its last reply longer than
+ * an interval plus 4 rttvar of its round trips, within [silence_us,
+ * 20 silence_us]: the two-core lab's round trips vary by milliseconds;
+ * judged when the lcore's fabric queue is drained so no reply waits unread,
+ * only while another path of the peer still answers -- all of them
+ * silent at once is the peer, or a held-up machine, not a path -- and not
+ * within that time of a pause of the whole fabric port (silence_us / 2
+ * without a frame): replies then come back late for every path, in an
+ * order that makes the last ones look silent),
+ * its data paths are marked silent for the peer's address for hold_ms, in a
+ * table of their own. While such a mark lives, every flow's frame looks it
+ * up, and a flow on a marked path moves -- heard or not, RC, UD or any
+ * other kind with an entropy the bridge sets: the flows the ACK rule cannot
+ * see. A moved flow that is never acknowledged goes home the same way,
+ * at its frames, after hold_ms unless its path was marked again. What
+ * this costs: nothing while no mark lives (one branch); a hash and a load
+ * per frame while one does. A probe path whose *reply* route died marks
+ * data paths that may be fine: they move needlessly (a reorder, no loss).
+ *
  * Memory: a bit in the flow line (heard: a flow never acknowledged costs
  * nothing more), 32 bytes per flow beside the flow table, a direct-mapped table of
  * per-destination marks (a collision merges two destinations' marks: they
@@ -73,13 +97,19 @@ struct fo_rec {
 	uint8_t dst[16];
 	uint16_t vid;
 	uint8_t family, from, to; /* from/to: path, 0xff the host's entropy */
-	uint8_t pad[3];
+	uint8_t by;                /* FO_BY_ACKS, FO_BY_PROBES */
+	uint8_t pad[2];
 	uint32_t limit_us;         /* the silence that moved it */
 };
+
+enum { FO_BY_ACKS, FO_BY_PROBES };
 
 struct lsd_fo {
 	struct ls_repath_flow *flow;  /* [max_flows] */
 	struct ls_repath_mark dest[DEST_SLOTS];
+	struct ls_repath_mark pdest[DEST_SLOTS]; /* the probe mesh's marks */
+	uint32_t probe_until;      /* flow clock: no probe mark lives after it */
+	uint32_t probe_silence;    /* silence_us in ns (probe paths) */
 	struct ls_repath_params p;
 	uint64_t all;              /* bits of the paths 0..n_paths-1 */
 	uint64_t per_us;           /* flow clock units per us, 32.32 */
@@ -113,6 +143,8 @@ lsd_fo_create(struct lsd_bridge *b, int socket)
 	b->fo->p.n_paths = RTE_MIN(b->n_paths, 64);
 	b->fo->all = b->n_paths >= 64 ? ~0ULL : (1ULL << b->n_paths) - 1;
 	b->fo->per_us = (per_us << 32) >> T_SHIFT;
+	b->fo->probe_silence = c->silence_us * 1000;
+	b->fab_pause = c->silence_us * per_us / 2;
 	return 0;
 }
 
@@ -170,10 +202,11 @@ policy_paths(const struct lsd_bridge *b, const struct ls_flow_pkt *pk)
 /* A move, for the event log (lsd_fo_events_poll). */
 static void
 log_move(struct lsd_fo *fo, const struct ls_flow_key *k, uint8_t from, uint8_t to,
-	 uint32_t limit, uint64_t now)
+	 uint32_t limit, uint64_t now, uint8_t by)
 {
 	struct fo_rec *r = &fo->log[fo->head % FO_LOG];
 
+	r->by = by;
 	r->tsc = now;
 	memcpy(r->dst, k->dst, sizeof(r->dst));
 	r->vid = k->vid;
@@ -184,24 +217,39 @@ log_move(struct lsd_fo *fo, const struct ls_flow_key *k, uint8_t from, uint8_t t
 	__atomic_store_n(&fo->head, fo->head + 1, __ATOMIC_RELEASE);
 }
 
-/* Move flow f off its silent path. */
+/* Both tables' marks for destination hash h at t. */
+static inline uint64_t
+marks_of(const struct lsd_fo *fo, uint32_t h, uint32_t t)
+{
+	return ls_repath_marks(fo->dest, DEST_SLOTS, h, t) |
+	       ls_repath_marks(fo->pdest, DEST_SLOTS, h, t);
+}
+
+/* Move flow f off its silent path (by its ACKs: the path is marked for the
+ * destination; by the probes: it already is). */
 static void
 move(struct lsd_bridge *b, struct ls_flow *f, struct ls_repath_flow *s,
-     const struct ls_flow_pkt *pk, uint32_t t, uint64_t now)
+     const struct ls_flow_pkt *pk, uint32_t t, uint64_t now, uint8_t by)
 {
 	struct lsd_fo *fo = b->fo;
 	uint32_t h = dest_hash(&pk->key);
-	int k = ls_repath_pick(policy_paths(b, pk), ls_repath_marks(fo->dest, DEST_SLOTS, h, t),
+	int k = ls_repath_pick(policy_paths(b, pk), marks_of(fo, h, t),
 			       f->path, fo->p.n_paths,
 			       rte_hash_crc(&pk->key, sizeof(pk->key), s->moves));
 
 	if (k < 0)
 		return;
-	ls_repath_mark(fo->dest, DEST_SLOTS, h, f->path, t, &fo->p);
+	if (by == FO_BY_ACKS)
+		ls_repath_mark(fo->dest, DEST_SLOTS, h, f->path, t, &fo->p);
 	ls_repath_moved(s, &fo->p, t, f->path);
-	log_move(fo, &pk->key, f->path, (uint8_t)k, s->limit, now);
+	log_move(fo, &pk->key, f->path, (uint8_t)k, by == FO_BY_ACKS ? s->limit : fo->p.silence,
+		 now, by);
 	f->path = (uint8_t)k;
-	b->st.repaths++;
+	f->away = 1;
+	if (by == FO_BY_ACKS)
+		b->st.repaths++;
+	else
+		b->st.repaths_probe++;
 }
 
 struct home_arg {
@@ -214,7 +262,7 @@ home_silent(void *arg, uint8_t home)
 {
 	const struct home_arg *a = arg;
 
-	return ls_repath_marks(a->fo->dest, DEST_SLOTS, a->h, a->t) >> home & 1;
+	return marks_of(a->fo, a->h, a->t) >> home & 1;
 }
 
 /* A request of a heard RoCEv2 flow from the host, before it is steered:
@@ -230,10 +278,11 @@ lsd_fo_request(struct lsd_bridge *b, struct ls_flow *f, int32_t idx,
 
 	switch (ls_repath_on_request(s, &b->fo->p, t, home_silent, &ha)) {
 	case LS_REPATH_MOVE:
-		move(b, f, s, pk, t, now);
+		move(b, f, s, pk, t, now, FO_BY_ACKS);
 		break;
 	case LS_REPATH_HOME:
 		f->path = s->home;
+		f->away = 0;
 		ls_repath_went_home(s);
 		b->st.repath_returns++;
 		break;
@@ -293,7 +342,8 @@ group_json(const struct fo_group *g)
 				snprintf(key, sizeof(key), "%u", k);
 			json_object_set_new(to, key, json_integer(g->to[k]));
 		}
-	return json_pack("{s:s, s:i, s:o, s:i, s:o, s:{s:i, s:i}}", "dst", a, "vid", g->r.vid,
+	return json_pack("{s:s, s:s, s:i, s:o, s:i, s:o, s:{s:i, s:i}}", "dst", a,
+			 "by", g->r.by == FO_BY_PROBES ? "probes" : "acks", "vid", g->r.vid,
 			 "path", g->r.from == 0xff ? json_null() : json_integer(g->r.from),
 			 "flows_moved", (int)g->flows, "to", to, "silence_us",
 			 "min", (int)g->limit_min, "max", (int)g->limit_max);
@@ -331,7 +381,7 @@ lsd_fo_events_poll(struct lsd_bridge *b)
 			continue;
 		}
 		for (i = 0; i < n; i++)
-			if (g[i].r.from == r.from && g[i].r.vid == r.vid &&
+			if (g[i].r.from == r.from && g[i].r.vid == r.vid && g[i].r.by == r.by &&
 			    memcmp(g[i].r.dst, r.dst, 16) == 0)
 				break;
 		if (i == n) {
@@ -351,4 +401,125 @@ lsd_fo_events_poll(struct lsd_bridge *b)
 	}
 	for (unsigned int i = 0; i < n; i++)
 		lsd_event("path.silent", LSD_EV_WARNING, group_json(&g[i]));
+}
+
+/* ---- the probe mesh's silent paths (lcore) -------------------------- */
+
+/* A peer's address as flows key their destination (IPv4-mapped). */
+static uint32_t
+addr_hash(const struct ls_addr *a)
+{
+	uint8_t dst[16] = {0};
+
+	if (a->family == LS_AF_INET) {
+		dst[10] = dst[11] = 0xff;
+		memcpy(dst + 12, a->a, 4);
+	} else {
+		memcpy(dst, a->a, 16);
+	}
+	return rte_hash_crc(dst, sizeof(dst), 0);
+}
+
+/* Whether another path of the peer answered within lim: a dead link
+ * silences some paths, a dead or held-up peer (or our own lcore, or the
+ * lab's emulator) all of them, and moving flows would not help then. */
+static bool
+peer_heard(const struct lsd_peer *peer, uint64_t now_ns, uint64_t lim)
+{
+	for (uint16_t p = 0; p < peer->n_paths; p++)
+		if (now_ns - peer->path[p].live.last_rx_ns < lim)
+			return true;
+	return false;
+}
+
+/*
+ * At each probe of a path that carries data (data_paths != 0): whether it
+ * has gone silent, and if so its data paths are marked for the peer. Judged
+ * only when the fabric's queue was drained by this pass, so that replies
+ * waiting unread after the lcore was held up never read as silence.
+ */
+void
+lsd_fo_probe_path(struct lsd_bridge *b, const struct lsd_peer *peer,
+		  struct lsd_peer_path *pp, uint64_t data_paths, uint64_t now_ns)
+{
+	struct lsd_fo *fo = b->fo;
+	const struct ls_path_live *l = &pp->live;
+	/* the next reply is due an interval after the last, give or take how
+	 * much round trips vary: 4 rttvar, as RFC 6298 allows them */
+	uint64_t lim = (uint64_t)peer->interval_us * 1000 + 4 * (uint64_t)pp->fo_rttvar;
+	uint32_t t, h;
+
+	lim = RTE_MAX(lim, (uint64_t)fo->probe_silence);
+	lim = RTE_MIN(lim, 20 * (uint64_t)fo->probe_silence);
+	if (!l->any_rx || l->tx_next - 1 - l->max_seq_rx < 3 || !b->fab_drained ||
+	    now_ns - l->last_rx_ns < lim || !peer_heard(peer, now_ns, lim) ||
+	    (rte_rdtsc() - b->fab_resumed) * 1000000 / b->hz * 1000 < lim)
+		return;
+	t = fo_clock(rte_rdtsc());
+	h = addr_hash(&peer->addr);
+	for (uint64_t m = data_paths & fo->all; m != 0; m &= m - 1)
+		ls_repath_mark(fo->pdest, DEST_SLOTS, h, (uint8_t)__builtin_ctzll(m), t, &fo->p);
+	fo->probe_until = t + fo->p.hold;
+	b->fo_probe_live = true;
+	if (!pp->fo_silent)
+		b->st.probe_silences++;
+	pp->fo_silent = 1;
+}
+
+/* A probe path found silent answers again: its data paths' marks for the
+ * peer go (another silent path that shares some marks them again at its
+ * next probe). Flows that moved stay away for hold_ms all the same. */
+void
+lsd_fo_probe_heard(struct lsd_bridge *b, const struct lsd_peer *peer, uint64_t data_paths)
+{
+	uint32_t h = addr_hash(&peer->addr);
+	struct ls_repath_mark *e = &b->fo->pdest[h & (DEST_SLOTS - 1)];
+
+	if (e->tag == (h | 1))
+		e->silent &= ~data_paths;
+}
+
+/*
+ * A frame of a flow with a path while a probe mark lives or the flow is
+ * away: a flow on a marked path moves; a flow never acknowledged goes home
+ * after hold_ms unless its home is marked (an acknowledged one does at its
+ * requests, lsd_fo_request).
+ */
+void
+lsd_fo_frame(struct lsd_bridge *b, struct ls_flow *f, int32_t idx,
+	     const struct ls_flow_pkt *pk, uint64_t now)
+{
+	struct lsd_fo *fo = b->fo;
+	struct ls_repath_flow *s = &fo->flow[idx];
+	uint32_t t = fo_clock(now);
+	uint32_t h = dest_hash(&pk->key);
+	uint64_t pm = 0, marks;
+
+	if (b->fo_probe_live) {
+		if ((int32_t)(t - fo->probe_until) >= 0)
+			b->fo_probe_live = false;
+		else
+			pm = ls_repath_marks(fo->pdest, DEST_SLOTS, h, t);
+	}
+	if (pm >> f->path & 1) {
+		/* every path marked: the peer, not a path; stay */
+		if ((fo->all & ~pm) == 0) {
+			b->st.repath_exhausted++;
+			return;
+		}
+		move(b, f, s, pk, t, now, FO_BY_PROBES);
+		return;
+	}
+	if (!f->away || f->heard || !(s->state & LS_REPATH_AWAY) ||
+	    (int32_t)(t - s->until) < 0)
+		return;
+	marks = pm | ls_repath_marks(fo->dest, DEST_SLOTS, h, t);
+	if (s->home != LS_REPATH_NO_PATH && (marks >> s->home & 1)) {
+		s->until = t + fo->p.hold;
+		return;
+	}
+	f->path = s->home;
+	f->away = 0;
+	ls_repath_went_home(s);
+	b->st.repath_returns++;
 }

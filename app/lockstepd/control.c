@@ -501,14 +501,22 @@ cmd_path(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 					"rev_p99", (json_int_t)(s.d[LS_PM_REV].p99 - floor_r)));
 			json_object_set_new(wins, ls_path_win_name((enum ls_path_win)w), o);
 		}
+		json_t *dp = json_array();
+		uint64_t dm = LOAD(pp->data_paths);
+
+		for (unsigned int d = 0; d < 64; d++)
+			if (dm >> d & 1)
+				json_array_append_new(dp, json_integer(d));
 		json_array_append_new(paths, json_pack(
-			"{s:i, s:i, s:s, s:i, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I}, s:o}",
+			"{s:i, s:i, s:s, s:i, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I}, s:o, s:o}",
 			"path", k, "sport", pp->sport, "state", path_state(peer, pp),
 			"consecutive_lost", (int)LOAD(pp->live.consecutive_lost),
 			"counters", "sent", (json_int_t)c.sent, "received", (json_int_t)c.received,
 			"lost", (json_int_t)c.lost, "late", (json_int_t)c.late,
 			"reordered", (json_int_t)c.reordered, "duplicated", (json_int_t)c.duplicated,
-			"unknown", (json_int_t)c.unknown, "windows", wins));
+			"unknown", (json_int_t)c.unknown, "windows", wins,
+			/* the bridge's data paths on this path's route (failover) */
+			"data_paths", dp));
 	}
 	ls_ctl_reply_ok(req, json_pack("{s:s, s:o, s:s, s:i, s:o, s:o}", "peer", peer->name,
 				       "addr", addr_json(&peer->addr), "state", peer_state(peer),

@@ -52,6 +52,7 @@
 #include <jansson.h>
 
 #include <rte_cycles.h>
+#include <rte_jhash.h>
 
 #include "lockstepd.h"
 #include "ls_ctl.h"
@@ -193,6 +194,51 @@ path_links(const struct lsd_peer *peer, uint16_t path, uint8_t hops, uint16_t *o
 	return true;
 }
 
+/* A usable trace's routers as one value (0: not usable). */
+static uint64_t
+hops_key(const struct lsd_route_path *rp, uint8_t hops)
+{
+	uint64_t k = 0x9e3779b97f4a7c15ULL;
+
+	if (rp == NULL || !rp->complete || rp->n < hops || rp->n == 0)
+		return 0;
+	for (uint8_t h = 0; h < rp->n; h++)
+		k = (k ^ rte_jhash(&rp->hop[h], sizeof(rp->hop[h]), h)) * 0x100000001b3ULL;
+	return k | 1;
+}
+
+/*
+ * For the bridge's failover (bridge_fo.c): each probe path gets the set of
+ * data paths whose trace (dport 4791) crosses the same routers as its own.
+ * Where the fabric hashes the destination port, probe path j and data path
+ * j part ways; routers in common say which probe stands for which data.
+ * O(paths^2) compares of one value per path, every pass.
+ */
+static void
+data_paths(const struct lsd_peer *peer, uint8_t hops)
+{
+	uint64_t dk[LS_MAX_PATHS];
+	bool any = false;
+
+	for (uint16_t k = 0; k < peer->n_paths && k < LS_MAX_PATHS; k++) {
+		const struct lsd_route_path *dp = lsd_route_data_map(peer, k);
+
+		dk[k] = hops_key(dp, hops);
+		any |= dk[k] != 0;
+		if (dp != NULL && dp->complete && dp->n < hops && !dp->stale)
+			lsd_route_stale(peer, k);   /* lost its last answers */
+	}
+	for (uint16_t j = 0; j < peer->n_paths && j < LS_MAX_PATHS; j++) {
+		uint64_t pk = any ? hops_key(lsd_route_map(peer, j), hops) : 0, mask = 0;
+
+		for (uint16_t k = 0; pk != 0 && k < peer->n_paths && k < 64; k++)
+			if (dk[k] == pk)
+				mask |= 1ULL << k;
+		__atomic_store_n(&((struct lsd_peer *)(uintptr_t)peer)->path[j].data_paths, mask,
+				 __ATOMIC_RELAXED);
+	}
+}
+
 static void
 link_name(const struct link *l, char *buf, size_t len)
 {
@@ -268,6 +314,7 @@ gather(void)
 			continue;
 		note_ups(peer, i);
 		hops = peer_hops(peer);
+		data_paths(peer, hops);
 		for (uint16_t p = 0; p < peer->n_paths; p++) {
 			const struct lsd_peer_path *pp = &peer->path[p];
 			size_t slot = (size_t)i * LS_MAX_PATHS + p;

@@ -174,6 +174,11 @@ struct lsd_peer_path {
 	int64_t rev_min[2];        /* the same for the reverse direction (links.c: */
 	int64_t q_rev_ns;          /*   slow senders) */
 	uint64_t q_tsc;            /* TSC of that sample, 0: none yet */
+	uint64_t data_paths;       /* (control writes) the bridge's data paths whose
+				    * route is this probe path's (links.c) */
+	uint8_t fo_silent;         /* (lcore) found silent for failover (bridge_fo.c) */
+	int64_t fo_srtt, fo_rttvar; /* (lcore) its round trips, smoothed (RFC 6298 form,
+				    * ns), while data_paths != 0 */
 };
 
 /*
@@ -431,7 +436,20 @@ int64_t lsd_peer_queue_ns(struct lsd_lcore *lc, const struct ls_addr *addr, uint
 void lsd_sender_on_reply(struct lsd_lcore *lc, struct lsd_port *p, struct rte_mbuf *m,
 			const struct ls_pkt_info *pi, uint64_t rx_ns);
 void lsd_sender_tick(struct lsd_lcore *lc, uint64_t now_ns);
-uint64_t lsd_peer_loss_timeout_ns(const struct lsd_peer *peer);
+/* A probe's loss time-out: probe.loss_timeout_us, else the peer's
+ * interval and at least 50 ms. */
+static inline uint64_t
+lsd_peer_loss_timeout_ns(const struct lsd_peer *peer)
+{
+	uint64_t t = (uint64_t)lsd.cfg.probe.loss_timeout_us * 1000;
+
+	if (t == 0) {
+		t = (uint64_t)peer->interval_us * 1000;
+		if (t < 50ULL * 1000 * 1000)
+			t = 50ULL * 1000 * 1000;
+	}
+	return t;
+}
 
 /* reflector.c */
 int lsd_reflector_setup(struct lsd_lcore *lc);
@@ -486,6 +504,9 @@ struct lsd_route_path {
 };
 const struct lsd_route_path *lsd_route_map(const struct lsd_peer *peer, uint16_t path);
 void lsd_route_stale(const struct lsd_peer *peer, uint16_t path);
+/* the same path traced with the data's 5-tuple (dport 4791), where the
+ * bridge does failover toward peer; NULL otherwise or not yet */
+const struct lsd_route_path *lsd_route_data_map(const struct lsd_peer *peer, uint16_t path);
 void lsd_route_poll(void);
 /* links.c (control thread): link inference over the route map */
 void lsd_links_poll(void);

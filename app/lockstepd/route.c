@@ -30,7 +30,10 @@
  * the background (route.traces_per_s, oldest first, again after
  * route.refresh_s or when links.c says its route may have changed), and
  * its last finished trace is kept per (peer name, path) for link inference
- * (links.c): lsd_route_map.
+ * (links.c): lsd_route_map. Where the bridge does failover on the port,
+ * each path is traced a second time with the data's destination port
+ * (4791), into a map of its own (lsd_route_data_map): links.c pairs each
+ * probe path with the data paths that cross the same routers.
  *
  * A probe that reaches the peer is dropped there (16 bytes: shorter than
  * a STAMP packet, rx_stamp_short): the hops are the routers that answered,
@@ -49,6 +52,7 @@
 #include <rte_mbuf.h>
 #include <rte_ring.h>
 
+#include "bridge.h"
 #include "lockstepd.h"
 #include "ls_ctl.h"
 #include "ls_pkt.h"
@@ -93,6 +97,7 @@ static struct {
 	uint32_t next;
 	uint64_t late;             /* answers for no open trace */
 	struct rte_hash *map;      /* peer name -> struct rt_peer * */
+	struct rte_hash *dmap;     /* the same for the data's traces (dport 4791) */
 	uint32_t cursor;           /* background: the next peer to look at */
 	uint64_t bg_tokens, bg_last;  /* traces_per_s bucket (x 1e6) */
 	uint64_t bg_started, bg_done;
@@ -194,22 +199,23 @@ lsd_route_poll(void)
 /* ---- the route map ---------------------------------------------------- */
 
 static struct rt_peer *
-map_peer(const char *name, uint16_t n_paths, bool add)
+map_peer_in(bool data, const char *name, uint16_t n_paths, bool add)
 {
 	char key[LS_NAME_LEN] = {0};
 	struct rt_peer *e = NULL, *g;
+	struct rte_hash **map = data ? &rt.dmap : &rt.map;
 
-	if (rt.map == NULL) {
+	if (*map == NULL) {
 		struct rte_hash_parameters hp = {
-			.name = "ls_route_map", .entries = RT_MAP_MAX, .key_len = LS_NAME_LEN,
-			.hash_func = rte_jhash, .socket_id = SOCKET_ID_ANY,
+			.name = data ? "ls_route_dmap" : "ls_route_map", .entries = RT_MAP_MAX,
+			.key_len = LS_NAME_LEN, .hash_func = rte_jhash, .socket_id = SOCKET_ID_ANY,
 		};
 
-		if (!add || (rt.map = rte_hash_create(&hp)) == NULL)
+		if (!add || (*map = rte_hash_create(&hp)) == NULL)
 			return NULL;
 	}
 	snprintf(key, sizeof(key), "%s", name);
-	if (rte_hash_lookup_data(rt.map, key, (void **)&e) >= 0) {
+	if (rte_hash_lookup_data(*map, key, (void **)&e) >= 0) {
 		if (!add || n_paths <= e->n_paths)
 			return e;
 		/* more paths now: grow (the key's data pointer follows) */
@@ -218,18 +224,24 @@ map_peer(const char *name, uint16_t n_paths, bool add)
 			return e;
 		memset(&g->path[g->n_paths], 0, sizeof(g->path[0]) * (n_paths - g->n_paths));
 		g->n_paths = n_paths;
-		rte_hash_add_key_data(rt.map, key, g);
+		rte_hash_add_key_data(*map, key, g);
 		return g;
 	}
 	if (!add || (e = calloc(1, sizeof(*e) + sizeof(e->path[0]) * n_paths)) == NULL)
 		return NULL;
 	snprintf(e->name, sizeof(e->name), "%s", name);
 	e->n_paths = n_paths;
-	if (rte_hash_add_key_data(rt.map, key, e) < 0) {
+	if (rte_hash_add_key_data(*map, key, e) < 0) {
 		free(e);
 		return NULL;
 	}
 	return e;
+}
+
+static struct rt_peer *
+map_peer(const char *name, uint16_t n_paths, bool add)
+{
+	return map_peer_in(false, name, n_paths, add);
 }
 
 /* A finished background trace into the map: its routers in TTL order up
@@ -237,7 +249,8 @@ map_peer(const char *name, uint16_t n_paths, bool add)
 static void
 map_file(const struct rt_trace *t)
 {
-	struct rt_peer *e = map_peer(t->peer, (uint16_t)(t->path + 1), true);
+	struct rt_peer *e = map_peer_in(t->dport != lsd.cfg.probe.dst_port, t->peer,
+					(uint16_t)(t->path + 1), true);
 	struct lsd_route_path *p;
 	int last = 0;
 
@@ -267,13 +280,36 @@ lsd_route_map(const struct lsd_peer *peer, uint16_t path)
 	       &e->path[path] : NULL;
 }
 
+const struct lsd_route_path *
+lsd_route_data_map(const struct lsd_peer *peer, uint16_t path)
+{
+	struct rt_peer *e = map_peer_in(true, peer->name, 0, false);
+
+	return e != NULL && path < e->n_paths && e->path[path].traced_ns != 0 ?
+	       &e->path[path] : NULL;
+}
+
 void
 lsd_route_stale(const struct lsd_peer *peer, uint16_t path)
 {
-	struct rt_peer *e = map_peer(peer->name, 0, false);
+	for (int d = 0; d < 2; d++) {
+		struct rt_peer *e = map_peer_in(d, peer->name, 0, false);
 
-	if (e != NULL && path < e->n_paths)
-		e->path[path].stale = true;
+		if (e != NULL && path < e->n_paths)
+			e->path[path].stale = true;
+	}
+}
+
+/* Whether the bridge does failover for data toward peer: its data paths
+ * are traced too. */
+static bool
+data_traced(const struct lsd_peer *peer)
+{
+	for (unsigned int l = 0; l < RTE_MAX_LCORE; l++)
+		if (lsd_bridges[l] != NULL && lsd_bridges[l]->fo_on &&
+		    lsd_bridges[l]->fab == &lsd.ports[peer->port_idx])
+			return true;
+	return false;
 }
 
 static int start(const struct lsd_peer *peer, uint16_t path, uint16_t dport, uint8_t max_ttl);
@@ -295,9 +331,16 @@ prune(uint64_t now)
 		rt.prune_iter = 0;
 		return;
 	}
-	if (lsd_peer_find(((const struct rt_peer *)data)->name) < 0 &&
-	    rte_hash_del_key(rt.map, key) >= 0)
-		free(data);
+	if (lsd_peer_find(((const struct rt_peer *)data)->name) < 0) {
+		void *dd;
+
+		/* its data traces go with it (same key) */
+		if (rt.dmap != NULL && rte_hash_lookup_data(rt.dmap, key, &dd) >= 0 &&
+		    rte_hash_del_key(rt.dmap, key) >= 0)
+			free(dd);
+		if (rte_hash_del_key(rt.map, key) >= 0)
+			free(data);
+	}
 }
 
 /* Whether (peer, path) has a trace on the way. */
@@ -342,25 +385,31 @@ background(uint64_t now)
 		if (!__atomic_load_n(&peer->resolved, __ATOMIC_RELAXED) ||
 		    (e = map_peer(peer->name, peer->n_paths, true)) == NULL)
 			continue;
-		for (uint16_t p = 0; p < peer->n_paths && p < e->n_paths; p++) {
-			const struct lsd_route_path *rp = &e->path[p];
-			int id;
+		for (int d = 0; d < 1 + data_traced(peer); d++) {
+			uint16_t dport = d ? ROCE_PORT : lsd.cfg.probe.dst_port;
 
-			if (rt.bg_tokens < 1000000 || inflight >= RT_TRACES / 2)
-				return;
-			if (rp->traced_ns != 0 && !rp->stale &&
-			    wall - rp->traced_ns < (int64_t)c->refresh_s * 1000000000)
-				continue;
-			if (tracing(peer->name, p, lsd.cfg.probe.dst_port))
-				continue;
-			id = start(peer, p, lsd.cfg.probe.dst_port, c->max_ttl);
-			if (id < 0)
-				return;
-			rt.t[id].bg = true;
-			e->path[p].stale = false;
-			rt.bg_tokens -= 1000000;
-			rt.bg_started++;
-			inflight++;
+			if (d && (e = map_peer_in(true, peer->name, peer->n_paths, true)) == NULL)
+				break;
+			for (uint16_t p = 0; p < peer->n_paths && p < e->n_paths; p++) {
+				const struct lsd_route_path *rp = &e->path[p];
+				int id;
+
+				if (rt.bg_tokens < 1000000 || inflight >= RT_TRACES / 2)
+					return;
+				if (rp->traced_ns != 0 && !rp->stale &&
+				    wall - rp->traced_ns < (int64_t)c->refresh_s * 1000000000)
+					continue;
+				if (tracing(peer->name, p, dport))
+					continue;
+				id = start(peer, p, dport, c->max_ttl);
+				if (id < 0)
+					return;
+				rt.t[id].bg = true;
+				e->path[p].stale = false;
+				rt.bg_tokens -= 1000000;
+				rt.bg_started++;
+				inflight++;
+			}
 		}
 	}
 }

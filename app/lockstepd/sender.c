@@ -38,6 +38,7 @@
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 
+#include "bridge.h"
 #include "lockstepd.h"
 #include "ls_stamp.h"
 
@@ -47,18 +48,6 @@ ns_to_ticks(uint64_t ns)
 	return (uint64_t)(((unsigned __int128)ns * rte_get_timer_hz()) / LS_NS_PER_S);
 }
 
-uint64_t
-lsd_peer_loss_timeout_ns(const struct lsd_peer *peer)
-{
-	uint64_t t = (uint64_t)lsd.cfg.probe.loss_timeout_us * 1000;
-
-	if (t == 0) {
-		t = (uint64_t)peer->interval_us * 1000;
-		if (t < 50ULL * 1000 * 1000)
-			t = 50ULL * 1000 * 1000;
-	}
-	return t;
-}
 
 static const struct ls_addr *
 src_addr(const struct lsd_port *p, uint8_t family)
@@ -220,6 +209,67 @@ pair_interval_ns(struct lsd_peer_path *pp)
 	return ns;
 }
 
+static struct lsd_bridge *
+fo_bridge(struct lsd_lcore *lc, const struct lsd_peer *peer)
+{
+	struct lsd_bridge *b = lsd_bridges[lc->lcore_id];
+
+	return b != NULL && b->fo_on && b->fab == &lsd.ports[peer->port_idx] ? b : NULL;
+}
+
+/* A path found silent answers again: its marks go (bridge_fo.c). */
+static void
+fo_heard(struct lsd_lcore *lc, const struct lsd_peer *peer, struct lsd_peer_path *pp)
+{
+	struct lsd_bridge *b = fo_bridge(lc, peer);
+
+	pp->fo_silent = 0;
+	if (b != NULL)
+		lsd_fo_probe_heard(b, peer, __atomic_load_n(&pp->data_paths, __ATOMIC_RELAXED));
+}
+
+/* A path that carries the bridge's data (links.c found data paths on its
+ * route): failover hears of its silence (bridge_fo.c). */
+static inline void
+fo_judge(struct lsd_lcore *lc, const struct lsd_peer *peer, struct lsd_peer_path *pp)
+{
+	uint64_t dp = __atomic_load_n(&pp->data_paths, __ATOMIC_RELAXED);
+	struct lsd_bridge *b;
+
+	if (likely(dp == 0))
+		return;
+	b = fo_bridge(lc, peer);
+	if (b != NULL)
+		lsd_fo_probe_path(b, peer, pp, dp, ls_clock_now(&lc->clock));
+}
+
+/* The round trips of a path that stands for data, for how long a silence
+ * means something (bridge_fo.c): RFC 6298's srtt += (r - srtt)/8, rttvar +=
+ * (|r - srtt| - rttvar)/4, as the ACK rule keeps per flow. (A rttvar that
+ * remembered spikes for a second held the lab's limit at 5-8 ms: its
+ * round trips jump by milliseconds now and then. The pause guard and the
+ * other paths' answers keep the false alarms down instead, and a false
+ * alarm costs a reorder.) A reply of a path found silent lifts its marks. */
+static void
+fo_rtt(struct lsd_lcore *lc, struct lsd_peer *peer, struct lsd_peer_path *pp, int64_t r)
+{
+	int64_t d, a;
+
+	if (unlikely(pp->fo_silent))
+		fo_heard(lc, peer, pp);
+	if (r < 0)
+		return;
+	if (pp->fo_srtt == 0) {
+		pp->fo_srtt = r;
+		pp->fo_rttvar = r / 2;
+		return;
+	}
+	d = r - pp->fo_srtt;
+	a = d < 0 ? -d : d;
+	pp->fo_srtt += d / 8;
+	pp->fo_rttvar += (a - pp->fo_rttvar) / 4;
+}
+
 static void
 path_timer_cb(struct rte_timer *t, void *arg)
 {
@@ -264,6 +314,7 @@ path_timer_cb(struct rte_timer *t, void *arg)
 	}
 	if (n > 0)
 		send_probes(lc, p, pp, m, seq, n);
+	fo_judge(lc, peer, pp);
 }
 
 static void
@@ -559,6 +610,8 @@ lsd_sender_on_reply(struct lsd_lcore *lc, struct lsd_port *p __rte_unused,
 		owd_correct(peer, r.sender_ts_ns, rx_ns, samples);
 	}
 	ls_path_on_reply(&pp->live, r.sender_seq, rx_ns, samples);
+	if (unlikely(__atomic_load_n(&pp->data_paths, __ATOMIC_RELAXED) != 0))
+		fo_rtt(lc, peer, pp, samples[LS_PM_RTT]);
 	if (samples[LS_PM_FWD] != LS_PM_NONE)
 		queue_note(pp, samples[LS_PM_FWD], samples[LS_PM_REV]);
 	if (pp->live.consecutive_lost == 0)

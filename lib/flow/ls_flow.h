@@ -119,7 +119,9 @@ struct ls_flow {
 	uint8_t dir : 1;      /**< 0 host->fabric, 1 fabric->host */
 	uint8_t heard : 1;    /**< the user's: an acknowledgement was seen for it
 			       *   (lockstepd's failover; zero when added) */
-	uint8_t spare : 6;    /**< zero */
+	uint8_t away : 1;     /**< the user's: moved off the path its policy gives it
+			       *   (lockstepd's failover; zero when added) */
+	uint8_t spare : 5;    /**< zero */
 	uint8_t used;         /**< 1 while the entry holds a flow */
 } __attribute__((aligned(64)));
 

@@ -23,11 +23,19 @@ time as that gap: from its last frame before the failure to its first on
 the new path (an upper bound of detection + move, since the last frame left
 up to a packet interval before the link died).
 
-Checked (CI): with failover, every affected flow moved and its stall is
-below a tenth of CONVERGENCE_MS, and no unaffected flow lost a frame; without
-it (the same flap, failover off) the affected flows stall about
-CONVERGENCE_MS and lose frames. With --bench, issue 29's targets: stall
-<= 2 ms for every affected flow (tools/bench/bench_failover.sh runs seeds).
+Checked (CI), three cases (FO_MODES=acks,probes,off picks):
+  acks    failover on: every affected flow moved and its stall is below a
+          tenth of CONVERGENCE_MS;
+  probes  no --respond, so no flow is ever heard and the ACK rule cannot act;
+          the sink reflects STAMP (--reflect), lockstepd probes h2 every
+          PROBE_US on its 8 paths, and once the route map has paired probe
+          paths with data paths (path -> data_paths), the link is picked
+          among those the paired data paths cross: every affected flow moved
+          on the probes' marks alone, as fast as above;
+  off     the same flap, failover off: the affected flows stall about
+          CONVERGENCE_MS and lose frames.
+With --bench, issue 29's targets: stall <= 2 ms for every affected flow
+(tools/bench/bench_failover.sh runs seeds).
 
   test_failover.py [--bench] [SEED ...]     default: one seed
 """
@@ -50,6 +58,8 @@ FRAME = 498
 SECS = float(os.environ.get("FO_SECS", "4"))
 CONVERGENCE_MS = 200
 SILENCE_US = int(os.environ.get("FO_SILENCE_US", "500"))
+PROBE_US = int(os.environ.get("FO_PROBE_US", "100"))  # probes-only case: issue 29's interval
+PAIR_S = 4.0   # probes-only case: time for the route map to pair probe and data paths
 STALL_MAX_US = 2000
 DOWN_MS = 1000
 SIM_EPOCH_NS = 1700000000000000000
@@ -69,8 +79,9 @@ def topo(seed):
     return t
 
 
-def lsd_config(tmp, failover):
-    return {
+def lsd_config(tmp, mode):
+    failover = mode != "off"
+    cfg = {
         "node": {"name": "h1", "id": 1},
         "ports": lslab.bridge_ports(tmp, "h1", "02:00:00:00:0a:01", "10.1.0.1/24"),
         "probe": {"paths": PATHS, "src_port_base": BASE},
@@ -84,6 +95,25 @@ def lsd_config(tmp, failover):
                                                   "paths": list(range(PATHS))}}]}},
         "control": {"socket": os.path.join(tmp, "h1.sock"), "peers_file": ""},
     }
+    if mode == "probes":
+        # h2 reflects (lockstep-load --reflect); its route map pairs probe
+        # and data paths (gateway: the emulator's leaf answers ARP)
+        cfg["probe"]["interval_us"] = PROBE_US
+        cfg["ports"][1]["gateway4"] = "10.1.0.254"
+        cfg["peers"] = [{"name": "h2", "addr": "10.2.0.1", "port": "fab"}]
+        cfg["route"] = {"traces_per_s": 50}
+    return cfg
+
+
+def covered(sock):
+    """The data paths some probe path's route stands for (the route map
+    traced both). The probes' 8 entropies need not cross every spine the
+    data's do: a data path over a spine no probe crosses has only its ACKs."""
+    try:
+        paths = lslab.call(sock, "path", {"peer": "h2"})["paths"]
+    except (OSError, lslab.CtlError):
+        return set()
+    return set(d for p in paths if p["state"] == "up" for d in p.get("data_paths", []))
 
 
 def route_links(fsock, src, dst, sport, dport):
@@ -113,8 +143,10 @@ def flap_gap(flow, down_a, down_b, found=False):
     return False if found else (gaps[-1][0] if gaps else 0.0)
 
 
-def run_case(c, tmp, seed, failover, bench):
-    name = "seed %d, failover %s" % (seed, "on" if failover else "off")
+def run_case(c, tmp, seed, mode, bench):
+    failover = mode != "off"
+    name = "seed %d, failover %s" % (seed, {"acks": "on", "off": "off",
+                                            "probes": "by probes only (no ACKs)"}[mode])
     rnd = random.Random(seed * 7 + 1)
     with lslab.BridgeRig(tmp, name, CPUS, "fo") as rig:
         fsock = rig.fsock
@@ -122,16 +154,27 @@ def run_case(c, tmp, seed, failover, bench):
                                                "--truth", os.path.join(tmp, "truth.jsonl")]),
                        "%s: emulator up" % name):
             return None
-        sock = rig.lockstepd(lsd_config(tmp, failover))
+        sock = rig.lockstepd(lsd_config(tmp, mode))
         if not c.check(sock is not None, "%s: lockstepd up" % name):
             return None
         report = os.path.join(tmp, "report.json")
         load = rig.load("h2", [
             "--flows", str(FLOWS), "--proto", "roce", "--size", str(FRAME),
             "--rate", str(PPS * FRAME * 8), "--src", "10.1.0.1", "--dst", "10.2.0.1",
-            "--dst-mac", "02:fa:00:00:00:01", "--respond", "--duration", str(SECS),
-            "--linger-ms", "300", "--report-flows", str(FLOWS), "--report", report])
+            "--dst-mac", "02:fa:00:00:00:01",
+            # probes: the route map first pairs probe and data paths
+            "--duration", str(SECS + (PAIR_S if mode == "probes" else 0)),
+            "--linger-ms", "300", "--report-flows", str(FLOWS), "--report", report] +
+            (["--reflect"] if mode == "probes" else ["--respond"]))
         time.sleep(1.2)
+        cov = set(range(PATHS))
+        if mode == "probes" and not c.check(
+                lslab.wait_until(lambda: len(covered(sock)) == PATHS, PAIR_S) or covered(sock),
+                "%s: the route map paired probe paths with data paths" % name):
+            return None
+        if mode == "probes":
+            cov = covered(sock)
+            print("# %s: data paths the probes stand for: %s" % (name, sorted(cov)), flush=True)
         before = flow_paths(sock)
         # which flows cross which spine uplink of leaf1, each way (truth)
         fwd, rev = {}, {}
@@ -139,8 +182,11 @@ def run_case(c, tmp, seed, failover, bench):
             sport = BASE + f["path"]
             fwd[i] = route_links(fsock, "h1", "h2", sport, 4791)
             rev[i] = route_links(fsock, "h2", "h1", sport, 4791)
-        used = sorted({l for s in list(fwd.values()) + list(rev.values())
-                       for (l, _) in s if l.startswith("leaf1-spine")})
+        if mode == "probes":
+            rev = {}   # no ACKs: only the data's own way counts
+        used = sorted({l for i, s in list(fwd.items()) + list(rev.items())
+                       for (l, _) in s if l.startswith("leaf1-spine") and
+                       before[i]["path"] in cov})
         link = rnd.choice(used) if used else "leaf1-spine1"
         # Scheduled ahead: in a two-core lab, serving a control request
         # pauses every process for a millisecond or two, which would show
@@ -174,9 +220,10 @@ def run_case(c, tmp, seed, failover, bench):
     hit_f = {i for i, s in fwd.items() if any(l == link for l, _ in s)}
     hit_r = {i for i, s in rev.items() if any(l == link for l, _ in s)} - hit_f
     hit = hit_f | hit_r
-    res = {"link": link, "seed": seed, "failover": failover, "flows": len(flows),
+    res = {"link": link, "seed": seed, "failover": failover, "mode": mode, "flows": len(flows),
            "fwd": sorted(hit_f), "rev": sorted(hit_r), "counters": {
-               k: counters.get(k) for k in ("repaths", "repath_returns", "repath_exhausted",
+               k: counters.get(k) for k in ("repaths", "repaths_probe", "probe_silences",
+                                            "repath_returns", "repath_exhausted",
                                             "qp_pairs_learnt")},
            "stall_us": {i: flap_gap(flows[i], (t0 - rep["start_raw_ns"]) / 1e9,
                                     (t1 - rep["start_raw_ns"]) / 1e9) for i in flows},
@@ -207,10 +254,17 @@ def run_case(c, tmp, seed, failover, bench):
          if isinstance(v, (int, float))}), flush=True)
     c.check(len(flows) == FLOWS, "%s: every flow arrived (%d)" % (name, len(flows)))
     logged = sum(e["flows_moved"] for e in silent)
-    c.check(logged == counters["repaths"] and br["failover"]["moves_unlogged"] == 0 and
+    moved = counters["repaths"] + counters["repaths_probe"]
+    c.check(logged == moved and br["failover"]["moves_unlogged"] == 0 and
             all(e["dst"] == "10.2.0.1" for e in silent),
             "%s: every move is in the event log: %d path.silent events, %d flows moved, "
-            "%d repaths" % (name, len(silent), logged, counters["repaths"]))
+            "%d repaths (%d by probes)" % (name, len(silent), logged, moved,
+                                           counters["repaths_probe"]))
+    if mode == "probes":
+        c.check(counters["repaths"] == 0 and counters["probe_silences"] > 0 and
+                all(e["by"] == "probes" for e in silent),
+                "%s: the probes moved them (no ACK ever came: %d by ACKs, %d probe paths "
+                "found silent)" % (name, counters["repaths"], counters["probe_silences"]))
     if failover:
         lim = [(after.get(i, {}).get("failover") or {}).get("limit_us", 0) for i in flows]
         print("#   silence that would move a flow (adaptive), us: min %.0f, max %.0f" % (
@@ -246,14 +300,15 @@ def main():
     seeds = [int(x) for x in sys.argv[1:] if x != "--bench"] or [1]
     c = lslab.Checks("failover")
     results = []
+    modes = os.environ.get("FO_MODES", "acks,probes,off").split(",")
     with tempfile.TemporaryDirectory(prefix="lockstep-test-fo-") as tmp:
         for s in seeds:
-            for on in (True, False):
-                r = run_case(c, tmp, s, on, bench)
+            for mode in modes:
+                r = run_case(c, tmp, s, mode, bench)
                 if r is not None:
                     results.append(r)
-    for on in (True, False):
-        rs = [r for r in results if r["failover"] == on]
+    for mode in modes:
+        rs = [r for r in results if r["mode"] == mode]
         st = [r["stall_us"][i] for r in rs for i in r["fwd"] if i in r["stall_us"]]
         lost = sum(r["lost"][i] for r in rs for i in r["fwd"] + r["rev"] if i in r["lost"])
         false = sum(r["moves"][i] for r in rs for i in r["moves"]
@@ -261,7 +316,7 @@ def main():
         print("# failover %s over %d seeds (silence_us %d): %d flows whose data crossed the "
               "dead link, stall p50 %.0f us, p99 %.0f us, max %.0f us; %d more whose ACKs "
               "did; frames lost %d; moves of flows that crossed nothing %d" % (
-                  "on" if on else "off", len(rs), SILENCE_US, len(st), pct(st, 0.5),
+                  mode, len(rs), SILENCE_US, len(st), pct(st, 0.5),
                   pct(st, 0.99), max(st or [0]), sum(len(r["rev"]) for r in rs), lost, false),
               flush=True)
     c.finish()

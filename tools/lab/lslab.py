@@ -368,7 +368,11 @@ class BridgeRig:
             json.dump(cfg, f)
         self._start(self._eal(LOCKSTEPD, "lsd") + ["--", "--config", path])
         sock = cfg["control"]["socket"]
-        return sock if wait_until(lambda: os.path.exists(sock), 20) else None
+        if wait_until(lambda: os.path.exists(sock), 20):
+            return sock
+        self.logs.flush()
+        last_words(self.log_path, self.name)
+        return None
 
     def load(self, sink_host, args):
         """lockstep-load from the host port to emulator host SINK_HOST."""
