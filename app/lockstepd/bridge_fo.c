@@ -64,7 +64,8 @@
  * table of their own. While such a mark lives, every flow's frame looks it
  * up, and a flow on a marked path moves -- heard or not, RC, UD or any
  * other kind with an entropy the bridge sets: the flows the ACK rule cannot
- * see. A moved flow that is never acknowledged goes home the same way,
+ * see -- preferably onto a path some probe stands for (a path no probe
+ * watches is never marked, and would gather every flow that moves). A moved flow that is never acknowledged goes home the same way,
  * at its frames, after hold_ms unless its path was marked again. What
  * this costs: nothing while no mark lives (one branch); a hash and a load
  * per frame while one does. A probe path whose *reply* route died marks
@@ -108,6 +109,7 @@ struct lsd_fo {
 	struct ls_repath_flow *flow;  /* [max_flows] */
 	struct ls_repath_mark dest[DEST_SLOTS];
 	struct ls_repath_mark pdest[DEST_SLOTS]; /* the probe mesh's marks */
+	uint64_t pcov[DEST_SLOTS]; /* with them: the data paths some probe stands for */
 	uint32_t probe_until;      /* flow clock: no probe mark lives after it */
 	uint32_t probe_silence;    /* silence_us in ns (probe paths) */
 	struct ls_repath_params p;
@@ -233,9 +235,16 @@ move(struct lsd_bridge *b, struct ls_flow *f, struct ls_repath_flow *s,
 {
 	struct lsd_fo *fo = b->fo;
 	uint32_t h = dest_hash(&pk->key);
-	int k = ls_repath_pick(policy_paths(b, pk), marks_of(fo, h, t),
-			       f->path, fo->p.n_paths,
-			       rte_hash_crc(&pk->key, sizeof(pk->key), s->moves));
+	uint64_t allowed = policy_paths(b, pk);
+	int k;
+
+	/* moved by the probes: onto a path they also stand for when one is
+	 * free, or a path no probe watches would gather every flow that
+	 * ever moves (nothing would move them on) */
+	if (by == FO_BY_PROBES && (allowed & fo->pcov[h & (DEST_SLOTS - 1)]) != 0)
+		allowed &= fo->pcov[h & (DEST_SLOTS - 1)];
+	k = ls_repath_pick(allowed, marks_of(fo, h, t), f->path, fo->p.n_paths,
+			   rte_hash_crc(&pk->key, sizeof(pk->key), s->moves));
 
 	if (k < 0)
 		return;
@@ -457,6 +466,10 @@ lsd_fo_probe_path(struct lsd_bridge *b, const struct lsd_peer *peer,
 		return;
 	t = fo_clock(rte_rdtsc());
 	h = addr_hash(&peer->addr);
+	fo->pcov[h & (DEST_SLOTS - 1)] = 0;
+	for (uint16_t p = 0; p < peer->n_paths; p++)
+		fo->pcov[h & (DEST_SLOTS - 1)] |=
+			__atomic_load_n(&peer->path[p].data_paths, __ATOMIC_RELAXED);
 	for (uint64_t m = data_paths & fo->all; m != 0; m &= m - 1)
 		ls_repath_mark(fo->pdest, DEST_SLOTS, h, (uint8_t)__builtin_ctzll(m), t, &fo->p);
 	fo->probe_until = t + fo->p.hold;
