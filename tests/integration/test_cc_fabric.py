@@ -132,8 +132,6 @@ def run_case(c, tmp, flows, cc, bench, join=False):
         with open(report) as f:
             rep = json.load(f)
         cc_state = lslab.call(rp, "cc")
-        if os.environ.get("CC_DEBUG"):
-            print("#DBG", {k: v for k, v in lslab.call(rp, "bridge")["counters"].items() if v})
     if join:
         return join_result(c, name, rep, bench)
     ca, cb = a["counters"], b["counters"]
