@@ -250,7 +250,7 @@ cmd_status(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_un
 
 	ls_ctl_reply_ok(req, json_pack(
 		"{s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I, s:I}, s:I, s:I, s:o, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
-		"s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
+		"s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
 		"calibration", cal,
 		"delivery_lateness_ns", "count", (json_int_t)fab.late.count,
 		"min", (json_int_t)ls_hist_quantile(&fab.late, 0),

@@ -150,7 +150,8 @@ def handle(req):
                                 "late": 0, "reordered": 0, "duplicated": 0,
                                 "loss_pct": 10.0, "rtt": hist(20000),
                                 "fwd": hist(10000), "rev": hist(10000)}
-                            for w in windows}})
+                            for w in windows},
+                "data_paths": [p]})
         return ok({"peer": peer, "addr": PEERS[peer], "state": "up", "interval_us": 1000,
                    "paths": paths,
                    "sync": {"node_id": 2, "owd_synced": False, "peer_offset_ns": 0.0,
