@@ -259,26 +259,42 @@ ls_roce_icrc_set(uint8_t *l3, uint32_t len)
 	return 0;
 }
 
-/* x^(8n) mod P for n = SPORT_TAIL(udp_len), from the cache when there. */
+/* The ICRC change a port delta makes: the CRC's linear part of the two
+ * delta bytes, shifted over the udp_len - 6 bytes that follow them. */
 static uint32_t
-shift_op(uint16_t udp_len, struct ls_roce_shift_cache *cache)
+sport_change(uint16_t delta, uint16_t udp_len)
 {
-	unsigned int slot;
-	uint32_t op;
+	uint8_t d[2];
+	uint32_t lin;
 
-	if (cache == NULL)
-		return (uint32_t)crc32_combine_gen((z_off_t)SPORT_TAIL(udp_len));
-	/* Lengths of one flow differ in their low bits (ACKs vs full
-	 * segments); fold in the next nibble so 4 KB multiples spread too.
-	 */
-	slot = (udp_len ^ udp_len >> 4 ^ udp_len >> 8) %
-	       LS_ROCE_SHIFT_CACHE_SIZE;
-	if (cache->len[slot] == udp_len)
-		return cache->op[slot];
-	op = (uint32_t)crc32_combine_gen((z_off_t)SPORT_TAIL(udp_len));
-	cache->len[slot] = udp_len;
-	cache->op[slot] = op;
-	return op;
+	ls_put_be16(d, delta);
+	/* crc32() of the delta less crc32() of as many zeros */
+	lin = (uint32_t)crc32(0L, d, 2) ^ CRC32_OF_2_ZEROS;
+	return (uint32_t)crc32_combine_op(lin, 0,
+					  crc32_combine_gen((z_off_t)SPORT_TAIL(udp_len)));
+}
+
+/* One bit earlier in the message is one more factor x: in the CRC's
+ * reflected form a right shift, reduced by the polynomial. */
+static inline uint32_t
+mulx(uint32_t c)
+{
+	return c >> 1 ^ (c & 1 ? 0xedb88320u : 0);
+}
+
+/* Fill a slot's columns: port bit 7 is the last bit of the two bytes the
+ * CRC reads (byte 1, most significant bit last in reflected order), bit 0
+ * the eighth from last, bit 15 the ninth and bit 8 the first. One
+ * multiplication for the last, a shift for each one before it. */
+static void
+fill_columns(uint32_t col[16], uint16_t udp_len)
+{
+	uint32_t c = sport_change(1u << 7, udp_len);
+
+	for (int p = 15; p >= 0; p--) {
+		col[p >= 8 ? p - 8 : p + 8] = c;
+		c = mulx(c);
+	}
 }
 
 uint32_t
@@ -286,17 +302,26 @@ ls_roce_icrc_update_sport(uint32_t icrc, uint16_t old_sport,
 			  uint16_t new_sport, uint16_t udp_len,
 			  struct ls_roce_shift_cache *cache)
 {
-	uint8_t delta[2];
-	uint32_t lin;
+	uint32_t d = (uint32_t)(old_sport ^ new_sport);
+	const uint32_t *col;
+	unsigned int slot;
 
-	if (old_sport == new_sport)
+	if (d == 0)
 		return icrc;
-	ls_put_be16(delta, old_sport ^ new_sport);
-	/* crc32() of the delta less crc32() of as many zeros: the linear
-	 * part alone, which is what XORs into the packet's CRC.
+	if (cache == NULL)
+		return icrc ^ sport_change((uint16_t)d, udp_len);
+	/* Lengths of one flow differ in their low bits (ACKs vs full
+	 * segments); fold in the next nibble so 4 KB multiples spread too.
 	 */
-	lin = (uint32_t)crc32(0L, delta, 2) ^ CRC32_OF_2_ZEROS;
-	return icrc ^ (uint32_t)crc32_combine_op(lin, 0, shift_op(udp_len, cache));
+	slot = (udp_len ^ udp_len >> 4 ^ udp_len >> 8) % LS_ROCE_SHIFT_CACHE_SIZE;
+	col = cache->col[slot];
+	if (cache->len[slot] != udp_len) {
+		fill_columns(cache->col[slot], udp_len);
+		cache->len[slot] = udp_len;
+	}
+	for (unsigned int j = 0; j < 16; j++)
+		icrc ^= col[j] & -(d >> j & 1);
+	return icrc;
 }
 
 /* Add with end-around carry, folded to 16 bits. */

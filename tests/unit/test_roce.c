@@ -511,6 +511,26 @@ START_TEST(test_sport_every_value)
 }
 END_TEST
 
+/* The cache's per-bit columns (one multiplication, then shifts) give what
+ * the uncached multiplication gives, for every bit at many lengths, and
+ * a slot refilled for another length is right for the new one. */
+START_TEST(test_sport_columns)
+{
+	struct ls_roce_shift_cache cache;
+
+	memset(&cache, 0, sizeof(cache));
+	for (uint32_t len = 24; len < 9100; len += 37)
+		for (unsigned int j = 0; j < 16; j++) {
+			uint16_t old = (uint16_t)rnd(), new = (uint16_t)(old ^ 1u << j);
+
+			ck_assert_uint_eq(ls_roce_icrc_update_sport(0x12345678, old, new,
+								    (uint16_t)len, &cache),
+					  ls_roce_icrc_update_sport(0x12345678, old, new,
+								    (uint16_t)len, NULL));
+		}
+}
+END_TEST
+
 /* IPv6 flow label and DSCP/ECN rewrites need no ICRC work (masked). */
 START_TEST(test_masked_rewrites_keep_icrc)
 {
@@ -856,6 +876,7 @@ roce_suite(void)
 	tcase_add_test(slow, test_sport_incremental);
 	tcase_add_test(slow, test_sport_segmented);
 	tcase_add_test(slow, test_sport_every_value);
+	tcase_add_test(slow, test_sport_columns);
 	tcase_add_test(slow, test_truncation);
 	tcase_add_test(slow, test_fuzz);
 	tcase_set_timeout(slow, 120);
