@@ -440,6 +440,20 @@ take(struct ls_slice_sched *s, struct slice *sl, enum phase ph)
 	return obj;
 }
 
+/* Would the next pick choose sl again, in the same phase? Within one
+ * dequeue the clock stands still and only sl's buckets and queue changed,
+ * so the slices pick passed over are still passed over: a latency slice
+ * keeps the lead while under its maximum, an excess slice while its
+ * deficit covers its head. A minimum slice hands over to the next one
+ * (round robin), so it is picked afresh. */
+static inline bool
+again(const struct ls_slice_sched *s, const struct slice *sl, enum phase ph)
+{
+	if (sl->head == sl->tail || ph == PH_MIN || !under_max(s, sl))
+		return false;
+	return ph == PH_PRIO || sl->deficit >= head_len(sl);
+}
+
 unsigned int
 ls_slice_dequeue(struct ls_slice_sched *s, uint64_t now, void **out, unsigned int max)
 {
@@ -449,10 +463,17 @@ ls_slice_dequeue(struct ls_slice_sched *s, uint64_t now, void **out, unsigned in
 	while (got < max) {
 		enum phase ph;
 		int k = pick(s, &ph);
+		struct slice *sl;
 
-		if (k < 0 || !max_ok(&s->link, cost_bytes(s, head_len(&s->sl[k]))))
+		if (k < 0)
 			break;
-		out[got++] = take(s, &s->sl[k], ph);
+		/* a run from the chosen slice: one pick per run, not per frame */
+		sl = &s->sl[k];
+		do {
+			if (!max_ok(&s->link, cost_bytes(s, head_len(sl))))
+				return got;
+			out[got++] = take(s, sl, ph);
+		} while (got < max && again(s, sl, ph));
 	}
 	return got;
 }
