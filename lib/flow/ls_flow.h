@@ -3,8 +3,8 @@
  * @file
  * Flows of the workload's own traffic: what a frame is (ls_flow_parse: L2
  * with an optional 802.1Q tag, IPv4/IPv6, TCP/UDP, RoCEv2's BTH) and the
- * per-lcore table of flows with their state (ls_flow_table: rte_hash for
- * the keys, one 64-byte cache line of state per flow beside it).
+ * per-lcore table of flows with their state (ls_flow_table: one 64-byte
+ * cache line of state per flow, its key in the line beside it).
  *
  * A flow's key:
  *  - TCP, UDP: the 5-tuple (addresses, ports, protocol) and the VLAN ID;
@@ -16,13 +16,14 @@
  *    label out: Linux changes it on a retransmission time-out (txhash
  *    rehash), which must not split a connection into two flows.
  * IPv4 addresses are kept IPv4-mapped (::ffff:a.b.c.d): one 48-byte key
- * for both families, so rte_hash uses its vectorised 48-byte compare.
+ * for both families, compared as six words.
  *
- * Parsing is EAL-free. The table is rte_hash (DPDK's, the well-kept one):
- * single writer, the lcore that owns the table, so no locks; its key
- * position indexes the state array, so a lookup touches the hash's bucket,
- * its key and one line of state. Creating a table needs the EAL's memory
- * (rte_hash allocates with rte_zmalloc); --no-huge is enough.
+ * Parsing is EAL-free. The table is a bucketised cuckoo hash of its own
+ * (ls_flow_table.c says why not rte_hash, which it was until a benchmark
+ * compared them): single writer, the lcore that owns the table, so no
+ * locks; an entry holds the state line and the key beside it, so a lookup
+ * touches one bucket line and the entry's two. Creating a table needs the
+ * EAL's memory (rte_zmalloc); --no-huge is enough.
  */
 #ifndef LS_FLOW_H
 #define LS_FLOW_H
@@ -129,19 +130,20 @@ struct ls_flow_table; /**< opaque */
 
 /** Parameters of ls_flow_table_create(). */
 struct ls_flow_table_params {
-	const char *name;     /**< unique among rte_hash tables */
+	const char *name;     /**< the table's name (required) */
 	uint32_t max_flows;   /**< capacity (e.g. 1 << 20) */
 	int socket_id;        /**< NUMA socket for the memory (SOCKET_ID_ANY = -1) */
 };
 
-/** @return a table, or NULL (errno: EINVAL, ENOMEM, EEXIST). Needs the EAL. */
+/** @return a table, or NULL (errno: EINVAL, ENOMEM). Needs the EAL. */
 struct ls_flow_table *ls_flow_table_create(const struct ls_flow_table_params *p);
 
 /** Free a table. */
 void ls_flow_table_free(struct ls_flow_table *t);
 
 /**
- * Look up n (<= 64) keys at once (rte_hash's bulk lookup prefetches).
+ * Look up n keys at once: a burst's buckets (64 at a time), then its
+ * entries, are prefetched together so that the misses overlap.
  * idx[i] is the flow's index, or a negative value when absent.
  */
 void ls_flow_lookup_bulk(struct ls_flow_table *t, const struct ls_flow_key **keys,
@@ -176,7 +178,7 @@ uint32_t ls_flow_count(const struct ls_flow_table *t);
 /** Capacity (one past the highest index). */
 uint32_t ls_flow_capacity(const struct ls_flow_table *t);
 
-/** Bytes the table took from the EAL heap at create (hash, keys, state). */
+/** Bytes the table took from the EAL heap at create (buckets, entries). */
 uint64_t ls_flow_table_bytes(const struct ls_flow_table *t);
 
 #ifdef __cplusplus

@@ -266,7 +266,7 @@ START_TEST(test_table_1m)
 			ck_assert_uint_eq(ls_flow_at(t, got[j])->pkts, i + j);
 		}
 	}
-	printf("flow: %u flows, %.1f bytes per flow (rte_hash + state, EAL heap)\n",
+	printf("flow: %u flows, %.1f bytes per flow (buckets + entries, EAL heap)\n",
 	       N, (double)ls_flow_table_bytes(t) / N);
 	/* now 1000 ms, idle 600: the even ones (last 0) go */
 	for (i = 0; i < ls_flow_capacity(t); i += 4096)
@@ -283,6 +283,53 @@ START_TEST(test_table_1m)
 	ck_assert_int_eq(ls_flow_del(t, idx[1]), -ENOENT);
 	ls_flow_table_free(t);
 	free(idx);
+}
+END_TEST
+
+/* Random keys fill a table to its capacity, every one findable, at sizes
+ * that are and are not powers of two: no insert is refused before the
+ * table is full (two slots per flow, moves two deep). */
+START_TEST(test_table_fill_random)
+{
+	static const uint32_t sizes[] = {8, 1000, 65536, 100000};
+
+	for (unsigned int z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++) {
+		struct ls_flow_table_params tp = {.name = "test_fill", .max_flows = sizes[z],
+						  .socket_id = -1};
+		struct ls_flow_table *t = ls_flow_table_create(&tp);
+		struct ls_flow_key *k = calloc(sizes[z], sizeof(*k));
+		const struct ls_flow_key *kp[1];
+		int32_t got;
+
+		ck_assert_ptr_nonnull(t);
+		for (uint32_t i = 0; i < sizes[z]; i++) {
+			for (unsigned int b = 0; b < 36; b++)
+				((uint8_t *)&k[i])[b] = (uint8_t)rand();
+			ck_assert_int_ge(ls_flow_add(t, &k[i]), 0);
+		}
+		ck_assert_uint_eq(ls_flow_count(t), sizes[z]);
+		for (uint32_t i = 0; i < sizes[z]; i++) {
+			kp[0] = &k[i];
+			ls_flow_lookup_bulk(t, kp, 1, &got);
+			ck_assert_int_ge(got, 0);
+			ck_assert(memcmp(ls_flow_key_at(t, got), &k[i], sizeof(k[i])) == 0);
+		}
+		if (sizes[z] >= 100) {
+			/* more than one bulk's worth at once */
+			const struct ls_flow_key *kb[100];
+			int32_t gb[100];
+
+			for (uint32_t i = 0; i < 100; i++)
+				kb[i] = &k[i];
+			ls_flow_lookup_bulk(t, kb, 100, gb);
+			for (uint32_t i = 0; i < 100; i++)
+				ck_assert(memcmp(ls_flow_key_at(t, gb[i]), &k[i], sizeof(k[i])) == 0);
+		}
+		k[0].src[0] ^= 0xff;
+		ck_assert_int_eq(ls_flow_add(t, &k[0]), -ENOSPC);
+		ls_flow_table_free(t);
+		free(k);
+	}
 }
 END_TEST
 
@@ -326,6 +373,7 @@ flow_suite(void)
 	tcase_set_timeout(tt, 120);
 	tcase_add_test(tt, test_table_1m);
 	tcase_add_test(tt, test_table_full);
+	tcase_add_test(tt, test_table_fill_random);
 	suite_add_tcase(s, tc);
 	suite_add_tcase(s, tt);
 	return s;
