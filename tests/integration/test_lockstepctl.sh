@@ -187,6 +187,32 @@ expect 0 watch -s "$S1" -s "$S2" --interval 0.1 --count 2
 [ "$(printf '%s\n' "$OUT" | grep -c '^n2 ')" = 2 ] || fail "watch did not refresh twice"
 expect 0 --json watch --dir "$TMP" --interval 0.1 --count 2 && is_json
 
+# --- the mesh in colour, and as a picture a real renderer draws -------------
+# n1 -> n2 and n2 -> n1 are the lowest (10.05 µs: green), n2 -> n3 the
+# highest (11.05: red), n1 -> n3 DOWN, a node to itself no data, a node
+# that does not answer its own grey.
+expect 0 mesh -s "$S1" -s "$S2" && case "$OUT" in *"$(printf '\033')"*)
+	fail "colour escapes in output that is not a terminal: $OUT" ;; esac
+expect 0 mesh -s "$S1" -s "$S2" --color always && contains "48;2;215;48;39m" out &&
+	contains "48;2;26;152;80m" out && contains "scale (µs)" out
+expect 2 mesh --color sometimes
+expect 2 mesh -s "$S1" --svg ""
+expect 3 mesh -s "$S1" -s "$S2" -s "$TMP/missing.sock" --svg "$TMP/m.svg" \
+	--html "$TMP/m.html" && contains "NODE" out
+TESTS=$((TESTS + 1))
+if ! command -v rsvg-convert >/dev/null; then
+	fail "no rsvg-convert to render the SVG (tools/deps installs librsvg2-bin)"
+elif ! rsvg-convert -o "$TMP/m.png" "$TMP/m.svg" 2>"$TMP/err"; then
+	fail "rsvg-convert refused the SVG: $(cat "$TMP/err")"
+else
+	"$PY" "$HERE/svg_check.py" "$TMP/m.svg" "$TMP/m.png" "n1>n2=#1a9850" \
+		"n2>n1=#1a9850" "n2>n3=#d73027" "n1>n3=#404040" "n1>n1=#e0e0e0" \
+		"missing>n3=#a0a0a0" >"$TMP/out" 2>&1 || fail "heat map: $(cat "$TMP/out")"
+fi
+grep -q '<svg xmlns' "$TMP/m.html" && grep -q '</html>' "$TMP/m.html" ||
+	fail "mesh --html wrote no page with the picture in it"
+expect 2 mesh -s "$S1" --svg "$TMP/no/such/dir/m.svg" && contains "cannot write" err
+
 # --version, as the daemons have it; peer add --port takes the port's name
 expect 0 --version && contains "lockstepctl 0.1.0" out
 expect 0 -s "$S1" --json peer add n9 10.0.0.9 --port p1 && is_json

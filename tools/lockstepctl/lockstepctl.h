@@ -9,6 +9,7 @@
  *   fmt_status.c   help, status, peers, sync and raw formatters
  *   fmt_paths.c    paths and path formatters
  *   mesh.c         mesh and watch across several daemons
+ *   heatmap.c      the mesh in colour: terminal, SVG, HTML
  *
  * Nothing here is exported beyond the tool.
  */
@@ -18,6 +19,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include <jansson.h>
@@ -208,5 +210,36 @@ int cmd_mesh(struct cli *cli, const struct cli_cmd *cmd, int argc,
 	     char **argv);
 int cmd_watch(struct cli *cli, const struct cli_cmd *cmd, int argc,
 	      char **argv);
+
+/* heatmap.c: a NODE x PEER matrix in colour (mesh.c fills it) */
+enum hm_kind {
+	HM_VALUE,       /* a number */
+	HM_NONE,        /* "-": no data */
+	HM_DOWN,        /* every path down */
+	HM_UNREACH,     /* "?": the node did not answer */
+};
+
+struct hm_cell {
+	enum hm_kind kind;
+	double v;           /* µs, or % for loss */
+	char text[32];      /* as printed */
+};
+
+struct heatmap {
+	const char *title;  /* "rtt p50 µs, median over paths, window 10s" */
+	const char *unit;   /* "µs" or "%" */
+	bool loss;          /* scale from 0 */
+	bool log;           /* hm_scale: log scale */
+	size_t n_rows, n_cols;
+	const char **rows, **cols;
+	struct hm_cell *cells;   /* n_rows x n_cols, row-major */
+	double lo, hi;      /* hm_scale: the colour scale's ends */
+};
+
+void hm_scale(struct heatmap *h);
+void hm_rgb(const struct heatmap *h, const struct hm_cell *c, uint8_t rgb[3]);
+int hm_colour_mode(const struct cli_cmd *cmd, const char *v, bool *on);
+void hm_print_colour(const struct heatmap *h, FILE *f);
+int hm_write(const struct heatmap *h, const char *path, bool html);
 
 #endif /* LOCKSTEPCTL_H */

@@ -25,6 +25,9 @@ struct mesh_opts {
 	const char *field;      /* the per-path field that metric reads */
 	const char *window;
 	const char *dir;
+	const char *svg;        /* write the matrix as SVG here */
+	const char *html;       /* ... and/or as HTML */
+	bool colour;            /* colour the terminal table */
 	double interval_s;
 	unsigned long long count;
 };
@@ -41,6 +44,9 @@ static const struct optdef mesh_defs[] = {
 	{ "--dir" },
 	{ "--interval" },
 	{ "--count" },
+	{ "--color" },
+	{ "--svg" },
+	{ "--html" },
 	{ NULL },
 };
 
@@ -92,7 +98,11 @@ mesh_parse(struct cli *cli, const struct cli_cmd *cmd, int argc, char **argv,
 		if (o->count == 0)
 			return usage_error(cmd, "--count must be at least 1");
 	}
-	return EX_OK;
+	o->svg = p.val[6];
+	o->html = p.val[7];
+	if ((o->svg != NULL && o->svg[0] == '\0') || (o->html != NULL && o->html[0] == '\0'))
+		return usage_error(cmd, "--svg and --html take a file name");
+	return hm_colour_mode(cmd, p.val[5], &o->colour);
 }
 
 static int
@@ -192,19 +202,18 @@ cmp_double(const void *a, const void *b)
 
 /* One matrix cell: median over the peer's paths of the chosen metric. */
 static void
-mesh_cell(const struct mesh_opts *o, const json_t *peer, char *buf,
-	  size_t len)
+mesh_cell(const struct mesh_opts *o, const json_t *peer, struct hm_cell *c)
 {
 	const json_t *paths = json_object_get(peer, "paths");
 	size_t i, n = 0, n_down = 0, total;
-	double *v, med;
+	double *v;
 	json_t *pa;
 
+	c->kind = HM_NONE;
+	snprintf(c->text, sizeof(c->text), "-");
 	total = json_array_size(paths);
-	if (total == 0) {
-		snprintf(buf, len, "-");
+	if (total == 0)
 		return;
-	}
 	v = calloc(total, sizeof(*v));
 	if (v == NULL)
 		die_oom();
@@ -219,16 +228,18 @@ mesh_cell(const struct mesh_opts *o, const json_t *peer, char *buf,
 			v[n++] = json_number_value(x);
 	}
 	if (n_down == total) {
-		snprintf(buf, len, "DOWN");
-	} else if (n == 0) {
-		snprintf(buf, len, "-");
-	} else {
+		c->kind = HM_DOWN;
+		snprintf(c->text, sizeof(c->text), "DOWN");
+	} else if (n > 0) {
 		qsort(v, n, sizeof(*v), cmp_double);
-		med = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-		if (strcmp(o->metric, "loss") == 0)
-			snprintf(buf, len, "%.2f%%", med);
-		else
-			snprintf(buf, len, "%.1f", med / 1000.0);
+		c->kind = HM_VALUE;
+		c->v = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+		if (strcmp(o->metric, "loss") == 0) {
+			snprintf(c->text, sizeof(c->text), "%.2f%%", c->v);
+		} else {
+			c->v /= 1000.0;
+			snprintf(c->text, sizeof(c->text), "%.1f", c->v);
+		}
 	}
 	free(v);
 }
@@ -244,18 +255,15 @@ in_list(char **v, size_t n, const char *s)
 	return false;
 }
 
-static void
-mesh_print(const struct mesh_opts *o, struct mesh_node *nodes, size_t n)
+/* Columns: peers that are also nodes first, in row order, so a full mesh
+ * comes out square; then any other peers, sorted. */
+static size_t
+mesh_columns(struct mesh_node *nodes, size_t n, const char ***out)
 {
-	char **cols = NULL, **extra = NULL;
+	char **cols, **extra = NULL;
 	size_t n_cols = 0, n_extra = 0, i, j, k;
-	const char **hdr, *window;
-	char *align;
-	struct table t;
 	json_t *pe;
 
-	/* Columns: peers that are also nodes first, in row order, so a full
-	 * mesh comes out square; then any other peers, sorted. */
 	for (i = 0; i < n; i++) {
 		json_array_foreach(json_object_get(nodes[i].result, "peers"),
 				   j, pe) {
@@ -282,60 +290,114 @@ mesh_print(const struct mesh_opts *o, struct mesh_node *nodes, size_t n)
 		if (!in_list(cols, n_cols, extra[i]))
 			cols[n_cols++] = extra[i];
 	qsort(cols + k, n_cols - k, sizeof(*cols), cmp_str);
+	free(extra);
+	*out = (const char **)cols;
+	return n_cols;
+}
 
-	hdr = calloc(n_cols + 1, sizeof(*hdr));
-	align = calloc(n_cols + 2, 1);
+/* The matrix: every node a row, every peer a column. */
+static void
+mesh_matrix(const struct mesh_opts *o, struct mesh_node *nodes, size_t n,
+	    struct heatmap *h)
+{
+	size_t i, j, m;
+	json_t *pe;
+
+	h->n_rows = n;
+	h->n_cols = mesh_columns(nodes, n, &h->cols);
+	h->rows = calloc(n + 1, sizeof(*h->rows));
+	h->cells = calloc(n * h->n_cols + 1, sizeof(*h->cells));
+	if (h->rows == NULL || h->cells == NULL)
+		die_oom();
+	for (i = 0; i < n; i++) {
+		h->rows[i] = nodes[i].name;
+		for (j = 0; j < h->n_cols; j++) {
+			struct hm_cell *c = &h->cells[i * h->n_cols + j];
+
+			c->kind = nodes[i].result == NULL ? HM_UNREACH : HM_NONE;
+			snprintf(c->text, sizeof(c->text), "%s",
+				 nodes[i].result == NULL ? "?" : "-");
+			json_array_foreach(json_object_get(nodes[i].result,
+							   "peers"), m, pe) {
+				const char *name = json_string_value(
+					json_object_get(pe, "name"));
+
+				if (name && strcmp(name, h->cols[j]) == 0) {
+					mesh_cell(o, pe, c);
+					break;
+				}
+			}
+		}
+	}
+	h->loss = strcmp(o->metric, "loss") == 0;
+	h->unit = h->loss ? "%" : "µs";
+	hm_scale(h);
+}
+
+static void
+mesh_table(const struct heatmap *h)
+{
+	const char **hdr = calloc(h->n_cols + 1, sizeof(*hdr));
+	char *align = calloc(h->n_cols + 2, 1);
+	struct table t;
+	size_t i, j;
+
 	if (hdr == NULL || align == NULL)
 		die_oom();
 	hdr[0] = "NODE";
 	align[0] = 'l';
-	for (i = 0; i < n_cols; i++) {
-		hdr[i + 1] = cols[i];
+	for (i = 0; i < h->n_cols; i++) {
+		hdr[i + 1] = h->cols[i];
 		align[i + 1] = 'r';
 	}
+	tbl_init(&t, h->n_cols + 1, hdr, align);
+	for (i = 0; i < h->n_rows; i++) {
+		tbl_cell(&t, h->rows[i]);
+		for (j = 0; j < h->n_cols; j++)
+			tbl_cell(&t, h->cells[i * h->n_cols + j].text);
+	}
+	tbl_print(&t, "");
+	tbl_free(&t);
+	free(hdr);
+	free(align);
+}
 
-	if (strcmp(o->metric, "loss") == 0)
-		printf("loss %%, median over paths");
-	else
-		printf("%s p50 µs, median over paths", o->metric);
+static int
+mesh_print(const struct mesh_opts *o, struct mesh_node *nodes, size_t n)
+{
+	struct heatmap h = {0};
+	const char *window;
+	char *title;
+	size_t i;
+	int rc = EX_OK;
+
 	/* Without --window each daemon uses its default: show what the
 	 * first one that answered says it used. */
 	window = o->window;
 	for (i = 0; window == NULL && i < n; i++)
 		window = json_string_value(json_object_get(nodes[i].result,
 							   "window"));
-	printf(", window %s\n\n", window ? window : "-");
-
-	tbl_init(&t, n_cols + 1, hdr, align);
-	for (i = 0; i < n; i++) {
-		tbl_cell(&t, nodes[i].name);
-		for (j = 0; j < n_cols; j++) {
-			char buf[32] = "-";
-			size_t m;
-
-			if (nodes[i].result == NULL) {
-				tbl_cell(&t, "?");
-				continue;
-			}
-			json_array_foreach(json_object_get(nodes[i].result,
-							   "peers"), m, pe) {
-				const char *name = json_string_value(
-					json_object_get(pe, "name"));
-
-				if (name && strcmp(name, cols[j]) == 0) {
-					mesh_cell(o, pe, buf, sizeof(buf));
-					break;
-				}
-			}
-			tbl_cell(&t, buf);
-		}
-	}
-	tbl_print(&t, "");
-	tbl_free(&t);
-	free(hdr);
-	free(align);
-	free(cols);
-	free(extra);
+	if (strcmp(o->metric, "loss") == 0)
+		title = xasprintf("loss %%, median over paths, window %s", window ? window : "-");
+	else
+		title = xasprintf("%s p50 µs, median over paths, window %s", o->metric,
+				  window ? window : "-");
+	printf("%s\n\n", title);
+	h.title = title;
+	mesh_matrix(o, nodes, n, &h);
+	if (o->colour)
+		hm_print_colour(&h, stdout);
+	else
+		mesh_table(&h);
+	if (o->svg != NULL)
+		rc = hm_write(&h, o->svg, false);
+	if (o->html != NULL && rc == EX_OK)
+		rc = hm_write(&h, o->html, true);
+	free(h.rows);
+	free(h.cols);
+	free(h.cells);
+	free(title);
+	return rc;
 }
 
 /* Query every daemon once and print the matrix (or the JSON). */
@@ -396,7 +458,9 @@ mesh_once(struct cli *cli, const struct mesh_opts *o)
 		print_json(all);
 		json_decref(all);
 	} else {
-		mesh_print(o, nodes, n);
+		rc = mesh_print(o, nodes, n);
+		if (rc != EX_OK)
+			worst = rc;
 	}
 
 	for (i = 0; i < n; i++) {
