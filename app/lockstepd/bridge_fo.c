@@ -174,10 +174,14 @@ fo_clock(uint64_t now)
 	return (uint32_t)(now >> T_SHIFT) | 1; /* 0 means "none" */
 }
 
+/* Marks are per destination address, whatever the VLAN: ECMP hashes the
+ * IP 5-tuple, so path k toward an address crosses the same links on every
+ * VLAN, and the probes (untagged) mark by address alone (addr_hash). Keyed
+ * with the VLAN, a tagged flow never saw the probes' marks. */
 static inline uint32_t
 dest_hash(const struct ls_flow_key *k)
 {
-	return rte_hash_crc(k->dst, sizeof(k->dst), k->vid);
+	return rte_hash_crc(k->dst, sizeof(k->dst), 0);
 }
 
 static inline double

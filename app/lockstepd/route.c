@@ -300,16 +300,17 @@ lsd_route_stale(const struct lsd_peer *peer, uint16_t path)
 	}
 }
 
-/* Whether the bridge does failover for data toward peer: its data paths
- * are traced too. */
-static bool
-data_traced(const struct lsd_peer *peer)
+/* The ports (bit per lsd.ports index) whose bridge does failover: data
+ * toward their peers is traced too. Looked up once per pass, not per peer. */
+static unsigned int
+data_traced_ports(void)
 {
+	unsigned int m = 0;
+
 	for (unsigned int l = 0; l < RTE_MAX_LCORE; l++)
-		if (lsd_bridges[l] != NULL && lsd_bridges[l]->fo_on &&
-		    lsd_bridges[l]->fab == &lsd.ports[peer->port_idx])
-			return true;
-	return false;
+		if (lsd_bridges[l] != NULL && lsd_bridges[l]->fo_on)
+			m |= 1u << (lsd_bridges[l]->fab - lsd.ports);
+	return m;
 }
 
 static int start(const struct lsd_peer *peer, uint16_t path, uint16_t dport, uint8_t max_ttl);
@@ -363,7 +364,7 @@ background(uint64_t now)
 {
 	const struct ls_conf_route *c = &lsd.cfg.route;
 	uint64_t hz = rte_get_tsc_hz(), cap = 1000000ULL * (c->traces_per_s / 10 + 1);
-	unsigned int n = lsd_peer_count(), inflight = 0;
+	unsigned int n = lsd_peer_count(), inflight = 0, fo_ports;
 	int64_t wall;
 	struct timespec ts;
 
@@ -378,6 +379,7 @@ background(uint64_t now)
 		inflight += rt.t[i].used && !rt.t[i].done;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	wall = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	fo_ports = data_traced_ports();
 	for (unsigned int k = 0; k < n && k < RT_BG_PEERS_PER_PASS; k++) {
 		struct lsd_peer *peer = lsd_peer_at(rt.cursor++ % n);
 		struct rt_peer *e;
@@ -385,7 +387,7 @@ background(uint64_t now)
 		if (!__atomic_load_n(&peer->resolved, __ATOMIC_RELAXED) ||
 		    (e = map_peer(peer->name, peer->n_paths, true)) == NULL)
 			continue;
-		for (int d = 0; d < 1 + data_traced(peer); d++) {
+		for (unsigned int d = 0; d < 1 + (fo_ports >> peer->port_idx & 1); d++) {
 			uint16_t dport = d ? ROCE_PORT : lsd.cfg.probe.dst_port;
 
 			if (d && (e = map_peer_in(true, peer->name, peer->n_paths, true)) == NULL)
