@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 
+#include <rte_ethdev.h>
 #include <rte_log.h>
 #include <rte_mbuf.h>
 
@@ -21,6 +22,21 @@
 extern int lld_logtype;
 #define LLD_LOG(level, fmt, ...) \
 	rte_log(RTE_LOG_ ## level, lld_logtype, "lockstep-load: " fmt "\n", ##__VA_ARGS__)
+
+/* Send n answers (ACKs, CNPs, reflections) on port's queue 0: what the
+ * port does not take is freed and counted in *full (answers are not worth
+ * holding: the next one supersedes them). @return the number sent. */
+static inline uint16_t
+lld_send_or_drop(uint16_t port, struct rte_mbuf **m, uint16_t n, uint64_t *full)
+{
+	uint16_t sent = n > 0 ? rte_eth_tx_burst(port, 0, m, n) : 0;
+
+	if (sent < n) {
+		*full += n - sent;
+		rte_pktmbuf_free_bulk(&m[sent], n - sent);
+	}
+	return sent;
+}
 
 /* A flow's pacing clock: the next frame's time, exact over any run (the
  * fractional tick is carried, as lib/wheel's ls_pace). */

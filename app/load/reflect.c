@@ -16,6 +16,7 @@
 
 #include "ls_pkt.h"
 #include "ls_stamp.h"
+#include "lld.h"
 #include "lld_reflect.h"
 
 #define STAMP_PORT 862
@@ -144,20 +145,15 @@ lld_refl_frame(struct lld_refl *r, struct rte_mbuf *m, uint64_t rx_ns)
 void
 lld_refl_flush(struct lld_refl *r)
 {
-	uint64_t t3 = lld_refl_now_ns();
-	uint16_t sent;
+	uint64_t t3;
 
 	if (r->n_out == 0)
 		return;
+	t3 = lld_refl_now_ns();
 	for (unsigned int i = 0; i < r->n_out; i++)
 		if (r->out[i]->hash.usr)
 			ls_reflect_v4_put_t3(rte_pktmbuf_mtod(r->out[i], uint8_t *), t3, true);
-	sent = rte_eth_tx_burst(r->port, 0, r->out, (uint16_t)r->n_out);
-	r->reflected += sent;
-	if (sent < r->n_out) {
-		r->tx_full += r->n_out - sent;
-		rte_pktmbuf_free_bulk(&r->out[sent], r->n_out - sent);
-	}
+	r->reflected += lld_send_or_drop(r->port, r->out, (uint16_t)r->n_out, &r->tx_full);
 	r->n_out = 0;
 }
 

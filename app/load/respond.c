@@ -19,6 +19,7 @@
 
 #include "ls_flow.h"
 #include "ls_roce.h"
+#include "lld.h"
 #include "lld_respond.h"
 
 #define REQUESTER_QP(qp) ((qp) ^ 0x800000u)
@@ -109,15 +110,7 @@ lld_resp_frame(struct lld_resp *r, const uint8_t *fr, uint32_t len, uint32_t flo
 void
 lld_resp_flush(struct lld_resp *r)
 {
-	uint16_t sent;
-
-	if (r->n_out == 0)
-		return;
-	sent = rte_eth_tx_burst(r->port, 0, r->out, (uint16_t)r->n_out);
-	if (sent < r->n_out) {
-		r->tx_full += r->n_out - sent;
-		rte_pktmbuf_free_bulk(&r->out[sent], r->n_out - sent);
-	}
+	lld_send_or_drop(r->port, r->out, (uint16_t)r->n_out, &r->tx_full);
 	r->n_out = 0;
 }
 

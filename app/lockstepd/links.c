@@ -52,7 +52,6 @@
 #include <jansson.h>
 
 #include <rte_cycles.h>
-#include <rte_jhash.h>
 
 #include "lockstepd.h"
 #include "ls_ctl.h"
@@ -194,17 +193,14 @@ path_links(const struct lsd_peer *peer, uint16_t path, uint8_t hops, uint16_t *o
 	return true;
 }
 
-/* A usable trace's routers as one value (0: not usable). */
+/* A usable trace's routers as one value (0: not usable); route.c hashed
+ * them when it filed the trace, not every pass here. */
 static uint64_t
 hops_key(const struct lsd_route_path *rp, uint8_t hops)
 {
-	uint64_t k = 0x9e3779b97f4a7c15ULL;
-
 	if (rp == NULL || !rp->complete || rp->n < hops || rp->n == 0)
 		return 0;
-	for (uint8_t h = 0; h < rp->n; h++)
-		k = (k ^ rte_jhash(&rp->hop[h], sizeof(rp->hop[h]), h)) * 0x100000001b3ULL;
-	return k | 1;
+	return rp->key;
 }
 
 /*

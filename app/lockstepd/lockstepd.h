@@ -500,6 +500,8 @@ struct lsd_route_path {
 				    * next reached the peer */
 	bool stale;                /* its route may have changed: trace again */
 	uint8_t n;
+	uint64_t key;              /* the n routers as one value (never 0), set when
+				    * filed: paths that share it share fate */
 	struct ls_addr hop[LSD_ROUTE_HOPS];
 };
 const struct lsd_route_path *lsd_route_map(const struct lsd_peer *peer, uint16_t path);

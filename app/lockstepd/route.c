@@ -268,6 +268,10 @@ map_file(const struct rt_trace *t)
 		if (!t->hop[ttl].seen)
 			p->complete = false;
 	}
+	p->key = 0x9e3779b97f4a7c15ULL;
+	for (uint8_t h = 0; h < p->n; h++)
+		p->key = (p->key ^ rte_jhash(&p->hop[h], sizeof(p->hop[h]), h)) * 0x100000001b3ULL;
+	p->key |= 1;
 	rt.bg_done++;
 }
 
