@@ -135,16 +135,20 @@ def flow_paths(sock):
     return out
 
 
-def flap_gap(flow, down_a, down_b, found=False):
+def flap_gap(flow, down_a, down_b, found=False, longest=False):
     """The flow's gap at the receiver that spans the link's death (which
     came between down_a and down_b, seconds on the report's clock): the
     longest gaps are kept with their ends. A gap that does not show among
-    them was no longer than the shortest kept (a bound, taken as the value)."""
+    them was no longer than the shortest kept (a bound, taken as the value).
+    longest: the longest of the gaps that start by down_b and end after
+    down_a, not the first."""
     gaps = flow.get("gaps", [])
-    for us, end in gaps:
-        if end - us / 1e6 <= down_b and end >= down_a:
-            return True if found else us
-    return False if found else (gaps[-1][0] if gaps else 0.0)
+    hits = [us for us, end in gaps if end - us / 1e6 <= down_b and end >= down_a]
+    if found:
+        return bool(hits)
+    if hits:
+        return max(hits) if longest else hits[0]
+    return gaps[-1][0] if gaps else 0.0
 
 
 def run_case(c, tmp, seed, mode, bench):
@@ -291,7 +295,13 @@ def run_case(c, tmp, seed, mode, bench):
                     "%s: every affected flow's stall <= %d us (max %.0f)" % (
                         name, STALL_MAX_US, max(st or [0])))
     else:
-        fwd_st = [res["stall_us"][i] for i in hit_f if i in flows]
+        # The blackhole may start a little after the instant the link died
+        # (frames in flight behind a lab pause arrive first, and the gap
+        # that spans the instant is that pause: CI, seed 1): the longest gap
+        # that starts within 50 ms of it.
+        fwd_st = [flap_gap(flows[i], (t0 - rep["start_raw_ns"]) / 1e9,
+                           (t1 - rep["start_raw_ns"]) / 1e9 + 0.05, longest=True)
+                  for i in hit_f if i in flows]
         c.check(all(x >= CONVERGENCE_MS * 1000 * 0.9 for x in fwd_st),
                 "%s: without failover the flows crossing it stall about %d ms (%s)" % (
                     name, CONVERGENCE_MS, " ".join("%.0f" % x for x in fwd_st)))
