@@ -268,9 +268,11 @@ map_file(const struct rt_trace *t)
 		if (!t->hop[ttl].seen)
 			p->complete = false;
 	}
-	p->key = 0x9e3779b97f4a7c15ULL;
-	for (uint8_t h = 0; h < p->n; h++)
-		p->key = (p->key ^ rte_jhash(&p->hop[h], sizeof(p->hop[h]), h)) * 0x100000001b3ULL;
+	/* FNV-1a over the routers' bytes: the hops are not 4-byte aligned
+	 * (rte_jhash's word loads are undefined there; UBSan, fuzz test) */
+	p->key = 0xcbf29ce484222325ULL;
+	for (size_t i = 0; i < p->n * sizeof(p->hop[0]); i++)
+		p->key = (p->key ^ ((const uint8_t *)p->hop)[i]) * 0x100000001b3ULL;
 	p->key |= 1;
 	rt.bg_done++;
 }
