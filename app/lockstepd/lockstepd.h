@@ -610,6 +610,13 @@ uint64_t lsd_fleettime_updates(void);
 struct ls_fleettime;
 int lsd_fleettime_read(struct ls_fleettime *out);
 
+/* chrony.c (control thread): fleet time to chronyd's SOCK refclock */
+int lsd_chrony_open(const char *path);
+void lsd_chrony_close(void);
+void lsd_chrony_poll(uint64_t tsc, struct ls_clock *clock, const struct ls_sync_state *self,
+		     const struct ls_sync_node_conf *nconf);
+json_t *lsd_chrony_json(void);
+
 /* events.c (control thread): the event log */
 enum lsd_ev_sev { LSD_EV_INFO, LSD_EV_WARNING, LSD_EV_ERROR };
 int lsd_events_init(void);

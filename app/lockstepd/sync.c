@@ -183,6 +183,14 @@ lsd_sync_init(struct ls_clock *clock, struct ls_clock *q_clock)
 		}
 		LSD_LOG(INFO, "sync: fleet time in %s", c->shm);
 	}
+	rc = lsd_chrony_open(c->chrony_sock);
+	if (rc < 0) {
+		LSD_LOG(ERR, "%s: sync.chrony_sock: %s: %s", lsd.cfg.file, c->chrony_sock,
+		       strerror(-rc));
+		return rc;
+	}
+	if (c->chrony_sock[0] != '\0')
+		LSD_LOG(INFO, "sync: fleet time to chronyd's refclock at %s", c->chrony_sock);
 	LSD_LOG(INFO, "sync: window %u ms, step %u ms, purity %u ns, reference %s",
 	       c->window_ms, c->interval_ms, c->purity_tol_ns,
 	       c->reference ? "configured" : "elected (lowest id)");
@@ -193,6 +201,7 @@ void
 lsd_sync_fini(void)
 {
 	lsd_fleettime_close();
+	lsd_chrony_close();
 	ls_sync_track_ws_free(sync_st.ws);
 	sync_st.ws = NULL;
 }
@@ -807,6 +816,7 @@ lsd_sync_poll(uint64_t tsc)
 		sync_st.next_net_tsc = tsc + sync_st.step_tsc / NET_STEPS_PER_FIT;
 	}
 	lsd_fleettime_poll(tsc, sync_st.clock, &sync_st.self, &sync_st.nconf);
+	lsd_chrony_poll(tsc, sync_st.clock, &sync_st.self, &sync_st.nconf);
 }
 
 /* ---- reporting ---------------------------------------------------------- */
@@ -893,6 +903,7 @@ lsd_sync_json(uint64_t tsc)
 		if (t != NULL)
 			json_object_set_new(o, "truth", t);
 	}
+	json_object_set_new(o, "chrony", lsd_chrony_json());
 	nbrs = json_array();
 	for (unsigned int j = 0; j < sync_st.n_nodes; j++) {
 		const struct sync_node *nd = &sync_st.nodes[j];

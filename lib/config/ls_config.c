@@ -750,6 +750,9 @@ static const struct field sync_fields[] = {
 	F_NUMBER("wander_ns", struct ls_conf_sync, wander_ns, 0.0, 1e6),
 	F_NUMBER("asym_bound_ns", struct ls_conf_sync, asym_bound_ns, 0.0, 1e9),
 	F_STR("shm", struct ls_conf_sync, shm, 0, 0),
+	F_STR("chrony_sock", struct ls_conf_sync, chrony_sock, 0, 0),
+	F_INT("chrony_offset_ns", struct ls_conf_sync, chrony_offset_ns,
+	      -4000000000000000000LL, 4000000000000000000LL, 0),
 };
 static const struct schema sync_schema = SCHEMA(sync_fields, NULL);
 

@@ -156,6 +156,11 @@ struct ls_conf_sync {
 				   *   ones), default LS_MAX_PATHS = all */
 	char shm[108];            /**< fleet-time shared memory file, default
 				   *   /dev/shm/lockstep-<node>.fleettime, "" = none */
+	char chrony_sock[108];    /**< chronyd's SOCK refclock socket to feed fleet time
+				   *   to, default "" = none */
+	int64_t chrony_offset_ns; /**< subtracted from fleet time for chronyd: the
+				   *   fleet's timescale less the system clock's (a
+				   *   TAI fleet for a UTC host: 37e9), default 0 */
 };
 
 /** Reflector. */

@@ -198,6 +198,7 @@ def handle(req):
                                 "shm_updates": 6},
                    "truth": {"tsc": 1000, "true_ns": 123456000, "local_ns": 123456789,
                              "offset_ns": 789.0},
+                   "chrony": None,
                    "neighbors": [], "step_tsc": 900})
     if cmd == "sync.points":
         if a.get("peer") not in PEERS:

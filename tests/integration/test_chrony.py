@@ -1,0 +1,234 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""Integration: fleet time reaches a real chronyd (Debian's) through its SOCK
+refclock (sync.chrony_sock), and chronyd sees what fleet time says.
+
+One lockstepd, alone, is the fleet's reference: fleet time is its own
+simulated clock, the lab's true time (LS_SIM_EPOCH_NS + CLOCK_MONOTONIC_RAW)
+plus a configured 2.5 ms offset and no drift. chronyd runs in the test's
+directory with `-x` (it never touches the system clock) and `refclock SOCK`.
+sync.chrony_offset_ns takes the lab's epoch out (true time less the system
+clock, measured here at start), as an operator's would take TAI's 37 s out
+for a UTC host; what is left for chronyd is 2.5 ms plus however far the
+system clock and MONOTONIC_RAW moved apart since.
+
+Checks: chronyd takes the samples (the refclock reaches, lockstepd counts
+them sent with no error); every sample chronyd logged (refclocks.log, full
+precision) is the expected offset, computed here from the two clocks at the
+sample's own time, within 20 us (pairing CLOCK_REALTIME with the TSC, and
+this VM's scheduling); chronyc's view of the source agrees in sign and size;
+and with sync.chrony_offset_ns 1 ms off, chronyd sees it 1 ms off (the
+offset is not ignored). A socket path nobody serves costs counted errors,
+and lockstepd keeps running.
+"""
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "tools", "lab"))
+import lslab  # noqa: E402
+
+BUILD = os.environ.get("LS_BUILD", "build")
+DAEMON = os.path.join(BUILD, "app", "lockstepd", "lockstepd")
+SIM_EPOCH_NS = 1700000000000000000
+OFFSET_NS = 2500000
+TOL_NS = 20000
+
+
+class Checks:
+    def __init__(self):
+        self.failed = 0
+        self.passed = 0
+
+    def check(self, ok, what):
+        print("%s  %s" % ("ok   " if ok else "FAIL", what), flush=True)
+        if ok:
+            self.passed += 1
+        else:
+            self.failed += 1
+        return ok
+
+
+def sys_less_raw():
+    """CLOCK_REALTIME less CLOCK_MONOTONIC_RAW now, ns (the tighter of 5 reads)."""
+    best = None
+    for _ in range(5):
+        a = time.clock_gettime_ns(time.CLOCK_MONOTONIC_RAW)
+        r = time.clock_gettime_ns(time.CLOCK_REALTIME)
+        b = time.clock_gettime_ns(time.CLOCK_MONOTONIC_RAW)
+        if best is None or b - a < best[0]:
+            best = (b - a, r - (a + b) // 2)
+    return best[1]
+
+
+def chrony_conf(d):
+    path = os.path.join(d, "chrony.conf")
+    with open(path, "w") as f:
+        f.write("refclock SOCK %s/refclock.sock refid LSTP poll 0 precision 1e-6\n" % d)
+        f.write("bindcmdaddress %s/chronyd.sock\ncmdport 0\n" % d)
+        f.write("pidfile %s/chronyd.pid\nlogdir %s\nlog refclocks\n" % (d, d))
+    return path
+
+
+def lsd_config(d, sock, chrony_offset):
+    return {
+        "node": {"name": "ref", "id": 1},
+        "ports": [{"name": "p0", "dev": "net_null0", "mac": "02:00:00:00:c0:01",
+                   "ipv4": "10.250.0.1/24", "lcore": 1}],
+        "clock": {"source": "sim", "sim": {"offset_ns": OFFSET_NS, "drift_ppm": 0.0,
+                                           "wander_ns": 0.0}},
+        "sync": {"chrony_sock": sock, "chrony_offset_ns": chrony_offset, "shm": ""},
+        "control": {"socket": os.path.join(d, "ctl.sock")},
+        "idle": {"backoff": True},
+        "log": {"level": "info"},
+    }
+
+
+def start_lsd(d, sock, chrony_offset, tag):
+    import json
+    cfg = os.path.join(d, "lsd-%s.json" % tag)
+    with open(cfg, "w") as f:
+        json.dump(lsd_config(d, sock, chrony_offset), f)
+    log = open(os.path.join(d, "lsd-%s.log" % tag), "w")
+    p = subprocess.Popen([DAEMON, "--no-pci", "--no-huge", "-m", "256", "--file-prefix",
+                          "ls-chrony-%d-%s" % (os.getpid(), tag), "-l", "0,1",
+                          "--", "--config", cfg],
+                         stdout=log, stderr=subprocess.STDOUT)
+    ctl = os.path.join(d, "ctl.sock")
+    ok = lslab.wait_until(lambda: os.path.exists(ctl) and _answers(ctl), 30)
+    return p, ctl if ok else None
+
+
+def _answers(ctl):
+    try:
+        lslab.call(ctl, "status")
+        return True
+    except Exception:
+        return False
+
+
+def stop(p):
+    if p is not None and p.poll() is None:
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(15)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+def refclock_samples(d):
+    """(system time of the sample, offset s) from chronyd's refclocks.log:
+    date time refid DP L P raw_offset cooked_offset dispersion."""
+    out = []
+    try:
+        with open(os.path.join(d, "refclocks.log")) as f:
+            for line in f:
+                w = line.split()
+                if len(w) < 9 or w[2] != "LSTP":
+                    continue
+                try:
+                    out.append((w[0] + " " + w[1], float(w[6])))
+                except ValueError:
+                    pass    # a sample chronyd dropped (no offset)
+    except OSError:
+        pass
+    return out
+
+
+def run(c, d, chrony_offset, want_ns, tag):
+    """chronyd and lockstepd with chrony_offset; every sample chronyd logs
+    must be want_ns (plus the clocks' own parting) within TOL_NS."""
+    ch = subprocess.Popen(["chronyd", "-x", "-d", "-u", "root", "-f", chrony_conf(d)],
+                          stdout=open(os.path.join(d, "chronyd-%s.log" % tag), "w"),
+                          stderr=subprocess.STDOUT)
+    p = None
+    try:
+        if not c.check(lslab.wait_until(
+                lambda: os.path.exists(os.path.join(d, "refclock.sock")), 10),
+                "%s: chronyd is up with its SOCK refclock" % tag):
+            return
+        d0 = sys_less_raw()
+        p, ctl = start_lsd(d, os.path.join(d, "refclock.sock"), chrony_offset, tag)
+        if not c.check(ctl is not None, "%s: lockstepd up" % tag):
+            return
+        lslab.wait_until(lambda: len(refclock_samples(d)) >= 6, 30)
+        d1 = sys_less_raw()
+        st = lslab.call(ctl, "sync")
+        chs = st.get("chrony") or {}
+        samples = refclock_samples(d)
+        c.check(len(samples) >= 6 and chs.get("sent", 0) >= 6 and chs.get("errors") == 0,
+                "%s: chronyd took lockstepd's samples (%d logged; lockstepd: %s)" % (
+                    tag, len(samples), chs))
+        # true - system = want + (d0 - d(t)); d moved from d0 to d1 meanwhile
+        lo = want_ns + min(0, d0 - d1) - TOL_NS
+        hi = want_ns + max(0, d0 - d1) + TOL_NS
+        offs = [round(o * 1e9) for _, o in samples]
+        c.check(bool(offs) and all(lo <= o <= hi for o in offs),
+                "%s: every sample chronyd logged is fleet time less the system clock, "
+                "%d ns (+-%d; the clocks parted %d ns): %s" % (
+                    tag, want_ns, TOL_NS, d1 - d0, offs[:8]))
+        src = subprocess.run(["chronyc", "-h", os.path.join(d, "chronyd.sock"), "-n", "-c",
+                              "sources"], capture_output=True, text=True, timeout=10)
+        rows = [r.split(",") for r in src.stdout.splitlines() if ",LSTP," in r]
+        # chronyc: the local clock less the source (ahead: positive)
+        last = float(rows[0][7]) if rows else None
+        c.check(last is not None and abs(-last * 1e9 - want_ns) <= TOL_NS + abs(d1 - d0),
+                "%s: chronyc's last sample of LSTP is the same offset, opposite sign "
+                "(local clock less the source): %s" % (tag, rows[0] if rows else src.stdout))
+    finally:
+        stop(p)
+        ch.send_signal(signal.SIGTERM)
+        try:
+            ch.wait(10)
+        except subprocess.TimeoutExpired:
+            ch.kill()
+        for f in ("refclocks.log", "refclock.sock", "chronyd.sock"):
+            try:
+                os.unlink(os.path.join(d, f))
+            except OSError:
+                pass
+
+
+def main():
+    lslab.need_root("chronyd and lockstepd need root")
+    c = Checks()
+    if not shutil.which("chronyd") or not shutil.which("chronyc"):
+        c.check(False, "chronyd and chronyc are installed (tools/deps: chrony)")
+        return 1
+    d = tempfile.mkdtemp(prefix="ls-chrony-")
+    os.chmod(d, 0o700)   # chronyd refuses a command socket in a directory others can enter
+    try:
+        # the lab's epoch out: fleet time less chrony_offset is the system
+        # clock plus OFFSET_NS (the reference's own sim offset)
+        epoch = SIM_EPOCH_NS - sys_less_raw()
+        run(c, d, epoch, OFFSET_NS, "aligned")
+        run(c, d, epoch + 1000000, OFFSET_NS - 1000000, "1 ms off")
+        # nobody at the socket: errors counted, the daemon stays up
+        p, ctl = start_lsd(d, os.path.join(d, "nobody.sock"), 0, "nobody")
+        try:
+            ok = ctl is not None and lslab.wait_until(
+                lambda: (lslab.call(ctl, "sync").get("chrony") or {}).get("errors", 0) >= 2, 10)
+            c.check(ok and p.poll() is None,
+                    "no chronyd at the socket: errors counted (%s), lockstepd still running" % (
+                        ctl and lslab.call(ctl, "sync").get("chrony")))
+        finally:
+            stop(p)
+    finally:
+        if c.failed:
+            for f in sorted(os.listdir(d)):
+                if f.endswith(".log"):
+                    lslab.last_words(os.path.join(d, f), f, 20)
+        if not os.environ.get("LS_CHRONY_KEEP"):
+            shutil.rmtree(d, ignore_errors=True)
+    print("chrony: %d passed, %d failed" % (c.passed, c.failed))
+    return 1 if c.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
