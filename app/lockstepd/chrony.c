@@ -98,8 +98,8 @@ lsd_chrony_poll(uint64_t tsc, struct ls_clock *clock, const struct ls_sync_state
 {
 	struct chrony_sample s;
 	struct ls_sync_reading r;
-	struct timespec rt;
-	uint64_t at;
+	struct timespec rt = {0};
+	uint64_t at = 0;
 	int64_t off_ns;
 
 	if (ch.fd < 0 || tsc < ch.next_tsc)
