@@ -49,18 +49,25 @@ static struct {
 	double last_offset_s, last_half_s;
 } ch = {.fd = -1};
 
+/* sync.chrony_sock at start-up: "" is none. chronyd need not be up yet. */
 int
 lsd_chrony_open(const char *path)
 {
+	int rc = 0;
+
 	if (path[0] == '\0')
 		return 0;
 	if (strlen(path) >= sizeof(ch.to.sun_path))
-		return -ENAMETOOLONG;
-	ch.fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (ch.fd < 0)
-		return -errno;
+		rc = -ENAMETOOLONG;
+	else if ((ch.fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) < 0)
+		rc = -errno;
+	if (rc < 0) {
+		LSD_LOG(ERR, "%s: sync.chrony_sock: %s: %s", lsd.cfg.file, path, strerror(-rc));
+		return rc;
+	}
 	ch.to.sun_family = AF_UNIX;
 	memcpy(ch.to.sun_path, path, strlen(path) + 1);
+	LSD_LOG(INFO, "sync: fleet time to chronyd's refclock at %s", path);
 	return 0;
 }
 

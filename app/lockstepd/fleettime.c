@@ -108,6 +108,25 @@ lsd_fleettime_open(const char *path, char *err, size_t len)
 	return 0;
 }
 
+/* sync.shm at start-up: "" is none; a file we may not use stops the
+ * daemon, naming it and why. */
+int
+lsd_fleettime_start(const char *path)
+{
+	char why[200];
+	int rc;
+
+	if (path[0] == '\0')
+		return 0;
+	rc = lsd_fleettime_open(path, why, sizeof(why));
+	if (rc < 0) {
+		LSD_LOG(ERR, "%s: sync.shm: cannot create %s: %s", lsd.cfg.file, path, why);
+		return rc;
+	}
+	LSD_LOG(INFO, "sync: fleet time in %s", path);
+	return 0;
+}
+
 void
 lsd_fleettime_close(void)
 {

@@ -603,6 +603,7 @@ void lsd_sync_register(struct ls_ctl *ctl);
 struct ls_sync_state;
 struct ls_sync_node_conf;
 int lsd_fleettime_open(const char *path, char *err, size_t len);
+int lsd_fleettime_start(const char *path);
 void lsd_fleettime_close(void);
 void lsd_fleettime_poll(uint64_t tsc, struct ls_clock *clock, const struct ls_sync_state *self,
 			const struct ls_sync_node_conf *nconf);

@@ -172,25 +172,9 @@ lsd_sync_init(struct ls_clock *clock, struct ls_clock *q_clock)
 	lsd.sync_pub.valid = true;
 	sync_st.step_tsc = rte_get_tsc_hz() / 1000 * c->interval_ms;
 	sync_st.next_step_tsc = rte_rdtsc() + sync_st.step_tsc;
-	if (c->shm[0] != '\0') {
-		char why[200];
-
-		rc = lsd_fleettime_open(c->shm, why, sizeof(why));
-		if (rc < 0) {
-			LSD_LOG(ERR, "%s: sync.shm: cannot create %s: %s", lsd.cfg.file, c->shm,
-			       why);
-			return rc;
-		}
-		LSD_LOG(INFO, "sync: fleet time in %s", c->shm);
-	}
-	rc = lsd_chrony_open(c->chrony_sock);
-	if (rc < 0) {
-		LSD_LOG(ERR, "%s: sync.chrony_sock: %s: %s", lsd.cfg.file, c->chrony_sock,
-		       strerror(-rc));
+	/* fleet time for the host: shared memory, chronyd */
+	if ((rc = lsd_fleettime_start(c->shm)) < 0 || (rc = lsd_chrony_open(c->chrony_sock)) < 0)
 		return rc;
-	}
-	if (c->chrony_sock[0] != '\0')
-		LSD_LOG(INFO, "sync: fleet time to chronyd's refclock at %s", c->chrony_sock);
 	LSD_LOG(INFO, "sync: window %u ms, step %u ms, purity %u ns, reference %s",
 	       c->window_ms, c->interval_ms, c->purity_tol_ns,
 	       c->reference ? "configured" : "elected (lowest id)");
