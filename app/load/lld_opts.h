@@ -33,6 +33,10 @@ struct lld_opts {
 	bool reflect;                    /* --reflect: the sink's host reflects STAMP (IPv4) */
 	uint32_t cnp_us;                 /* --cnp-us: one CNP per flow per interval */
 	double rate_bps;                 /* per flow (--rate, or --total-rate / flows) */
+	uint32_t fg_flows;               /* --fg-flows: flows 0..fg_flows-1 are foreground */
+	double fg_rate_bps;              /* their rate, frame length and DSCP */
+	uint16_t fg_size;
+	uint8_t fg_dscp;
 	double duration_s;               /* TX time; RX-only: how long to listen */
 	struct ls_mac src_mac, dst_mac;
 	bool src_mac_set;

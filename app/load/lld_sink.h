@@ -55,6 +55,8 @@ struct lld_sink_params {
 	uint64_t settle;         /* measuring starts this long after the first frame */
 	uint32_t detail_flows;   /* flows 0..detail_flows-1 keep every window's bytes */
 	uint32_t tag;            /* our TSC domain tag */
+	uint32_t fg_flows;       /* flows 0..fg_flows-1 are foreground: one-way delay
+				  * quantiles of their own, over the measured span */
 };
 
 /* A flow's results (lld_sink_flow). Rates in bits/s, 0 when not measured. */

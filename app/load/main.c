@@ -415,6 +415,7 @@ main(int argc, char **argv)
 			.n_windows = (uint32_t)((r.stop - r.start) / (r.hz / 1000 * opts.window_ms)) + 2,
 			.settle = r.hz / 1000 * opts.settle_ms,
 			.detail_flows = opts.detail_flows, .tag = tag,
+			.fg_flows = opts.fg_flows,
 		};
 
 		r.sink = lld_sink_create(&sp);

@@ -30,6 +30,14 @@ const char lld_usage[] =
 "                       (default 1500; up to 9018 if the port's MTU allows)\n"
 "  --rate BPS           per-flow rate, frame bits/s (k, M, G suffixes)\n"
 "  --total-rate BPS     aggregate rate, shared evenly by the flows\n"
+"                       (by the background flows when --fg-flows is given)\n"
+"  --fg-flows N         the first N of --flows are foreground flows (e.g. a\n"
+"                       latency-sensitive RPC beside bulk): their own rate,\n"
+"                       size and DSCP, and one-way delay quantiles of their\n"
+"                       own; N = --flows: all are, and --rate is not needed\n"
+"  --fg-rate BPS        their per-flow rate (required with --fg-flows)\n"
+"  --fg-size B          their frame bytes (256)\n"
+"  --fg-dscp N          their DSCP (default --dscp)\n"
 "  --duration S         seconds of TX; RX only: of listening (default 10)\n"
 "  --spread-us N        start the flows evenly over N us (default: one period)\n"
 "  --roce-op OP         send (RC SEND Only) or write (RC RDMA WRITE Only)\n"
@@ -63,6 +71,7 @@ enum {
 	O_ROCEOP, O_SMAC, O_DMAC, O_SRC, O_DST, O_SRC6, O_DST6, O_SPORT, O_DPORT, O_QP,
 	O_DSCP, O_WINDOW, O_SETTLE, O_LINGER, O_DETAIL, O_RFLOWS, O_REPORT, O_IDLE,
 	O_LINKWAIT, O_CHECK, O_SPREAD, O_ECN, O_RESPOND, O_CNPUS, O_REFLECT,
+	O_FGFLOWS, O_FGRATE, O_FGSIZE, O_FGDSCP,
 };
 
 static const struct option long_opts[] = {
@@ -81,6 +90,10 @@ static const struct option long_opts[] = {
 	{"ecn", required_argument, NULL, O_ECN}, {"respond", no_argument, NULL, O_RESPOND},
 	{"cnp-us", required_argument, NULL, O_CNPUS},
 	{"reflect", no_argument, NULL, O_REFLECT},
+	{"fg-flows", required_argument, NULL, O_FGFLOWS},
+	{"fg-rate", required_argument, NULL, O_FGRATE},
+	{"fg-size", required_argument, NULL, O_FGSIZE},
+	{"fg-dscp", required_argument, NULL, O_FGDSCP},
 	{"window-ms", required_argument, NULL, O_WINDOW},
 	{"settle-ms", required_argument, NULL, O_SETTLE},
 	{"linger-ms", required_argument, NULL, O_LINGER},
@@ -228,6 +241,8 @@ defaults(struct lld_opts *o)
 	o->report_flows = 1000;
 	o->link_wait_s = 10;
 	o->cnp_us = 50;
+	o->fg_size = 256;
+	o->fg_dscp = 0xff;      /* unset: --dscp */
 }
 
 static int
@@ -311,6 +326,16 @@ parse_frame_opt(struct lld_opts *o, int c, const char *name, const char *arg,
 		rc = get_u32(name, arg, 0, 3, &x, err, len);
 		o->ecn = (uint8_t)x;
 		return rc;
+	case O_FGSIZE:
+		rc = one_size(arg, &x);
+		if (rc < 0)
+			snprintf(err, len, "--%s: \"%s\" is not a frame length 60..9018", name, arg);
+		o->fg_size = (uint16_t)x;
+		return rc;
+	case O_FGDSCP:
+		rc = get_u32(name, arg, 0, 63, &x, err, len);
+		o->fg_dscp = (uint8_t)x;
+		return rc;
 	}
 	return 1;
 }
@@ -329,9 +354,13 @@ parse_run_opt(struct lld_opts *o, int c, const char *name, const char *arg, doub
 		return 0;
 	case O_FLOWS:
 		return get_u32(name, arg, 1, LLD_MAX_FLOWS, &o->flows, err, len);
+	case O_FGFLOWS:
+		return get_u32(name, arg, 1, LLD_MAX_FLOWS, &o->fg_flows, err, len);
 	case O_RATE:
 	case O_TOTAL:
-		if (lld_parse_rate(arg, c == O_RATE ? &o->rate_bps : total) < 0) {
+	case O_FGRATE:
+		if (lld_parse_rate(arg, c == O_RATE ? &o->rate_bps :
+				   c == O_FGRATE ? &o->fg_rate_bps : total) < 0) {
 			snprintf(err, len, "--%s: expected bits/s > 0 (e.g. 200M, 2.5e8), got \"%s\"",
 				 name, arg);
 			return -EINVAL;
@@ -378,19 +407,28 @@ check_all(struct lld_opts *o, double total, char *err, size_t len)
 		return snprintf(err, len, "--tx or --rx: give at least one port"), -EINVAL;
 	if (o->rate_bps > 0 && total > 0)
 		return snprintf(err, len, "--rate and --total-rate: give one, not both"), -EINVAL;
-	if (total > 0)
-		o->rate_bps = total / o->flows;
-	if (o->tx_port != NULL && o->rate_bps == 0)
+	if (o->fg_flows > 0 && (o->fg_flows > o->flows || o->fg_rate_bps == 0))
+		return snprintf(err, len, "--fg-flows: needs --fg-rate and at most --flows (%u)",
+				o->flows), -EINVAL;
+	if (total > 0 && o->fg_flows < o->flows)
+		o->rate_bps = total / (o->flows - o->fg_flows);
+	if (o->tx_port != NULL && o->rate_bps == 0 && o->fg_flows < o->flows)
 		return snprintf(err, len, "--rate or --total-rate: required with --tx"), -EINVAL;
+	if (o->fg_dscp == 0xff)
+		o->fg_dscp = o->dscp;
 	for (uint8_t i = 0; i < o->n_shapes; i++)
 		for (uint8_t j = 0; j < o->n_families; j++)
-			for (uint8_t k = 0; k < o->n_sizes; k++) {
+			for (uint8_t k = 0; k <= o->n_sizes; k++) {
 				uint16_t min = lld_frame_min_len(o->shapes[i], o->families[j],
 								 o->roce_op);
+				uint16_t size = k < o->n_sizes ? o->sizes[k] : o->fg_size;
 
-				if (o->sizes[k] < min)
-					return snprintf(err, len, "--size: %u is too short for %s "
-							"over IPv%u (at least %u)", o->sizes[k],
+				if (k == o->n_sizes && o->fg_flows == 0)
+					continue;
+				if (size < min)
+					return snprintf(err, len, "--%s: %u is too short for %s "
+							"over IPv%u (at least %u)",
+							k < o->n_sizes ? "size" : "fg-size", size,
 							lld_shape_name(o->shapes[i]),
 							o->families[j], min), -EINVAL;
 			}
@@ -454,9 +492,9 @@ lld_opts_flow(const struct lld_opts *o, uint32_t i, struct lld_flow_spec *s)
 	memset(s, 0, sizeof(*s));
 	s->shape = shape;
 	s->roce_op = o->roce_op;
-	s->dscp = o->dscp;
+	s->dscp = i < o->fg_flows ? o->fg_dscp : o->dscp;
 	s->ecn = o->ecn;
-	s->len = lld_frame_fit_len(shape, fam, o->roce_op, size);
+	s->len = lld_frame_fit_len(shape, fam, o->roce_op, i < o->fg_flows ? o->fg_size : size);
 	s->flow = i;
 	s->src_mac = o->src_mac;
 	s->dst_mac = o->dst_mac;

@@ -96,6 +96,7 @@ struct lld_sink {
 	uint32_t flows_seen, k_end;
 	uint8_t any, end_set;
 	struct ls_hist owd;
+	struct ls_hist fg_owd;          /* foreground flows, measured span only */
 };
 
 struct lld_sink *
@@ -310,6 +311,8 @@ lld_sink_frame(struct lld_sink *s, const struct lld_rx *r, uint32_t frame_len, u
 		f->owd_max = f->owd_n == 0 || ns > f->owd_max ? ns : f->owd_max;
 		f->owd_sum += (double)ns;
 		f->owd_n++;
+		if (r->flow < s->p.fg_flows && now >= s->origin && now < s->end)
+			ls_hist_add(&s->fg_owd, ns);
 	}
 	if (now >= s->origin && now < s->end)
 		measure(s, f, r->flow, frame_len, payload, now);
@@ -549,10 +552,8 @@ windows_json(const struct lld_sink *s)
 }
 
 static json_t *
-owd_json(const struct lld_sink *s)
+owd_json(const struct ls_hist *h)
 {
-	const struct ls_hist *h = &s->owd;
-
 	if (h->count == 0)
 		return json_null();
 	return json_pack("{sI sI sI sI sI sI sI sf}", "count", (json_int_t)h->count,
@@ -605,7 +606,9 @@ lld_sink_report(const struct lld_sink *s, const uint64_t *sent, uint32_t report_
 	json_object_set_new(rx, "settle_ms", json_real((double)s->p.settle * 1e3 /
 						       (double)s->p.hz));
 	json_object_set_new(rx, "windows", windows_json(s));
-	json_object_set_new(rx, "owd_ns", owd_json(s));
+	json_object_set_new(rx, "owd_ns", owd_json(&s->owd));
+	if (s->p.fg_flows > 0)
+		json_object_set_new(rx, "fg_owd_ns", owd_json(&s->fg_owd));
 	json_object_set_new(rx, "flows_summary", flows_summary(s));
 	for (uint32_t i = 0; i < s->p.n_flows && i < report_flows; i++)
 		json_array_append_new(flows, flow_json(s, i, sent));
@@ -660,6 +663,12 @@ lld_sink_summary(const struct lld_sink *s, FILE *out)
 			"max %.1f us\n", (double)ls_hist_quantile(&s->owd, 0.5) / 1e3,
 			(double)ls_hist_quantile(&s->owd, 0.99) / 1e3,
 			(double)ls_hist_quantile(&s->owd, 0.999) / 1e3, (double)s->owd.max / 1e3);
+	if (s->fg_owd.count > 0)
+		fprintf(out, "lockstep-load: rx: foreground one-way delay (measured span) p50 %.1f us, "
+			"p99 %.1f us, max %.1f us over %" PRIu64 " frames\n",
+			(double)ls_hist_quantile(&s->fg_owd, 0.5) / 1e3,
+			(double)ls_hist_quantile(&s->fg_owd, 0.99) / 1e3,
+			(double)s->fg_owd.max / 1e3, s->fg_owd.count);
 	json_decref(t);
 	json_decref(w);
 }

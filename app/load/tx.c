@@ -56,7 +56,8 @@ build_flows(struct lld_tx *t, const struct lld_opts *o, const struct ls_mac *mac
 			LLD_LOG(ERR, "flow %u: %s", i, err);
 			return -EINVAL;
 		}
-		t->fl[i].tpb = ls_wheel_tpb(t->hz, (uint64_t)(o->rate_bps + 0.5));
+		t->fl[i].tpb = ls_wheel_tpb(t->hz, (uint64_t)((i < o->fg_flows ? o->fg_rate_bps :
+							       o->rate_bps) + 0.5));
 		period = (uint64_t)(((unsigned __int128)t->fl[i].tpb * s.len) >> 32);
 		if (period > *max_period)
 			*max_period = period;

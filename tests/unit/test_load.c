@@ -401,6 +401,13 @@ START_TEST(test_opts)
 		{"--tx 0 --rate 1M --duration 0", "--duration: expected seconds"},
 		{"--tx 0 --rate 1M --bogus", "--bogus: unknown option"},
 		{"--tx 0 --rate 1M extra", "\"extra\": unexpected argument"},
+		{"--tx 0 --rate 1M --fg-flows 1", "--fg-flows: needs --fg-rate"},
+		{"--tx 0 --rate 1M --fg-flows 2 --fg-rate 1M", "at most --flows (1)"},
+		{"--tx 0 --flows 2 --fg-flows 1 --fg-rate 1M", "--rate or --total-rate"},
+		{"--tx 0 --rate 1M --flows 2 --fg-flows 1 --fg-rate 1M --fg-size 60 --proto roce",
+		 "--fg-size: 60 is too short for roce"},
+		{"--tx 0 --rate 1M --fg-size 10000", "--fg-size: \"10000\" is not a frame length"},
+		{"--tx 0 --rate 1M --fg-dscp 64", "--fg-dscp: expected an integer 0..63"},
 	};
 	struct lld_opts o;
 	char err[256];
@@ -436,6 +443,53 @@ START_TEST(test_opts_flows)
 	ck_assert_uint_eq(b.qp, a.qp + 5536);
 	lld_opts_flow(&o, 5535, &b);
 	ck_assert_uint_eq(b.sport, 65535);
+	/* foreground flows: their own size and DSCP; --total-rate is the rest's */
+	ck_assert_int_eq(parse("--tx 0 --total-rate 3M --flows 4 --fg-flows 1 --fg-rate 1k "
+			       "--fg-size 128 --dscp 10 --size 1500", &o, err, sizeof(err)), 0);
+	ck_assert_double_eq_tol(o.rate_bps, 1e6, 1e-6);
+	ck_assert_double_eq_tol(o.fg_rate_bps, 1e3, 1e-9);
+	lld_opts_flow(&o, 0, &a);
+	lld_opts_flow(&o, 1, &b);
+	ck_assert_uint_eq(a.len, 128);
+	ck_assert_uint_eq(b.len, 1500);
+	ck_assert_uint_eq(a.dscp, 10);     /* --fg-dscp defaults to --dscp */
+	ck_assert_int_eq(parse("--tx 0 --rate 1M --flows 2 --fg-flows 1 --fg-rate 1M "
+			       "--fg-dscp 46", &o, err, sizeof(err)), 0);
+	lld_opts_flow(&o, 0, &a);
+	lld_opts_flow(&o, 1, &b);
+	ck_assert_uint_eq(a.dscp, 46);
+	ck_assert_uint_eq(b.dscp, 0);
+}
+END_TEST
+
+/* The foreground's quantiles cover its own frames in the measured span. */
+START_TEST(test_sink_foreground)
+{
+	struct lld_sink_params p = {.n_flows = 2, .hz = HZ, .start = 0, .window = HZ / 10,
+				    .n_windows = 1000, .settle = HZ, .detail_flows = 0,
+				    .tag = 42, .fg_flows = 1};
+	struct lld_sink *s = lld_sink_create(&p);
+	json_t *j, *fg;
+
+	ck_assert_ptr_nonnull(s);
+	for (uint64_t i = 0; i < 100; i++) {
+		struct lld_rx r = {.flow = (uint32_t)(i & 1), .seq = i / 2,
+				   .tag = 42, .payload_len = 100, .shape = LLD_UDP};
+		uint64_t now = 1000 + i * (HZ / 50);   /* 2 s; the first second settles */
+
+		/* foreground 5 us, background 500 us; 1 ms while settling */
+		r.tx_tsc = now - (now < 1000 + HZ ? HZ / 1000 : (r.flow ? HZ / 2000 : HZ / 200000));
+		lld_sink_frame(s, &r, 125, now);
+	}
+	lld_sink_finish(s);
+	j = lld_sink_report(s, NULL, 2);
+	fg = json_object_get(json_object_get(j, "rx"), "fg_owd_ns");
+	ck_assert(json_is_object(fg));
+	ck_assert_int_eq(json_integer_value(json_object_get(fg, "count")), 25);
+	ck_assert_int_le(json_integer_value(json_object_get(fg, "max")), 5200);
+	ck_assert_int_ge(json_integer_value(json_object_get(fg, "min")), 4800);
+	json_decref(j);
+	lld_sink_free(s);
 }
 END_TEST
 
@@ -453,6 +507,7 @@ load_suite(void)
 	tcase_add_test(tc, test_sink_windows_stall);
 	tcase_add_test(tc, test_sink_partial_and_gaps);
 	tcase_add_test(tc, test_sink_report);
+	tcase_add_test(tc, test_sink_foreground);
 	tcase_add_test(tc, test_opts);
 	tcase_add_test(tc, test_opts_flows);
 	suite_add_tcase(s, tc);
