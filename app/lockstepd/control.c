@@ -154,7 +154,8 @@ peer_same(const struct lsd_peer *p, const struct ls_conf_peer *cp)
 
 	return ls_addr_eq(&p->addr, &cp->addr) && paths == p->n_paths && iv == p->interval_us &&
 	       strcmp(lsd.ports[p->port_idx].conf->name, cp->port) == 0 &&
-	       p->asym_ns == cp->asym_ns && p->static_mac == cp->has_mac;
+	       p->asym_ns == cp->asym_ns && p->static_mac == cp->has_mac &&
+	       p->dscp_conf == cp->dscp && p->pcp_conf == cp->pcp;
 }
 
 /*
@@ -321,10 +322,11 @@ cmd_status(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_un
 		rte_eth_stats_get(p->port_id, &s);
 		rte_eth_link_get_nowait(p->port_id, &link);
 		json_array_append_new(ports, json_pack(
-			"{s:s, s:s, s:i, s:s, s:o, s:o, s:i, s:s, s:b, s:I, s:I, s:I}",
+			"{s:s, s:s, s:i, s:s, s:o, s:o, s:o, s:i, s:s, s:b, s:I, s:I, s:I}",
 			"name", p->conf->name, "dev", p->conf->dev, "port_id", p->port_id,
 			"mac", ls_mac_fmt(&p->mac, mac, sizeof(mac)),
 			"ipv4", prefix_json(&p->v4), "ipv6", prefix_json(&p->v6),
+			"vlan", p->vlan ? json_integer(p->vlan) : json_null(),
 			"lcore", (int)p->lcore, "driver", p->driver,
 			"link_up", link.link_status == RTE_ETH_LINK_UP,
 			"rx_pkts", (json_int_t)s.ipackets, "tx_pkts", (json_int_t)s.opackets,
@@ -341,6 +343,7 @@ cmd_status(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_un
 	C(alloc_failed); C(probes_unresolved); C(rl_overflow); C(idle_sleeps);
 	C(tlv_unknown); C(tlv_malformed); C(foreign_replies);
 	C(sync_recs); C(sync_dropped); C(rl_evicted); C(tx_trace); C(route_dropped);
+	C(tx_vlan_failed);
 #undef C
 	lsd_capture_status(&cs);
 	ls_ctl_reply_ok(req, json_pack(
@@ -383,10 +386,13 @@ cmd_peers(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_unu
 			}
 		}
 		json_array_append_new(arr, json_pack(
-			"{s:s, s:o, s:s, s:i, s:i, s:s, s:o, s:I, s:I, s:I, s:f, s:o, s:f}",
+			"{s:s, s:o, s:s, s:i, s:i, s:i, s:o, s:s, s:o, s:I, s:I, s:I, s:f, s:o, s:f}",
 			"name", peer->name, "addr", addr_json(&peer->addr),
 			"port", lsd.ports[peer->port_idx].conf->name,
 			"paths", peer->n_paths, "interval_us", (int)peer->interval_us,
+			"dscp", peer->tos >> 2,
+			"pcp", lsd.ports[peer->port_idx].vlan ? json_integer(peer->vlan_tci >> 13)
+							       : json_null(),
 			"state", peer_state(peer),
 			"mac", LOAD(peer->resolved) ? json_string(ls_mac_fmt(&peer->mac, mac, sizeof(mac))) : json_null(),
 			"sent", (json_int_t)tot.sent, "received", (json_int_t)tot.received,
@@ -620,6 +626,8 @@ peer_replace_paths(unsigned int idx, uint16_t paths, uint32_t interval_us)
 	cp.mac = old->mac;
 	cp.has_mac = old->static_mac;
 	cp.asym_ns = old->asym_ns; /* calibration, not a probe setting (issue 27 L7) */
+	cp.dscp = old->dscp_conf;
+	cp.pcp = old->pcp_conf;
 	peer = lsd_peer_new(&cp);
 	if (peer == NULL)
 		return -ENOMEM;

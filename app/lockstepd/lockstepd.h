@@ -128,6 +128,7 @@ struct lsd_lcore_stats {
 	uint64_t tx_at;            /* frames sent to leave at their stamp (clock.tx_sched,
 				    * clock.tx_trailer) */
 	uint64_t tx_at_no_room;    /* tx_trailer: no tailroom for the trailer, sent without */
+	uint64_t tx_vlan_failed;   /* no headroom to insert our 802.1Q tag: dropped */
 	uint64_t tx_trace;         /* path-discovery probes sent (route.c) */
 	uint64_t route_dropped;    /* ICMP answers to them not handed over: ring full */
 	uint64_t tx_trailer_unsent; /* replies still carrying the peer's send-time trailer:
@@ -149,6 +150,9 @@ struct lsd_port {
 	int tx_ts_field;           /* ... its dynfield offset */
 	uint64_t tx_ts_flag;       /* ... and flag */
 	struct ls_reflect_port fast; /* what the fast path matches against */
+	uint16_t vlan;             /* 802.1Q VID of our frames here, 0: untagged */
+	uint16_t vlan_tci;         /* ... with probe.pcp: ARP/ND and the default */
+	bool vlan_offload;         /* the NIC inserts the tag (TX_OFFLOAD_VLAN_INSERT) */
 	char driver[32];
 	struct ls_app_gate gate;   /* memif: queues used while the link is up (lcore) */
 };
@@ -248,6 +252,9 @@ struct lsd_peer {
 	uint32_t n_track;          /* entries of each path's outstanding-probe ring */
 	int32_t slot;              /* index in its lcore's peer table */
 	double asym_ns;            /* configured path asymmetry (clock sync) */
+	int8_t dscp_conf, pcp_conf; /* configured per peer, -1: probe defaults */
+	uint8_t tos;               /* its probes' TOS / traffic class (DSCP << 2) */
+	uint16_t vlan_tci;         /* their 802.1Q tag on a VLAN port (PCP | VID) */
 	/* neighbour resolution (lcore) */
 	struct ls_mac mac;
 	bool resolved;

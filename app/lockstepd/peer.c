@@ -108,6 +108,12 @@ lsd_peer_new(const struct ls_conf_peer *cp)
 	peer->n_track = n_track;
 	peer->slot = -1;
 	peer->asym_ns = cp->asym_ns;
+	peer->dscp_conf = cp->dscp;
+	peer->pcp_conf = cp->pcp;
+	peer->tos = (uint8_t)((cp->dscp >= 0 ? cp->dscp : lsd.cfg.probe.dscp) << 2);
+	/* probes ride the class they watch: RoCE's PFC priority on a VLAN port */
+	peer->vlan_tci = (uint16_t)((cp->pcp >= 0 ? cp->pcp : lsd.cfg.probe.pcp) << 13 |
+				    lsd.ports[port].vlan);
 	if (cp->has_mac) {
 		peer->mac = cp->mac;
 		peer->resolved = true;

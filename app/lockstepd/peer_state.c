@@ -28,6 +28,10 @@ peer_conf_json(const struct lsd_peer *p)
 
 	if (o != NULL && p->static_mac)
 		json_object_set_new(o, "mac", json_string(ls_mac_fmt(&p->mac, mac, sizeof(mac))));
+	if (o != NULL && p->dscp_conf >= 0)
+		json_object_set_new(o, "dscp", json_integer(p->dscp_conf));
+	if (o != NULL && p->pcp_conf >= 0)
+		json_object_set_new(o, "pcp", json_integer(p->pcp_conf));
 	return o;
 }
 

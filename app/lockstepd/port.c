@@ -100,6 +100,13 @@ port_configure(struct lsd_port *p, const struct ls_conf_port *cp,
 		}
 		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_SEND_ON_TIMESTAMP;
 	}
+	/* our frames' 802.1Q tag: the NIC inserts it where it can, else tx.c */
+	p->vlan = cp->vlan;
+	p->vlan_tci = (uint16_t)(lsd.cfg.probe.pcp << 13 | cp->vlan);
+	if (cp->vlan != 0 && (info->tx_offload_capa & RTE_ETH_TX_OFFLOAD_VLAN_INSERT)) {
+		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_VLAN_INSERT;
+		p->vlan_offload = true;
+	}
 	rc = rte_eth_dev_configure(p->port_id, 1, 1, &conf);
 	if (rc < 0) {
 		LSD_LOG(ERR, "port %s: configure failed: %s", cp->name, strerror(-rc));

@@ -474,8 +474,8 @@ build(const struct lsd_peer *peer, const struct lsd_port *p, uint16_t sport, uin
 		.src_mac = p->mac, .dst_mac = peer->mac,
 		.src = peer->addr.family == LS_AF_INET ? p->v4.addr : p->v6.addr,
 		.dst = peer->addr, .sport = sport, .dport = dport, .ttl = ttl,
-		.tos = (uint8_t)(lsd.cfg.probe.dscp << 2),
-		.flow_label = sport,      /* as the path's probes: the entropy */
+		.tos = peer->tos,         /* as the path's probes: their class */
+		.flow_label = sport,      /* ... and the entropy */
 	};
 	uint16_t len = (uint16_t)(ls_pkt_udp_hdr_len(h.src.family) + RT_PAYLOAD);
 	struct rte_mbuf *m = rte_pktmbuf_alloc(lsd.pool);
@@ -495,6 +495,7 @@ build(const struct lsd_peer *peer, const struct lsd_port *p, uint16_t sport, uin
 		f[19] = (uint8_t)ipid;
 		ls_pkt_udp_finalize(f, len, h.src.family);
 	}
+	m->vlan_tci = peer->vlan_tci;
 	return m;
 }
 

@@ -137,6 +137,28 @@ drop:
 	return false;
 }
 
+/*
+ * On a VLAN port our frames carry the port's VID: take the tag off (the
+ * reply goes out with it again, tx.c) so every parser below sees plain
+ * Ethernet. A PMD or NIC that stripped it already left it in the mbuf.
+ * Untagged frames and other VLANs are not ours: counted and dropped.
+ */
+static inline bool
+rx_vlan_ok(struct lsd_lcore *lc, const struct lsd_port *p, struct rte_mbuf *m)
+{
+	if (!(m->ol_flags & RTE_MBUF_F_RX_VLAN_STRIPPED) && rte_vlan_strip(m) != 0)
+		goto bad;
+	if ((m->vlan_tci & 0x0fff) == p->vlan)
+		return true;
+bad:
+	lc->st.disp[LSD_RX_BAD_VLAN]++;
+	rte_pktmbuf_free(m);
+	return false;
+}
+
+/* ARP and ND frames the bridge shows us on their way to the host */
+#define LSD_PEEK_MAX 512
+
 static void stamp_and_send(struct lsd_lcore *lc, struct lsd_port *p, struct rte_mbuf **reply,
 			   uint16_t n_reply, bool cap);
 
@@ -165,6 +187,8 @@ lsd_rx_vector(struct lsd_lcore *lc, struct lsd_port *p, struct rte_mbuf **rx, ui
 			rte_prefetch0(rte_pktmbuf_mtod(rx[i + 4], void *));
 		if (unlikely(cap))
 			lsd_capture_copy(lc, m, rx_ns, false);
+		if (p->vlan != 0 && !rx_vlan_ok(lc, p, m))
+			continue;
 		if (rx_one(lc, p, m, rx_ns))
 			reply[n_reply++] = m;
 	}
@@ -189,8 +213,23 @@ lsd_rx_vector(struct lsd_lcore *lc, struct lsd_port *p, struct rte_mbuf **rx, ui
 void
 lsd_rx_peek(struct lsd_lcore *lc, struct lsd_port *p, const struct rte_mbuf *m)
 {
+	const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *);
+	uint32_t len = m->data_len;
+	uint8_t plain[LSD_PEEK_MAX];
 	struct ls_pkt_info pi;
-	int cls = ls_pkt_parse(rte_pktmbuf_mtod(m, const uint8_t *), m->data_len, true, &pi);
+	int cls;
+
+	/* the frame goes on to the host whole: read a copy without our tag */
+	if (p->vlan != 0) {
+		if (len < 18 || len - 4 > sizeof(plain) || ls_get_be16(f + 12) != 0x8100 ||
+		    (ls_get_be16(f + 14) & 0x0fff) != p->vlan)
+			return;
+		memcpy(plain, f, 12);
+		memcpy(plain + 12, f + 16, len - 16);
+		f = plain;
+		len -= 4;
+	}
+	cls = ls_pkt_parse(f, len, true, &pi);
 
 	if (cls == LS_PKT_ARP)
 		lsd_neigh_rx_arp(lc, p, &pi);

@@ -83,7 +83,7 @@ build_probe(struct lsd_lcore *lc, struct lsd_peer *peer, struct lsd_peer_path *p
 		.sport = pp->sport,
 		.dport = pc->dst_port,
 		.ttl = pc->ttl,
-		.tos = (uint8_t)(pc->dscp << 2),
+		.tos = peer->tos,
 		.flow_label = pp->sport,
 	};
 	struct ls_stamp_sender s;
@@ -131,6 +131,7 @@ build_probe(struct lsd_lcore *lc, struct lsd_peer *peer, struct lsd_peer_path *p
 		lc->st.alloc_failed++;
 		return NULL;
 	}
+	m->vlan_tci = peer->vlan_tci;  /* tagged on the way out (tx.c) on a VLAN port */
 	*seq = s.seq;
 	return m;
 }

@@ -454,6 +454,7 @@ static const struct field port_fields[] = {
 	F_INT("rx_desc", PORT, rx_desc, 64, 16384, F_POW2),
 	F_INT("tx_desc", PORT, tx_desc, 64, 16384, F_POW2),
 	F_INT("mtu", PORT, mtu, 576, 9216, 0),
+	F_INT("vlan", PORT, vlan, 1, 4094, 0),
 };
 #undef PORT
 static const struct schema port_schema = SCHEMA(port_fields, port_post);
@@ -520,6 +521,10 @@ peer_post(struct pctx *c, const char *path, const json_t *obj, void *base)
 	int idx;
 
 	p->has_mac = json_object_get(obj, "mac") != NULL;
+	if (json_object_get(obj, "dscp") == NULL)
+		p->dscp = -1;
+	if (json_object_get(obj, "pcp") == NULL)
+		p->pcp = -1;
 	if (p->port[0] == '\0') {
 		if (c->cfg == NULL || c->cfg->n_ports == 0)
 			return ls_jsonv_fail(&c->jv, ls_jsonv_key(kpath, path, "port"),
@@ -549,6 +554,8 @@ static const struct field peer_fields[] = {
 	F_INT("paths", PEER, paths, 1, LS_MAX_PATHS, 0),
 	F_FUNC("mac", PEER, mac, fn_mac, 0),
 	F_NUMBER("asym_ns", PEER, asym_ns, -1e9, 1e9),
+	F_INT("dscp", PEER, dscp, 0, 63, 0),
+	F_INT("pcp", PEER, pcp, 0, 7, 0),
 };
 #undef PEER
 static const struct schema peer_schema = SCHEMA(peer_fields, peer_post);
@@ -615,6 +622,7 @@ static const struct field probe_fields[] = {
 	F_INT("loss_timeout_us", PROBE, loss_timeout_us, 0, 60000000, 0),
 	F_INT("ttl", PROBE, ttl, 1, 255, 0),
 	F_INT("dscp", PROBE, dscp, 0, 63, 0),
+	F_INT("pcp", PROBE, pcp, 0, 7, 0),
 	F_INT("pad", PROBE, pad, 0, 1400, 0),
 	F_INT("down_after", PROBE, down_after, 1, 1000, 0),
 	F_INT("acquire_ms", PROBE, acquire_ms, 0, 600000, 0),

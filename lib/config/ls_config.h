@@ -62,6 +62,8 @@ struct ls_conf_port {
 	uint16_t tx_desc;         /**< TX ring size, default 1024 */
 	uint16_t mtu;             /**< MTU, default 1500 */
 	uint8_t role;             /**< enum ls_port_role, default fabric */
+	uint16_t vlan;            /**< 802.1Q VLAN ID of lockstepd's own frames on this
+				   *   port (probes, replies, ARP/ND), 0 = untagged */
 };
 
 /** The data path: a bump in the wire between a host port and a fabric port. */
@@ -105,6 +107,7 @@ struct ls_conf_probe {
 	uint32_t loss_timeout_us; /**< reply time-out, default 0 = max(interval, 50 ms) */
 	uint8_t ttl;              /**< TTL / hop limit, default 255 */
 	uint8_t dscp;             /**< DSCP, default 0 */
+	uint8_t pcp;              /**< 802.1Q priority on VLAN ports, default 0 */
 	uint16_t pad;             /**< extra padding bytes (RFC 8972 Extra Padding TLV), default 0 */
 	uint16_t down_after;      /**< consecutive losses that mark a path down, default 3 */
 	uint32_t acquire_ms;      /**< after a peer is added, probe faster for this long, default 4000 */
@@ -122,6 +125,8 @@ struct ls_conf_peer {
 	bool has_mac;             /**< mac set */
 	double asym_ns;           /**< calibrated path asymmetry toward this peer: forward
 				   *   minus reverse propagation floor, ns, default 0 */
+	int8_t dscp;              /**< probes' DSCP toward this peer, -1 = probe default */
+	int8_t pcp;               /**< probes' 802.1Q priority, -1 = probe default */
 };
 
 /**

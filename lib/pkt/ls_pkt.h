@@ -43,7 +43,8 @@ enum ls_pkt_class {
 	LS_PKT_ERR_FRAG = -4,      /**< IP fragment (never valid for probes) */
 	LS_PKT_ERR_ARP = -5,       /**< ARP not Ethernet/IPv4, bad lengths */
 	LS_PKT_ERR_ND = -6,        /**< ND with hop limit != 255, bad code, bad option */
-	LS_PKT_ERR_VLAN = -7,      /**< VLAN-tagged frame (not supported yet) */
+	LS_PKT_ERR_VLAN = -7,      /**< VLAN-tagged frame: lockstepd takes its own VLAN's
+				    *   tag off before parsing, so a tag here is not ours */
 	LS_PKT_ERR_ADDR = -8,      /**< multicast/broadcast/unspecified/loopback source address */
 };
 

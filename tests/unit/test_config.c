@@ -367,8 +367,8 @@ START_TEST(test_unknown_key)
 	EXACT("{" BASE ", 'extra': 1}", "extra: unknown key");
 	EXACT("{" BASE ", 'probe': {'intervall_us': 5000}}",
 	      "probe.intervall_us: unknown key");
-	BAD(ONE_PORT("'vlan': 5"),
-	    "ports[0].vlan", "unknown key");
+	BAD(ONE_PORT("'vlans': 5"),
+	    "ports[0].vlans", "unknown key");
 	BAD("{" BASE ", 'peers': [{'name': 'a', 'addr': '10.0.0.2'}, {'name': 'b', 'adr': '10.0.0.3'}]}",
 	    "peers[1].adr", "unknown key");
 	BAD("{" BASE ", 'clock': {'source': 'sim', 'sim': {'offset': 1}}}",
@@ -437,6 +437,9 @@ START_TEST(test_out_of_range)
 	    "ports[0].lcore", "must be between -1 and 1023");
 	BAD(ONE_PORT("'mtu': 575"),
 	    "ports[0].mtu", "must be between 576 and 9216");
+	BAD(ONE_PORT("'vlan': 4095"),
+	    "ports[0].vlan", "must be between 1 and 4094, got 4095");
+	BAD("{" BASE ", 'probe': {'pcp': 8}}", "probe.pcp", "must be between 0 and 7, got 8");
 	/* Regression (issue 27 L9): probes larger than a port's MTU were
 	 * accepted and then dropped on the way. IPv4: 20 + 8 + 44 + 28 + 68 + 4
 	 * + pad; at mtu 1500 the largest pad is 1328. */
@@ -725,6 +728,23 @@ START_TEST(test_parse_peer)
 	ck_assert_str_eq(peer.name, "n9");
 	ck_assert_str_eq(peer.port, "p0");
 	ck_assert_uint_eq(peer.interval_us, 0);
+	/* unset: the probe defaults (-1); 0 is a class of its own */
+	ck_assert_int_eq(peer.dscp, -1);
+	ck_assert_int_eq(peer.pcp, -1);
+	json_decref(o);
+
+	o = json_pack("{s:s, s:s, s:i, s:i}", "name", "n9", "addr", "10.0.0.9", "dscp", 0,
+		      "pcp", 7);
+	rc = ls_config_parse_peer(o, &cfg, "args", &peer, err, sizeof(err));
+	ck_assert_msg(rc == 0, "%s", err);
+	ck_assert_int_eq(peer.dscp, 0);
+	ck_assert_int_eq(peer.pcp, 7);
+	json_decref(o);
+
+	o = json_pack("{s:s, s:s, s:i}", "name", "n9", "addr", "10.0.0.9", "dscp", 64);
+	rc = ls_config_parse_peer(o, &cfg, "args", &peer, err, sizeof(err));
+	ck_assert_int_eq(rc, -EINVAL);
+	ck_assert_str_eq(err, "args.dscp: must be between 0 and 63, got 64");
 	json_decref(o);
 
 	o = json_pack("{s:s, s:s, s:s, s:i}", "name", "n9", "addr", "fd00::9",
