@@ -66,7 +66,7 @@ COUNTERS = (
     "rx_bad_fragment rx_bad_arp rx_bad_nd rx_bad_vlan rx_bad_address tx_probes "
     "tx_replies tx_arp tx_nd tx_dropped alloc_failed probes_unresolved rl_overflow "
     "idle_sleeps tlv_unknown tlv_malformed foreign_replies sync_recs sync_dropped "
-    "rl_evicted tx_trace route_dropped").split()
+    "rl_evicted tx_trace route_dropped tx_vlan_failed").split()
 
 
 def clock_json():
@@ -104,7 +104,8 @@ def handle(req):
             "clock": clock_json(),
             "ports": [{"name": "p0", "dev": "0000:3b:00.0", "port_id": 0,
                        "mac": "02:00:00:00:00:07", "ipv4": "10.0.0.7",
-                       "ipv6": None, "lcore": 2, "driver": "net_ice", "link_up": True,
+                       "ipv6": None, "vlan": None, "lcore": 2, "driver": "net_ice",
+                       "link_up": True,
                        "rx_pkts": 12345, "tx_pkts": 12340,
                        "rx_missed": 0}],
             "n_peers": len(PEERS), "n_paths": 2 * len(PEERS),
@@ -117,7 +118,7 @@ def handle(req):
         for i, (name, addr) in enumerate(PEERS.items()):
             down = name in ARGS.down
             out.append({"name": name, "addr": addr, "port": "p0",
-                        "paths": 2, "interval_us": 1000,
+                        "paths": 2, "interval_us": 1000, "dscp": 26, "pcp": None,
                         "state": "down" if down else "up",
                         "mac": None if down else "02:00:00:00:00:%02x" % i,
                         "sent": 2000, "received": 0 if down else 1997,
