@@ -45,6 +45,7 @@ struct lld_opts {
 	uint32_t qp;                     /* RoCEv2: flow i's QP is qp + i */
 	uint32_t spread_us;              /* flows' first frames over this (us); 0: a period */
 	uint32_t window_ms, settle_ms, linger_ms;
+	uint32_t tx_delay_ms;            /* TX starts this long after the sink */
 	uint32_t detail_flows, report_flows;
 	const char *report;              /* file, or NULL / "-" for stdout */
 	uint32_t idle_sleep_us;

@@ -401,9 +401,11 @@ main(int argc, char **argv)
 				 (uint64_t)((double)(r.start - t0) * 1e9 / (double)r.hz);
 	}
 	if (r.has_tx) {
-		uint64_t end = r.start + (uint64_t)(opts.duration_s * (double)r.hz);
+		/* --tx-delay-ms: the sink (and reflector, responder) run first */
+		uint64_t tx0 = r.start + r.hz / 1000 * opts.tx_delay_ms;
+		uint64_t end = tx0 + (uint64_t)(opts.duration_s * (double)r.hz);
 
-		lld_tx_start(&r.tx, r.start, end);
+		lld_tx_start(&r.tx, tx0, end);
 		r.stop = end + r.hz / 1000 * opts.linger_ms;
 	} else {
 		r.stop = r.start + (uint64_t)(opts.duration_s * (double)r.hz);

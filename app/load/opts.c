@@ -56,6 +56,8 @@ const char lld_usage[] =
 "  --window-ms N        sink window (100)\n"
 "  --settle-ms N        measure from N ms after the first frame (0)\n"
 "  --linger-ms N        receive this long after TX ends (500)\n"
+"  --tx-delay-ms N      start sending N ms after the sink, responder and\n"
+"                       reflector (0): a mesh that runs before the job\n"
 "  --detail N           flows with every window in the report (4)\n"
 "  --report-flows N     flows listed in the report (1000; the summary has all)\n"
 "  --report FILE        JSON report (default stdout)\n"
@@ -71,7 +73,7 @@ enum {
 	O_ROCEOP, O_SMAC, O_DMAC, O_SRC, O_DST, O_SRC6, O_DST6, O_SPORT, O_DPORT, O_QP,
 	O_DSCP, O_WINDOW, O_SETTLE, O_LINGER, O_DETAIL, O_RFLOWS, O_REPORT, O_IDLE,
 	O_LINKWAIT, O_CHECK, O_SPREAD, O_ECN, O_RESPOND, O_CNPUS, O_REFLECT,
-	O_FGFLOWS, O_FGRATE, O_FGSIZE, O_FGDSCP,
+	O_FGFLOWS, O_FGRATE, O_FGSIZE, O_FGDSCP, O_TXDELAY,
 };
 
 static const struct option long_opts[] = {
@@ -94,6 +96,7 @@ static const struct option long_opts[] = {
 	{"fg-rate", required_argument, NULL, O_FGRATE},
 	{"fg-size", required_argument, NULL, O_FGSIZE},
 	{"fg-dscp", required_argument, NULL, O_FGDSCP},
+	{"tx-delay-ms", required_argument, NULL, O_TXDELAY},
 	{"window-ms", required_argument, NULL, O_WINDOW},
 	{"settle-ms", required_argument, NULL, O_SETTLE},
 	{"linger-ms", required_argument, NULL, O_LINGER},
@@ -378,6 +381,8 @@ parse_run_opt(struct lld_opts *o, int c, const char *name, const char *arg, doub
 		return get_u32(name, arg, 0, 3600000, &o->settle_ms, err, len);
 	case O_LINGER:
 		return get_u32(name, arg, 0, 3600000, &o->linger_ms, err, len);
+	case O_TXDELAY:
+		return get_u32(name, arg, 0, 3600000, &o->tx_delay_ms, err, len);
 	case O_DETAIL:
 		return get_u32(name, arg, 0, 1024, &o->detail_flows, err, len);
 	case O_RFLOWS:

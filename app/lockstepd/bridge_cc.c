@@ -178,6 +178,7 @@ lsd_cc_apply_slice(struct lsd_bridge *b, unsigned int k, const struct ls_policy_
 	d->min_dec_pct = c->min_dec_pct;
 	ls_cc_delay_defaults(&cc->dl[k], b->hz, max);
 	cc->dl[k].target_ns = (uint64_t)c->target_us * 1000;
+	cc->dl[k].interval = b->hz / 1000000 * c->interval_us;
 	cc->dl[k].min_bps = c->min_bps;
 	cc->dl[k].ai_bps = c->ai_bps;
 }
@@ -204,13 +205,17 @@ lsd_cc_mode_on(const struct lsd_bridge *b, uint16_t slice)
 
 /* Delay mode: once per interval, the forward queueing delay of the flow's
  * path toward its destination (a peer the probe mesh measures; the worst of
- * its paths when the flow is not steered). No sample, no change. */
+ * its paths when the flow is not steered). No sample, no change; and a
+ * change waits for a probe sent after the last one, which sees what the
+ * change did (Swift's once per RTT): acting again on the queue the change
+ * was already answering cut the rate twice for it, and the link idled. */
 static uint64_t
 delay_rate(struct lsd_bridge *b, const struct ls_flow *f, struct lsd_cc_flow *c,
 	   const struct ls_flow_pkt *pk, uint64_t now)
 {
 	const struct ls_cc_delay_params *p = &b->cc->dl[f->slice];
 	struct ls_addr a = {.family = pk->key.family == 6 ? LS_AF_INET6 : LS_AF_INET};
+	uint64_t at = 0;
 	int64_t q;
 
 	if (c->delay.last != 0 && now - c->delay.last < p->interval)
@@ -220,8 +225,8 @@ delay_rate(struct lsd_bridge *b, const struct ls_flow *f, struct lsd_cc_flow *c,
 	else
 		memcpy(a.a, pk->key.dst + 12, 4);
 	/* samples older than 50 ms describe a queue that may be gone */
-	q = lsd_peer_queue_ns(b->lc, &a, f->path, now, b->hz / 20);
-	if (q < 0)
+	q = lsd_peer_queue_ns(b->lc, &a, f->path, now, b->hz / 20, &at);
+	if (q < 0 || (c->delay.last != 0 && at <= c->delay.last))
 		return c->delay.rate;
 	return ls_cc_delay_on_sample(&c->delay, p, now, (uint64_t)q);
 }

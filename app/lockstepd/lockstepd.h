@@ -178,6 +178,7 @@ struct lsd_peer_path {
 	int64_t rev_min[2];        /* the same for the reverse direction (links.c: */
 	int64_t q_rev_ns;          /*   slow senders) */
 	uint64_t q_tsc;            /* TSC of that sample, 0: none yet */
+	uint64_t q_sent_tsc;       /* ... when its probe left (reply less the round trip) */
 	uint64_t data_paths;       /* (control writes) the bridge's data paths whose
 				    * route is this probe path's (links.c) */
 	uint8_t fo_silent;         /* (lcore) found silent for failover (bridge_fo.c) */
@@ -436,10 +437,16 @@ lsd_acquire_on(void)
 {
 	return lsd.cfg.probe.acquire_ms > 0 && lsd.cfg.probe.acquire_rate > 1;
 }
+/* What lsd_peer_queue_ns says of a path whose probes are being lost: a
+ * queue far past any target (10 s), so the delay mode cuts by its most. */
+#define LSD_QUEUE_LOST_NS 10000000000LL
+
 /* Forward queueing delay toward addr on path (0xff: the worst of its paths)
- * from samples no older than max_age TSC ticks; -1 when none. */
+ * from samples no older than max_age TSC ticks; LSD_QUEUE_LOST_NS when its
+ * probes are lost since the last reply; -1 when none. *at: when the
+ * sample's probe left (now for a loss). */
 int64_t lsd_peer_queue_ns(struct lsd_lcore *lc, const struct ls_addr *addr, uint8_t path,
-			  uint64_t now, uint64_t max_age);
+			  uint64_t now, uint64_t max_age, uint64_t *at);
 void lsd_sender_on_reply(struct lsd_lcore *lc, struct lsd_port *p, struct rte_mbuf *m,
 			const struct ls_pkt_info *pi, uint64_t rx_ns);
 void lsd_sender_tick(struct lsd_lcore *lc, uint64_t now_ns);

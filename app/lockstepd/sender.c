@@ -489,9 +489,11 @@ owd_correct(struct lsd_peer *peer, uint64_t t1, uint64_t rx_ns, int64_t samples[
 /* A reply's one-way delays: each direction's floor (minimum over 10-20 s,
  * two epochs so an old minimum ages out) and the queueing above it. */
 static void
-queue_note(struct lsd_peer_path *pp, int64_t fwd, int64_t rev)
+queue_note(struct lsd_peer_path *pp, int64_t fwd, int64_t rev, int64_t round_ns)
 {
 	uint64_t now = rte_rdtsc();
+	uint64_t back = round_ns > 0 ? (uint64_t)((double)round_ns * 1e-9 *
+						  (double)rte_get_tsc_hz()) : 0;
 
 	if (now >= pp->fwd_epoch_end) {
 		pp->fwd_min[1] = pp->fwd_epoch_end ? pp->fwd_min[0] : fwd;
@@ -509,11 +511,12 @@ queue_note(struct lsd_peer_path *pp, int64_t fwd, int64_t rev)
 		pp->q_rev_ns = rev - RTE_MIN(pp->rev_min[0], pp->rev_min[1]);
 	}
 	pp->q_tsc = now;
+	pp->q_sent_tsc = now - RTE_MIN(back, now);
 }
 
 int64_t
 lsd_peer_queue_ns(struct lsd_lcore *lc, const struct ls_addr *addr, uint8_t path,
-		  uint64_t now, uint64_t max_age)
+		  uint64_t now, uint64_t max_age, uint64_t *at)
 {
 	struct lsd_peer *peer;
 	struct lsd_addr_key key;
@@ -525,9 +528,19 @@ lsd_peer_queue_ns(struct lsd_lcore *lc, const struct ls_addr *addr, uint8_t path
 	for (uint16_t i = 0; i < peer->n_paths; i++) {
 		const struct lsd_peer_path *pp = &peer->path[i];
 
-		if ((path != 0xff && i != path) || pp->q_tsc == 0 || now - pp->q_tsc > max_age)
+		if (path != 0xff && i != path)
 			continue;
-		q = RTE_MAX(q, pp->q_ns);
+		/* probes lost since the last reply: a queue that overflowed (or
+		 * held them past the loss time-out) says more than no sample */
+		if (pp->live.consecutive_lost > 0 && pp->q_tsc != 0) {
+			q = LSD_QUEUE_LOST_NS;
+			*at = now;
+			continue;
+		}
+		if (pp->q_tsc == 0 || now - pp->q_tsc > max_age || pp->q_ns <= q)
+			continue;
+		q = pp->q_ns;
+		*at = pp->q_sent_tsc;
 	}
 	return q;
 }
@@ -614,7 +627,8 @@ lsd_sender_on_reply(struct lsd_lcore *lc, struct lsd_port *p __rte_unused,
 	if (unlikely(__atomic_load_n(&pp->data_paths, __ATOMIC_RELAXED) != 0))
 		fo_rtt(lc, peer, pp, samples[LS_PM_RTT]);
 	if (samples[LS_PM_FWD] != LS_PM_NONE)
-		queue_note(pp, samples[LS_PM_FWD], samples[LS_PM_REV]);
+		queue_note(pp, samples[LS_PM_FWD], samples[LS_PM_REV],
+			   (int64_t)rx_ns - (int64_t)r.sender_ts_ns);
 	if (pp->live.consecutive_lost == 0)
 		pp->state_down = 0;
 	d = LSD_RX_REPLY;

@@ -45,7 +45,7 @@ ls_cc_delay_on_sample(struct ls_cc_delay *d, const struct ls_cc_delay_params *p,
 		d->increases++;
 	} else {
 		/* the share to cut, in 1/2^20: β (q - target) / q, capped */
-		f = (uint64_t)p->beta * (queue_ns - p->target_ns) / queue_ns;
+		f = (uint64_t)((unsigned __int128)p->beta * (queue_ns - p->target_ns) / queue_ns);
 		if (f > p->max_mdf)
 			f = p->max_mdf;
 		d->rate -= (uint64_t)(((unsigned __int128)d->rate * f) >> 20);

@@ -407,6 +407,7 @@ static const struct key cc_keys[] = {
 	CK("t_us", k_u32, t_us, 10000000), CK("byte_reset", k_bytes, byte_reset, 1LL << 40),
 	CK("f", k_u32, f, 1000), CK("g_inv", k_u32, g_inv, 65536),
 	CK("min_dec_pct", k_u32, min_dec_pct, 100), CK("target_us", k_u32, target_us, 100000),
+	CK("interval_us", k_u32, interval_us, 10000000),
 };
 #undef CK
 
@@ -424,6 +425,8 @@ k_cc(const json_t *v, const struct ls_jsonv *jv, const char *path, void *out,
 				   (unsigned long long)c->hai_bps, (unsigned long long)c->ai_bps);
 	if (rc == 0 && c->min_bps == 0)
 		rc = ls_jsonv_fail(jv, path, "min_bps must be above 0");
+	if (rc == 0 && c->interval_us == 0)
+		rc = ls_jsonv_fail(jv, path, "interval_us must be above 0");
 	return rc;
 }
 
@@ -449,7 +452,7 @@ ls_policy_slice_defaults(struct ls_policy_slice *s)
 	s->cc = (struct ls_policy_cc){
 		.cnp_interval_us = 50, .ai_bps = 40000000, .hai_bps = 200000000,
 		.min_bps = 1000000, .k_us = 55, .t_us = 55, .byte_reset = 10u << 20, .f = 5,
-		.g_inv = 256, .min_dec_pct = 50, .target_us = 10,
+		.g_inv = 256, .min_dec_pct = 50, .target_us = 10, .interval_us = 20,
 	};
 }
 

@@ -98,6 +98,8 @@ struct ls_policy_cc {
 	uint32_t g_inv;           /**< DCQCN g = 1 / g_inv */
 	uint32_t min_dec_pct;     /**< DCQCN: one CNP keeps at least this % of the rate */
 	uint32_t target_us;       /**< delay mode: target queueing delay */
+	uint32_t interval_us;     /**< delay mode: at most one change per interval
+				   *   (about one RTT) */
 };
 
 /** One slice: its shares, per-flow pacing, what it takes, how it steers. */

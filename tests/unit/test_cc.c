@@ -309,6 +309,12 @@ START_TEST(test_delay_series)
 		r = ls_cc_delay_on_sample(&d, &p, 1000 + (uint64_t)i * p.interval, 2000);
 	ck_assert_uint_eq(r, LINE);
 	ck_assert_uint_eq(d.decreases, 2);
+	/* lockstepd's "probes lost" (10 s of queue) and an absurd sample:
+	 * the most it cuts, no overflow in β (q - target) */
+	r = ls_cc_delay_on_sample(&d, &p, 1000 + 4000ULL * p.interval, 10000000000ULL);
+	ck_assert_uint_eq(r, LINE / 2);
+	r = ls_cc_delay_on_sample(&d, &p, 1000 + 4001ULL * p.interval, UINT64_MAX);
+	ck_assert_uint_eq(r, LINE / 4);
 }
 END_TEST
 
