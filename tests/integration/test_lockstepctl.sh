@@ -212,6 +212,11 @@ fi
 grep -q '<svg xmlns' "$TMP/m.html" && grep -q '</html>' "$TMP/m.html" ||
 	fail "mesh --html wrote no page with the picture in it"
 expect 2 mesh -s "$S1" --svg "$TMP/no/such/dir/m.svg" && contains "cannot write" err
+# mesh --prometheus (the fleet from a real Prometheus: test_metrics.py)
+expect 2 mesh --prometheus ftp://x && contains "takes a URL" err
+expect 2 mesh --prometheus http://127.0.0.1:1 -s "$S1" && contains "not both" err
+expect 2 mesh --prometheus http://127.0.0.1:1 --window 60s && contains "10s window" err
+expect 5 mesh --prometheus http://127.0.0.1:1 && contains "127.0.0.1:1" err
 
 # --version, as the daemons have it; peer add --port takes the port's name
 expect 0 --version && contains "lockstepctl 0.1.0" out

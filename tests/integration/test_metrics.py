@@ -12,8 +12,11 @@ port. Checks:
     scrape interval of 1 s, scrapes the daemon and answers a PromQL query
     (lockstep_path_up summed over n2's paths = the paths configured);
   - other paths get 404, other methods 405; the control socket keeps
-    answering while scrapes run; metrics are off without metrics.port
-    (nothing listens).
+    answering while scrapes run;
+  - `lockstepctl mesh --prometheus` draws the fleet's matrix from that
+    server (both daemons scraped, and a third target nobody serves): the
+    cells are the sockets' own mesh a moment apart, the dead target a row
+    of "?" and exit status 3, the SVG renders.
 """
 import json
 import os
@@ -22,7 +25,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -82,6 +84,53 @@ def series(text):
     return out
 
 
+def fleet_mesh(c, tmp, pport, dead, n1, n2):
+    """lockstepctl mesh --prometheus against the sockets' mesh."""
+    ctl = os.path.join(os.environ.get("LS_BUILD", "build"), "tools", "lockstepctl", "lockstepctl")
+    purl = "http://127.0.0.1:%d" % pport
+    def count(expr):
+        try:
+            res = json.load(urllib.request.urlopen("%s/api/v1/query?query=%s" % (
+                purl, urllib.parse.quote(expr)), timeout=2))["data"]["result"]
+            return float(res[0]["value"][1]) if res else 0
+        except (OSError, ValueError, KeyError):
+            return -1
+    c.check(lslab.wait_until(lambda: count('count(lockstep_path_rtt_seconds{quantile="0.5"})')
+                             == 2 * PATHS and count("count(up == 0)") == 1, 40),
+            "Prometheus has both nodes' %d path RTTs and the dead target's up 0" % (2 * PATHS))
+    svg = os.path.join(tmp, "fleet.svg")
+    r = subprocess.run([ctl, "mesh", "--prometheus", purl, "--color", "never", "--svg", svg],
+                       capture_output=True, text=True, timeout=30)
+    rows = {ln.split()[0]: ln.split()[1:] for ln in r.stdout.splitlines()[1:]
+            if ln.strip() and not ln.startswith("NODE")}
+    j = subprocess.run([ctl, "--json", "mesh", "--prometheus", purl], capture_output=True,
+                       text=True, timeout=30)
+    sock = subprocess.run([ctl, "--json", "-s", n1.sock, "-s", n2.sock, "mesh", "--window",
+                           "10s"], capture_output=True, text=True, timeout=30)
+    try:
+        fleet, own = json.loads(j.stdout), json.loads(sock.stdout)
+    except ValueError:
+        fleet, own = {}, {}
+
+    def cell(m, a, b):
+        for pe in m.get(a, {}).get("peers", []):
+            if pe["name"] == b:
+                v = sorted(p["rtt_p50_ns"] for p in pe["paths"] if p.get("rtt_p50_ns"))
+                return v[len(v) // 2] if v else None
+        return None
+    pairs = [(a, b, cell(fleet, a, b), cell(own, a, b)) for a, b in (("n1", "n2"), ("n2", "n1"))]
+    c.check(r.returncode == 3 and rows.get("n1") and rows.get("n2") and
+            rows.get("127.0.0.1:%d" % dead) == ["?", "?"],
+            "mesh --prometheus: rows n1, n2 and the dead target's of '?', exit 3 (%d): %s"
+            % (r.returncode, r.stdout.strip().replace("\n", " | ") + r.stderr.strip()))
+    c.check(all(f and o and abs(f - o) <= 0.5 * o for _, _, f, o in pairs),
+            "each cell is the sockets' mesh a moment apart (RTT p50 ns, Prometheus vs "
+            "sockets): %s" % pairs)
+    rs = subprocess.run(["rsvg-convert", "-o", svg + ".png", svg], capture_output=True)
+    c.check(rs.returncode == 0 and os.path.getsize(svg + ".png") > 1000,
+            "the fleet's SVG renders (rsvg-convert rc %d)" % rs.returncode)
+
+
 def main():
     lslab.exit_on_signals()
     c = lslab.Checks("metrics")
@@ -91,8 +140,8 @@ def main():
             c.check(False, "%s installed (tools/deps: prometheus)" % tool)
             c.finish()
     tmp = tempfile.mkdtemp(prefix="ls-metrics-")
-    mport, pport = free_port(), free_port()
-    n1, n2 = node(tmp, 1, 2, mport), node(tmp, 2, 1, 0)
+    mport, pport, mport2, dead = free_port(), free_port(), free_port(), free_port()
+    n1, n2 = node(tmp, 1, 2, mport), node(tmp, 2, 1, mport2)
     prom = None
     try:
         n1.start()
@@ -140,7 +189,8 @@ def main():
         with open(os.path.join(pdir, "prometheus.yml"), "w") as f:
             f.write("global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
                     "scrape_configs:\n  - job_name: lockstep\n"
-                    "    static_configs: [{targets: ['127.0.0.1:%d']}]\n" % mport)
+                    "    static_configs: [{targets: ['127.0.0.1:%d', '127.0.0.1:%d', "
+                    "'127.0.0.1:%d']}]\n" % (mport, mport2, dead))
         prom = subprocess.Popen(
             ["prometheus", "--config.file", os.path.join(pdir, "prometheus.yml"),
              "--storage.tsdb.path", os.path.join(pdir, "data"),
@@ -200,10 +250,7 @@ def main():
                 "dpdk-telemetry.py /lockstep/paths,n2: n2's %d paths (%s)" %
                 (PATHS, sorted(pa)[:6]))
         c.check("/lockstep/sync" in replies, "dpdk-telemetry.py /lockstep/sync answers")
-        # off unless configured: n2 has no metrics section, nothing listens
-        st2 = lslab.call(n2.sock, "status")
-        c.check(st2["node"] == "n2" and "metrics" not in json.dumps(st2.get("counters", {})),
-                "n2 runs without metrics")
+        fleet_mesh(c, tmp, pport, dead, n1, n2)
     finally:
         if prom is not None:
             prom.terminate()

@@ -10,6 +10,7 @@
  *   fmt_paths.c    paths and path formatters
  *   mesh.c         mesh and watch across several daemons
  *   heatmap.c      the mesh in colour: terminal, SVG, HTML
+ *   prom.c         the mesh of a fleet from Prometheus (mesh --prometheus)
  *
  * Nothing here is exported beyond the tool.
  */

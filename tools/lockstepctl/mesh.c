@@ -19,6 +19,7 @@
 #include <jansson.h>
 
 #include "lockstepctl.h"
+#include "prom.h"
 
 struct mesh_opts {
 	const char *metric;     /* rtt, fwd, rev, loss */
@@ -27,6 +28,7 @@ struct mesh_opts {
 	const char *dir;
 	const char *svg;        /* write the matrix as SVG here */
 	const char *html;       /* ... and/or as HTML */
+	const char *prom;       /* a Prometheus server's URL instead of sockets */
 	bool colour;            /* colour the terminal table */
 	double interval_s;
 	unsigned long long count;
@@ -47,6 +49,7 @@ static const struct optdef mesh_defs[] = {
 	{ "--color" },
 	{ "--svg" },
 	{ "--html" },
+	{ "--prometheus" },
 	{ NULL },
 };
 
@@ -102,6 +105,16 @@ mesh_parse(struct cli *cli, const struct cli_cmd *cmd, int argc, char **argv,
 	o->html = p.val[7];
 	if ((o->svg != NULL && o->svg[0] == '\0') || (o->html != NULL && o->html[0] == '\0'))
 		return usage_error(cmd, "--svg and --html take a file name");
+	o->prom = p.val[8];
+	if (o->prom != NULL) {
+		if (strncmp(o->prom, "http://", 7) != 0 && strncmp(o->prom, "https://", 8) != 0)
+			return usage_error(cmd, "--prometheus takes a URL (http://host:9090)");
+		/* lockstepd exports the 10 s window */
+		if (o->window != NULL && strcmp(o->window, "10s") != 0)
+			return usage_error(cmd, "--prometheus: the metrics are the 10s window");
+		if (o->dir != NULL || cli->n_socks > 0)
+			return usage_error(cmd, "--prometheus or sockets (-s, --dir), not both");
+	}
 	return hm_colour_mode(cmd, p.val[5], &o->colour);
 }
 
@@ -400,6 +413,33 @@ mesh_print(const struct mesh_opts *o, struct mesh_node *nodes, size_t n)
 	return rc;
 }
 
+/* The nodes as Prometheus knows them (prom.c): an unreachable one has no
+ * result, as a daemon that does not answer. */
+static int
+mesh_prom(const struct cli *cli, const struct mesh_opts *o, struct mesh_node **out,
+	  size_t *n_out)
+{
+	json_t *arr, *e;
+	size_t i;
+	int rc = prom_mesh(o->prom, o->metric, cli->timeout_ms, &arr);
+
+	if (rc != EX_OK)
+		return rc;
+	*n_out = json_array_size(arr);
+	*out = calloc(*n_out + 1, sizeof(**out));
+	if (*out == NULL)
+		die_oom();
+	json_array_foreach(arr, i, e) {
+		json_t *r = json_object_get(e, "result");
+
+		(*out)[i].sock = xstrdup(o->prom);
+		(*out)[i].name = xstrdup(json_string_value(json_object_get(e, "name")));
+		(*out)[i].result = json_is_object(r) ? json_incref(r) : NULL;
+	}
+	json_decref(arr);
+	return EX_OK;
+}
+
 /* Query every daemon once and print the matrix (or the JSON). */
 static int
 mesh_once(struct cli *cli, const struct mesh_opts *o)
@@ -409,6 +449,15 @@ mesh_once(struct cli *cli, const struct mesh_opts *o)
 	size_t n = 0, i;
 	int rc, worst = EX_OK;
 
+	if (o->prom != NULL) {
+		rc = mesh_prom(cli, o, &nodes, &n);
+		if (rc != EX_OK)
+			return rc;
+		for (i = 0; i < n; i++)
+			if (nodes[i].result == NULL && worst == EX_OK)
+				worst = EX_NODAEMON;
+		goto show;
+	}
 	rc = mesh_sockets(cli, o, &socks, &n);
 	if (rc != EX_OK)
 		return rc;
@@ -447,7 +496,7 @@ mesh_once(struct cli *cli, const struct mesh_opts *o)
 		}
 		json_decref(reply);
 	}
-
+show:
 	if (cli->json) {
 		json_t *all = json_object();
 
