@@ -217,6 +217,8 @@ expect 2 mesh --prometheus ftp://x && contains "takes a URL" err
 expect 2 mesh --prometheus http://127.0.0.1:1 -s "$S1" && contains "not both" err
 expect 2 mesh --prometheus http://127.0.0.1:1 --window 60s && contains "10s window" err
 expect 5 mesh --prometheus http://127.0.0.1:1 && contains "127.0.0.1:1" err
+expect 2 mesh -s "$S1" --group-by leaf && contains "route" err
+expect 2 mesh --prometheus http://127.0.0.1:1 --group-by 'le af' && contains "label name" err
 
 # --version, as the daemons have it; peer add --port takes the port's name
 expect 0 --version && contains "lockstepctl 0.1.0" out

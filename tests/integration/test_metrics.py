@@ -129,6 +129,14 @@ def fleet_mesh(c, tmp, pport, dead, n1, n2):
     rs = subprocess.run(["rsvg-convert", "-o", svg + ".png", svg], capture_output=True)
     c.check(rs.returncode == 0 and os.path.getsize(svg + ".png") > 1000,
             "the fleet's SVG renders (rsvg-convert rc %d)" % rs.returncode)
+    # grouped by a target label the scrape configuration sets (leaf)
+    g = subprocess.run([ctl, "mesh", "--prometheus", purl, "--group-by", "leaf", "--color",
+                        "never"], capture_output=True, text=True, timeout=30)
+    grows = [ln.split() for ln in g.stdout.splitlines()[2:] if ln.strip()]
+    c.check(grows and grows[0][:2] == ["GROUP", "NODE"] and
+            [r[:2] for r in grows[1:]] == [["leaf1", "n1"], ["leaf2", "127.0.0.1:%d" % dead],
+                                          ["leaf2", "n2"]],
+            "mesh --prometheus --group-by leaf: %s" % g.stdout.strip().replace("\n", " | "))
 
 
 def main():
@@ -189,8 +197,10 @@ def main():
         with open(os.path.join(pdir, "prometheus.yml"), "w") as f:
             f.write("global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
                     "scrape_configs:\n  - job_name: lockstep\n"
-                    "    static_configs: [{targets: ['127.0.0.1:%d', '127.0.0.1:%d', "
-                    "'127.0.0.1:%d']}]\n" % (mport, mport2, dead))
+                    "    static_configs:\n"
+                    "      - {targets: ['127.0.0.1:%d'], labels: {leaf: leaf1}}\n"
+                    "      - {targets: ['127.0.0.1:%d', '127.0.0.1:%d'], labels: {leaf: leaf2}}\n"
+                    % (mport, mport2, dead))
         prom = subprocess.Popen(
             ["prometheus", "--config.file", os.path.join(pdir, "prometheus.yml"),
              "--storage.tsdb.path", os.path.join(pdir, "data"),

@@ -61,6 +61,33 @@ def result(sock, peer, path, dport):
     return r
 
 
+def leaf_groups(c, lab, tmp):
+    """lockstepctl mesh --group-by route: each node's group is the router
+    that answers its TTL 1, which must be its leaf in the topology."""
+    ctl = os.path.join(lslab.BUILD, "tools", "lockstepctl", "lockstepctl")
+    socks = sum([["-s", lab.sock(i + 1)] for i in range(len(HOSTS))], [])
+    svg = os.path.join(tmp, "groups.svg")
+    out = subprocess.run([ctl] + socks + ["mesh", "--group-by", "route", "--color", "never",
+                                          "--svg", svg], capture_output=True, text=True,
+                         timeout=60)
+    rows = [ln.split() for ln in out.stdout.splitlines()[2:] if ln.strip()][1:]
+    got = {r[1]: ADDR_OF.get(r[0], r[0]) for r in rows if len(r) > 2}
+    want = {h["name"]: h["leaf"] for h in TOPO["hosts"]}
+    order = [r[1] for r in rows]
+    c.check(out.returncode == 0 and got == want and
+            order == sorted(order, key=lambda n: (want[n], n)),
+            "mesh --group-by route: each node under its leaf, rows by leaf (%s; want %s)"
+            % (got, want))
+    rs = subprocess.run(["rsvg-convert", "-o", svg + ".png", svg], capture_output=True)
+    with open(svg) as f:
+        lines = f.read().count('class="group"')
+    # rows: leaf1 | leaf2; columns: leaf1 | leaf2 | the IPv6 peers, which
+    # are no node's name (group unknown)
+    c.check(rs.returncode == 0 and lines == 3,
+            "the SVG renders with a line between the leaves' rows and columns and before "
+            "the ungrouped IPv6 peers (%d lines, want 3)" % lines)
+
+
 def main():
     lslab.exit_on_signals()
     lslab.need_root()
@@ -136,6 +163,7 @@ def main():
                 c.check(False, "route %s is refused" % args)
             except lslab.CtlError as e:
                 c.check(code in str(e), "route %s: %s" % (args, e))
+        leaf_groups(c, lab, tmp)
         st = lslab.call(s1, "status")["counters"]
         c.check(st["tx_trace"] >= n_all and st["rx_route_icmp"] > 0 and st["route_dropped"] == 0,
                 "counters: %d probes sent, %d answers, %d dropped" % (

@@ -155,9 +155,14 @@ hm_print_colour(const struct heatmap *h, FILE *f)
 
 	if (w == NULL)
 		die_oom();
+	size_t gw = h->row_group ? width("GROUP") : 0;
+
 	w[0] = width("NODE");
-	for (size_t i = 0; i < h->n_rows; i++)
+	for (size_t i = 0; i < h->n_rows; i++) {
 		w[0] = w[0] > width(h->rows[i]) ? w[0] : width(h->rows[i]);
+		if (h->row_group && h->row_group[i] && width(h->row_group[i]) > gw)
+			gw = width(h->row_group[i]);
+	}
 	for (size_t j = 0; j < h->n_cols; j++) {
 		w[j + 1] = width(h->cols[j]);
 		for (size_t i = 0; i < h->n_rows; i++) {
@@ -166,6 +171,10 @@ hm_print_colour(const struct heatmap *h, FILE *f)
 			w[j + 1] = w[j + 1] > n ? w[j + 1] : n;
 		}
 	}
+	if (gw) {
+		pad(f, "GROUP", gw, false);
+		fputs("  ", f);
+	}
 	pad(f, "NODE", w[0], false);
 	for (size_t j = 0; j < h->n_cols; j++) {
 		fputs("  ", f);
@@ -173,6 +182,10 @@ hm_print_colour(const struct heatmap *h, FILE *f)
 	}
 	fputc('\n', f);
 	for (size_t i = 0; i < h->n_rows; i++) {
+		if (gw) {
+			pad(f, h->row_group[i] ? h->row_group[i] : "-", gw, false);
+			fputs("  ", f);
+		}
 		pad(f, h->rows[i], w[0], false);
 		for (size_t j = 0; j < h->n_cols; j++) {
 			const struct hm_cell *c = &h->cells[i * h->n_cols + j];
@@ -282,15 +295,60 @@ svg_legend(FILE *f, const struct heatmap *h, double x, double y)
 			x + 248 + 95 * (double)k, y + 12, fixed[k].t);
 }
 
+static bool
+same_group(const char *a, const char *b)
+{
+	return a == b || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+/* Groups (leaves): a name on the first row and column of each, and a
+ * dark line where one ends, so a leaf's block of the matrix stands out. */
+static void
+svg_groups(FILE *f, const struct heatmap *h, double x0)
+{
+	double y0 = TOP + CELL_H, x1 = x0 + (double)h->n_cols * CELL_W;
+	double y1 = y0 + (double)h->n_rows * CELL_H;
+
+	for (size_t i = 0; i < h->n_rows; i++) {
+		if (i > 0 && same_group(h->row_group[i], h->row_group[i - 1]))
+			continue;
+		fprintf(f, "<text x=\"16\" y=\"%.1f\" fill=\"#555555\">",
+			y0 + (double)i * CELL_H + CELL_H / 2.0 + 4);
+		xml(f, h->row_group[i] ? h->row_group[i] : "?");
+		fputs("</text>\n", f);
+		if (i > 0)
+			fprintf(f, "<line class=\"group\" x1=\"16\" y1=\"%.1f\" x2=\"%.1f\" "
+				"y2=\"%.1f\" stroke=\"#222222\" stroke-width=\"3\"/>\n",
+				y0 + (double)i * CELL_H, x1, y0 + (double)i * CELL_H);
+	}
+	for (size_t j = 0; j < h->n_cols; j++) {
+		if (j > 0 && same_group(h->col_group[j], h->col_group[j - 1]))
+			continue;
+		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" fill=\"#555555\" font-size=\"10\">",
+			x0 + (double)j * CELL_W + 3, TOP + 6.0);
+		xml(f, h->col_group[j] ? h->col_group[j] : "?");
+		fputs("</text>\n", f);
+		if (j > 0)
+			fprintf(f, "<line class=\"group\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
+				"y2=\"%.1f\" stroke=\"#222222\" stroke-width=\"3\"/>\n",
+				x0 + (double)j * CELL_W, TOP - 6.0, x0 + (double)j * CELL_W, y1);
+	}
+}
+
 static void
 svg_body(FILE *f, const struct heatmap *h)
 {
-	size_t lw = width("NODE");
+	size_t lw = width("NODE"), gw = 0;
 	double x0, wdt, hgt;
 
-	for (size_t i = 0; i < h->n_rows; i++)
+	for (size_t i = 0; i < h->n_rows; i++) {
 		lw = lw > width(h->rows[i]) ? lw : width(h->rows[i]);
-	x0 = 16 + (double)lw * CHAR_W + 12;
+		if (h->row_group && h->row_group[i] && width(h->row_group[i]) > gw)
+			gw = width(h->row_group[i]);
+	}
+	if (h->row_group && gw == 0)
+		gw = 1;
+	x0 = 16 + (double)(lw + (gw ? gw + 2 : 0)) * CHAR_W + 12;
 	wdt = fmax(x0 + (double)h->n_cols * CELL_W + 16, 560);
 	hgt = TOP + (double)(h->n_rows + 1) * CELL_H + 70;
 	fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
@@ -309,13 +367,16 @@ svg_body(FILE *f, const struct heatmap *h)
 		fputs("</text>\n", f);
 	}
 	for (size_t i = 0; i < h->n_rows; i++) {
-		fprintf(f, "<text x=\"16\" y=\"%.1f\" font-weight=\"bold\">",
+		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-weight=\"bold\">",
+			16 + (double)(gw ? gw + 2 : 0) * CHAR_W,
 			TOP + (double)(i + 1) * CELL_H + CELL_H / 2.0 + 4);
 		xml(f, h->rows[i]);
 		fputs("</text>\n", f);
 		for (size_t j = 0; j < h->n_cols; j++)
 			svg_cell(f, h, i, j, x0);
 	}
+	if (h->row_group != NULL)
+		svg_groups(f, h, x0);
 	svg_legend(f, h, 16, TOP + (double)(h->n_rows + 1) * CELL_H + 24);
 	fputs("</svg>\n", f);
 }

@@ -182,8 +182,8 @@ static const struct cli_cmd commands[] = {
 	{ "call", "CMD [JSON-ARGS]",
 	  "send any daemon command, print the result", cmd_call },
 	{ "mesh", "[--metric rtt|fwd|rev|loss] [--window W] [-s SOCK ...] "
-	  "[--dir DIR] [--prometheus URL] [--color auto|always|never] [--svg FILE] "
-	  "[--html FILE]",
+	  "[--dir DIR] [--prometheus URL] [--group-by route|LABEL] "
+	  "[--color auto|always|never] [--svg FILE] [--html FILE]",
 	  "latency/loss matrix across several daemons (or a fleet from Prometheus), "
 	  "coloured on a terminal; --svg/--html also write it as a picture", cmd_mesh },
 	{ "watch", "[mesh options] [--interval SEC] [--count N]",

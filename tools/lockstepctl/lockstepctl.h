@@ -235,6 +235,9 @@ struct heatmap {
 	const char **rows, **cols;
 	struct hm_cell *cells;   /* n_rows x n_cols, row-major */
 	double lo, hi;      /* hm_scale: the colour scale's ends */
+	const char **row_group, **col_group; /* a leaf (or any label) per row and
+				 * column, NULL when unknown; NULL arrays: none.
+				 * Rows and columns come sorted by group. */
 };
 
 void hm_scale(struct heatmap *h);

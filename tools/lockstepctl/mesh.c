@@ -29,6 +29,7 @@ struct mesh_opts {
 	const char *svg;        /* write the matrix as SVG here */
 	const char *html;       /* ... and/or as HTML */
 	const char *prom;       /* a Prometheus server's URL instead of sockets */
+	const char *group_by;   /* "route" (sockets) or a label (Prometheus) */
 	bool colour;            /* colour the terminal table */
 	double interval_s;
 	unsigned long long count;
@@ -38,6 +39,7 @@ struct mesh_node {
 	char *sock;
 	char *name;
 	json_t *result;         /* "paths" result, NULL if unreachable */
+	char *group;            /* its leaf (--group-by), NULL: unknown */
 };
 
 static const struct optdef mesh_defs[] = {
@@ -50,6 +52,7 @@ static const struct optdef mesh_defs[] = {
 	{ "--svg" },
 	{ "--html" },
 	{ "--prometheus" },
+	{ "--group-by" },
 	{ NULL },
 };
 
@@ -115,6 +118,14 @@ mesh_parse(struct cli *cli, const struct cli_cmd *cmd, int argc, char **argv,
 		if (o->dir != NULL || cli->n_socks > 0)
 			return usage_error(cmd, "--prometheus or sockets (-s, --dir), not both");
 	}
+	o->group_by = p.val[9];
+	if (o->group_by != NULL && o->prom == NULL && strcmp(o->group_by, "route") != 0)
+		return usage_error(cmd, "--group-by: \"route\" with sockets (a node's first "
+				   "router); a label name with --prometheus");
+	if (o->group_by != NULL && o->prom != NULL && (o->group_by[0] == '\0' ||
+	    strspn(o->group_by, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") !=
+	    strlen(o->group_by)))
+		return usage_error(cmd, "--group-by: a Prometheus label name ([a-zA-Z0-9_])");
 	return hm_colour_mode(cmd, p.val[5], &o->colour);
 }
 
@@ -342,6 +353,19 @@ mesh_matrix(const struct mesh_opts *o, struct mesh_node *nodes, size_t n,
 			}
 		}
 	}
+	if (o->group_by != NULL) {
+		h->row_group = calloc(n + 1, sizeof(*h->row_group));
+		h->col_group = calloc(h->n_cols + 1, sizeof(*h->col_group));
+		if (h->row_group == NULL || h->col_group == NULL)
+			die_oom();
+		for (i = 0; i < n; i++)
+			h->row_group[i] = nodes[i].group;
+		/* a peer that is a node is in that node's group */
+		for (j = 0; j < h->n_cols; j++)
+			for (i = 0; i < n; i++)
+				if (strcmp(nodes[i].name, h->cols[j]) == 0)
+					h->col_group[j] = nodes[i].group;
+	}
 	h->loss = strcmp(o->metric, "loss") == 0;
 	h->unit = h->loss ? "%" : "µs";
 	hm_scale(h);
@@ -350,21 +374,27 @@ mesh_matrix(const struct mesh_opts *o, struct mesh_node *nodes, size_t n,
 static void
 mesh_table(const struct heatmap *h)
 {
-	const char **hdr = calloc(h->n_cols + 1, sizeof(*hdr));
-	char *align = calloc(h->n_cols + 2, 1);
+	size_t g = h->row_group != NULL, i, j;   /* a GROUP column first */
+	const char **hdr = calloc(h->n_cols + 2, sizeof(*hdr));
+	char *align = calloc(h->n_cols + 3, 1);
 	struct table t;
-	size_t i, j;
 
 	if (hdr == NULL || align == NULL)
 		die_oom();
-	hdr[0] = "NODE";
-	align[0] = 'l';
-	for (i = 0; i < h->n_cols; i++) {
-		hdr[i + 1] = h->cols[i];
-		align[i + 1] = 'r';
+	if (g) {
+		hdr[0] = "GROUP";
+		align[0] = 'l';
 	}
-	tbl_init(&t, h->n_cols + 1, hdr, align);
+	hdr[g] = "NODE";
+	align[g] = 'l';
+	for (i = 0; i < h->n_cols; i++) {
+		hdr[g + i + 1] = h->cols[i];
+		align[g + i + 1] = 'r';
+	}
+	tbl_init(&t, g + h->n_cols + 1, hdr, align);
 	for (i = 0; i < h->n_rows; i++) {
+		if (g)
+			tbl_cell(&t, h->row_group[i] ? h->row_group[i] : "-");
 		tbl_cell(&t, h->rows[i]);
 		for (j = 0; j < h->n_cols; j++)
 			tbl_cell(&t, h->cells[i * h->n_cols + j].text);
@@ -409,8 +439,56 @@ mesh_print(const struct mesh_opts *o, struct mesh_node *nodes, size_t n)
 	free(h.rows);
 	free(h.cols);
 	free(h.cells);
+	free(h.row_group);
+	free(h.col_group);
 	free(title);
 	return rc;
+}
+
+/* A node's leaf: the router that answers TTL 1 of its first peer's path 0
+ * (route.c traces it; a trace younger than 10 s is reused). */
+static char *
+route_group(struct cli *cli, const struct mesh_node *nd)
+{
+	const char *peer = json_string_value(json_object_get(
+		json_array_get(json_object_get(nd->result, "peers"), 0), "name"));
+	char *g = NULL;
+
+	if (peer == NULL)
+		return NULL;
+	for (int tries = 0; tries < 10 && g == NULL; tries++) {
+		json_t *reply = NULL, *r, *hop;
+		size_t i;
+		const char *st;
+
+		if (request(cli, nd->sock, "route", json_pack("{ss si si}", "peer", peer, "path", 0,
+							       "max_ttl", 1), &reply) != EX_OK)
+			return NULL;
+		r = json_object_get(reply, "result");
+		st = json_string_value(json_object_get(r, "state"));
+		json_array_foreach(json_object_get(r, "hops"), i, hop)
+			if (json_integer_value(json_object_get(hop, "ttl")) == 1 &&
+			    json_string_value(json_object_get(hop, "addr")) != NULL)
+				g = xstrdup(json_string_value(json_object_get(hop, "addr")));
+		json_decref(reply);
+		if (g != NULL || st == NULL || strcmp(st, "done") == 0)
+			break;
+		struct timespec ts = {0, 200000000};     /* the trace waits 500 ms for answers */
+
+		nanosleep(&ts, NULL);
+	}
+	return g;
+}
+
+static int
+by_group(const void *a, const void *b)
+{
+	const struct mesh_node *x = a, *y = b;
+	int c = (x->group == NULL) - (y->group == NULL);
+
+	if (c == 0 && x->group != NULL)
+		c = strcmp(x->group, y->group);
+	return c ? c : strcmp(x->name, y->name);
 }
 
 /* The nodes as Prometheus knows them (prom.c): an unreachable one has no
@@ -421,7 +499,7 @@ mesh_prom(const struct cli *cli, const struct mesh_opts *o, struct mesh_node **o
 {
 	json_t *arr, *e;
 	size_t i;
-	int rc = prom_mesh(o->prom, o->metric, cli->timeout_ms, &arr);
+	int rc = prom_mesh(o->prom, o->metric, o->group_by, cli->timeout_ms, &arr);
 
 	if (rc != EX_OK)
 		return rc;
@@ -435,6 +513,8 @@ mesh_prom(const struct cli *cli, const struct mesh_opts *o, struct mesh_node **o
 		(*out)[i].sock = xstrdup(o->prom);
 		(*out)[i].name = xstrdup(json_string_value(json_object_get(e, "name")));
 		(*out)[i].result = json_is_object(r) ? json_incref(r) : NULL;
+		if (json_string_value(json_object_get(e, "group")) != NULL)
+			(*out)[i].group = xstrdup(json_string_value(json_object_get(e, "group")));
 	}
 	json_decref(arr);
 	return EX_OK;
@@ -497,13 +577,23 @@ mesh_once(struct cli *cli, const struct mesh_opts *o)
 		json_decref(reply);
 	}
 show:
+	if (o->group_by != NULL) {
+		for (i = 0; i < n && o->prom == NULL; i++)
+			if (nodes[i].result != NULL)
+				nodes[i].group = route_group(cli, &nodes[i]);
+		qsort(nodes, n, sizeof(*nodes), by_group);
+	}
 	if (cli->json) {
 		json_t *all = json_object();
 
 		for (i = 0; i < n; i++)
-			if (nodes[i].result != NULL)
+			if (nodes[i].result != NULL) {
 				json_object_set(all, nodes[i].name,
 						nodes[i].result);
+				if (nodes[i].group != NULL)
+					json_object_set_new(nodes[i].result, "group",
+							    json_string(nodes[i].group));
+			}
 		print_json(all);
 		json_decref(all);
 	} else {
@@ -515,6 +605,7 @@ show:
 	for (i = 0; i < n; i++) {
 		free(nodes[i].sock);
 		free(nodes[i].name);
+		free(nodes[i].group);
 		json_decref(nodes[i].result);
 	}
 	free(nodes);

@@ -165,7 +165,8 @@ fill(CURL *c, const char *base, int timeout_ms, json_t *by_inst, const char *pro
 /* Rows: one per lockstepd instance (its node name), one "?" row per
  * instance of the same jobs whose scrape fails. */
 static int
-prom_rows(CURL *c, const char *base, int timeout_ms, json_t *by_inst, json_t *names)
+prom_rows(CURL *c, const char *base, int timeout_ms, json_t *by_inst, json_t *names,
+	  const char *group_label, json_t *groups)
 {
 	json_t *info = query(c, base, "lockstep_info", timeout_ms), *up, *s;
 	json_t *jobs = json_object();
@@ -180,6 +181,8 @@ prom_rows(CURL *c, const char *base, int timeout_ms, json_t *by_inst, json_t *na
 			continue;
 		json_object_set_new(by_inst, inst, json_pack("{ss ss s[]}", "node", node,
 							     "window", "10s", "peers"));
+		if (group_label != NULL && label(s, group_label) != NULL)
+			json_object_set_new(groups, inst, json_string(label(s, group_label)));
 		json_object_set_new(names, inst, json_string(node));
 		if (label(s, "job") != NULL)
 			json_object_set_new(jobs, label(s, "job"), json_true());
@@ -190,8 +193,13 @@ prom_rows(CURL *c, const char *base, int timeout_ms, json_t *by_inst, json_t *na
 		const char *inst = label(s, "instance"), *job = label(s, "job");
 
 		if (inst != NULL && job != NULL && json_object_get(jobs, job) != NULL &&
-		    json_object_get(names, inst) == NULL)
+		    json_object_get(names, inst) == NULL) {
 			json_object_set_new(names, inst, json_null());
+			/* target labels are on up too: a dead node keeps its leaf */
+			if (group_label != NULL && label(s, group_label) != NULL)
+				json_object_set_new(groups, inst,
+						    json_string(label(s, group_label)));
+		}
 	}
 	json_decref(up);
 	json_decref(jobs);
@@ -206,7 +214,8 @@ by_name(const void *a, const void *b)
 }
 
 int
-prom_mesh(const char *base, const char *metric, int timeout_ms, json_t **nodes)
+prom_mesh(const char *base, const char *metric, const char *group_label, int timeout_ms,
+	  json_t **nodes)
 {
 	static const struct { const char *metric, *promql, *key; double scale; } m[] = {
 		{"rtt", "lockstep_path_rtt_seconds{quantile=\"0.5\"}", "rtt_p50_ns", 1e9},
@@ -215,6 +224,7 @@ prom_mesh(const char *base, const char *metric, int timeout_ms, json_t **nodes)
 		{"loss", "lockstep_path_loss_ratio", "loss_pct", 100},
 	};
 	json_t *by_inst = json_object(), *names = json_object(), *out = json_array(), *v;
+	json_t *groups = json_object();
 	json_t **rows;
 	const char *inst;
 	size_t n = 0;
@@ -225,7 +235,7 @@ prom_mesh(const char *base, const char *metric, int timeout_ms, json_t **nodes)
 		fprintf(stderr, "lockstepctl: cannot start libcurl\n");
 		return EX_PROTO;
 	}
-	rc = prom_rows(c, base, timeout_ms, by_inst, names);
+	rc = prom_rows(c, base, timeout_ms, by_inst, names, group_label, groups);
 	if (rc == EX_OK)
 		rc = fill(c, base, timeout_ms, by_inst, "lockstep_path_up", "state", 1);
 	for (size_t k = 0; rc == EX_OK && k < sizeof(m) / sizeof(m[0]); k++)
@@ -238,9 +248,10 @@ prom_mesh(const char *base, const char *metric, int timeout_ms, json_t **nodes)
 	json_object_foreach(names, inst, v) {
 		json_t *res = json_object_get(by_inst, inst);
 
-		rows[n++] = json_pack("{ss sO}", "name",
+		rows[n++] = json_pack("{ss sO sO}", "name",
 				      json_is_string(v) ? json_string_value(v) : inst,
-				      "result", res ? res : json_null());
+				      "result", res ? res : json_null(),
+				      "group", json_object_get(groups, inst) ?: json_null());
 	}
 	qsort(rows, n, sizeof(*rows), by_name);
 	for (size_t i = 0; i < n; i++)
@@ -250,6 +261,7 @@ prom_mesh(const char *base, const char *metric, int timeout_ms, json_t **nodes)
 	curl_global_cleanup();
 	json_decref(by_inst);
 	json_decref(names);
+	json_decref(groups);
 	if (rc != EX_OK) {
 		json_decref(out);
 		return rc;

@@ -9,11 +9,14 @@
 
 /*
  * Ask the Prometheus server at base (http://host:port) for every
- * lockstepd it scrapes. *nodes: an array of {"name", "result"}, sorted by
+ * lockstepd it scrapes. *nodes: an array of {"name", "result", "group"}, sorted by
  * name, where result has the shape of a daemon's "paths" reply (metric's
  * field per path: rtt, fwd, rev or loss) or is null for an instance whose
- * scrape fails. @return EX_OK, or EX_PROTO with the reason on stderr.
+ * scrape fails. group_label (may be NULL): "group" is that label of the
+ * node's series (a target label such as leaf or rack, set in Prometheus's
+ * scrape configuration), or null. @return EX_OK, or EX_PROTO with the reason on stderr.
  */
-int prom_mesh(const char *base, const char *metric, int timeout_ms, json_t **nodes);
+int prom_mesh(const char *base, const char *metric, const char *group_label, int timeout_ms,
+	      json_t **nodes);
 
 #endif /* LOCKSTEPCTL_PROM_H */
