@@ -34,13 +34,19 @@ import lslab  # noqa: E402
 HOST_US, SPINE_US = 20, 300
 INTERVAL_US, PATHS = 50000, 4
 # Lab overhead on two shared cores (idle back-off, scheduling), on top of
-# the configured RTT. A median sits on a histogram bucket (1/32 of its
-# value): on 2026-11-25 the p50s were 305 to 403 us over in three runs (391
-# the usual bucket) and 450 to 522 us over on every path in one CI run,
-# when the machine was busier. The strict side is the lower bound (never
-# faster than configured); per-hop delays are checked exactly in the ground
-# truth, and the spine's share by the cross-minus-same-leaf difference.
+# the configured RTT: 305 to 522 us in the runs of 2026-11-25 (the median
+# sits on a histogram bucket, 1/32 of its value). It is the measuring
+# node's, the same on all its paths, so each path is judged against its
+# node's own overhead (the median over its paths of RTT minus configured):
+# within PATH_US of it (issue 27 B: the band was +800 us on every path,
+# which a path 700 us off would have passed). PATH_US is three histogram
+# buckets at a cross-leaf RTT (~1.7 ms with the overhead): the spread seen
+# over one node's paths was at most 100 us. The overhead itself is only
+# reported (bounded by SLACK_US, the lab's, not the product's); never
+# faster than configured (-5 us); the spine's share is checked by the
+# cross-minus-same-leaf difference (+-100 us).
 SLACK_US = 800
+PATH_US = 150
 
 TOPO = lslab.leaf_spine(2, 2, 2,
                         link={"delay_ns": SPINE_US * 1000, "rate_bps": 10_000_000_000,
@@ -136,17 +142,27 @@ def main():
                 return False
         c.check(lslab.wait_until(answered, 40), "every host reaches every other on every path (IPv4, IPv6)")
 
-        # 1. Delays.
-        reset_all(lab)
-        time.sleep(3)
-        r = rtts(lab)
-        same, cross = [], []
+        # 1. Delays: each path's lowest median over two fresh windows (lab
+        # noise only adds delay), judged against its node's own overhead.
+        r = quiet_rtts(lab, windows=2, secs=3)
+        same, cross, over = [], [], {}
         for (i, peer, p), rtt in sorted(r.items()):
             n, o = HOSTS[i - 1], peer.rstrip("v6")
             exp_us = 2 * (2 * HOST_US + (0 if LEAF[n] == LEAF[o] else 2 * SPINE_US))
-            ok = rtt is not None and exp_us * 1000 - 5000 <= rtt <= (exp_us + SLACK_US) * 1000
-            c.check(ok, "%s -> %s path %d: RTT p50 %s us, configured %d us (+%d us lab slack)"
-                    % (n, peer, p, None if rtt is None else round(rtt / 1000, 1), exp_us, SLACK_US))
+            if rtt is not None:
+                over.setdefault(i, []).append(rtt / 1000 - exp_us)
+        node_over = {i: sorted(v)[len(v) // 2] for i, v in over.items()}
+        print("# lab overhead on the RTT per node (median over its paths, us): %s" %
+              {HOSTS[i - 1]: round(v, 1) for i, v in sorted(node_over.items())}, flush=True)
+        for (i, peer, p), rtt in sorted(r.items()):
+            n, o = HOSTS[i - 1], peer.rstrip("v6")
+            exp_us = 2 * (2 * HOST_US + (0 if LEAF[n] == LEAF[o] else 2 * SPINE_US))
+            base = node_over.get(i, 0)
+            ok = rtt is not None and rtt / 1000 >= exp_us - 5 and \
+                abs(rtt / 1000 - exp_us - base) <= PATH_US and base <= SLACK_US
+            c.check(ok, "%s -> %s path %d: RTT p50 %s us, configured %d us + the node's "
+                    "overhead %.1f us (+-%d us)" % (n, peer, p, None if rtt is None else
+                                                   round(rtt / 1000, 1), exp_us, base, PATH_US))
             (same if LEAF[n] == LEAF[o] else cross).append(rtt or 0)
         same.sort()
         cross.sort()
