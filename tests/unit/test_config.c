@@ -401,6 +401,44 @@ START_TEST(test_wrong_type)
 }
 END_TEST
 
+/* The sync section (issue 27 B: it was not parsed in any test): defaults,
+ * every key, and a bad value named by its path. */
+START_TEST(test_sync_section)
+{
+	struct ls_config cfg;
+
+	load_good("{" BASE "}", &cfg);
+	ck_assert(cfg.sync.enabled);
+	ck_assert_uint_eq(cfg.sync.window_ms, 2000);
+	ck_assert_uint_eq(cfg.sync.interval_ms, 250);
+	ck_assert_uint_eq(cfg.sync.purity_tol_ns, 200);
+	ck_assert_uint_eq(cfg.sync.paths, LS_MAX_PATHS);
+	ck_assert_str_eq(cfg.sync.shm, "/dev/shm/lockstep-n1.fleettime");
+	ls_config_free(&cfg);
+	load_good("{" BASE ", 'sync': {'enabled': false, 'window_ms': 4000, 'interval_ms': 100, "
+		  "'purity_tol_ns': 1500, 'outlier_ns': 300, 'reference': 3, 'holdover_ppm': 2.5, "
+		  "'wander_ns': 20, 'asym_bound_ns': 50, 'paths': 2, 'shm': '', "
+		  "'chrony_sock': '/run/chrony.sock', 'chrony_offset_ns': 37000000000}}", &cfg);
+	ck_assert(!cfg.sync.enabled);
+	ck_assert_uint_eq(cfg.sync.window_ms, 4000);
+	ck_assert_uint_eq(cfg.sync.interval_ms, 100);
+	ck_assert_uint_eq(cfg.sync.purity_tol_ns, 1500);
+	ck_assert_uint_eq(cfg.sync.outlier_ns, 300);
+	ck_assert_uint_eq(cfg.sync.reference, 3);
+	ck_assert(cfg.sync.holdover_ppm == 2.5);
+	ck_assert(cfg.sync.wander_ns == 20.0);
+	ck_assert(cfg.sync.asym_bound_ns == 50.0);
+	ck_assert_uint_eq(cfg.sync.paths, 2);
+	ck_assert_str_eq(cfg.sync.shm, "");
+	ck_assert_str_eq(cfg.sync.chrony_sock, "/run/chrony.sock");
+	ls_config_free(&cfg);
+	BAD("{" BASE ", 'sync': {'window_ms': 50}}", "sync.window_ms",
+	    "must be between 100 and 600000, got 50");
+	BAD("{" BASE ", 'sync': {'paths': 0}}", "sync.paths", "must be between 1 and");
+	BAD("{" BASE ", 'sync': {'windw_ms': 500}}", "sync.windw_ms", "unknown key");
+}
+END_TEST
+
 START_TEST(test_number_accepts_integer)
 {
 	struct ls_config cfg;
@@ -914,6 +952,7 @@ config_suite(void)
 	tcase_add_test(tc, test_unknown_key);
 	tcase_add_test(tc, test_wrong_type);
 	tcase_add_test(tc, test_number_accepts_integer);
+	tcase_add_test(tc, test_sync_section);
 	tcase_add_test(tc, test_out_of_range);
 	tcase_add_test(tc, test_enums);
 	tcase_add_test(tc, test_bad_address);
