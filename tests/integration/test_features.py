@@ -14,6 +14,7 @@ B, "untested documented features"), on one 2x2x2 emulator lab:
     same-leaf peer h2) within 150 us;
   - capture limits: max_bytes ends the file there, snaplen cuts the frames;
   - clock.source "auto" on memif (no NIC clock): the TSC, as status says;
+    "nic" there: lockstepd refuses to start and says which port has none;
   - lockstepctl sync: the table names the node's status and reference;
   - the emulator's gen.start with util 0.5 of a link: the link's own byte
     counter says 0.5 of its rate (+-5%).
@@ -153,6 +154,20 @@ def main():
         lslab.call(lab.fab, "gen.stop", {"name": "half"})
         c.check(abs(util - 0.5) <= 0.025,
                 "gen.start util 0.5: the link carried %.3f of its rate" % util)
+    # clock.source nic where no port has a NIC clock: refused, named
+    cfg = os.path.join(tmp, "nic.json")
+    with open(cfg, "w") as f:
+        json.dump({"node": {"name": "nicx", "id": 9},
+                   "ports": [{"name": "p0", "dev": "net_null0", "ipv4": "10.9.9.1/24"}],
+                   "clock": {"source": "nic"}, "sync": {"shm": ""},
+                   "control": {"socket": os.path.join(tmp, "nicx.sock"), "peers_file": ""}}, f)
+    r = subprocess.run([os.path.join(lslab.BUILD, "app", "lockstepd", "lockstepd"), "--no-pci",
+                        "--no-huge", "-m", "256", "--file-prefix", "lsnic%d" % os.getpid(), "--",
+                        "--config", cfg], capture_output=True, text=True, timeout=60)
+    said = [ln for ln in (r.stdout + r.stderr).splitlines() if "nic requested" in ln]
+    c.check(r.returncode != 0 and said and "no RX timestamp" in said[0],
+            "clock.source nic on a port without a NIC clock: exit %d, %s" % (
+                r.returncode, said[0] if said else (r.stdout + r.stderr)[-200:]))
     shutil.rmtree(tmp, ignore_errors=True)
     c.finish()
 
