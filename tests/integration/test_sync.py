@@ -135,6 +135,7 @@ def measure(c, lab, n, rounds, what):
     c.check(inside >= total - BOUND_MISSES_MAX,
             "%s: the reported bound holds the truth in all readings but at most %d (%d/%d)"
             % (what, BOUND_MISSES_MAX, inside, total))
+    return max(errs)
 
 
 def holdover(c, lab, n):
@@ -244,8 +245,18 @@ FLOOR_SLACK_NS = 2000 if SENDTIME else 10000 if TRAILER else 20000
 # sendtime mode on this loaded VM (floors 1.6 us under, in a run whose
 # sync error peaked, see docs/testing.md).
 FLOOR_UNDER_NS = ERR_BOUND_NS
+# ... which this run measures: a synced delay is off by the receiver's
+# fleet-time error less the sender's, so a floor may sit under the
+# configured delay by at most twice the largest |error| the run saw (the
+# steady state's readings and a fresh set taken with the floors), plus
+# FLOOR_UNDER_PAD for errors between readings. Issue 27 B: the bound was
+# 2 us whatever the run's sync did; it is now 2 x max|error| + 300 ns,
+# never looser than 2 us (steady-state max 53-167 ns in quiet runs: about
+# 0.4-0.6 us).
+FLOOR_UNDER_PAD_NS = 300
 # Forward minus reverse excess over the floors is twice the sync error
-# (docs/sync.md). Not tightened: 1500 ns failed in the same run (1679 ns).
+# (docs/sync.md): 2 x the run's floor bound below, never over 4 us (a fixed
+# 1500 ns failed in a run whose sync error peaked: 1679 ns).
 FLOOR_ASYM_NS = 2 * ERR_BOUND_NS
 
 
@@ -374,7 +385,7 @@ def main():
                 "%s" % [s["ref_id"] for s in st])
         c.check(st[0]["status"] == "reference", "node 1 says it is the reference")
         time.sleep(4)  # a full window of pure pairs everywhere
-        measure(c, lab, n, 20, "steady state")
+        worst_err = measure(c, lab, n, 20, "steady state")
         # each edge reports the pure samples its newest windows rest on,
         # also once the per-path track gives the estimate
         nb = lslab.call(lab.sock(2), "sync")["neighbors"]
@@ -404,6 +415,12 @@ def main():
         # are milliseconds off): delays start with the first fit.
         frame = 14 + 20 + 8 + 44 + 4 + 24  # second pair member, IPv4
         asym = []
+        for _ in range(8):
+            worst_err = max([worst_err] + [abs(e) for e, _, _, _ in errors(lab, n).values()])
+            time.sleep(0.25)
+        under = min(FLOOR_UNDER_NS, 2 * worst_err + FLOOR_UNDER_PAD_NS)
+        print("# floors may sit under the configured delays by %.0f ns (2 x max |error| %.0f "
+              "ns + %d)" % (under, worst_err, FLOOR_UNDER_PAD_NS), flush=True)
         for i, a in enumerate(("h1", "h2", "h3", "h4"), 1):
             for b in ("h1", "h2", "h3", "h4"):
                 if a == b:
@@ -416,8 +433,8 @@ def main():
                 fmin, rmin = floor_min(p, "fwd"), floor_min(p, "rev")
                 exp = expected_owd(a, b, frame)
                 c.check(sy.get("owd_synced") is True and
-                        -FLOOR_UNDER_NS <= fmin - exp < FLOOR_SLACK_NS and
-                        -FLOOR_UNDER_NS <= rmin - exp < FLOOR_SLACK_NS,
+                        -under <= fmin - exp < FLOOR_SLACK_NS and
+                        -under <= rmin - exp < FLOOR_SLACK_NS,
                         "%s->%s: synced one-way delay floors fwd %.1f us, rev %.1f us vs "
                         "configured %.1f us" % (a, b, fmin / 1e3, rmin / 1e3, exp / 1e3))
                 asym.append((fmin - exp) - (rmin - exp))
@@ -445,9 +462,14 @@ def main():
         check_points(c, lab)
         print("floor asymmetry (fwd excess - rev excess) per pair, ns:",
               " ".join("%.0f" % x for x in asym))
-        c.check(max(abs(x) for x in asym) < FLOOR_ASYM_NS,
+        # twice the sync error again: the same run-measured bound, both ends.
+        # Not with kernel stamps (pcap): their send and receive paths differ
+        # per direction by more than the sync error (934 ns with a 201 ns
+        # error in one run), so there the fixed 4 us stands.
+        asym_bound = min(FLOOR_ASYM_NS, 2 * under) if TRAILER else FLOOR_ASYM_NS
+        c.check(max(abs(x) for x in asym) < asym_bound,
                 "forward and reverse floors agree within %d ns (max %.0f ns)"
-                % (FLOOR_ASYM_NS, max(abs(x) for x in asym)))
+                % (asym_bound, max(abs(x) for x in asym)))
 
         # Where the receive stamps came from.
         rs = [lslab.call(lab.sock(i), "status")["clock"]["rx_stamps"] for i in range(1, n + 1)]
