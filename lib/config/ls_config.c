@@ -521,10 +521,8 @@ peer_post(struct pctx *c, const char *path, const json_t *obj, void *base)
 	int idx;
 
 	p->has_mac = json_object_get(obj, "mac") != NULL;
-	if (json_object_get(obj, "dscp") == NULL)
-		p->dscp = -1;
-	if (json_object_get(obj, "pcp") == NULL)
-		p->pcp = -1;
+	p->dscp = json_object_get(obj, "dscp") ? p->dscp : -1;   /* unset: the probe's */
+	p->pcp = json_object_get(obj, "pcp") ? p->pcp : -1;
 	if (p->port[0] == '\0') {
 		if (c->cfg == NULL || c->cfg->n_ports == 0)
 			return ls_jsonv_fail(&c->jv, ls_jsonv_key(kpath, path, "port"),
