@@ -74,11 +74,19 @@ def main():
     try:
         sh("ip", "netns", "add", ns)
         sh("ip", "-n", ns, "link", "add", "br0", "type", "bridge")
+        # each daemon in a namespace of its own: net_af_packet's fanout group
+        # id is pid ^ ifindex, which can collide between two processes started
+        # one after the other in one namespace (EINVAL at start; test_vlan.py)
         for e in ("lpa", "lpb", "lpi"):
+            own = ns + e[-1] if e != "lpi" else ns
+            if own != ns:
+                sh("ip", "netns", "add", own)
             sh("ip", "-n", ns, "link", "add", e, "type", "veth", "peer", "name", e + "br")
             sh("ip", "-n", ns, "link", "set", e + "br", "master", "br0", "up")
-            sh("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.%s.disable_ipv6=1" % e)
-            sh("ip", "-n", ns, "link", "set", e, "up")
+            if own != ns:
+                sh("ip", "-n", ns, "link", "set", e, "netns", own)
+            sh("ip", "netns", "exec", own, "sysctl", "-qw", "net.ipv6.conf.%s.disable_ipv6=1" % e)
+            sh("ip", "-n", own, "link", "set", e, "up")
         # The injector's port must not learn B's MAC from the forged frame,
         # or A's reply would go back to the injector instead of to B.
         sh("ip", "-n", ns, "link", "set", "lpibr", "type", "bridge_slave", "learning", "off")
@@ -93,7 +101,8 @@ def main():
                 "control": {"socket": socks[name], "peers_file": ""},
                 "idle": {"backoff": True, "after_polls": 64, "sleep_us": 200},
             }
-            daemons.append(NsDaemon(ns, cfg, tmp, name, prefix="lsloop%s%d" % (name, os.getpid())).start())
+            daemons.append(NsDaemon(ns + name, cfg, tmp, name,
+                                    prefix="lsloop%s%d" % (name, os.getpid())).start())
         for name, s in socks.items():
             c.check(lslab.wait_until(lambda: os.path.exists(s), 30), "daemon %s up" % name)
 
@@ -132,7 +141,8 @@ def main():
     finally:
         for d in daemons:
             d.stop(15)
-        subprocess.run(["ip", "netns", "del", ns], check=False)
+        for n in ("", "a", "b"):
+            subprocess.run(["ip", "netns", "del", ns + n], check=False, stderr=subprocess.DEVNULL)
     c.finish()
 
 
