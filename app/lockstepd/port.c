@@ -100,6 +100,25 @@ port_configure(struct lsd_port *p, const struct ls_conf_port *cp,
 		}
 		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_SEND_ON_TIMESTAMP;
 	}
+	/* Jumbo frames (issue 30 item 11: a 9000 MTU with 2 KB mbufs): when a
+	 * frame is longer than one mbuf holds, RX scatter into a chain and
+	 * chains on TX, where the port offers them (the data path takes
+	 * chained frames); where it does not, say so. The MTU is set after
+	 * the queues (port_start). */
+	{
+		uint32_t room = rte_pktmbuf_data_room_size(lsd.pool) - RTE_PKTMBUF_HEADROOM;
+		uint32_t frame = cp->mtu + RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN + RTE_VLAN_HLEN;
+
+		if (info->tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)
+			conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+		if (frame > room && (info->rx_offload_capa & RTE_ETH_RX_OFFLOAD_SCATTER))
+			conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_SCATTER;
+		else if (frame > room)
+			LSD_LOG(WARNING, "port %s: MTU %u makes frames of up to %u bytes, an mbuf "
+			       "holds %u and %s offers no RX scatter offload: unless it chains "
+			       "by itself (memif does), longer frames are dropped", cp->name,
+			       cp->mtu, frame, room, p->driver);
+	}
 	/* our frames' 802.1Q tag: the NIC inserts it where it can, else tx.c */
 	p->vlan = cp->vlan;
 	p->vlan_tci = (uint16_t)(lsd.cfg.probe.pcp << 13 | cp->vlan);
