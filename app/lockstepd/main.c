@@ -138,7 +138,8 @@ setup_pool(void)
 static int
 setup_lcores(void)
 {
-	uint16_t ports[LS_MAX_PORTS];
+	uint16_t ports[LS_MAX_PORTS], kports[LS_MAX_PORTS];
+	unsigned int n_k = 0;
 
 	for (unsigned int i = 0; i < lsd.n_ports; i++) {
 		struct lsd_lcore *lc = &lsd.lcores[lsd.ports[i].lcore];
@@ -146,6 +147,8 @@ setup_lcores(void)
 		lc->port_idx[lc->n_ports++] = (uint16_t)i;
 		lc->active = true;
 		ports[i] = lsd.ports[i].port_id;
+		if (lsd.ports[i].conf->kernel_stamps)
+			kports[n_k++] = lsd.ports[i].port_id;
 	}
 	for (unsigned int l = 0; l < RTE_MAX_LCORE; l++) {
 		struct lsd_lcore *lc = &lsd.lcores[l];
@@ -192,7 +195,7 @@ setup_lcores(void)
 				    lsd.n_ports, &lsd.cal);
 		if (rc < 0)
 			return rc;
-		ls_clock_kstamp_setup(&lc->clock, ports, lsd.n_ports);
+		ls_clock_kstamp_setup(&lc->clock, kports, n_k);
 		lsd_lcore_setup(lc);
 	}
 	return 0;

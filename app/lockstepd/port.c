@@ -245,7 +245,7 @@ port_setup(struct lsd_port *p, const struct ls_conf_port *cp, bool want_hw_ts)
 	if (rc < 0)
 		return rc;
 	snprintf(p->driver, sizeof(p->driver), "%s", info.driver_name);
-	p->tx_per_packet = strcmp(p->driver, "net_pcap") == 0;
+	p->tx_per_packet = strcmp(p->driver, "net_pcap") == 0 && cp->kernel_stamps;
 	ls_app_gate_init(&p->gate, p->port_id);
 	rc = port_configure(p, cp, &info, want_hw_ts);
 	if (rc == 0)

@@ -455,6 +455,7 @@ static const struct field port_fields[] = {
 	F_INT("tx_desc", PORT, tx_desc, 64, 16384, F_POW2),
 	F_INT("mtu", PORT, mtu, 576, 9216, 0),
 	F_INT("vlan", PORT, vlan, 1, 4094, 0),
+	F_BOOL("kernel_stamps", PORT, kernel_stamps),
 };
 #undef PORT
 static const struct schema port_schema = SCHEMA(port_fields, port_post);
@@ -482,9 +483,9 @@ fn_ports(struct pctx *c, const char *path, const json_t *v, void *dst,
 
 		memset(p, 0, sizeof(*p));
 		p->lcore = -1;
-		p->rx_desc = 1024;
-		p->tx_desc = 1024;
+		p->rx_desc = p->tx_desc = 1024;
 		p->mtu = 1500;
+		p->kernel_stamps = true;
 		ls_jsonv_index(ipath, path, i);
 		rc = parse_object(c, ipath, json_array_get(v, i), &port_schema, p);
 		if (rc < 0)

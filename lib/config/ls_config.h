@@ -64,6 +64,9 @@ struct ls_conf_port {
 	uint8_t role;             /**< enum ls_port_role, default fabric */
 	uint16_t vlan;            /**< 802.1Q VLAN ID of lockstepd's own frames on this
 				   *   port (probes, replies, ARP/ND), 0 = untagged */
+	bool kernel_stamps;       /**< net_pcap: kernel RX stamps and TX frame by frame
+				   *   (default); false: software stamps per burst and burst TX,
+				   *   as a NIC without timestamps ("kernel_stamps": false) */
 };
 
 /** The data path: a bump in the wire between a host port and a fabric port. */
