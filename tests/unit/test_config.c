@@ -126,6 +126,8 @@ START_TEST(test_minimal_defaults)
 	ck_assert_uint_eq(p->rx_desc, 1024);
 	ck_assert_uint_eq(p->tx_desc, 1024);
 	ck_assert_uint_eq(p->mtu, 1500);
+	ck_assert_uint_eq(p->vlan, 0);
+	ck_assert(p->kernel_stamps);
 	ck_assert_ptr_null(cfg.peers);
 	ck_assert_uint_eq(cfg.n_peers, 0);
 
