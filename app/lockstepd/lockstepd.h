@@ -178,10 +178,12 @@ struct lsd_peer_path {
 	int64_t rev_min[2];        /* the same for the reverse direction (links.c: */
 	int64_t q_rev_ns;          /*   slow senders) */
 	uint64_t q_tsc;            /* TSC of that sample, 0: none yet */
-	uint64_t q_sent_tsc;       /* ... when its probe left (reply less the round trip) */
 	uint64_t data_paths;       /* (control writes) the bridge's data paths whose
 				    * route is this probe path's (links.c) */
 	uint8_t fo_silent;         /* (lcore) found silent for failover (bridge_fo.c) */
+	uint32_t q_back_us;        /* the q sample's round trip: its probe left q_tsc less
+				    * this (in the hole before fo_srtt: the sender's lines
+				    * keep their layout) */
 	int64_t fo_srtt, fo_rttvar; /* (lcore) its round trips, smoothed (RFC 6298 form,
 				    * ns), while data_paths != 0 */
 };
@@ -248,14 +250,14 @@ struct lsd_peer {
 	struct ls_addr addr;
 	struct ls_addr nexthop;    /* addr, or the port's gateway when off-link */
 	uint16_t port_idx;         /* index into lsd.ports */
+	uint16_t vlan_tci;         /* its probes' 802.1Q tag on a VLAN port (PCP | VID) */
 	uint32_t interval_us;
 	uint16_t n_paths;
+	uint8_t tos;               /* its probes' TOS / traffic class (DSCP << 2) */
+	int8_t dscp_conf;          /* configured per peer, -1: probe.dscp */
 	uint32_t n_track;          /* entries of each path's outstanding-probe ring */
 	int32_t slot;              /* index in its lcore's peer table */
 	double asym_ns;            /* configured path asymmetry (clock sync) */
-	int8_t dscp_conf, pcp_conf; /* configured per peer, -1: probe defaults */
-	uint8_t tos;               /* its probes' TOS / traffic class (DSCP << 2) */
-	uint16_t vlan_tci;         /* their 802.1Q tag on a VLAN port (PCP | VID) */
 	/* neighbour resolution (lcore) */
 	struct ls_mac mac;
 	bool resolved;
@@ -263,6 +265,8 @@ struct lsd_peer {
 	uint64_t next_resolve_ns;
 	bool sync_speaker;         /* (lcore) its reflector fills our sync TLV: its
 				    * one-way delays wait for an offset, not raw */
+	int8_t pcp_conf;           /* configured per peer, -1: probe.pcp (in the hole
+				    * before first_reply_ns: the layout stays the base's) */
 	uint64_t first_reply_ns;   /* (lcore) our time of its first reply, 0 before */
 	struct lsd_rl_bucket rl;   /* (lcore) its probes' rate limit: a bucket of its own,
 				    * out of strangers' reach (reflector.c) */

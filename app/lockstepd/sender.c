@@ -492,8 +492,6 @@ static void
 queue_note(struct lsd_peer_path *pp, int64_t fwd, int64_t rev, int64_t round_ns)
 {
 	uint64_t now = rte_rdtsc();
-	uint64_t back = round_ns > 0 ? (uint64_t)((double)round_ns * 1e-9 *
-						  (double)rte_get_tsc_hz()) : 0;
 
 	if (now >= pp->fwd_epoch_end) {
 		pp->fwd_min[1] = pp->fwd_epoch_end ? pp->fwd_min[0] : fwd;
@@ -511,7 +509,7 @@ queue_note(struct lsd_peer_path *pp, int64_t fwd, int64_t rev, int64_t round_ns)
 		pp->q_rev_ns = rev - RTE_MIN(pp->rev_min[0], pp->rev_min[1]);
 	}
 	pp->q_tsc = now;
-	pp->q_sent_tsc = now - RTE_MIN(back, now);
+	pp->q_back_us = (uint32_t)RTE_MIN((uint64_t)(round_ns > 0 ? round_ns : 0) / 1000, UINT32_MAX);
 }
 
 int64_t
@@ -540,7 +538,7 @@ lsd_peer_queue_ns(struct lsd_lcore *lc, const struct ls_addr *addr, uint8_t path
 		if (pp->q_tsc == 0 || now - pp->q_tsc > max_age || pp->q_ns <= q)
 			continue;
 		q = pp->q_ns;
-		*at = pp->q_sent_tsc;
+		*at = pp->q_tsc - RTE_MIN(pp->q_tsc, pp->q_back_us * (rte_get_tsc_hz() / 1000000));
 	}
 	return q;
 }
