@@ -57,6 +57,31 @@ def sh(*args):
     subprocess.run(list(args), check=True)
 
 
+def switch_ns(ns, ports, injector):
+    """A Linux bridge br0 in namespace ns (created, with br0, by the caller)
+    and a veth into it per port. Each daemon port X is moved into a
+    namespace of its own, ns + X's last letter: net_af_packet's fanout group
+    id is pid ^ ifindex, which collides between two processes started one
+    after the other in one namespace (EINVAL at start). The injector port
+    stays in ns. IPv6 off on all of them (no router solicitations)."""
+    for e in tuple(ports) + (injector,):
+        own = ns if e == injector else ns + e[-1]
+        if own != ns:
+            sh("ip", "netns", "add", own)
+        sh("ip", "-n", ns, "link", "add", e, "type", "veth", "peer", "name", e + "br")
+        sh("ip", "-n", ns, "link", "set", e + "br", "master", "br0", "up")
+        if own != ns:
+            sh("ip", "-n", ns, "link", "set", e, "netns", own)
+        sh("ip", "netns", "exec", own, "sysctl", "-qw", "net.ipv6.conf.%s.disable_ipv6=1" % e)
+        sh("ip", "-n", own, "link", "set", e, "up")
+
+
+def del_ns(ns, suffixes):
+    """Remove ns and ns + each suffix (switch_ns's daemon namespaces)."""
+    for n in ("",) + tuple(suffixes):
+        subprocess.run(["ip", "netns", "del", ns + n], check=False, stderr=subprocess.DEVNULL)
+
+
 def counters(sock):
     return lslab.call(sock, "status")["counters"]
 
@@ -74,19 +99,7 @@ def main():
     try:
         sh("ip", "netns", "add", ns)
         sh("ip", "-n", ns, "link", "add", "br0", "type", "bridge")
-        # each daemon in a namespace of its own: net_af_packet's fanout group
-        # id is pid ^ ifindex, which can collide between two processes started
-        # one after the other in one namespace (EINVAL at start; test_vlan.py)
-        for e in ("lpa", "lpb", "lpi"):
-            own = ns + e[-1] if e != "lpi" else ns
-            if own != ns:
-                sh("ip", "netns", "add", own)
-            sh("ip", "-n", ns, "link", "add", e, "type", "veth", "peer", "name", e + "br")
-            sh("ip", "-n", ns, "link", "set", e + "br", "master", "br0", "up")
-            if own != ns:
-                sh("ip", "-n", ns, "link", "set", e, "netns", own)
-            sh("ip", "netns", "exec", own, "sysctl", "-qw", "net.ipv6.conf.%s.disable_ipv6=1" % e)
-            sh("ip", "-n", own, "link", "set", e, "up")
+        switch_ns(ns, ("lpa", "lpb"), "lpi")
         # The injector's port must not learn B's MAC from the forged frame,
         # or A's reply would go back to the injector instead of to B.
         sh("ip", "-n", ns, "link", "set", "lpibr", "type", "bridge_slave", "learning", "off")
@@ -141,8 +154,7 @@ def main():
     finally:
         for d in daemons:
             d.stop(15)
-        for n in ("", "a", "b"):
-            subprocess.run(["ip", "netns", "del", ns + n], check=False, stderr=subprocess.DEVNULL)
+        del_ns(ns, "ab")
     c.finish()
 
 

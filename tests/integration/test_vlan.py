@@ -30,7 +30,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "lab"))
 import lslab  # noqa: E402
-from test_loop import NsDaemon, sh, SCAPY_PY  # noqa: E402
+from test_loop import NsDaemon, sh, switch_ns, del_ns, SCAPY_PY  # noqa: E402
 
 A_MAC, B_MAC, C_MAC, I_MAC = ("02:00:00:00:28:01", "02:00:00:00:28:02", "02:00:00:00:28:03",
                               "02:00:00:00:28:09")
@@ -115,19 +115,7 @@ def main():
     try:
         sh("ip", "netns", "add", ns)
         sh("ip", "-n", ns, "link", "add", "br0", "type", "bridge")
-        # each daemon in a namespace of its own: net_af_packet's fanout
-        # group id is pid ^ ifindex, which collides between processes
-        # started one after another in one namespace (EINVAL at start)
-        for e in ("lva", "lvb", "lvc", "lvi"):
-            own = ns + e[-1] if e != "lvi" else ns
-            if own != ns:
-                sh("ip", "netns", "add", own)
-            sh("ip", "-n", ns, "link", "add", e, "type", "veth", "peer", "name", e + "br")
-            sh("ip", "-n", ns, "link", "set", e + "br", "master", "br0", "up")
-            if own != ns:
-                sh("ip", "-n", ns, "link", "set", e, "netns", own)
-            sh("ip", "netns", "exec", own, "sysctl", "-qw", "net.ipv6.conf.%s.disable_ipv6=1" % e)
-            sh("ip", "-n", own, "link", "set", e, "up")
+        switch_ns(ns, ("lva", "lvb", "lvc"), "lvi")
         sh("ip", "-n", ns, "link", "set", "lvi", "address", I_MAC)
         sh("ip", "-n", ns, "link", "set", "br0", "up")
         pa = [{"name": "b", "addr": B_IP},
@@ -225,9 +213,7 @@ def main():
     finally:
         for d in daemons.values():
             d.stop(15)
-        for n in ("", "a", "b", "c"):
-            subprocess.run(["ip", "netns", "del", ns + n], check=False,
-                           stderr=subprocess.DEVNULL)
+        del_ns(ns, "abc")
         if c.failed == 0:
             shutil.rmtree(tmp, ignore_errors=True)
         else:
