@@ -5,9 +5,9 @@
 # (for messages) and TAG (for the temporary directory); LS_BUILD, DAEMON
 # and PY default to ./build, its lockstepd and Debian's python3. Gives TMP
 # (a fresh directory), SOCK (the control socket in it), DPID (set it to the
-# daemon's pid), fail(), ctl(), and for the caller's clean-up lsd_stop and
-# lsd_log_tail; lsd_require checks root (else SKIP) and the daemon binary
-# (else FAIL); lsd_fuzz_begin and lsd_fuzz_cleanup serve the fuzz tests.
+# daemon's pid), fail(), ctl(), lsd_stop_clean (the checked shutdown), and
+# for the caller's clean-up lsd_stop and lsd_log_tail; lsd_require checks
+# root (else SKIP) and the daemon binary (else FAIL); lsd_fuzz_begin and lsd_fuzz_cleanup serve the fuzz tests.
 
 LS_BUILD=${LS_BUILD:-./build}
 DAEMON=${DAEMON:-$LS_BUILD/app/lockstepd/lockstepd}
@@ -33,6 +33,23 @@ lsd_stop() {
 			for _ in $(seq 50); do kill -0 "$DPID" 2>/dev/null || break; sleep 0.1; done
 		fi
 		kill -KILL "$DPID" 2>/dev/null || true
+	fi
+}
+
+# lsd_stop_clean WHEN: the daemon must be running WHEN this is called, exit
+# 0 on SIGTERM, remove its control socket and leave no sanitizer report in
+# its log; fails the test otherwise.
+lsd_stop_clean() {
+	local rc=0
+
+	kill -0 "$DPID" 2>/dev/null || fail "lockstepd is not running $1"
+	kill -TERM "$DPID"
+	wait "$DPID" || rc=$?
+	DPID=
+	[ $rc -eq 0 ] || fail "lockstepd exited with status $rc after SIGTERM"
+	[ ! -e "$SOCK" ] || fail "control socket $SOCK left behind after shutdown"
+	if grep -E "ERROR: (Address|Undefined|Leak)Sanitizer|runtime error:" "$TMP/daemon.log"; then
+		fail "sanitizer report in the daemon log"
 	fi
 }
 

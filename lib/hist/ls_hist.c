@@ -23,6 +23,19 @@
 
 #include "ls_hist.h"
 
+/* Count, min, max and sum of a non-empty source into dst. An empty dst has
+ * meaningless min/max: take the source's instead of comparing. */
+static void
+merge_summary(struct ls_hist *dst, uint64_t count, int64_t min, int64_t max, double sum)
+{
+	if (dst->count == 0 || min < dst->min)
+		dst->min = min;
+	if (dst->count == 0 || max > dst->max)
+		dst->max = max;
+	dst->count += count;
+	dst->sum += sum;
+}
+
 void
 ls_hist_reset(struct ls_hist *h)
 {
@@ -36,13 +49,7 @@ ls_hist_merge(struct ls_hist *dst, const struct ls_hist *src)
 
 	if (src->count == 0)
 		return;
-	/* An empty dst has meaningless min/max: take src's instead of comparing. */
-	if (dst->count == 0 || src->min < dst->min)
-		dst->min = src->min;
-	if (dst->count == 0 || src->max > dst->max)
-		dst->max = src->max;
-	dst->count += src->count;
-	dst->sum += src->sum;
+	merge_summary(dst, src->count, src->min, src->max, src->sum);
 	dst->overflow += src->overflow;
 	for (b = 0; b < LS_HIST_HALF; b++) {
 		dst->pos[b] += src->pos[b];
@@ -273,12 +280,7 @@ ls_shist_to_dense(struct ls_hist *dst, const struct ls_shist *src)
 {
 	if (src == NULL || src->count == 0)
 		return;
-	if (dst->count == 0 || src->min < dst->min)
-		dst->min = src->min;
-	if (dst->count == 0 || src->max > dst->max)
-		dst->max = src->max;
-	dst->count += src->count;
-	dst->sum += src->sum;
+	merge_summary(dst, src->count, src->min, src->max, src->sum);
 	for (uint32_t i = 0; i < src->n; i++) {
 		uint32_t k = ENT_KEY(src->ent[i]);
 

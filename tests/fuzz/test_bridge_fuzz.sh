@@ -176,15 +176,7 @@ echo "$snap" >"$TMP/final.json"
 
 # Clean shutdown: exit status 0, control socket removed (net_pcap closes
 # the tx_pcap files on stop).
-kill -0 "$DPID" 2>/dev/null || fail "lockstepd is not running after the fuzz input"
-kill -TERM "$DPID"
-rc=0
-wait "$DPID" || rc=$?
-DPID=
-[ $rc -eq 0 ] || fail "lockstepd exited with status $rc after SIGTERM"
-[ ! -e "$SOCK" ] || fail "control socket $SOCK left behind after shutdown"
-grep -E "ERROR: (Address|Undefined|Leak)Sanitizer|runtime error:" "$TMP/daemon.log" &&
-	fail "sanitizer report in the daemon log"
+lsd_stop_clean "after the fuzz input"
 
 "$PY" "$HERE/gen_bridge_pcap.py" check "$HIN" "$FIN" "$HOUT" "$FOUT" >"$TMP/files.json" ||
 	fail "reading the pcap files"

@@ -109,12 +109,7 @@ sys.exit(1 if bad else 0)
 EOF
 
 # Clean shutdown: exit status 0 and the control socket removed.
-kill -TERM "$DPID"
-rc=0
-wait "$DPID" || rc=$?
-DPID=
-[ $rc -eq 0 ] || fail "lockstepd exited with status $rc after SIGTERM"
-[ ! -e "$SOCK" ] || fail "control socket $SOCK left behind after shutdown"
+lsd_stop_clean "after the fuzz input"
 
 # Everything the daemon sent must be well-formed with correct checksums
 # (the pcap PMD writes tx_pcap on close). Port 862 is decoded as STAMP so

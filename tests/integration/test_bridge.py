@@ -297,161 +297,171 @@ print(bad)
 """
 
 
-def main():
-    c = lslab.Checks("bridge")
+def run(name, tag, body, tools=()):
+    """The bridge tests' frame: root or SKIP, the tools they start, a wired
+    Bridge in a fresh directory, body(c, br, tmp), and the teardown whatever
+    happens (SIGTERM included)."""
+    c = lslab.Checks(name)
     if os.geteuid() != 0:
         print("SKIP: needs root")
         sys.exit(77)
-    for tool in ("iperf3", "ethtool"):
+    for tool in tools:
         if shutil.which(tool) is None:
             c.check(False, "%s installed (tools/deps)" % tool)
             c.finish()
-    tag = "lsb%d" % (os.getpid() % 100000)
-    tmp = tempfile.mkdtemp(prefix="ls-bridge-")
-    br = Bridge(tag, tmp)
+    tmp = tempfile.mkdtemp(prefix="ls-%s-" % name)
+    br = Bridge("%s%d" % (tag, os.getpid() % 100000), tmp)
     signal.signal(signal.SIGTERM, lambda *a: (br.teardown(), sys.exit(1)))
     try:
         br.wire()
-        policy = {"slices": [{"name": "paced", "flow_bps": 200e6,
-                              "match": {"proto": "tcp", "dport": 5201}},
-                             {"name": "bulk", "weight": 2, "match": {"proto": "tcp"}}]}
-        cfg = br.config(policy)
-        c.check(br.start(cfg), "lockstepd up with the bridge")
-
-        r = sh("ip", "netns", "exec", br.ns_h, "ping", "-c", "3", "-i", "0.2", "-W", "2",
-               "10.77.0.2", check=False)
-        c.check(r.returncode == 0, "ping H -> P across the bridge (ARP passes through)")
-        st = br.call("bridge")["counters"]
-        c.check(st["not_ip"] > 0, "ARP counted as not IP and passed: %d" % st["not_ip"])
-
-        whole, got = iperf3(br)
-        want = goodput_of(200e6)
-        # issue 25: "iperf3 reports the paced rate within 1%"
-        c.check(abs(got - want) <= 0.01 * want,
-                "iperf3 through a 200 Mb/s paced slice: median second %.2f Mb/s goodput "
-                "(whole run %.2f), expected %.2f: %+.2f%%" %
-                (got / 1e6, whole / 1e6, want / 1e6, (got / want - 1) * 100))
-        fl = br.call("flows", {"top": 5, "by": "bytes", "dir": "host"})
-        top = fl["top"][0] if fl["top"] else {}
-        c.check(top.get("dport") == 5201 and top.get("slice") == "paced" and
-                top.get("pace_bps") == 200000000,
-                "flows: the iperf3 flow is the top one, slice paced at 200 Mb/s: %s" % top)
-        st = br.call("bridge")["counters"]
-        c.check(st["paced"] > 0 and st["rx_fabric"] > 0 and st["tx_host"] > 0,
-                "counters: paced %d, rx_fabric %d, tx_host %d" %
-                (st["paced"], st["rx_fabric"], st["tx_host"]))
-
-        # the same through lockstepctl's verbs
-        ctl = os.path.join(lslab.BUILD, "tools", "lockstepctl", "lockstepctl")
-        r = sh(ctl, "-s", br.sock, "flows", "--top", "3", "--by", "bytes", check=False)
-        c.check(r.returncode == 0 and "SLICE" in r.stdout and "paced" in r.stdout,
-                "lockstepctl flows: a table with the paced flow (rc %d)" % r.returncode)
-        r = sh(ctl, "-s", br.sock, "slice", "set", "tmp", "--latency", "true",
-               "--max-bps", "5e7", "--match", '{"dport": 9}', check=False)
-        r2 = sh(ctl, "-s", br.sock, "slices", check=False)
-        c.check(r.returncode == 0 and "tmp" in r2.stdout and "LATENCY" in r2.stdout,
-                "lockstepctl slice set, then slices lists it (rc %d)" % r.returncode)
-        r = sh(ctl, "-s", br.sock, "slice", "set", "bad", "--weight", "0", check=False)
-        c.check(r.returncode != 0 and "args.weight" in r.stderr,
-                "lockstepctl slice set --weight 0: refused (rc %d): %s"
-                % (r.returncode, r.stderr.strip()))
-        r = sh(ctl, "-s", br.sock, "slice", "del", "tmp", check=False)
-        c.check(r.returncode == 0 and all(s["name"] != "tmp" for s in br.call("slices")),
-                "lockstepctl slice del removes it (rc %d)" % r.returncode)
-        if os.path.exists(br.state):
-            os.unlink(br.state)  # the checks below start from no saved change
-
-        # a bad slice: bad_args naming the key, nothing saved
-        try:
-            br.call("slice.set", {"name": "x", "weight": 0})
-            c.check(False, "slice.set weight 0 refused")
-        except lslab.CtlError as e:
-            c.check("bad_args" in str(e) and "args.weight" in str(e),
-                    "slice.set weight 0 refused: %s" % e)
-        # refused edits of the slice and rule tables: each a clear error, nothing saved
-        for cmd, args, want in (
-                ("slice.del", {"name": "default"}, "cannot be removed"),
-                ("slice.del", {"name": "nosuch"}, "not_found"),
-                ("flow.policy.del", {"name": "nosuch"}, "not_found"),
-                ("flow.policy", {"name": "r", "slice": "nosuch"}, "no slice \"nosuch\"")):
-            try:
-                br.call(cmd, args)
-                c.check(False, "%s %s refused" % (cmd, args))
-            except lslab.CtlError as e:
-                c.check(want in str(e), "%s %s refused: %s" % (cmd, args, e))
-        c.check(not os.path.exists(br.state), "nothing saved by a refused change")
-
-        # change the rate on the socket; it is saved; a restart keeps it
-        br.call("slice.set", {"name": "paced", "flow_bps": 100e6,
-                              "match": {"proto": "tcp", "dport": 5201}})
-        with open(br.state) as f:
-            saved = json.load(f)
-        c.check(any(s["name"] == "paced" and s["flow_bps"] == 100000000 for s in saved["slices"]),
-                "slice.set written to the state file")
-        before = br.call("policy")
-        rc = br.stop()
-        c.check(rc == 0, "SIGTERM: lockstepd exits 0 (got %s)" % rc)
-        c.check(br.start(cfg), "lockstepd up again")
-        c.check(br.call("policy") == before, "policy after the restart is the one set before")
-        whole, got = iperf3(br)
-        want = goodput_of(100e6)
-        c.check(abs(got - want) <= 0.01 * want,
-                "after the restart iperf3 gets the new 100 Mb/s: median second %.2f Mb/s "
-                "(whole run %.2f), expected %.2f: %+.2f%%" %
-                (got / 1e6, whole / 1e6, want / 1e6, (got / want - 1) * 100))
-
-        # a slice a rule puts flows in cannot go until the rule goes
-        br.call("flow.policy", {"name": "keep", "match": {"dport": 7}, "slice": "paced"})
-        try:
-            br.call("slice.del", {"name": "paced"})
-            c.check(False, "slice.del of a slice a rule uses refused")
-        except lslab.CtlError as e:
-            c.check("flow rule \"keep\" puts flows in it" in str(e),
-                    "slice.del of a slice a rule uses refused: %s" % e)
-        br.call("flow.policy.del", {"name": "keep"})
-        c.check(all(r["name"] != "keep" for r in br.call("policy")["flows"]),
-                "flow.policy.del removes the rule")
-
-        # steering: IPv6 flow label and RoCEv2 source port
-        br.call("flow.policy", {"name": "pin6", "match": {"dst": "fd77::2/128", "proto": "udp"},
-                                "path": {"mode": "pin", "paths": [2]}})
-        br.call("flow.policy", {"name": "roce1", "match": {"roce": True},
-                                "path": {"mode": "pin", "paths": [1]}})
-        rx = subprocess.Popen(["ip", "netns", "exec", br.ns_p, SYS_PY, "-c", RX_SCRIPT,
-                               tag + "fk", "12", "8"], stdout=subprocess.PIPE, text=True)
-        time.sleep(1.0)
-        for i in range(4):
-            sh("ip", "netns", "exec", br.ns_h, SYS_PY, "-c",
-               "import socket; s=socket.socket(socket.AF_INET6, socket.SOCK_DGRAM);"
-               "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1);"
-               "s.sendto(b'x'*100, ('fd77::2', 7777))")
-        sh("ip", "netns", "exec", br.ns_h, SYS_PY, "-c", ROCE_SEND, tag + "hk", "8")
-        out, _ = rx.communicate(timeout=30)
-        seen = eval(out.strip() or "[]")
-        v6 = [s for s in seen if s[0] == "v6"]
-        roce = [s for s in seen if s[0] == "roce"]
-        c.check(len(v6) == 4 and all(lab == BASE + 2 for _, lab, _ in v6),
-                "IPv6 UDP pinned to path 2: flow labels %s (want %d)" %
-                (sorted(set(lab for _, lab, _ in v6)), BASE + 2))
-        c.check(len(roce) == 8 and all(sp == BASE + 1 for _, _, sp in roce),
-                "RoCEv2 pinned to path 1: source ports %s (want %d)" %
-                (sorted(set(sp for _, _, sp in roce)), BASE + 1))
-        if roce:
-            r = sh(SYS_PY, "-c", ROCE_CHECK, *[h for _, h, _ in roce])
-            c.check(r.stdout.strip() == "0",
-                    "scapy accepts the ICRC of every rewritten RoCEv2 frame (bad: %s)" %
-                    r.stdout.strip())
-        st = br.call("bridge")["counters"]
-        c.check(st["steered"] >= 12, "steered counter %d >= 12" % st["steered"])
-
-        # slice isolation: a latency slice for sockperf's port beside bulk TCP
-        br.call("slice.set", {"name": "lat", "latency": True, "max_bps": 50e6,
-                              "match": {"proto": "udp", "dport": 11111}})
-        isolation(c, br)
+        body(c, br, tmp)
     finally:
         br.teardown()
         shutil.rmtree(tmp, ignore_errors=True)
     c.finish()
+
+
+def main():
+    run("bridge", "lsb", checks, tools=("iperf3", "ethtool"))
+
+
+def checks(c, br, tmp):
+    policy = {"slices": [{"name": "paced", "flow_bps": 200e6,
+                          "match": {"proto": "tcp", "dport": 5201}},
+                         {"name": "bulk", "weight": 2, "match": {"proto": "tcp"}}]}
+    cfg = br.config(policy)
+    c.check(br.start(cfg), "lockstepd up with the bridge")
+
+    r = sh("ip", "netns", "exec", br.ns_h, "ping", "-c", "3", "-i", "0.2", "-W", "2",
+           "10.77.0.2", check=False)
+    c.check(r.returncode == 0, "ping H -> P across the bridge (ARP passes through)")
+    st = br.call("bridge")["counters"]
+    c.check(st["not_ip"] > 0, "ARP counted as not IP and passed: %d" % st["not_ip"])
+
+    whole, got = iperf3(br)
+    want = goodput_of(200e6)
+    # issue 25: "iperf3 reports the paced rate within 1%"
+    c.check(abs(got - want) <= 0.01 * want,
+            "iperf3 through a 200 Mb/s paced slice: median second %.2f Mb/s goodput "
+            "(whole run %.2f), expected %.2f: %+.2f%%" %
+            (got / 1e6, whole / 1e6, want / 1e6, (got / want - 1) * 100))
+    fl = br.call("flows", {"top": 5, "by": "bytes", "dir": "host"})
+    top = fl["top"][0] if fl["top"] else {}
+    c.check(top.get("dport") == 5201 and top.get("slice") == "paced" and
+            top.get("pace_bps") == 200000000,
+            "flows: the iperf3 flow is the top one, slice paced at 200 Mb/s: %s" % top)
+    st = br.call("bridge")["counters"]
+    c.check(st["paced"] > 0 and st["rx_fabric"] > 0 and st["tx_host"] > 0,
+            "counters: paced %d, rx_fabric %d, tx_host %d" %
+            (st["paced"], st["rx_fabric"], st["tx_host"]))
+
+    # the same through lockstepctl's verbs
+    ctl = os.path.join(lslab.BUILD, "tools", "lockstepctl", "lockstepctl")
+    r = sh(ctl, "-s", br.sock, "flows", "--top", "3", "--by", "bytes", check=False)
+    c.check(r.returncode == 0 and "SLICE" in r.stdout and "paced" in r.stdout,
+            "lockstepctl flows: a table with the paced flow (rc %d)" % r.returncode)
+    r = sh(ctl, "-s", br.sock, "slice", "set", "tmp", "--latency", "true",
+           "--max-bps", "5e7", "--match", '{"dport": 9}', check=False)
+    r2 = sh(ctl, "-s", br.sock, "slices", check=False)
+    c.check(r.returncode == 0 and "tmp" in r2.stdout and "LATENCY" in r2.stdout,
+            "lockstepctl slice set, then slices lists it (rc %d)" % r.returncode)
+    r = sh(ctl, "-s", br.sock, "slice", "set", "bad", "--weight", "0", check=False)
+    c.check(r.returncode != 0 and "args.weight" in r.stderr,
+            "lockstepctl slice set --weight 0: refused (rc %d): %s"
+            % (r.returncode, r.stderr.strip()))
+    r = sh(ctl, "-s", br.sock, "slice", "del", "tmp", check=False)
+    c.check(r.returncode == 0 and all(s["name"] != "tmp" for s in br.call("slices")),
+            "lockstepctl slice del removes it (rc %d)" % r.returncode)
+    if os.path.exists(br.state):
+        os.unlink(br.state)  # the checks below start from no saved change
+
+    # a bad slice: bad_args naming the key, nothing saved
+    try:
+        br.call("slice.set", {"name": "x", "weight": 0})
+        c.check(False, "slice.set weight 0 refused")
+    except lslab.CtlError as e:
+        c.check("bad_args" in str(e) and "args.weight" in str(e),
+                "slice.set weight 0 refused: %s" % e)
+    # refused edits of the slice and rule tables: each a clear error, nothing saved
+    for cmd, args, want in (
+            ("slice.del", {"name": "default"}, "cannot be removed"),
+            ("slice.del", {"name": "nosuch"}, "not_found"),
+            ("flow.policy.del", {"name": "nosuch"}, "not_found"),
+            ("flow.policy", {"name": "r", "slice": "nosuch"}, "no slice \"nosuch\"")):
+        try:
+            br.call(cmd, args)
+            c.check(False, "%s %s refused" % (cmd, args))
+        except lslab.CtlError as e:
+            c.check(want in str(e), "%s %s refused: %s" % (cmd, args, e))
+    c.check(not os.path.exists(br.state), "nothing saved by a refused change")
+
+    # change the rate on the socket; it is saved; a restart keeps it
+    br.call("slice.set", {"name": "paced", "flow_bps": 100e6,
+                          "match": {"proto": "tcp", "dport": 5201}})
+    with open(br.state) as f:
+        saved = json.load(f)
+    c.check(any(s["name"] == "paced" and s["flow_bps"] == 100000000 for s in saved["slices"]),
+            "slice.set written to the state file")
+    before = br.call("policy")
+    rc = br.stop()
+    c.check(rc == 0, "SIGTERM: lockstepd exits 0 (got %s)" % rc)
+    c.check(br.start(cfg), "lockstepd up again")
+    c.check(br.call("policy") == before, "policy after the restart is the one set before")
+    whole, got = iperf3(br)
+    want = goodput_of(100e6)
+    c.check(abs(got - want) <= 0.01 * want,
+            "after the restart iperf3 gets the new 100 Mb/s: median second %.2f Mb/s "
+            "(whole run %.2f), expected %.2f: %+.2f%%" %
+            (got / 1e6, whole / 1e6, want / 1e6, (got / want - 1) * 100))
+
+    # a slice a rule puts flows in cannot go until the rule goes
+    br.call("flow.policy", {"name": "keep", "match": {"dport": 7}, "slice": "paced"})
+    try:
+        br.call("slice.del", {"name": "paced"})
+        c.check(False, "slice.del of a slice a rule uses refused")
+    except lslab.CtlError as e:
+        c.check("flow rule \"keep\" puts flows in it" in str(e),
+                "slice.del of a slice a rule uses refused: %s" % e)
+    br.call("flow.policy.del", {"name": "keep"})
+    c.check(all(r["name"] != "keep" for r in br.call("policy")["flows"]),
+            "flow.policy.del removes the rule")
+
+    # steering: IPv6 flow label and RoCEv2 source port
+    br.call("flow.policy", {"name": "pin6", "match": {"dst": "fd77::2/128", "proto": "udp"},
+                            "path": {"mode": "pin", "paths": [2]}})
+    br.call("flow.policy", {"name": "roce1", "match": {"roce": True},
+                            "path": {"mode": "pin", "paths": [1]}})
+    rx = subprocess.Popen(["ip", "netns", "exec", br.ns_p, SYS_PY, "-c", RX_SCRIPT,
+                           br.tag + "fk", "12", "8"], stdout=subprocess.PIPE, text=True)
+    time.sleep(1.0)
+    for i in range(4):
+        sh("ip", "netns", "exec", br.ns_h, SYS_PY, "-c",
+           "import socket; s=socket.socket(socket.AF_INET6, socket.SOCK_DGRAM);"
+           "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1);"
+           "s.sendto(b'x'*100, ('fd77::2', 7777))")
+    sh("ip", "netns", "exec", br.ns_h, SYS_PY, "-c", ROCE_SEND, br.tag + "hk", "8")
+    out, _ = rx.communicate(timeout=30)
+    seen = eval(out.strip() or "[]")
+    v6 = [s for s in seen if s[0] == "v6"]
+    roce = [s for s in seen if s[0] == "roce"]
+    c.check(len(v6) == 4 and all(lab == BASE + 2 for _, lab, _ in v6),
+            "IPv6 UDP pinned to path 2: flow labels %s (want %d)" %
+            (sorted(set(lab for _, lab, _ in v6)), BASE + 2))
+    c.check(len(roce) == 8 and all(sp == BASE + 1 for _, _, sp in roce),
+            "RoCEv2 pinned to path 1: source ports %s (want %d)" %
+            (sorted(set(sp for _, _, sp in roce)), BASE + 1))
+    if roce:
+        r = sh(SYS_PY, "-c", ROCE_CHECK, *[h for _, h, _ in roce])
+        c.check(r.stdout.strip() == "0",
+                "scapy accepts the ICRC of every rewritten RoCEv2 frame (bad: %s)" %
+                r.stdout.strip())
+    st = br.call("bridge")["counters"]
+    c.check(st["steered"] >= 12, "steered counter %d >= 12" % st["steered"])
+
+    # slice isolation: a latency slice for sockperf's port beside bulk TCP
+    br.call("slice.set", {"name": "lat", "latency": True, "max_bps": 50e6,
+                          "match": {"proto": "udp", "dport": 11111}})
+    isolation(c, br)
 
 
 if __name__ == "__main__":

@@ -32,14 +32,13 @@ A slice takes RoCEv2 with cc {mode dcqcn, np true}. Checks, in order:
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_bridge import Bridge, sh, SYS_PY, BASE  # noqa: E402
+import test_bridge  # noqa: E402
+from test_bridge import sh, SYS_PY, BASE  # noqa: E402
 import lslab  # noqa: E402  (test_bridge put tools/lab on the path)
 
 QP_Y = 0x000123   # the host's QP (frames from the fabric name it)
@@ -281,137 +280,127 @@ def pair_ageing(c, br, policy):
 
 
 def main():
-    c = lslab.Checks("bridge-cc")
-    if os.geteuid() != 0:
-        print("SKIP: needs root")
-        sys.exit(77)
-    tag = "lsc%d" % (os.getpid() % 100000)
-    tmp = tempfile.mkdtemp(prefix="ls-bridge-cc-")
-    br = Bridge(tag, tmp)
-    signal.signal(signal.SIGTERM, lambda *a: (br.teardown(), sys.exit(1)))
-    try:
-        br.wire()
-        # T = K = 10 s and B = 1 GB: no increase events during the test, so
-        # every rate read is the decreases' doing alone
-        policy = {"slices": [{"name": "rdma", "match": {"roce": True},
-                              "cc": {"mode": "dcqcn", "np": True, "cnp_interval_us": 500000,
-                                     "t_us": 10000000, "k_us": 10000000,
-                                     "byte_reset": 1 << 30}}]}
-        c.check(br.start(br.config(policy)), "lockstepd up with a dcqcn slice")
-        ce0 = counters(br)
+    test_bridge.run("bridge-cc", "lsc", checks)
 
-        # 1. CE before the pairing: counted, no CNP
-        rx = sniff(br, 2.0)
-        time.sleep(0.5)
-        send(br, "p", [(0x04, QP_Y, 1000, 3, BASE + 3), (0x04, QP_Y, 1001, 3, BASE + 3)])
-        out, _ = rx.communicate(timeout=20)
-        st = counters(br)
-        c.check(eval(out.strip() or "[]") == [] and st["cnp_sent"] == 0,
-                "CE before the sender's QP is known: no CNP on the wire")
-        c.check(st["cnp_unpaired"] - ce0["cnp_unpaired"] == 2,
-                "... counted cnp_unpaired: %d (want 2)" % st["cnp_unpaired"])
 
-        # 2. the host's ACK for PSN 1001 pairs X with Y
-        send(br, "h", [(0x11, QP_X, 1001, 0, 50000)])
-        time.sleep(0.3)
-        st = counters(br)
-        c.check(st["qp_pairs_learnt"] >= 1,
-                "the host's RC ACK pairs its QP with the sender's: qp_pairs_learnt %d" %
-                st["qp_pairs_learnt"])
+def checks(c, br, tmp):
+    # T = K = 10 s and B = 1 GB: no increase events during the test, so
+    # every rate read is the decreases' doing alone
+    policy = {"slices": [{"name": "rdma", "match": {"roce": True},
+                          "cc": {"mode": "dcqcn", "np": True, "cnp_interval_us": 500000,
+                                 "t_us": 10000000, "k_us": 10000000,
+                                 "byte_reset": 1 << 30}}]}
+    c.check(br.start(br.config(policy)), "lockstepd up with a dcqcn slice")
+    ce0 = counters(br)
 
-        # 3. six CE requests in one interval: one CNP, five rate-limited
-        rx = sniff(br, 2.5)
-        time.sleep(0.5)
-        send(br, "p", [(0x04, QP_Y, 1002 + i, 3, BASE + 3) for i in range(6)])
-        out, _ = rx.communicate(timeout=20)
-        cnps = eval(out.strip() or "[]")
-        st2 = counters(br)
-        c.check(len(cnps) == 1 and st2["cnp_sent"] == 1,
-                "6 CE-marked requests within the CNP interval: %d CNP on the wire, "
-                "cnp_sent %d (want 1)" % (len(cnps), st2["cnp_sent"]))
-        c.check(st2["cnp_rate_limited"] == 5,
-                "... the other 5 cnp_rate_limited: %d" % st2["cnp_rate_limited"])
-        if cnps:
-            d = eval(sh(SYS_PY, "-c", DECODE, cnps[0]).stdout.strip())
-            c.check(d["opcode"] == 0x81 and d["dqp"] == QP_X and d["src"] == "10.77.0.1" and
-                    d["dst"] == "10.77.0.2" and d["becn"] == 1,
-                    "scapy decodes a CNP (opcode 0x81, BECN) from H to P for QP X: %s" % d)
-            c.check(d["icrc_ok"], "the CNP's ICRC is valid by scapy")
-            if shutil.which("tshark"):
-                pcap = os.path.join(tmp, "cnp.pcap")
-                sh(SYS_PY, "-c", "import sys; from scapy.all import Ether, wrpcap; "
-                   "wrpcap(sys.argv[1], [Ether(bytes.fromhex(sys.argv[2]))])", pcap, cnps[0])
-                r = sh("tshark", "-r", pcap, "-d", "udp.port==4791,infiniband", "-T", "fields",
-                       "-e", "infiniband.bth.opcode", "-e", "infiniband.bth.destqp",
-                       check=False)
-                f = r.stdout.strip().split("\t")
-                c.check(r.returncode == 0 and len(f) == 2 and int(f[0], 0) == 0x81 and
-                        int(f[1], 0) == QP_X,
-                        "tshark's InfiniBand dissector: opcode and dest QP %s" % f)
+    # 1. CE before the pairing: counted, no CNP
+    rx = sniff(br, 2.0)
+    time.sleep(0.5)
+    send(br, "p", [(0x04, QP_Y, 1000, 3, BASE + 3), (0x04, QP_Y, 1001, 3, BASE + 3)])
+    out, _ = rx.communicate(timeout=20)
+    st = counters(br)
+    c.check(eval(out.strip() or "[]") == [] and st["cnp_sent"] == 0,
+            "CE before the sender's QP is known: no CNP on the wire")
+    c.check(st["cnp_unpaired"] - ce0["cnp_unpaired"] == 2,
+            "... counted cnp_unpaired: %d (want 2)" % st["cnp_unpaired"])
 
-        # 4. CE per flow, slice and path: 8 CE frames from P with sport BASE+3
-        fab = [f for f in br.call("flows", {"top": 50, "dir": "fabric"})["top"]
-               if f.get("qp_label") == QP_Y]
-        cc = br.call("cc")
-        rd = [s for s in cc["slices"] if s["name"] == "rdma"]
-        c.check(len(fab) == 1 and fab[0]["ce"] == 8 and fab[0]["slice"] == "rdma",
-                "the fabric flow to QP Y: 8 CE, slice rdma: %s" % fab)
-        c.check(rd and rd[0]["ce"] == 8 and rd[0]["mode"] == "dcqcn",
-                "slice rdma: 8 CE, mode dcqcn: %s" % rd)
-        c.check({"path": 3, "ce": 8} in cc["paths_ce"],
-                "CE by the sender's path: path 3 has 8: %s" % cc["paths_ce"])
+    # 2. the host's ACK for PSN 1001 pairs X with Y
+    send(br, "h", [(0x11, QP_X, 1001, 0, 50000)])
+    time.sleep(0.3)
+    st = counters(br)
+    c.check(st["qp_pairs_learnt"] >= 1,
+            "the host's RC ACK pairs its QP with the sender's: qp_pairs_learnt %d" %
+            st["qp_pairs_learnt"])
 
-        # 5. reaction point: the host's flow to X, then CNPs to Y
-        send(br, "h", [(0x04, QP_X, 5000 + i, 2, 50000) for i in range(4)])
-        time.sleep(0.3)
-        f0 = cc_flow(br, QP_X)
-        c.check(f0 is not None and f0["cc"]["mode"] == "dcqcn" and
-                f0["cc"]["rate_bps"] == LINK and f0["cc"]["state"] == "idle",
-                "the host's flow to QP X under DCQCN at the line before any CNP: %s" %
-                (f0 and f0["cc"]))
-        send(br, "p", [(0x81, QP_Y, 0, 0, 50000)])
-        time.sleep(0.3)
-        f1 = cc_flow(br, QP_X)["cc"]
-        # alpha_init 1023/1024: Rc = line x (1 - alpha/2) = 0.5005 x line
-        want = LINK * (1 - (1023 / 1024) / 2)
-        c.check(abs(f1["rate_bps"] - want) <= 0.001 * want and f1["cnps"] == 1 and
-                f1["state"] == "recovery" and f1["target_bps"] == LINK,
-                "a CNP to QP Y cuts the flow to line x (1 - alpha/2) = %.0f: %s" % (want, f1))
-        # two CNPs back to back: no timer between them, whatever the machine's
-        # load did since the first one, so the second cut is exactly
-        # Rc = Rt (1 - alpha/2) with the alpha the first of them raised
-        send(br, "p", [(0x81, QP_Y, 0, 0, 50000), (0x81, QP_Y, 0, 0, 50000)])
-        time.sleep(0.3)
-        f2 = cc_flow(br, QP_X)["cc"]
-        g = 1 / 256
-        a_before = (f2["alpha"] - g) / (1 - g)
-        want2 = f2["target_bps"] * (1 - a_before / 2)
-        c.check(abs(f2["rate_bps"] - want2) <= 0.001 * want2 and f2["cnps"] == 3 and
-                f2["rate_bps"] < f1["rate_bps"],
-                "two more CNPs: the last cuts Rt x (1 - alpha/2) = %.0f, with alpha raised "
-                "by the one before: %s" % (want2, f2))
-        send(br, "p", [(0x81, 0x000999, 0, 0, 50000)])
-        time.sleep(0.3)
-        st3 = counters(br)
-        c.check(st3["cnp_received"] == 4 and st3["cnp_unmatched"] == 1,
-                "a CNP to an unknown QP: cnp_unmatched (received %d, unmatched %d)" %
-                (st3["cnp_received"], st3["cnp_unmatched"]))
+    # 3. six CE requests in one interval: one CNP, five rate-limited
+    rx = sniff(br, 2.5)
+    time.sleep(0.5)
+    send(br, "p", [(0x04, QP_Y, 1002 + i, 3, BASE + 3) for i in range(6)])
+    out, _ = rx.communicate(timeout=20)
+    cnps = eval(out.strip() or "[]")
+    st2 = counters(br)
+    c.check(len(cnps) == 1 and st2["cnp_sent"] == 1,
+            "6 CE-marked requests within the CNP interval: %d CNP on the wire, "
+            "cnp_sent %d (want 1)" % (len(cnps), st2["cnp_sent"]))
+    c.check(st2["cnp_rate_limited"] == 5,
+            "... the other 5 cnp_rate_limited: %d" % st2["cnp_rate_limited"])
+    if cnps:
+        d = eval(sh(SYS_PY, "-c", DECODE, cnps[0]).stdout.strip())
+        c.check(d["opcode"] == 0x81 and d["dqp"] == QP_X and d["src"] == "10.77.0.1" and
+                d["dst"] == "10.77.0.2" and d["becn"] == 1,
+                "scapy decodes a CNP (opcode 0x81, BECN) from H to P for QP X: %s" % d)
+        c.check(d["icrc_ok"], "the CNP's ICRC is valid by scapy")
+        if shutil.which("tshark"):
+            pcap = os.path.join(tmp, "cnp.pcap")
+            sh(SYS_PY, "-c", "import sys; from scapy.all import Ether, wrpcap; "
+               "wrpcap(sys.argv[1], [Ether(bytes.fromhex(sys.argv[2]))])", pcap, cnps[0])
+            r = sh("tshark", "-r", pcap, "-d", "udp.port==4791,infiniband", "-T", "fields",
+                   "-e", "infiniband.bth.opcode", "-e", "infiniband.bth.destqp",
+                   check=False)
+            f = r.stdout.strip().split("\t")
+            c.check(r.returncode == 0 and len(f) == 2 and int(f[0], 0) == 0x81 and
+                    int(f[1], 0) == QP_X,
+                    "tshark's InfiniBand dissector: opcode and dest QP %s" % f)
 
-        # 6. the operator's view
-        ctl = os.path.join(lslab.BUILD, "tools", "lockstepctl", "lockstepctl")
-        r = sh(ctl, "-s", br.sock, "cc", check=False)
-        c.check(r.returncode == 0 and "rdma" in r.stdout and "dcqcn" in r.stdout and
-                "cnp_sent" in r.stdout, "lockstepctl cc prints slices and counters")
-        r = sh(ctl, "-s", br.sock, "flows", "--cc", "--dir", "host", check=False)
-        c.check(r.returncode == 0 and "ALPHA" in r.stdout and "recovery" in r.stdout,
-                "lockstepctl flows --cc shows rate, alpha and state (rc %d)" % r.returncode)
+    # 4. CE per flow, slice and path: 8 CE frames from P with sport BASE+3
+    fab = [f for f in br.call("flows", {"top": 50, "dir": "fabric"})["top"]
+           if f.get("qp_label") == QP_Y]
+    cc = br.call("cc")
+    rd = [s for s in cc["slices"] if s["name"] == "rdma"]
+    c.check(len(fab) == 1 and fab[0]["ce"] == 8 and fab[0]["slice"] == "rdma",
+            "the fabric flow to QP Y: 8 CE, slice rdma: %s" % fab)
+    c.check(rd and rd[0]["ce"] == 8 and rd[0]["mode"] == "dcqcn",
+            "slice rdma: 8 CE, mode dcqcn: %s" % rd)
+    c.check({"path": 3, "ce": 8} in cc["paths_ce"],
+            "CE by the sender's path: path 3 has 8: %s" % cc["paths_ce"])
 
-        delay_mode(c, br, tmp)
-        pair_ageing(c, br, policy)
-    finally:
-        br.teardown()
-        shutil.rmtree(tmp, ignore_errors=True)
-    c.finish()
+    # 5. reaction point: the host's flow to X, then CNPs to Y
+    send(br, "h", [(0x04, QP_X, 5000 + i, 2, 50000) for i in range(4)])
+    time.sleep(0.3)
+    f0 = cc_flow(br, QP_X)
+    c.check(f0 is not None and f0["cc"]["mode"] == "dcqcn" and
+            f0["cc"]["rate_bps"] == LINK and f0["cc"]["state"] == "idle",
+            "the host's flow to QP X under DCQCN at the line before any CNP: %s" %
+            (f0 and f0["cc"]))
+    send(br, "p", [(0x81, QP_Y, 0, 0, 50000)])
+    time.sleep(0.3)
+    f1 = cc_flow(br, QP_X)["cc"]
+    # alpha_init 1023/1024: Rc = line x (1 - alpha/2) = 0.5005 x line
+    want = LINK * (1 - (1023 / 1024) / 2)
+    c.check(abs(f1["rate_bps"] - want) <= 0.001 * want and f1["cnps"] == 1 and
+            f1["state"] == "recovery" and f1["target_bps"] == LINK,
+            "a CNP to QP Y cuts the flow to line x (1 - alpha/2) = %.0f: %s" % (want, f1))
+    # two CNPs back to back: no timer between them, whatever the machine's
+    # load did since the first one, so the second cut is exactly
+    # Rc = Rt (1 - alpha/2) with the alpha the first of them raised
+    send(br, "p", [(0x81, QP_Y, 0, 0, 50000), (0x81, QP_Y, 0, 0, 50000)])
+    time.sleep(0.3)
+    f2 = cc_flow(br, QP_X)["cc"]
+    g = 1 / 256
+    a_before = (f2["alpha"] - g) / (1 - g)
+    want2 = f2["target_bps"] * (1 - a_before / 2)
+    c.check(abs(f2["rate_bps"] - want2) <= 0.001 * want2 and f2["cnps"] == 3 and
+            f2["rate_bps"] < f1["rate_bps"],
+            "two more CNPs: the last cuts Rt x (1 - alpha/2) = %.0f, with alpha raised "
+            "by the one before: %s" % (want2, f2))
+    send(br, "p", [(0x81, 0x000999, 0, 0, 50000)])
+    time.sleep(0.3)
+    st3 = counters(br)
+    c.check(st3["cnp_received"] == 4 and st3["cnp_unmatched"] == 1,
+            "a CNP to an unknown QP: cnp_unmatched (received %d, unmatched %d)" %
+            (st3["cnp_received"], st3["cnp_unmatched"]))
+
+    # 6. the operator's view
+    ctl = os.path.join(lslab.BUILD, "tools", "lockstepctl", "lockstepctl")
+    r = sh(ctl, "-s", br.sock, "cc", check=False)
+    c.check(r.returncode == 0 and "rdma" in r.stdout and "dcqcn" in r.stdout and
+            "cnp_sent" in r.stdout, "lockstepctl cc prints slices and counters")
+    r = sh(ctl, "-s", br.sock, "flows", "--cc", "--dir", "host", check=False)
+    c.check(r.returncode == 0 and "ALPHA" in r.stdout and "recovery" in r.stdout,
+            "lockstepctl flows --cc shows rate, alpha and state (rc %d)" % r.returncode)
+
+    delay_mode(c, br, tmp)
+    pair_ageing(c, br, policy)
 
 
 if __name__ == "__main__":
