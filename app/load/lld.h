@@ -16,6 +16,7 @@
 #include "ls_wheel.h"
 #include "lld_frame.h"
 #include "lld_opts.h"
+#include "lld_phase.h"
 
 #define LLD_BURST 32
 
@@ -45,6 +46,7 @@ struct lld_txflow {
 	uint64_t tpb;         /* ticks per byte, 32.32 */
 	uint64_t seq;         /* next sequence = frames sent */
 	uint32_t frac;        /* fractional tick carried */
+	uint32_t left;        /* --phase-bytes: frames left in this phase */
 };
 
 struct lld_tx {
@@ -54,7 +56,11 @@ struct lld_tx {
 	struct lld_tmpl *tmpl;        /* per flow */
 	struct lld_txflow *fl;        /* per flow */
 	uint32_t n_flows;
-	uint32_t active;              /* flows with a frame due before the end */
+	uint32_t active;              /* flows on the wheel: a frame due before the end */
+	uint32_t parked;              /* flows off the wheel at the phase barrier */
+	uint64_t parked_at;           /* TSC the last of them parked */
+	uint64_t phase_bytes;         /* --phase-bytes per flow per phase; 0: no phases */
+	uint64_t spread;              /* --spread-us in ticks; 0: a period */
 	uint32_t tag;                 /* TSC domain tag */
 	uint64_t hz, start, end;      /* TSC: TX runs in [start, end) */
 	uint64_t max_lag;             /* a flow further behind restarts its clock */
@@ -87,11 +93,31 @@ void lld_tx_free(struct lld_tx *t);
 /* Send what is due at now. @return frames handed to the port. */
 unsigned int lld_tx_poll(struct lld_tx *t, uint64_t now);
 
-/* True once every frame due before the end has been handed to the port. */
+/*
+ * Phases (--phase-bytes): a flow that has sent its frames of the phase
+ * leaves the wheel (parked; every flow parked: parked == n_flows). Start
+ * the next phase at now: every flow back on the wheel, spread from now as
+ * at the start, its pacing clock restarted.
+ */
+void lld_tx_phase_next(struct lld_tx *t, uint64_t now);
+
+/* The last phase ended at now: TX is over, its time ends here. */
+void lld_tx_phase_stop(struct lld_tx *t, uint64_t now);
+
+/*
+ * The TSC the next frame of flows [from, to) is due: 0 while frames wait
+ * for the port, UINT64_MAX when none of them is on the wheel (parked or
+ * done). A walk over the flows: for the idle back-off, a slice per empty
+ * poll, never per frame.
+ */
+uint64_t lld_tx_next_due(const struct lld_tx *t, uint32_t from, uint32_t to);
+
+/* True once every frame due before the end has been handed to the port
+ * and no flow waits at a phase barrier. */
 static inline int
 lld_tx_done(const struct lld_tx *t)
 {
-	return t->active == 0 && t->n_pend == 0;
+	return t->active == 0 && t->parked == 0 && t->n_pend == 0;
 }
 
 #endif /* LLD_H */

@@ -50,6 +50,9 @@ struct lld_opts {
 	const char *report;              /* file, or NULL / "-" for stdout */
 	uint32_t idle_sleep_us;
 	double link_wait_s;
+	uint64_t phase_bytes;            /* --phase-bytes: per flow per phase; 0: no phases */
+	uint32_t phases;                 /* --phases (1 with --phase-bytes) */
+	uint32_t phase_timeout_ms;       /* --phase-timeout-ms (10000 with --phase-bytes) */
 };
 
 /*

@@ -82,9 +82,14 @@ struct lld_sink_result {
 struct lld_sink *lld_sink_create(const struct lld_sink_params *p);
 void lld_sink_free(struct lld_sink *s);
 
-/* One lockstep-load frame of frame_len bytes that arrived at TSC now. */
-void lld_sink_frame(struct lld_sink *s, const struct lld_rx *r, uint32_t frame_len,
-		    uint64_t now);
+/*
+ * One lockstep-load frame of frame_len bytes that arrived at TSC now.
+ * @return 1 for a frame of a tracked flow not seen before (what the phase
+ * barrier counts: duplicates excluded, reordered frames included; one more
+ * than 64 below the flow's highest is taken as new), else 0.
+ */
+int lld_sink_frame(struct lld_sink *s, const struct lld_rx *r, uint32_t frame_len,
+		   uint64_t now);
 
 /* A frame that is not lockstep-load's. */
 void lld_sink_other(struct lld_sink *s);

@@ -11,6 +11,11 @@
  * written when TX has ended and the RX port has been drained for
  * --linger-ms, or at SIGINT/SIGTERM. docs/load.md has the options, the
  * report's fields and examples.
+ *
+ * With --phase-bytes the process plays a collective job: the loop is also
+ * the barrier between TX and the sink (lld_phase.h): every distinct frame
+ * the sink takes is counted for its phase, and once per poll the barrier
+ * says whether the phase is over, when TX's parked flows start the next.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -27,6 +32,7 @@
 
 #include "../common/ls_app.h"
 #include "lld.h"
+#include "lld_phase.h"
 #include "lld_reflect.h"
 #include "lld_respond.h"
 #include "lld_sink.h"
@@ -162,8 +168,8 @@ tsc_tag(void)
 }
 
 static void
-rx_poll(uint16_t port, struct lld_sink *s, struct lld_resp *resp, struct lld_refl *refl,
-	bool *got)
+rx_poll(uint16_t port, struct lld_sink *s, struct lld_phase *ph, struct lld_resp *resp,
+	struct lld_refl *refl, bool *got)
 {
 	struct rte_mbuf *m[LLD_BURST];
 	uint16_t n = rte_eth_rx_burst(port, 0, m, LLD_BURST);
@@ -181,7 +187,8 @@ rx_poll(uint16_t port, struct lld_sink *s, struct lld_resp *resp, struct lld_ref
 		if (i + 1 < n)
 			rte_prefetch0(rte_pktmbuf_mtod(m[i + 1], void *));
 		if (lld_frame_parse(f, m[i]->data_len, &r) == 0) {
-			lld_sink_frame(s, &r, m[i]->pkt_len, now);
+			if (lld_sink_frame(s, &r, m[i]->pkt_len, now) && ph != NULL)
+				lld_phase_rx(ph, r.flow, r.seq);
 			if (resp != NULL && r.shape == LLD_ROCE)
 				lld_resp_frame(resp, f, m[i]->data_len, r.flow, now);
 		} else {
@@ -212,6 +219,7 @@ tx_port_drain(uint16_t port)
 struct run {
 	struct lld_tx tx;
 	struct lld_sink *sink;
+	struct lld_phase *phase;       /* --phase-bytes; NULL: no phases */
 	struct lld_resp *resp;
 	struct lld_refl *refl;
 	uint64_t tx_port_rx;           /* frames that came back to the TX port */
@@ -222,29 +230,100 @@ struct run {
 	uint64_t start_raw_ns;      /* start on CLOCK_MONOTONIC_RAW */
 };
 
+/*
+ * The barrier, once per poll: when the phase is over (every flow's frames
+ * in, or the timeout), the next starts at once; after the last, TX's time
+ * ends and the linger runs from here. After --duration's cap a phase may
+ * still end (its frames arrive), but no other starts.
+ * @return true when a phase ended.
+ */
+static bool
+phase_step(struct run *r)
+{
+	uint64_t now;
+	int st;
+
+	if (r->tx.parked == r->tx.n_flows)
+		lld_phase_sent(r->phase, r->tx.parked_at);
+	now = rte_rdtsc();   /* after rx_poll: the phase ends after its last arrival */
+	st = lld_phase_poll(r->phase, now);
+	if (st == LLD_PHASE_RUNNING || now >= r->tx.end)
+		return st != LLD_PHASE_RUNNING;
+	if (st == LLD_PHASE_ENDED) {
+		lld_phase_begin(r->phase, now);
+		lld_tx_phase_next(&r->tx, now);
+	} else {
+		lld_tx_phase_stop(&r->tx, now);
+		lld_sink_set_end(r->sink, now);
+		r->stop = now + r->hz / 1000 * opts.linger_ms;
+	}
+	return true;
+}
+
+/* Empty polls in a row, and the next frame's time found over them. */
+struct idle {
+	uint64_t polls;
+	uint64_t due;          /* earliest due time of flows [0, scanned) */
+	uint32_t scanned;
+};
+
+/*
+ * The idle back-off (--idle-sleep-us): after 1000 empty polls, sleep while
+ * TX has nothing to send, or nothing due within twice the sleep (every flow
+ * at the phase barrier, or slow flows: a lab slowed 1000 times sends a
+ * frame a millisecond and need not hold a core for it). The next frame's
+ * time is found over the 1000 polls, a thousandth of the flows each, so a
+ * million flows add no stall; nothing joins the wheel meanwhile (a send or
+ * a phase's start ends the idle stretch).
+ */
+static bool
+may_sleep(struct run *r, uint64_t now, struct idle *id)
+{
+	uint32_t n = r->tx.n_flows, to;
+
+	if (opts.idle_sleep_us == 0 || id->polls == 0)
+		return false;
+	if (!r->has_tx || lld_tx_done(&r->tx))
+		return id->polls > 1000;
+	if (id->scanned < n) {
+		to = id->scanned + n / 1000 + 1 < n ? id->scanned + n / 1000 + 1 : n;
+		id->due = RTE_MIN(id->due, lld_tx_next_due(&r->tx, id->scanned, to));
+		id->scanned = to;
+	}
+	if (id->polls <= 1000 || id->scanned < n || r->tx.n_pend > 0)
+		return false;
+	return id->due > now && id->due - now > r->hz / 1000000 * 2 * opts.idle_sleep_us;
+}
+
 /* The one polling loop: TX what is due, drain RX, until stop or a signal. */
 static void
 run_loop(struct run *r)
 {
-	uint64_t idle_polls = 0;
+	struct idle id = {.due = UINT64_MAX};
 
 	while (!quit) {
 		uint64_t now = rte_rdtsc();
-		bool got = false, tx_busy = false;
+		bool got = false, tx_busy = false, moved = false;
 
 		if (r->has_tx) {
-			lld_tx_poll(&r->tx, now);
+			moved = lld_tx_poll(&r->tx, now) > 0;
 			tx_busy = !lld_tx_done(&r->tx);
 		}
 		if (r->has_rx)
-			rx_poll(r->rx_port, r->sink, r->resp, r->refl, &got);
+			rx_poll(r->rx_port, r->sink, r->phase, r->resp, r->refl, &got);
+		if (r->phase != NULL && phase_step(r)) {
+			moved = true;
+			tx_busy = !lld_tx_done(&r->tx);
+		}
 		if (opts.respond && r->has_tx && r->rx_port != r->tx_port)
 			r->tx_port_rx += tx_port_drain(r->tx_port);
 		if (now >= r->stop && !tx_busy)
 			break;
-		/* the idle back-off never runs while TX has frames to send */
-		idle_polls = got || tx_busy ? 0 : idle_polls + 1;
-		if (opts.idle_sleep_us > 0 && idle_polls > 1000)
+		if (got || moved)
+			id = (struct idle){.due = UINT64_MAX};
+		else
+			id.polls++;
+		if (may_sleep(r, now, &id))
 			usleep(opts.idle_sleep_us);
 	}
 }
@@ -317,6 +396,10 @@ report(struct run *r)
 			json_object_set_new(root, "reflect", lld_refl_json(r->refl));
 		lld_sink_summary(r->sink, stderr);
 	}
+	if (r->phase != NULL) {
+		json_object_set_new(root, "phases", lld_phase_report(r->phase));
+		lld_phase_summary(r->phase, stderr);
+	}
 	free(sent);
 	if (opts.report != NULL && strcmp(opts.report, "-") != 0) {
 		f = fopen(opts.report, "w");
@@ -363,6 +446,28 @@ setup_ports(struct run *r)
 	if ((r->has_tx && !link_up(r->tx_port)) || (r->has_rx && !link_up(r->rx_port)))
 		rte_exit(1, "lockstep-load: link down after %.1f s (--link-wait)\n",
 			 opts.link_wait_s);
+}
+
+/* The barrier of --phase-bytes; phase 1 begins with TX. Exits on failure. */
+static void
+phases_setup(struct run *r)
+{
+	struct lld_phase_params pp = {
+		.n_flows = opts.flows, .count = opts.phases, .bytes = opts.phase_bytes,
+		.hz = r->hz, .start = r->start, .timeout = r->hz / 1000 * opts.phase_timeout_ms,
+	};
+	uint32_t *frames = malloc(sizeof(*frames) * opts.flows);
+
+	if (frames == NULL)
+		rte_exit(1, "lockstep-load: no memory for the phases\n");
+	/* the same count TX parks at: the frames' lengths after rounding */
+	for (uint32_t i = 0; i < opts.flows; i++)
+		frames[i] = lld_phase_frames(opts.phase_bytes, r->tx.tmpl[i].len);
+	r->phase = lld_phase_create(&pp, frames);
+	free(frames);
+	if (r->phase == NULL)
+		rte_exit(1, "lockstep-load: cannot create the phases: %s\n", strerror(errno));
+	lld_phase_begin(r->phase, r->tx.start);
 }
 
 int
@@ -441,11 +546,14 @@ main(int argc, char **argv)
 				rte_exit(1, "lockstep-load: cannot create the reflector\n");
 		}
 	}
+	if (opts.phase_bytes > 0)
+		phases_setup(&r);
 	run_loop(&r);
 	rc = report(&r);
 	if (r.has_tx)
 		lld_tx_free(&r.tx);
 	lld_sink_free(r.sink);
+	lld_phase_free(r.phase);
 	lld_resp_free(r.resp);
 	lld_refl_free(r.refl);
 	{

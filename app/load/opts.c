@@ -61,7 +61,14 @@ const char lld_usage[] =
 "  --detail N           flows with every window in the report (4)\n"
 "  --report-flows N     flows listed in the report (1000; the summary has all)\n"
 "  --report FILE        JSON report (default stdout)\n"
-"  --idle-sleep-us N    sleep when idle, RX only or after TX (0: busy poll)\n"
+"  --phase-bytes B      a collective job: phases of B bytes per flow (k, M, G\n"
+"                       suffixes); a phase ends when all its frames have\n"
+"                       arrived (needs --tx and --rx in this process)\n"
+"  --phases K           phases in the job (1)\n"
+"  --phase-timeout-ms T a phase ends T ms after its last frame left even if\n"
+"                       frames are missing: they are lost (10000)\n"
+"  --idle-sleep-us N    sleep when idle: RX only, after TX, or TX waiting for\n"
+"                       its next frame or the phase's end (0: busy poll)\n"
 "  --link-wait S        wait this long for links up (10)\n"
 "  --check              check the options and exit\n"
 "  -h, --help           this text\n"
@@ -73,8 +80,11 @@ enum {
 	O_ROCEOP, O_SMAC, O_DMAC, O_SRC, O_DST, O_SRC6, O_DST6, O_SPORT, O_DPORT, O_QP,
 	O_DSCP, O_WINDOW, O_SETTLE, O_LINGER, O_DETAIL, O_RFLOWS, O_REPORT, O_IDLE,
 	O_LINKWAIT, O_CHECK, O_SPREAD, O_ECN, O_RESPOND, O_CNPUS, O_REFLECT,
-	O_FGFLOWS, O_FGRATE, O_FGSIZE, O_FGDSCP, O_TXDELAY,
+	O_FGFLOWS, O_FGRATE, O_FGSIZE, O_FGDSCP, O_TXDELAY, O_PHBYTES, O_PHASES, O_PHTIMEOUT,
 };
+
+/* ceil(B / 60) frames per flow per phase must fit 32 bits */
+#define LLD_MAX_PHASE_BYTES 1e11
 
 static const struct option long_opts[] = {
 	{"tx", required_argument, NULL, O_TX}, {"rx", required_argument, NULL, O_RX},
@@ -97,6 +107,9 @@ static const struct option long_opts[] = {
 	{"fg-size", required_argument, NULL, O_FGSIZE},
 	{"fg-dscp", required_argument, NULL, O_FGDSCP},
 	{"tx-delay-ms", required_argument, NULL, O_TXDELAY},
+	{"phase-bytes", required_argument, NULL, O_PHBYTES},
+	{"phases", required_argument, NULL, O_PHASES},
+	{"phase-timeout-ms", required_argument, NULL, O_PHTIMEOUT},
 	{"window-ms", required_argument, NULL, O_WINDOW},
 	{"settle-ms", required_argument, NULL, O_SETTLE},
 	{"linger-ms", required_argument, NULL, O_LINGER},
@@ -404,6 +417,52 @@ parse_run_opt(struct lld_opts *o, int c, const char *name, const char *arg, doub
 	return 1;
 }
 
+/* Options of a collective job's phases (lld_phase.h). */
+static int
+parse_phase_opt(struct lld_opts *o, int c, const char *name, const char *arg,
+		char *err, size_t len)
+{
+	double v;
+
+	switch (c) {
+	case O_PHBYTES:
+		if (lld_parse_rate(arg, &v) < 0 || v < 1 || v > LLD_MAX_PHASE_BYTES) {
+			snprintf(err, len, "--%s: expected bytes 1..100G (k, M, G suffixes), "
+				 "got \"%s\"", name, arg);
+			return -EINVAL;
+		}
+		o->phase_bytes = (uint64_t)(v + 0.5);
+		return 0;
+	case O_PHASES:
+		return get_u32(name, arg, 1, 1000000, &o->phases, err, len);
+	case O_PHTIMEOUT:
+		return get_u32(name, arg, 1, 3600000, &o->phase_timeout_ms, err, len);
+	}
+	return 1;
+}
+
+/* The phases need the sink in this process: it tells TX a phase is over. */
+static int
+check_phases(struct lld_opts *o, char *err, size_t len)
+{
+	if (o->phase_bytes == 0) {
+		if (o->phases > 0)
+			return snprintf(err, len, "--phases: needs --phase-bytes"), -EINVAL;
+		if (o->phase_timeout_ms > 0)
+			return snprintf(err, len, "--phase-timeout-ms: needs --phase-bytes"),
+			       -EINVAL;
+		return 0;
+	}
+	if (o->tx_port == NULL || o->rx_port == NULL)
+		return snprintf(err, len, "--phase-bytes: needs --tx and --rx in this process "
+				"(its sink tells TX when a phase is over)"), -EINVAL;
+	if (o->phases == 0)
+		o->phases = 1;
+	if (o->phase_timeout_ms == 0)
+		o->phase_timeout_ms = 10000;
+	return 0;
+}
+
 /* What no single option can say wrong on its own. */
 static int
 check_all(struct lld_opts *o, double total, char *err, size_t len)
@@ -442,7 +501,7 @@ check_all(struct lld_opts *o, double total, char *err, size_t len)
 				o->qp, o->flows), -EINVAL;
 	if (o->detail_flows > o->flows)
 		o->detail_flows = o->flows;
-	return 0;
+	return check_phases(o, err, len);
 }
 
 int
@@ -475,6 +534,8 @@ lld_opts_parse(int argc, char **argv, struct lld_opts *o, bool *check, bool *hel
 		rc = parse_frame_opt(o, c, name, optarg, err, len);
 		if (rc > 0)
 			rc = parse_run_opt(o, c, name, optarg, &total, err, len);
+		if (rc > 0)
+			rc = parse_phase_opt(o, c, name, optarg, err, len);
 		if (rc < 0)
 			return rc;
 	}

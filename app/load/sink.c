@@ -271,15 +271,16 @@ measure(struct lld_sink *s, struct flow_st *f, uint32_t i, uint32_t len,
 	meas_add(&s->m, len, payload, now);
 }
 
-void
+int
 lld_sink_frame(struct lld_sink *s, const struct lld_rx *r, uint32_t frame_len, uint64_t now)
 {
 	struct flow_st *f;
 	uint32_t payload;
+	int dup;
 
 	if (r->flow >= s->p.n_flows) {
 		s->unknown++;
-		return;
+		return 0;
 	}
 	f = &s->flows[r->flow];
 	if (!s->any) {
@@ -299,7 +300,8 @@ lld_sink_frame(struct lld_sink *s, const struct lld_rx *r, uint32_t frame_len, u
 	f->last = now;
 	f->pkts++;
 	f->bytes += frame_len;
-	payload = seq_account(f, r->seq) ? 0 : r->payload_len;
+	dup = seq_account(f, r->seq);
+	payload = dup ? 0 : r->payload_len;
 	f->payload += payload;
 	if (r->tag == s->p.tag) {
 		int64_t d = (int64_t)(now - r->tx_tsc);
@@ -316,6 +318,7 @@ lld_sink_frame(struct lld_sink *s, const struct lld_rx *r, uint32_t frame_len, u
 	}
 	if (now >= s->origin && now < s->end)
 		measure(s, f, r->flow, frame_len, payload, now);
+	return !dup;
 }
 
 void

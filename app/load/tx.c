@@ -10,6 +10,11 @@
  * behind (the process was descheduled) restarts its clock at now rather
  * than bursting to catch up, and is counted late.
  *
+ * Phases (--phase-bytes, lld_phase.h): a flow that has sent its frames of
+ * the phase is not put back on the wheel but parked; main's barrier starts
+ * the next phase (lld_tx_phase_next), which puts every flow back, spread
+ * from then as at the start. A parked flow costs nothing per poll.
+ *
  * Nothing here allocates or makes a system call per frame: mbufs come in
  * bulk from the pool, and a burst the port does not take whole is kept and
  * offered again before anything new is built.
@@ -38,11 +43,20 @@ slot_shift(uint64_t hz)
 	return s;
 }
 
+/* Flow i's first frame after a start (of TX or of a phase): i/n of its
+ * period (or of --spread-us) in, so n flows at one rate leave in turn. */
+static uint64_t
+start_offset(const struct lld_tx *t, uint32_t i)
+{
+	uint64_t period = (uint64_t)(((unsigned __int128)t->fl[i].tpb * t->tmpl[i].len) >> 32);
+
+	return (uint64_t)((unsigned __int128)(t->spread ? t->spread : period) * i / t->n_flows);
+}
+
 static int
 build_flows(struct lld_tx *t, const struct lld_opts *o, const struct ls_mac *mac,
 	    uint64_t *max_period)
 {
-	uint64_t spread = (uint64_t)((unsigned __int128)t->hz * o->spread_us / 1000000);
 	char err[256];
 
 	for (uint32_t i = 0; i < t->n_flows; i++) {
@@ -61,10 +75,6 @@ build_flows(struct lld_tx *t, const struct lld_opts *o, const struct ls_mac *mac
 		period = (uint64_t)(((unsigned __int128)t->fl[i].tpb * s.len) >> 32);
 		if (period > *max_period)
 			*max_period = period;
-		/* spread: flow i starts i/n of its period (or of --spread-us) in,
-		 * counted from lld_tx_start */
-		t->fl[i].next = (uint64_t)((unsigned __int128)(spread ? spread : period) * i /
-					   t->n_flows);
 	}
 	return 0;
 }
@@ -86,6 +96,8 @@ lld_tx_init(struct lld_tx *t, const struct lld_opts *o, uint16_t port,
 	t->tag = tag;
 	t->hz = rte_get_tsc_hz();
 	t->max_lag = t->hz / 10;
+	t->spread = (uint64_t)((unsigned __int128)t->hz * o->spread_us / 1000000);
+	t->phase_bytes = o->phase_bytes;
 	t->tmpl = rte_zmalloc("lld_tmpl", sizeof(*t->tmpl) * t->n_flows, 64);
 	t->fl = rte_zmalloc("lld_txflow", sizeof(*t->fl) * t->n_flows, 64);
 	if (t->tmpl == NULL || t->fl == NULL) {
@@ -111,18 +123,66 @@ lld_tx_init(struct lld_tx *t, const struct lld_opts *o, uint16_t port,
 	return 0;
 }
 
+/* Flow i's clock (re)starts at at, with a phase's frames to send. */
+static void
+flow_go(struct lld_tx *t, uint32_t i, uint64_t at)
+{
+	struct lld_txflow *f = &t->fl[i];
+
+	f->next = at;
+	f->frac = 0;
+	if (t->phase_bytes != 0)
+		f->left = lld_phase_frames(t->phase_bytes, t->tmpl[i].len);
+	if (at < t->end) {
+		ls_wheel_insert(t->wheel, (void *)(uintptr_t)(i + 1), 0, at);
+		t->active++;
+	}
+}
+
 void
 lld_tx_start(struct lld_tx *t, uint64_t start, uint64_t end)
 {
 	t->start = start;
 	t->end = end;
-	for (uint32_t i = 0; i < t->n_flows; i++) {
-		t->fl[i].next += start;
-		if (t->fl[i].next < end) {
-			ls_wheel_insert(t->wheel, (void *)(uintptr_t)(i + 1), 0, t->fl[i].next);
-			t->active++;
-		}
+	for (uint32_t i = 0; i < t->n_flows; i++)
+		flow_go(t, i, start + start_offset(t, i));
+}
+
+void
+lld_tx_phase_next(struct lld_tx *t, uint64_t now)
+{
+	/* every flow is parked (the barrier waits for all their frames): none
+	 * is on the wheel, so each goes in once */
+	t->parked = 0;
+	for (uint32_t i = 0; i < t->n_flows; i++)
+		flow_go(t, i, now + start_offset(t, i));
+}
+
+void
+lld_tx_phase_stop(struct lld_tx *t, uint64_t now)
+{
+	t->parked = 0;
+	if (now < t->end)
+		t->end = now;
+}
+
+uint64_t
+lld_tx_next_due(const struct lld_tx *t, uint32_t from, uint32_t to)
+{
+	uint64_t due = UINT64_MAX;
+
+	if (t->n_pend > 0)
+		return 0;
+	if (t->active == 0)
+		return due;
+	/* on the wheel: neither done (due at or after the end) nor parked */
+	for (uint32_t i = from; i < to && i < t->n_flows; i++) {
+		const struct lld_txflow *f = &t->fl[i];
+
+		if (f->next < due && f->next < t->end && (t->phase_bytes == 0 || f->left > 0))
+			due = f->next;
 	}
+	return due;
 }
 
 void
@@ -158,10 +218,16 @@ tx_one(struct lld_tx *t, uint32_t i, struct rte_mbuf *m, uint64_t now)
 		f->frac = 0;
 		t->late++;
 	}
-	if (f->next < t->end)
-		ls_wheel_insert(t->wheel, (void *)(uintptr_t)(i + 1), 0, f->next);
-	else
+	if (t->phase_bytes != 0 && --f->left == 0) {
+		/* the phase's frames are out: off the wheel until the barrier */
 		t->active--;
+		t->parked++;
+		t->parked_at = now;
+	} else if (f->next < t->end) {
+		ls_wheel_insert(t->wheel, (void *)(uintptr_t)(i + 1), 0, f->next);
+	} else {
+		t->active--;
+	}
 }
 
 unsigned int
@@ -172,6 +238,8 @@ lld_tx_poll(struct lld_tx *t, uint64_t now)
 	unsigned int n;
 	uint16_t sent;
 
+	if (t->parked > 0 && now >= t->end)
+		t->parked = 0;   /* --duration's cap: no next phase for them */
 	if (t->n_pend > 0) {
 		sent = rte_eth_tx_burst(t->port, 0, t->pend + t->pend_off, t->n_pend);
 		t->pend_off += sent;

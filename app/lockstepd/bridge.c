@@ -178,7 +178,7 @@ rc_request(uint8_t op)
 
 /* Choose a flow's slice and path under the current policy. */
 static void
-classify(struct lsd_bridge *b, struct ls_flow *f, const struct ls_flow_pkt *pk)
+classify(struct lsd_bridge *b, struct ls_flow *f, int32_t idx, const struct ls_flow_pkt *pk)
 {
 	struct ls_path_policy pp;
 	uint32_t ps;
@@ -196,6 +196,8 @@ classify(struct lsd_bridge *b, struct ls_flow *f, const struct ls_flow_pkt *pk)
 	f->path = path < 0 ? 0xff : (uint8_t)path;
 	f->away = 0;
 	f->gen = b->gen;
+	if (b->bal_allowed != NULL)
+		lsd_bal_classified(b, idx, &pp);
 }
 
 /* A new flow: classified now, and again only when the policy changes. */
@@ -213,7 +215,7 @@ flow_new(struct lsd_bridge *b, const struct ls_flow_pkt *pk, uint8_t dir)
 	f = ls_flow_at(b->flows, idx);
 	f->kind = pk->kind;
 	f->dir = dir;
-	classify(b, f, pk);
+	classify(b, f, idx, pk);
 	lsd_cc_flow_init(b, idx, f->slice, rte_rdtsc());
 	lsd_fo_flow_init(b, idx);
 	return idx;
@@ -253,7 +255,7 @@ host_frame(struct lsd_bridge *b, struct rte_mbuf *m, const struct ls_flow_pkt *p
 
 	if (unlikely(f->gen != b->gen)) {
 		/* the policy changed since: existing flows follow it too */
-		classify(b, f, pk);
+		classify(b, f, idx, pk);
 		lsd_cc_flow_init(b, idx, f->slice, now);
 		lsd_fo_flow_init(b, idx);
 		b->st.reclassified++;
@@ -618,7 +620,8 @@ bridge_create(unsigned int lcore, struct lsd_port *host, struct lsd_port *fab,
 		.hz = b->hz, .link_bps = bc->link_bps, .now = rte_rdtsc(),
 		.burst_bytes = (uint32_t)RTE_MAX(16384ULL, bc->link_bps / 8 / 50000)});
 	if (b->flows == NULL || b->wheel == NULL || b->sched == NULL ||
-	    lsd_cc_create(b, socket) < 0 || lsd_fo_create(b, socket) < 0) {
+	    lsd_cc_create(b, socket) < 0 || lsd_fo_create(b, socket) < 0 ||
+	    lsd_bal_create(b, socket) < 0) {
 		LSD_LOG(ERR, "bridge: cannot allocate %u flows (try more memory: -m)",
 		       bc->max_flows);
 		return -ENOMEM;
@@ -673,6 +676,7 @@ lsd_bridge_fini(void)
 		ls_flow_table_free(b->flows);
 		lsd_cc_free(b);
 		lsd_fo_free(b);
+		lsd_bal_free(b);
 		rte_free(b);
 		lsd_bridges[l] = NULL;
 	}

@@ -64,7 +64,8 @@ struct ls_ctl;
 	X(repath_exhausted) /* silent on every path since their last ACK: left in place */ \
 	X(repaths_probe)    /* flows moved off a path the probe mesh found silent */ \
 	X(probe_silences)   /* probe paths found silent (each marks the data paths on its route) */ \
-	X(route_icmp)       /* ICMP errors about our path discovery: kept, not forwarded */
+	X(route_icmp)       /* ICMP errors about our path discovery: kept, not forwarded */ \
+	X(balanced)         /* flows moved off a hot path (bridge.balance) */
 
 struct lsd_bridge_stats {
 #define X(n) uint64_t n;
@@ -107,6 +108,8 @@ struct lsd_bridge {
 	uint64_t slice_ce[LS_SLICE_MAX];    /* CE-marked frames per slice (both ways) */
 	uint64_t path_ce[LS_POLICY_MAX_PATHS]; /* CE from the fabric by the sender's path */
 	struct lsd_bridge_stats st;
+	uint64_t *bal_allowed;              /* per flow: the paths its policy allows
+					     * (bridge_bal.c; NULL when balance is off) */
 };
 
 extern struct lsd_bridge *lsd_bridges[RTE_MAX_LCORE];
@@ -155,6 +158,18 @@ void lsd_fo_probe_heard(struct lsd_bridge *b, const struct lsd_peer *peer,
 json_t *lsd_fo_flow_json(const struct lsd_bridge *b, int32_t idx);
 /* Control thread: the lcore's moves since the last call, as path.silent events. */
 void lsd_fo_events_poll(struct lsd_bridge *b);
+
+/* bridge_bal.c: contention avoidance (lcore: create, classified, apply;
+ * the rest on the control thread) */
+int lsd_bal_create(struct lsd_bridge *b, int socket);
+void lsd_bal_free(struct lsd_bridge *b);
+void lsd_bal_classified(struct lsd_bridge *b, int32_t idx, const struct ls_path_policy *pp);
+int lsd_bal_apply(struct lsd_bridge *b, const void *order);
+int lsd_bal_ctl_init(unsigned int lcore);
+void lsd_bal_ctl_fini(void);
+void lsd_bal_poll(void);
+json_t *lsd_bal_json(void);
+int lsd_bal_register(struct ls_ctl *ctl);
 
 /* bridge_ctl.c (control thread) */
 /* The starting policy: the state file's, else the config's; NULL on error. */

@@ -422,7 +422,7 @@ lsd_bridge_status_json(void)
 
 	if (b == NULL)
 		return json_null();
-	return json_pack("{ss ss si sI sI sI so so so so s{sb sI}}", "host_port",
+	return json_pack("{ss ss si sI sI sI so so so so s{sb sI} so}", "host_port",
 			 b->host->conf->name,
 			 "fabric_port", b->fab->conf->name, "lcore", (int)bctl.lcore,
 			 "flows", (json_int_t)ls_flow_count(b->flows),
@@ -431,7 +431,7 @@ lsd_bridge_status_json(void)
 			 "counters", counters_json(&b->st), "held", held_json(b),
 			 "host", port_json(b->host), "fabric", port_json(b->fab),
 			 "failover", "enabled", b->fo_on,
-			 "moves_unlogged", (json_int_t)b->fo_unlogged);
+			 "moves_unlogged", (json_int_t)b->fo_unlogged, "balance", lsd_bal_json());
 }
 
 /* Every control-loop pass: the data path's moves into the event log. */
@@ -442,6 +442,8 @@ lsd_bridge_events_poll(void)
 
 	if (b != NULL && b->fo_on)
 		lsd_fo_events_poll(b);
+	if (b != NULL)
+		lsd_bal_poll();
 }
 
 static void
@@ -529,6 +531,10 @@ lsd_bridge_register(struct ls_ctl *ctl)
 	if (!lsd.cfg.bridge.enabled)
 		return 0;
 	bctl.lcore = lsd.ports[ls_config_port_index(&lsd.cfg, lsd.cfg.bridge.fabric_port)].lcore;
+	if (lsd_bal_ctl_init(bctl.lcore) < 0)
+		return -ENOMEM;
+	if (lsd.cfg.bridge.balance.enabled)
+		rc |= lsd_bal_register(ctl);
 	/* slice.set and flow.policy take a whole object that lib/policy checks
 	 * key by key (its messages name the key path): no key list here */
 	rc |= ls_ctl_register_keys(ctl, "bridge", "", "data path ports, flow count and "
@@ -563,4 +569,5 @@ lsd_bridge_ctl_fini(void)
 {
 	free(bctl.cur);
 	bctl.cur = NULL;
+	lsd_bal_ctl_fini();
 }

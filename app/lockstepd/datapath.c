@@ -87,6 +87,10 @@ apply_msg(struct lsd_lcore *lc, struct lsd_msg *msg)
 		rc = lsd_bridges[lc->lcore_id] == NULL ? -ENOENT :
 		     lsd_bridge_apply(lsd_bridges[lc->lcore_id], msg->ptr);
 		break;
+	case LSD_MSG_BALANCE:
+		rc = lsd_bridges[lc->lcore_id] == NULL ? -ENOENT :
+		     lsd_bal_apply(lsd_bridges[lc->lcore_id], msg->ptr);
+		break;
 	case LSD_MSG_TRACE: {
 		struct lsd_trace_tx *tx = (struct lsd_trace_tx *)(uintptr_t)msg->ptr;
 

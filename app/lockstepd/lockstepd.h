@@ -285,6 +285,7 @@ enum lsd_msg_type {
 	LSD_MSG_PEER_ACQUIRE,   /* acquire msg->peer again (sender.c, acquisition) */
 	LSD_MSG_POLICY,         /* run the data-path policy msg->ptr (bridge.c) */
 	LSD_MSG_TRACE,          /* send path-discovery probes msg->ptr (route.c) */
+	LSD_MSG_BALANCE,        /* move flows off a hot path: order msg->ptr (bridge_bal.c) */
 };
 
 struct lsd_msg {

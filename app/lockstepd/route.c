@@ -30,10 +30,10 @@
  * the background (route.traces_per_s, oldest first, again after
  * route.refresh_s or when links.c says its route may have changed), and
  * its last finished trace is kept per (peer name, path) for link inference
- * (links.c): lsd_route_map. Where the bridge does failover on the port,
- * each path is traced a second time with the data's destination port
- * (4791), into a map of its own (lsd_route_data_map): links.c pairs each
- * probe path with the data paths that cross the same routers.
+ * (links.c): lsd_route_map. Where the bridge does failover or balance on
+ * the port, each path is traced a second time with the data's destination
+ * port (4791), into a map of its own (lsd_route_data_map): links.c pairs
+ * each probe path with the data paths that cross the same routers.
  *
  * A probe that reaches the peer is dropped there (16 bytes: shorter than
  * a STAMP packet, rx_stamp_short): the hops are the routers that answered,
@@ -306,15 +306,17 @@ lsd_route_stale(const struct lsd_peer *peer, uint16_t path)
 	}
 }
 
-/* The ports (bit per lsd.ports index) whose bridge does failover: data
- * toward their peers is traced too. Looked up once per pass, not per peer. */
+/* The ports (bit per lsd.ports index) whose bridge does failover or
+ * balance: data toward their peers is traced too. Looked up once per pass,
+ * not per peer. */
 static unsigned int
 data_traced_ports(void)
 {
 	unsigned int m = 0;
 
 	for (unsigned int l = 0; l < RTE_MAX_LCORE; l++)
-		if (lsd_bridges[l] != NULL && lsd_bridges[l]->fo_on)
+		if (lsd_bridges[l] != NULL &&
+		    (lsd_bridges[l]->fo_on || lsd_bridges[l]->bal_allowed != NULL))
 			m |= 1u << (lsd_bridges[l]->fab - lsd.ports);
 	return m;
 }

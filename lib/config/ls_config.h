@@ -97,6 +97,19 @@ struct ls_conf_bridge {
 				       *   path is avoided for its destination) this
 				       *   long, default 2000 */
 	} failover;               /**< "failover": repath on silence (docs/datapath.md) */
+	struct ls_conf_balance {
+		bool enabled;         /**< move flows off paths that turn hot, default false */
+		uint32_t hot_us;      /**< building forward queueing that makes a path
+				       *   hot, default 0: links.hot_us */
+		uint32_t interval_us; /**< a round per destination this often, default
+				       *   0: half probe.interval_us (the control
+				       *   thread's pace bounds it) */
+		uint8_t runs;         /**< building samples over hot_us before moving, default 2 */
+		uint32_t jitter_us;   /**< random wait before a move, default 0: ten
+				       *   probe intervals */
+		uint32_t settle_us;   /**< after a move, none toward the destination for
+				       *   this long, default 0: ten probe intervals */
+	} balance;                /**< "balance": contention avoidance (docs/datapath.md) */
 };
 
 /** Probe defaults (per peer overrides below). */

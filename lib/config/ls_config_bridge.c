@@ -78,6 +78,18 @@ static const struct field failover_fields[] = {
 #undef FO
 static const struct schema failover_schema = SCHEMA(failover_fields, NULL);
 
+#define BAL struct ls_conf_balance
+static const struct field balance_fields[] = {
+	F_BOOL("enabled", BAL, enabled),
+	F_INT("hot_us", BAL, hot_us, 0, 10000000, 0),
+	F_INT("interval_us", BAL, interval_us, 0, 10000000, 0),
+	F_INT("runs", BAL, runs, 1, 100, 0),
+	F_INT("jitter_us", BAL, jitter_us, 0, 100000000, 0),
+	F_INT("settle_us", BAL, settle_us, 0, 100000000, 0),
+};
+#undef BAL
+static const struct schema balance_schema = SCHEMA(balance_fields, NULL);
+
 #define BR struct ls_conf_bridge
 static const struct field bridge_fields[] = {
 	F_STR("host_port", BR, host_port, 1, F_REQ | F_NAME),
@@ -92,6 +104,7 @@ static const struct field bridge_fields[] = {
 	F_STR("policy_file", BR, policy_file, 0, 0),
 	F_FUNC("policy", BR, policy, fn_policy, 0),
 	F_OBJ("failover", offsetof(BR, failover), failover_schema, 0),
+	F_OBJ("balance", offsetof(BR, balance), balance_schema, 0),
 };
 #undef BR
 const struct schema ls_config_bridge_schema = SCHEMA(bridge_fields, bridge_post);

@@ -114,7 +114,8 @@ ls_config_bridge_defaults(struct ls_conf_bridge *b)
 	*b = (struct ls_conf_bridge){ .max_flows = 262144, .flow_idle_ms = 30000,
 		.pace_max_delay_us = 10000, .wheel_slots = 65536, .wheel_slot_ns = 100,
 		.mbufs = 16384,
-		.failover = {.enabled = true, .silence_us = 500, .hold_ms = 2000} };
+		.failover = {.enabled = true, .silence_us = 500, .hold_ms = 2000},
+		.balance = {.runs = 2} };
 }
 
 #endif /* LS_CONFIG_PRIV_H */

@@ -706,7 +706,22 @@ START_TEST(test_bridge)
 	ck_assert(cfg.bridge.failover.enabled);
 	ck_assert_uint_eq(cfg.bridge.failover.silence_us, 500);
 	ck_assert_uint_eq(cfg.bridge.failover.hold_ms, 2000);
+	ck_assert(!cfg.bridge.balance.enabled);
+	ck_assert_uint_eq(cfg.bridge.balance.hot_us, 0);
+	ck_assert_uint_eq(cfg.bridge.balance.interval_us, 0);
+	ck_assert_uint_eq(cfg.bridge.balance.runs, 2);
+	ck_assert_uint_eq(cfg.bridge.balance.jitter_us, 0);
+	ck_assert_uint_eq(cfg.bridge.balance.settle_us, 0);
 	ls_config_free(&cfg);
+	load_good(BRIDGE(", 'balance': {'enabled': true, 'hot_us': 20, 'runs': 3}"), &cfg);
+	ck_assert(cfg.bridge.balance.enabled);
+	ck_assert_uint_eq(cfg.bridge.balance.hot_us, 20);
+	ck_assert_uint_eq(cfg.bridge.balance.runs, 3);
+	ls_config_free(&cfg);
+	EXACT(BRIDGE(", 'balance': {'runs': 0}"),
+	      "bridge.balance.runs: must be between 1 and 100, got 0");
+	EXACT(BRIDGE(", 'balance': {'settle': 5}"),
+	      "bridge.balance.settle: unknown key");
 	EXACT(BRIDGE(", 'failover': {'silence_us': 5}"),
 	      "bridge.failover.silence_us: must be between 20 and 10000000, got 5");
 	EXACT(BRIDGE(", 'failover': {'enabled': 1}"),

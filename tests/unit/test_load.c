@@ -9,7 +9,9 @@
  * Sink: loss, reordering and duplicates on synthetic sequences; windows
  * and rates on synthetic arrival times, where the right answer is known;
  * one-way delay only for our TSC domain. Options: bad ones are refused
- * with the option's name.
+ * with the option's name. Phases: the barrier fed by the sink ends a phase
+ * only when every flow has all its frames (duplicates do not count,
+ * reordered frames do), or at the timeout, counting the missing as lost.
  */
 #include <check.h>
 #include <errno.h>
@@ -22,6 +24,7 @@
 #include "ls_roce.h"
 #include "lld_frame.h"
 #include "lld_opts.h"
+#include "lld_phase.h"
 #include "lld_sink.h"
 #include "ls_test.h"
 
@@ -382,11 +385,29 @@ parse(const char *line, struct lld_opts *o, char *err, size_t len)
 	return lld_opts_parse(argc, argv, o, &chk, &help, err, len);
 }
 
+/* A command line and the error it must be refused with. */
+struct bad {
+	const char *line, *want;
+};
+
+/* Every line refused (-EINVAL), its error naming what want says. */
+static void
+refused(const struct bad *bad, size_t n)
+{
+	struct lld_opts o;
+	char err[256];
+
+	for (size_t i = 0; i < n; i++) {
+		err[0] = '\0';
+		ck_assert_int_eq(parse(bad[i].line, &o, err, sizeof(err)), -EINVAL);
+		ck_assert_msg(strstr(err, bad[i].want) != NULL, "%s: got \"%s\", want \"%s\"",
+			      bad[i].line, err, bad[i].want);
+	}
+}
+
 START_TEST(test_opts)
 {
-	static const struct {
-		const char *line, *want;
-	} bad[] = {
+	static const struct bad bad[] = {
 		{"--rate 1M", "--tx or --rx"},
 		{"--tx 0", "--rate or --total-rate"},
 		{"--tx 0 --rate fast", "--rate: expected bits/s"},
@@ -412,12 +433,7 @@ START_TEST(test_opts)
 	struct lld_opts o;
 	char err[256];
 
-	for (size_t i = 0; i < LS_ARRAY_SIZE(bad); i++) {
-		err[0] = '\0';
-		ck_assert_int_eq(parse(bad[i].line, &o, err, sizeof(err)), -EINVAL);
-		ck_assert_msg(strstr(err, bad[i].want) != NULL, "%s: got \"%s\", want \"%s\"",
-			      bad[i].line, err, bad[i].want);
-	}
+	refused(bad, LS_ARRAY_SIZE(bad));
 	ck_assert_int_eq(parse("--tx a --rx b --flows 4 --total-rate 2G --proto roce,tcp "
 			       "--family 4,6 --size 256,1500", &o, err, sizeof(err)), 0);
 	ck_assert_double_eq_tol(o.rate_bps, 0.5e9, 1e-6);
@@ -493,6 +509,212 @@ START_TEST(test_sink_foreground)
 }
 END_TEST
 
+/* The phase options: defaults, and each refused with its name and reason. */
+START_TEST(test_opts_phases)
+{
+	static const struct bad bad[] = {
+		{"--tx 0 --rate 1M --phase-bytes 100k", "--phase-bytes: needs --tx and --rx"},
+		{"--rx 0 --phase-bytes 100k", "--phase-bytes: needs --tx and --rx"},
+		{"--tx 0 --rx 1 --rate 1M --phases 3", "--phases: needs --phase-bytes"},
+		{"--tx 0 --rx 1 --rate 1M --phase-timeout-ms 5",
+		 "--phase-timeout-ms: needs --phase-bytes"},
+		{"--tx 0 --rx 1 --rate 1M --phase-bytes 0",
+		 "--phase-bytes: expected bytes 1..100G"},
+		{"--tx 0 --rx 1 --rate 1M --phase-bytes 200G", "--phase-bytes: expected bytes"},
+		{"--tx 0 --rx 1 --rate 1M --phase-bytes 1x", "--phase-bytes: expected bytes"},
+		{"--tx 0 --rx 1 --rate 1M --phase-bytes 1k --phases 0",
+		 "--phases: expected an integer 1..1000000"},
+		{"--tx 0 --rx 1 --rate 1M --phase-bytes 1k --phase-timeout-ms 0",
+		 "--phase-timeout-ms: expected an integer 1..3600000"},
+	};
+	struct lld_opts o;
+	char err[256];
+
+	refused(bad, LS_ARRAY_SIZE(bad));
+	ck_assert_int_eq(parse("--tx 0 --rx 0 --rate 1M", &o, err, sizeof(err)), 0);
+	ck_assert_uint_eq(o.phase_bytes, 0);
+	ck_assert_uint_eq(o.phases, 0);
+	ck_assert_int_eq(parse("--tx 0 --rx 0 --rate 1M --phase-bytes 1.5M", &o, err,
+			       sizeof(err)), 0);
+	ck_assert_uint_eq(o.phase_bytes, 1500000);
+	ck_assert_uint_eq(o.phases, 1);
+	ck_assert_uint_eq(o.phase_timeout_ms, 10000);
+	ck_assert_int_eq(parse("--tx 0 --rx 0 --rate 1M --phase-bytes 100 --phases 10 "
+			       "--phase-timeout-ms 250", &o, err, sizeof(err)), 0);
+	ck_assert_uint_eq(o.phase_bytes, 100);
+	ck_assert_uint_eq(o.phases, 10);
+	ck_assert_uint_eq(o.phase_timeout_ms, 250);
+	/* ceil(B / frame length): the last frame of a phase may be partly empty */
+	ck_assert_uint_eq(lld_phase_frames(100000, 1498), 67);
+	ck_assert_uint_eq(lld_phase_frames(1498, 1498), 1);
+	ck_assert_uint_eq(lld_phase_frames(1499, 1498), 2);
+	ck_assert_uint_eq(lld_phase_frames(100000000000ULL, 60), 1666666667);
+}
+END_TEST
+
+static struct lld_phase *
+new_phase(const uint32_t *frames, uint32_t flows, uint32_t count, uint64_t timeout)
+{
+	struct lld_phase_params p = {.n_flows = flows, .count = count, .bytes = 1000,
+				     .hz = HZ, .start = 0, .timeout = timeout};
+	struct lld_phase *ph = lld_phase_create(&p, frames);
+
+	ck_assert_ptr_nonnull(ph);
+	return ph;
+}
+
+/* A frame through the sink, then, when the sink had not seen it, the barrier
+ * (as main.c's rx_poll does). */
+static void
+deliver(struct lld_sink *s, struct lld_phase *ph, uint32_t flow, uint64_t seq, uint64_t now)
+{
+	struct lld_rx r = {.flow = flow, .seq = seq, .tx_tsc = now - 5000, .tag = 42,
+			   .payload_len = 100, .shape = LLD_ROCE};
+
+	if (lld_sink_frame(s, &r, 125, now))
+		lld_phase_rx(ph, flow, seq);
+}
+
+static double
+jreal(json_t *o, const char *key, size_t i)
+{
+	json_t *v = json_object_get(o, key);
+
+	return json_real_value(json_is_array(v) ? json_array_get(v, i) : v);
+}
+
+static json_int_t
+jint(json_t *o, const char *key)
+{
+	return json_integer_value(json_object_get(o, key));
+}
+
+/*
+ * Two flows of 3 and 2 frames a phase, two phases. A phase ends only when
+ * both flows have all theirs: out of order counts, a duplicate does not
+ * (were it counted, flow 0 would be complete a frame early).
+ */
+START_TEST(test_phase_barrier)
+{
+	static const uint32_t frames[] = {3, 2};
+	struct lld_sink *s = new_sink(2, 0);
+	struct lld_phase *ph = new_phase(frames, 2, 2, HZ);
+	json_t *j;
+
+	lld_phase_begin(ph, HZ);                        /* phase 1 at 1 s */
+	deliver(s, ph, 0, 2, HZ + 10);                  /* 2 before 0 */
+	deliver(s, ph, 0, 0, HZ + 20);
+	deliver(s, ph, 0, 0, HZ + 30);                  /* a duplicate */
+	deliver(s, ph, 1, 1, HZ + 40);
+	deliver(s, ph, 1, 0, HZ + 50);                  /* flow 1 complete */
+	deliver(s, ph, 7, 0, HZ + 60);                  /* not a flow: ignored */
+	ck_assert_int_eq(lld_phase_poll(ph, HZ + 100), LLD_PHASE_RUNNING);
+	deliver(s, ph, 0, 1, HZ + 200);
+	ck_assert_int_eq(lld_phase_poll(ph, HZ + HZ / 4), LLD_PHASE_ENDED);
+	ck_assert_int_eq(lld_phase_poll(ph, HZ + HZ / 4 + 1), LLD_PHASE_RUNNING);
+	/* phase 2 at 1.25 s: numbers go on, 3..5 and 2..3 */
+	lld_phase_begin(ph, HZ + HZ / 4);
+	for (uint64_t q = 3; q < 6; q++)
+		deliver(s, ph, 0, q, HZ + HZ / 2);
+	deliver(s, ph, 1, 3, HZ + HZ / 2);
+	deliver(s, ph, 1, 3, HZ + HZ / 2);
+	ck_assert_int_eq(lld_phase_poll(ph, HZ + HZ / 2), LLD_PHASE_RUNNING);
+	deliver(s, ph, 1, 2, 2 * HZ);
+	ck_assert_int_eq(lld_phase_poll(ph, 2 * HZ), LLD_PHASE_LAST);
+	ck_assert_uint_eq(lld_phase_done(ph), 2);
+	lld_phase_begin(ph, 3 * HZ);                    /* after the last: nothing */
+	ck_assert_int_eq(lld_phase_poll(ph, 3 * HZ), LLD_PHASE_RUNNING);
+	j = lld_phase_report(ph);
+	ck_assert_int_eq(jint(j, "count"), 2);
+	ck_assert_int_eq(jint(j, "done"), 2);
+	ck_assert_int_eq(jint(j, "bytes_per_flow"), 1000);
+	ck_assert_int_eq(jint(j, "frames_per_flow"), 3);
+	ck_assert_int_eq(jint(j, "timeouts"), 0);
+	ck_assert_int_eq(jint(j, "lost_frames"), 0);
+	ck_assert_double_eq_tol(jreal(j, "jct_s", 0), 1.0, 1e-12);
+	ck_assert_uint_eq(json_array_size(json_object_get(j, "durations_s")), 2);
+	ck_assert_double_eq_tol(jreal(j, "durations_s", 0), 0.25, 1e-12);
+	ck_assert_double_eq_tol(jreal(j, "durations_s", 1), 0.75, 1e-12);
+	ck_assert_double_eq_tol(jreal(j, "start_s", 0), 1.0, 1e-12);
+	ck_assert_double_eq_tol(jreal(j, "start_s", 1), 1.25, 1e-12);
+	json_decref(j);
+	lld_phase_free(ph);
+	lld_sink_free(s);
+}
+END_TEST
+
+/*
+ * A lost frame never hangs the job: the timeout runs from the phase's last
+ * frame leaving (not before: a phase still sending waits however long),
+ * the missing frames are lost in that phase, and one of them arriving late
+ * is not taken for a frame of the next phase.
+ */
+START_TEST(test_phase_timeout)
+{
+	static const uint32_t frames[] = {2, 2};
+	uint64_t to = HZ / 10, t;
+	struct lld_sink *s = new_sink(2, 0);
+	struct lld_phase *ph = new_phase(frames, 2, 3, to);
+	json_t *j;
+
+	lld_phase_begin(ph, 0);
+	deliver(s, ph, 0, 0, 10);
+	deliver(s, ph, 0, 1, 20);
+	deliver(s, ph, 1, 0, 30);                       /* flow 1's 1 is missing */
+	ck_assert_int_eq(lld_phase_poll(ph, 5 * HZ), LLD_PHASE_RUNNING);
+	lld_phase_sent(ph, 5 * HZ);
+	lld_phase_sent(ph, 6 * HZ);                     /* the first call counts */
+	ck_assert_int_eq(lld_phase_poll(ph, 5 * HZ + to - 1), LLD_PHASE_RUNNING);
+	t = 5 * HZ + to;
+	ck_assert_int_eq(lld_phase_poll(ph, t), LLD_PHASE_ENDED);
+	lld_phase_begin(ph, t);
+	deliver(s, ph, 1, 1, t + 10);                   /* phase 1's, late */
+	deliver(s, ph, 0, 2, t + 20);
+	deliver(s, ph, 0, 3, t + 30);
+	deliver(s, ph, 1, 2, t + 40);
+	ck_assert_int_eq(lld_phase_poll(ph, t + 50), LLD_PHASE_RUNNING);
+	deliver(s, ph, 1, 3, t + 60);
+	ck_assert_int_eq(lld_phase_poll(ph, t + 70), LLD_PHASE_ENDED);
+	/* phase 3: nothing arrives */
+	lld_phase_begin(ph, t + 70);
+	lld_phase_sent(ph, t + 80);
+	ck_assert_int_eq(lld_phase_poll(ph, t + 80 + to), LLD_PHASE_LAST);
+	j = lld_phase_report(ph);
+	ck_assert_int_eq(jint(j, "done"), 3);
+	ck_assert_int_eq(jint(j, "timeouts"), 2);
+	ck_assert_int_eq(jint(j, "lost_frames"), 1 + 4);
+	ck_assert_int_eq(jint(j, "late_frames"), 1);
+	ck_assert_double_eq_tol(jreal(j, "durations_s", 0), 5.1, 1e-12);
+	ck_assert_double_eq_tol(jreal(j, "durations_s", 2), 0.1 + 10e-9, 1e-12);
+	ck_assert_double_eq_tol(jreal(j, "jct_s", 0), (double)(t + 80 + to) / HZ, 1e-12);
+	json_decref(j);
+	lld_phase_free(ph);
+	lld_sink_free(s);
+}
+END_TEST
+
+/* Nothing completed: jct_s is null, the summary still says so. */
+START_TEST(test_phase_none_done)
+{
+	static const uint32_t frames[] = {1}, zero[] = {0};
+	struct lld_phase_params p = {.n_flows = 1, .count = 1, .hz = HZ};
+	struct lld_phase *ph = new_phase(frames, 1, 4, HZ);
+	json_t *j;
+
+	ck_assert_ptr_null(lld_phase_create(&p, zero));
+	ck_assert_int_eq(errno, EINVAL);
+	lld_phase_begin(ph, 0);
+	ck_assert_int_eq(lld_phase_poll(ph, 100 * HZ), LLD_PHASE_RUNNING);
+	j = lld_phase_report(ph);
+	ck_assert_int_eq(jint(j, "done"), 0);
+	ck_assert(json_is_null(json_object_get(j, "jct_s")));
+	ck_assert_uint_eq(json_array_size(json_object_get(j, "start_s")), 1);
+	ck_assert_uint_eq(json_array_size(json_object_get(j, "durations_s")), 0);
+	json_decref(j);
+	lld_phase_free(ph);
+}
+END_TEST
+
 static Suite *
 load_suite(void)
 {
@@ -510,6 +732,10 @@ load_suite(void)
 	tcase_add_test(tc, test_sink_foreground);
 	tcase_add_test(tc, test_opts);
 	tcase_add_test(tc, test_opts_flows);
+	tcase_add_test(tc, test_opts_phases);
+	tcase_add_test(tc, test_phase_barrier);
+	tcase_add_test(tc, test_phase_timeout);
+	tcase_add_test(tc, test_phase_none_done);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -315,11 +315,12 @@ def memif(i, role, path):
     return "net_memif%d,role=%s,id=0,socket=%s,socket-abstract=no" % (i, role, path)
 
 
-def bridge_ports(tmp, host, mac, ipv4):
+def bridge_ports(tmp, host, mac, ipv4, host_memif="host.memif"):
     """lockstepd's two ports in the bridge tests: "host", a memif server at
-    TMP/host.memif that lockstep-load sends into, and "fab", its link to the
+    TMP/HOST_MEMIF that lockstep-load sends into, and "fab", its link to the
     emulator's host HOST."""
-    return [{"name": "host", "role": "host", "dev": memif(0, "server", tmp + "/host.memif")},
+    return [{"name": "host", "role": "host",
+             "dev": memif(0, "server", os.path.join(tmp, host_memif))},
             {"name": "fab", "mac": mac, "ipv4": ipv4,
              "dev": memif(1, "client", "%s/fabric/%s.sock" % (tmp, host))}]
 
@@ -341,9 +342,9 @@ class BridgeRig:
         self.log_path = os.path.join(tmp, "case.log")
         self.logs = open(self.log_path, "a")
 
-    def _eal(self, binary, who):
+    def _eal(self, binary, who, name=None):
         return [binary, "--no-pci", "--no-huge", "-m", "512", "--lcores", self.cpus[who],
-                "--file-prefix", "%s%s%d" % (self.tag, who, os.getpid())]
+                "--file-prefix", "%s%s%d" % (self.tag, name or who, os.getpid())]
 
     def _start(self, argv):
         p = subprocess.Popen(argv, stdout=self.logs, stderr=subprocess.STDOUT)
@@ -366,7 +367,9 @@ class BridgeRig:
         path = os.path.join(self.tmp, cfg["node"]["name"] + ".json")
         with open(path, "w") as f:
             json.dump(cfg, f)
-        self._start(self._eal(LOCKSTEPD, "lsd") + ["--", "--config", path])
+        # a prefix per node: several may run in one rig
+        self._start(self._eal(LOCKSTEPD, "lsd", "lsd" + cfg["node"]["name"]) +
+                    ["--", "--config", path])
         sock = cfg["control"]["socket"]
         if wait_until(lambda: os.path.exists(sock), 20):
             return sock
@@ -374,10 +377,11 @@ class BridgeRig:
         last_words(self.log_path, self.name)
         return None
 
-    def load(self, sink_host, args):
-        """lockstep-load from the host port to emulator host SINK_HOST."""
-        return self._start(self._eal(LOAD, "load") +
-                           ["--vdev", memif(0, "client", self.tmp + "/host.memif"),
+    def load(self, sink_host, args, host_memif="host.memif"):
+        """lockstep-load from the host port (TMP/HOST_MEMIF) to emulator
+        host SINK_HOST."""
+        return self._start(self._eal(LOAD, "load", "load" + sink_host) +
+                           ["--vdev", memif(0, "client", os.path.join(self.tmp, host_memif)),
                             "--vdev", memif(1, "client", "%s/fabric/%s.sock" %
                                             (self.tmp, sink_host)),
                             "--", "--tx", "net_memif0", "--rx", "net_memif1"] + list(args))
