@@ -156,8 +156,12 @@ compare(const uint8_t *in, uint32_t len, bool must_accept, unsigned int *accepte
 	(*accepted)++;
 	ck_assert_msg(la == lb, "fast path accepted a frame the generic path refuses (%d vs %d)",
 		      la, lb);
-	for (int i = 0; i < la; i++)
-		ck_assert_msg(a[i] == b[i], "byte %d differs: generic %02x fast %02x", i, a[i], b[i]);
+	/* memcmp first: a check assertion per byte took most of the suite's
+	 * 23 s (300k frames); the byte is named only when one differs */
+	if (memcmp(a, b, (size_t)la) != 0)
+		for (int i = 0; i < la; i++)
+			ck_assert_msg(a[i] == b[i], "byte %d differs: generic %02x fast %02x", i,
+				      a[i], b[i]);
 }
 
 START_TEST(test_valid_identical)
