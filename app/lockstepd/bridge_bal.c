@@ -25,7 +25,6 @@
  * and avoid rules leave a choice, pin and keep none. A flow that failover
  * moved away stays where failover put it.
  */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,7 +46,8 @@
 struct bal_dest {
 	struct ls_balance s;
 	char peer[LS_NAME_LEN];
-	uint8_t dst[16];           /* as flows key it (IPv4-mapped) */
+	struct ls_addr addr;       /* the peer's */
+	uint8_t dst[16];           /* as flows key it (ls_flow_key_addr) */
 	uint64_t moves, flows_moved, no_target, not_ours;
 	int64_t q[LS_BALANCE_MAX_PATHS]; /* the last round's queueing (for `balance`) */
 };
@@ -125,18 +125,6 @@ lsd_bal_apply(struct lsd_bridge *b, const void *arg)
 
 /* ---- control thread ----------------------------------------------------- */
 
-static void
-mapped(const struct ls_addr *a, uint8_t dst[16])
-{
-	memset(dst, 0, 16);
-	if (a->family == LS_AF_INET) {
-		dst[10] = dst[11] = 0xff;
-		memcpy(dst + 12, a->a, 4);
-	} else {
-		memcpy(dst, a->a, 16);
-	}
-}
-
 int
 lsd_bal_ctl_init(unsigned int lcore)
 {
@@ -199,7 +187,8 @@ dest_of(const struct lsd_peer *peer)
 	d = &bal.d[bal.n_d++];
 	ls_balance_init(&d->s, rte_rdtsc() ^ ((uint64_t)lsd.cfg.node_id << 32) ^ bal.n_d);
 	snprintf(d->peer, sizeof(d->peer), "%s", peer->name);
-	mapped(&peer->addr, d->dst);
+	d->addr = peer->addr;
+	ls_flow_key_addr(&peer->addr, d->dst);
 	rte_hash_add_key_data(bal.h, &k, d);
 	return d;
 }
@@ -284,10 +273,9 @@ count_flows(const struct bal_dest *d, const uint64_t *route, int hot,
 static void
 log_move(const struct bal_dest *d, const struct ls_balance_move *mv, int moved)
 {
-	char a[INET6_ADDRSTRLEN];
-	bool v4 = d->dst[10] == 0xff && d->dst[11] == 0xff && d->dst[0] == 0;
+	char a[64];
 
-	inet_ntop(v4 ? AF_INET : AF_INET6, v4 ? d->dst + 12 : d->dst, a, sizeof(a));
+	ls_addr_fmt(&d->addr, a, sizeof(a));
 	lsd_event("flows.rebalanced", LSD_EV_INFO,
 		  json_pack("{s:s, s:s, s:i, s:i, s:i, s:f, s:f}", "peer", d->peer, "dst", a,
 			    "path", mv->from, "to", mv->to, "flows_moved", moved,

@@ -422,14 +422,9 @@ lsd_fo_events_poll(struct lsd_bridge *b)
 static uint32_t
 addr_hash(const struct ls_addr *a)
 {
-	uint8_t dst[16] = {0};
+	uint8_t dst[16];
 
-	if (a->family == LS_AF_INET) {
-		dst[10] = dst[11] = 0xff;
-		memcpy(dst + 12, a->a, 4);
-	} else {
-		memcpy(dst, a->a, 16);
-	}
+	ls_flow_key_addr(a, dst);
 	return rte_hash_crc(dst, sizeof(dst), 0);
 }
 

@@ -93,6 +93,12 @@ int ls_flow_parse(const uint8_t *f, uint32_t len, struct ls_flow_pkt *out);
 struct ls_addr;
 
 /**
+ * Address a as flow keys hold it (ls_flow_key.src/dst: IPv4-mapped for
+ * IPv4), written to out, for matching flows against a peer's address.
+ */
+void ls_flow_key_addr(const struct ls_addr *a, uint8_t out[16]);
+
+/**
  * The start of a frame answering frame f (pk its parse: an IP frame), back
  * where f came from, as a NIC's CNP or ACK goes: the Ethernet header with
  * the MAC addresses swapped (f's source is the next hop back) and any VLAN

@@ -141,6 +141,18 @@ ls_flow_parse(const uint8_t *f, uint32_t len, struct ls_flow_pkt *o)
 	return LS_FLOW_NOT_IP;
 }
 
+void
+ls_flow_key_addr(const struct ls_addr *a, uint8_t out[16])
+{
+	memset(out, 0, 16);
+	if (a->family == LS_AF_INET) {
+		out[10] = out[11] = 0xff;
+		memcpy(out + 12, a->a, 4);
+	} else {
+		memcpy(out, a->a, 16);
+	}
+}
+
 uint16_t
 ls_flow_reply_hdr(const uint8_t *f, const struct ls_flow_pkt *pk, uint8_t *out,
 		  struct ls_addr *src, struct ls_addr *dst)

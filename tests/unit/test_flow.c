@@ -184,6 +184,24 @@ END_TEST
 /* Every prefix of every frame shape: a defined result, and (under ASan or
  * valgrind) no read past the prefix: each prefix is copied to a buffer of
  * exactly its length. */
+/* A peer's address in the flow key's form: what ls_flow_parse writes for
+ * a frame to it (IPv4-mapped for IPv4). */
+START_TEST(test_key_addr)
+{
+	struct ls_addr a;
+	uint8_t k[16];
+	static const uint8_t v4[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 2, 0, 1};
+
+	ck_assert_int_eq(ls_addr_parse("10.2.0.1", &a), 0);
+	memset(k, 0xaa, sizeof(k));
+	ls_flow_key_addr(&a, k);
+	ck_assert_mem_eq(k, v4, 16);
+	ck_assert_int_eq(ls_addr_parse("fd00:2::1", &a), 0);
+	ls_flow_key_addr(&a, k);
+	ck_assert_mem_eq(k, a.a, 16);
+}
+END_TEST
+
 START_TEST(test_parse_truncations)
 {
 	uint8_t f[256];
@@ -370,6 +388,7 @@ flow_suite(void)
 	tcase_add_test(tc, test_parse_v6_label);
 	tcase_add_test(tc, test_parse_not_ip_and_bad);
 	tcase_add_test(tc, test_parse_truncations);
+	tcase_add_test(tc, test_key_addr);
 	tcase_set_timeout(tt, 120);
 	tcase_add_test(tt, test_table_1m);
 	tcase_add_test(tt, test_table_full);
