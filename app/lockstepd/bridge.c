@@ -542,7 +542,7 @@ lsd_bridge_apply(struct lsd_bridge *b, const struct ls_policy *pol)
 {
 	int16_t keep[LS_SLICE_MAX];
 	unsigned int s, n = ls_slice_count(b->sched);
-	bool cc_on = false;
+	bool cc_on = false, cc_delay = false;
 	int d;
 
 	for (s = 0; s < LS_SLICE_MAX; s++)
@@ -556,8 +556,10 @@ lsd_bridge_apply(struct lsd_bridge *b, const struct ls_policy *pol)
 		b->slice_tpb[k] = ls_wheel_tpb(b->hz, pol->slices[i].flow_bps);
 		lsd_cc_apply_slice(b, (unsigned int)k, &pol->slices[i]);
 		cc_on |= pol->slices[i].cc.mode != LS_CC_OFF || pol->slices[i].cc.np;
+		cc_delay |= pol->slices[i].cc.mode == LS_CC_DELAY;
 	}
 	b->cc_on = cc_on;
+	b->cc_delay = cc_delay;
 	b->roce_track = cc_on || b->fo_on;
 	d = ls_slice_find(b->sched, "default");
 	b->def_slice = (uint16_t)(d < 0 ? 0 : d);

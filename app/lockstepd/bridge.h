@@ -94,6 +94,9 @@ struct lsd_bridge {
 	struct lsd_cc *cc;                  /* congestion control (bridge_cc.c) */
 	struct lsd_lcore *lc;               /* the lcore (its probes feed the delay mode) */
 	bool cc_on;                         /* a slice has cc or np */
+	bool cc_delay;                      /* a slice has the delay mode: its data
+					     * paths are traced (route.c) to pair them
+					     * with probe paths */
 	bool fo_on;                         /* failover (bridge_fo.c) */
 	bool fo_probe_live;                 /* a probe mark may live: frames look */
 	bool roce_track;                    /* cc_on or fo_on: RoCEv2 requests and ACKs

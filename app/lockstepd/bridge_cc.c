@@ -204,8 +204,9 @@ lsd_cc_mode_on(const struct lsd_bridge *b, uint16_t slice)
 }
 
 /* Delay mode: once per interval, the forward queueing delay of the flow's
- * path toward its destination (a peer the probe mesh measures; the worst of
- * its paths when the flow is not steered). No sample, no change; and a
+ * path toward its destination (a peer the probe mesh measures; the probe
+ * paths paired with its data path, lsd_peer_queue_ns; the worst of its
+ * paths when the flow is not steered). No sample, no change; and a
  * change waits for a probe sent after the last one, which sees what the
  * change did (Swift's once per RTT): acting again on the queue the change
  * was already answering cut the rate twice for it, and the link idled. */

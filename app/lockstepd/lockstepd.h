@@ -446,7 +446,9 @@ lsd_acquire_on(void)
  * queue far past any target (10 s), so the delay mode cuts by its most. */
 #define LSD_QUEUE_LOST_NS 10000000000LL
 
-/* Forward queueing delay toward addr on path (0xff: the worst of its paths)
+/* Forward queueing delay toward addr on data path (0xff: the worst of its
+ * paths; the probe paths paired with it once routes are traced, else probe
+ * path of the same index)
  * from samples no older than max_age TSC ticks; LSD_QUEUE_LOST_NS when its
  * probes are lost since the last reply; -1 when none. *at: when the
  * sample's probe left (now for a loss). */

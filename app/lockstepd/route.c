@@ -306,8 +306,8 @@ lsd_route_stale(const struct lsd_peer *peer, uint16_t path)
 	}
 }
 
-/* The ports (bit per lsd.ports index) whose bridge does failover or
- * balance: data toward their peers is traced too. Looked up once per pass,
+/* The ports (bit per lsd.ports index) whose bridge does failover, balance
+ * or the delay mode: data toward their peers is traced too. Looked up once per pass,
  * not per peer. */
 static unsigned int
 data_traced_ports(void)
@@ -316,7 +316,8 @@ data_traced_ports(void)
 
 	for (unsigned int l = 0; l < RTE_MAX_LCORE; l++)
 		if (lsd_bridges[l] != NULL &&
-		    (lsd_bridges[l]->fo_on || lsd_bridges[l]->bal_allowed != NULL))
+		    (lsd_bridges[l]->fo_on || lsd_bridges[l]->bal_allowed != NULL ||
+		     __atomic_load_n(&lsd_bridges[l]->cc_delay, __ATOMIC_RELAXED)))
 			m |= 1u << (lsd_bridges[l]->fab - lsd.ports);
 	return m;
 }

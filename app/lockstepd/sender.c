@@ -518,15 +518,24 @@ lsd_peer_queue_ns(struct lsd_lcore *lc, const struct ls_addr *addr, uint8_t path
 {
 	struct lsd_peer *peer;
 	struct lsd_addr_key key;
+	uint64_t paired = 0;
 	int64_t q = -1;
 
 	lsd_addr_key(addr, &key);
 	if (rte_hash_lookup_data(lc->peer_hash, &key, (void **)&peer) < 0)
 		return -1;
+	/* Data path k and probe path k part ways where the fabric hashes the
+	 * destination port: once the routes are traced (links.c), the probe
+	 * paths that stand for data path k are those whose data_paths name it. */
+	if (path != 0xff && path < 64)
+		for (uint16_t i = 0; i < peer->n_paths; i++)
+			paired |= __atomic_load_n(&peer->path[i].data_paths, __ATOMIC_RELAXED);
 	for (uint16_t i = 0; i < peer->n_paths; i++) {
 		const struct lsd_peer_path *pp = &peer->path[i];
 
-		if (path != 0xff && i != path)
+		if (path != 0xff && (paired != 0 ?
+		    !(__atomic_load_n(&pp->data_paths, __ATOMIC_RELAXED) >> path & 1) :
+		    i != path))
 			continue;
 		/* probes lost since the last reply: a queue that overflowed (or
 		 * held them past the loss time-out) says more than no sample */

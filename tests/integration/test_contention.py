@@ -39,7 +39,11 @@ With --bench SEED...: issue 29's table over the seeds given (median JCT
 >= 1.2x better than ECMP alone, never worse than 0.98x), judged over all
 seeds, colliding or not (tools/bench/bench_contention.sh runs 20).
 
+Also checked (CI, the same seed), the delay mode's reading of the mesh
+(run_delay): the flows sharing a spine uplink are cut, those alone are not.
+
   test_contention.py [--bench] [--verbose] [SEED ...]    (verbose: every move)
+  test_contention.py --delay [SEED ...]                  (the delay-mode check only)
 """
 import json
 import os
@@ -81,8 +85,18 @@ def topo(seed):
     return t
 
 
-def lsd_config(tmp, job, balance):
+def lsd_config(tmp, job, mode):
+    """mode: "ecmp", "balance", or "delay" (the delay mode on, balance off)."""
     _, host, ip, mac, sink, dst = job
+    balance = mode == "balance"
+    slices = []
+    if mode == "delay":
+        # at the real scale: a 10 us target, a change per 20 us at most,
+        # the increase 1/1000 of the link per change (docs/cc.md)
+        slices = [{"name": "rdma", "match": {"roce": True}, "flow_bps": FLOW_RATE,
+                   "cc": {"mode": "delay", "target_us": 10 * SCALE,
+                          "interval_us": 20 * SCALE, "ai_bps": int(LINK / 1000),
+                          "min_bps": int(1e6 / SCALE)}}]
     ports = lslab.bridge_ports(tmp, host, mac, ip + "/24", host + ".memif")
     ports[1]["gateway4"] = "10.1.0.254"     # leaf1 answers ARP: route tracing
     return {
@@ -101,7 +115,8 @@ def lsd_config(tmp, job, balance):
                    # timers follow the probes (a round per half interval, a
                    # jitter and settling of ten: 200 us)
                    "balance": {"enabled": balance, "hot_us": 20 * SCALE},
-                   "policy": {"flows": [{"name": "rdma", "match": {"roce": True},
+                   "policy": {"slices": slices,
+                              "flows": [{"name": "rdma", "match": {"roce": True},
                                          "path": {"mode": "spread",
                                                   "paths": list(range(PATHS))}}]}},
         "control": {"socket": os.path.join(tmp, host + ".sock"), "peers_file": ""},
@@ -140,33 +155,57 @@ def most(pl):
     return max(spines.count(s) for s in spines) if spines else 0
 
 
+def wait_paired(socks, timeout):
+    """Whether every data path of each lockstepd's destination is paired
+    with a probe path (its route map) within timeout s."""
+    return lslab.wait_until(lambda: all(
+        len({d for p in lslab.call(s, "path", {"peer": j[4]})["paths"]
+             for d in p.get("data_paths", [])}) == PATHS for s, j in zip(socks, JOBS)),
+        timeout, step=0.5)
+
+
+def start(c, rig, name, seed, mode, load_args):
+    """The emulator, a lockstepd per job and the jobs' generators, started:
+    (sockets, reports, generators), or None."""
+    if not c.check(rig.fabric(topo(seed), ["--idle-sleep-us", "50", "--sample-us", "0"]),
+                   "%s: emulator up" % name):
+        return None
+    socks = []
+    for job in JOBS:
+        s = rig.lockstepd(lsd_config(rig.tmp, job, mode))
+        if not c.check(s is not None, "%s: lockstepd %s up" % (name, job[1])):
+            return None
+        socks.append(s)
+    if mode == "delay":
+        # the delay mode reads data path k from the probe paths paired
+        # with it: paired before the flows start, or it reads probe path k
+        rig.paired = wait_paired(socks, 15)
+    reports = {}
+    loads = []
+    for job in JOBS:
+        reports[job[0]] = os.path.join(rig.tmp, "report-%s.json" % job[0])
+        loads.append(rig.load(job[4], [
+            "--flows", str(FLOWS), "--proto", "roce", "--size", str(FRAME),
+            "--rate", str(FLOW_RATE), "--src", job[2], "--dst", job[5],
+            "--dst-mac", "02:fa:00:00:00:01", "--reflect",
+            "--tx-delay-ms", str(WARM_MS), "--linger-ms", "200",
+            "--idle-sleep-us", "100", "--report", reports[job[0]]] + load_args,
+            host_memif=job[1] + ".memif"))
+    time.sleep(WARM_MS / 1000 + 1.0)
+    return socks, reports, loads
+
+
 def run(c, tmp, seed, balance, need_collision=False):
     """One run; None when it could not start (or need_collision and the
     placement has none)."""
     name = "seed %d, %s" % (seed, "balance" if balance else "ECMP alone")
     with lslab.BridgeRig(tmp, name, CPUS, "ct") as rig:
-        if not c.check(rig.fabric(topo(seed), ["--idle-sleep-us", "50", "--sample-us", "0"]),
-                       "%s: emulator up" % name):
+        up = start(c, rig, name, seed, "balance" if balance else "ecmp",
+                   ["--phase-bytes", str(PHASE_BYTES), "--phases", str(PHASES),
+                    "--duration", "120"])
+        if up is None:
             return None
-        socks = []
-        for job in JOBS:
-            s = rig.lockstepd(lsd_config(tmp, job, balance))
-            if not c.check(s is not None, "%s: lockstepd %s up" % (name, job[1])):
-                return None
-            socks.append(s)
-        reports = {}
-        loads = []
-        for job in JOBS:
-            reports[job[0]] = os.path.join(tmp, "report-%s.json" % job[0])
-            loads.append(rig.load(job[4], [
-                "--flows", str(FLOWS), "--proto", "roce", "--size", str(FRAME),
-                "--rate", str(FLOW_RATE), "--src", job[2], "--dst", job[5],
-                "--dst-mac", "02:fa:00:00:00:01", "--reflect",
-                "--phase-bytes", str(PHASE_BYTES), "--phases", str(PHASES),
-                "--tx-delay-ms", str(WARM_MS), "--duration", "120", "--linger-ms", "200",
-                "--idle-sleep-us", "100", "--report", reports[job[0]]],
-                host_memif=job[1] + ".memif"))
-        time.sleep(WARM_MS / 1000 + 1.0)
+        socks, reports, loads = up
         pl = {}
         lslab.wait_until(lambda: len(pl.update(placement(rig.fsock, socks)) or pl) ==
                          2 * FLOWS, 5)
@@ -217,6 +256,64 @@ def run(c, tmp, seed, balance, need_collision=False):
     return res
 
 
+def cc_state(socks):
+    """{(job, flow): (decreases, rate_bps)} from each lockstepd's delay mode."""
+    out = {}
+    for job, sock in zip(JOBS, socks):
+        for f in lslab.call(sock, "flows", {"top": 100, "dir": "host", "cc": True})["top"]:
+            if f["kind"] == "roce" and f.get("cc", {}).get("mode") == "delay":
+                out[(job[0], f["qp_label"] - 256)] = (f["cc"]["decreases"], f["cc"]["rate_bps"],
+                                                      f["cc"]["increases"])
+    return out
+
+
+def run_delay(c, tmp, seed):
+    """The delay mode (docs/cc.md) on the same collision, balance off: a flow
+    is cut by the queue of its own data path, which its lockstepd reads from
+    the probe paths paired with it (the route map), not from probe path k,
+    which the leaves hash onto another spine. The routes paired before the
+    flows start, 3 s after: the flows sharing a spine uplink (truth) were
+    cut, the flows alone on theirs were cut less (a lab stall may cut one
+    once) and run faster."""
+    name = "seed %d, delay mode" % seed
+    with lslab.BridgeRig(tmp, name, CPUS, "ct") as rig:
+        up = start(c, rig, name, seed, "delay", ["--duration", "6"])
+        if up is None:
+            return None
+        socks, _, loads = up
+        paired = rig.paired
+        pl = {}
+        lslab.wait_until(lambda: len(pl.update(placement(rig.fsock, socks)) or pl) ==
+                         2 * FLOWS, 5)
+        time.sleep(2)
+        b = cc_state(socks)
+        if VERBOSE:
+            print("# %s: cc (decreases, rate, increases) %s" % (name, b), flush=True)
+        for p in loads:
+            p.wait(60)
+    spines = [sp for _, sp in pl.values()]
+    rows = {k: (pl[k][1], spines.count(pl[k][1]) > 1, b[k][0], b[k][1])
+            for k in sorted(pl) if k in b}
+    print("# %s: routes paired %s; per flow (spine, shared, cuts, rate Mb/s at the real "
+          "scale): %s" % (name, paired, " ".join(
+              "%s%d:%s/%s/%d/%.0f" % (k + (v[0], "shared" if v[1] else "alone", v[2],
+                                           v[3] * SCALE / 1e6)) for k, v in rows.items())),
+          flush=True)
+    c.check(paired, "%s: every data path paired with a probe path" % name)
+    c.check(len(rows) == 2 * FLOWS, "%s: the delay mode runs on all %d flows" % (name, 2 * FLOWS))
+    shared = [v for v in rows.values() if v[1]]
+    alone = [v for v in rows.values() if not v[1]]
+    c.check(len(shared) > 0 and all(v[2] > 0 for v in shared),
+            "%s: the flows sharing a spine uplink were cut (%s)" % (name, [v[2] for v in shared]))
+    # a lab stall (a process waiting ms for a CPU, us at the real scale)
+    # can cut a lone flow once: fewer cuts than any shared flow, a higher rate
+    c.check(shared and all(v[2] < min(x[2] for x in shared) and
+                           v[3] > max(x[3] for x in shared) for v in alone),
+            "%s: the flows alone on theirs were cut less and run faster (%s)" % (
+                name, [(v[2], round(v[3] / FLOW_RATE, 2)) for v in alone]))
+    return rows
+
+
 def mean_jct(r):
     return statistics.mean(r["jct"].values())
 
@@ -228,6 +325,10 @@ def main():
     c = lslab.Checks("contention")
     pairs = []
     with tempfile.TemporaryDirectory(prefix="lockstep-test-ct-") as tmp:
+        if "--delay" in sys.argv[1:]:
+            for s in seeds or [1]:
+                run_delay(c, tmp, s)
+            c.finish()
         for s in (seeds or range(1, 6)):
             base = run(c, tmp, s, False, need_collision=not bench)
             if base is None:
@@ -237,6 +338,9 @@ def main():
                 continue
             pairs.append((base, bal))
             if not bench:
+                # the seed whose placement collides: the delay mode's view
+                # of the same collision
+                run_delay(c, tmp, s)
                 break
     if not c.check(len(pairs) > 0, "a seed ran both ways"):
         c.finish()
