@@ -51,6 +51,9 @@
 #define PSN_MASK 0xffffff
 #define OP_RC_ACK 0x11        /* BTH opcode: RC Acknowledge */
 #define CNP_DSCP 48           /* ConnectX's default cnp_dscp */
+#define SHARE_SHIFT 10        /* qp_side.cnp_t: TSC in 1024-tick units */
+#define SHARE_TIMERS 20       /* a QP shares its pair's increase while it got a
+			       * CNP within this many increase timers (T) */
 
 /* ls_flow.cc of a RoCEv2 flow: its QP is in its pair's set (as of the
  * ageing epoch in bits 24..29); a request was seen and bits 0..23 hold the
@@ -62,6 +65,8 @@
 struct qp_side {
 	uint32_t qp;              /* 24 bits; 0: empty (QP0 carries no RoCEv2 data) */
 	uint32_t peer;            /* the QP at the other end, 0 until paired */
+	uint32_t cnp_t;           /* RP, host's QPs: TSC >> SHARE_SHIFT of its last
+				   * CNP (0: none) */
 };
 
 /* QPs between one local (host) and one remote address. */
@@ -106,6 +111,7 @@ struct lsd_cc {
 	uint64_t max_bps[LS_SLICE_MAX]; /* the slice's ceiling, 0: the link */
 	uint8_t mode[LS_SLICE_MAX];
 	bool np[LS_SLICE_MAX];
+	bool share[LS_SLICE_MAX];       /* cc.ai_share: pair_share */
 	struct rte_mbuf *out[LSD_BURST]; /* CNPs built this burst */
 	unsigned int n_out;
 };
@@ -173,9 +179,11 @@ lsd_cc_apply_slice(struct lsd_bridge *b, unsigned int k, const struct ls_policy_
 	d->g = LS_CC_ONE / c->g_inv;
 	d->alpha_ticks = b->hz / 1000000 * c->k_us;
 	d->timer_ticks = b->hz / 1000000 * c->t_us;
-	d->byte_reset = c->byte_reset;
+	d->byte_reset = (uint32_t)c->byte_reset;
 	d->f = c->f;
 	d->min_dec_pct = c->min_dec_pct;
+	d->clamp_tgt = c->clamp_tgt;
+	cc->share[k] = c->ai_share;
 	ls_cc_delay_defaults(&cc->dl[k], b->hz, max);
 	cc->dl[k].target_ns = (uint64_t)c->target_us * 1000;
 	cc->dl[k].interval = b->hz / 1000000 * c->interval_us;
@@ -471,6 +479,34 @@ send_cnp(struct lsd_bridge *b, const uint8_t *fr, const struct ls_flow_pkt *pk,
 	b->st.cnp_sent++;
 }
 
+/*
+ * Shared increase (slice cc.ai_share): the host's QPs toward one remote
+ * address that got a CNP lately (within SHARE_TIMERS increase periods T)
+ * share one R_AI and R_HAI until their next CNP, as RFC 3124's congestion
+ * manager shares one window among a host pair's connections. Per QP (the
+ * paper, NICs), n QPs into one bottleneck raise their sum n times as fast
+ * and the queue overshoots with n (docs/cc.md has the measurements). A
+ * pair's QPs share at least both host links, where collectives' incasts
+ * queue; QPs on paths with separate bottlenecks share too and climb slower
+ * than they could. Grouping by data path measured worse (32 flows: queue
+ * within threshold + BDP in 90-92% of samples, from 100%), as did a share
+ * that lapsed after 20 T without a CNP (66%). A scan of 32 entries per CNP.
+ */
+static uint16_t
+pair_share(struct lsd_bridge *b, struct qp_set *s, struct qp_side *l, uint16_t slice,
+	   uint64_t now)
+{
+	uint32_t t = (uint32_t)(now >> SHARE_SHIFT), n = 0;
+	uint32_t w = (uint32_t)RTE_MIN((b->cc->dq[slice].timer_ticks * SHARE_TIMERS) >>
+				       SHARE_SHIFT, (uint64_t)UINT32_MAX / 2);
+
+	l->cnp_t = t | 1; /* never 0: 0 is "none" */
+	for (unsigned int i = 0; i < QP_SET; i++)
+		if (s->loc[i].peer != 0 && s->loc[i].cnp_t != 0 && t - s->loc[i].cnp_t <= w)
+			n++;
+	return (uint16_t)RTE_MAX(n, 1u);
+}
+
 /* Reaction point: a CNP from the fabric names the host's QP; the paced
  * flow is the host's frames to its peer QP. */
 static void
@@ -498,6 +534,8 @@ on_cnp(struct lsd_bridge *b, const struct ls_flow_pkt *pk, struct qp_set *s, uin
 	}
 	ls_dcqcn_on_cnp(&b->cc->flow[idx].dcqcn, &b->cc->dq[f->slice], now);
 	b->cc->flow[idx].cnps++;
+	if (b->cc->share[f->slice])
+		b->cc->flow[idx].dcqcn.share = pair_share(b, s, l, f->slice, now);
 }
 
 /* A RoCEv2 frame from the fabric (flow idx, its line f, or idx < 0). */
@@ -574,13 +612,13 @@ lsd_cc_flow_json(const struct lsd_bridge *b, int32_t idx, const struct ls_flow *
 	uint8_t mode = b->cc->mode[f->slice];
 
 	if (mode == LS_CC_DCQCN)
-		return json_pack("{ss sI sI sf ss si}", "mode", "dcqcn",
+		return json_pack("{ss sI sI sf ss si si}", "mode", "dcqcn",
 				 "rate_bps", (json_int_t)c->dcqcn.rc,
 				 "target_bps", (json_int_t)c->dcqcn.rt,
 				 "alpha", (double)c->dcqcn.alpha / LS_CC_ONE,
 				 "state", ls_dcqcn_state_name(ls_dcqcn_state(&c->dcqcn,
 									     &b->cc->dq[f->slice])),
-				 "cnps", (int)c->cnps);
+				 "cnps", (int)c->cnps, "share", (int)RTE_MAX(c->dcqcn.share, 1));
 	if (mode == LS_CC_DELAY)
 		return json_pack("{ss sI si si}", "mode", "delay", "rate_bps",
 				 (json_int_t)c->delay.rate, "decreases", (int)c->delay.decreases,

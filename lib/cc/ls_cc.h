@@ -52,9 +52,13 @@ struct ls_dcqcn_params {
 	uint32_t alpha_init;   /**< α at the first CNP, in 1/2^20 (ConnectX: 1023/1024) */
 	uint64_t alpha_ticks;  /**< α update period K, ticks */
 	uint64_t timer_ticks;  /**< rate increase timer T, ticks */
-	uint64_t byte_reset;   /**< rate increase byte counter B, bytes */
+	uint32_t byte_reset;   /**< rate increase byte counter B, bytes */
 	uint32_t f;            /**< fast recovery stages F */
 	uint32_t min_dec_pct;  /**< one CNP leaves at least this % of Rc (ConnectX rpg_min_dec_fac) */
+	bool clamp_tgt;        /**< a CNP sets Rt = Rc (the paper, ConnectX clamp_tgt_rate=1);
+				*   false: only when the timer raised Rc since the last CNP
+				*   (ConnectX clamp_tgt_rate=0 with _after_time_inc=1), so
+				*   CNPs in a row keep the target from before them */
 };
 
 /** Paper-based defaults for a clock of hz ticks/s and a line of max_bps. */
@@ -74,7 +78,11 @@ struct ls_dcqcn {
 	uint64_t rt;          /**< target rate, bits/s */
 	uint64_t alpha_next;  /**< when α is next updated */
 	uint64_t timer_next;  /**< when the increase timer next fires */
-	uint64_t bytes;       /**< bytes sent since the byte counter last fired */
+	uint32_t bytes;       /**< bytes sent since the byte counter last fired */
+	uint16_t share;       /**< R_AI and R_HAI are divided by this (the caller
+			       *   sets it at each CNP: flows that share one
+			       *   increase; 0, 1: none) */
+	uint16_t pad;
 	uint32_t alpha;       /**< in 1/2^20 */
 	uint16_t t_stage;     /**< timer events since the last CNP */
 	uint16_t b_stage;     /**< byte-counter events since the last CNP */

@@ -5,6 +5,11 @@
  *
  *   CNP:       Rt = Rc; Rc = Rc (1 - α/2); α = (1 - g) α + g;
  *              timer, byte counter and both stage counts restart.
+ *              (clamp_tgt false: Rt = Rc only when a timer event came
+ *              since the last CNP, as ConnectX by default.)
+ *   share:     R_AI and R_HAI divided by d->share (flows that share one
+ *              increase, set by the caller at each CNP; lockstep's, not
+ *              the paper's).
  *   every K:   with no CNP since the last update, α = (1 - g) α.
  *   increase:  on each timer (T) or byte-counter (B) event, with
  *              i = min(t_stage, b_stage), m = max(t_stage, b_stage):
@@ -43,6 +48,7 @@ ls_dcqcn_defaults(struct ls_dcqcn_params *p, uint64_t hz, uint64_t max_bps)
 		.byte_reset = 10u << 20,             /* paper: B = 10 MB */
 		.f = 5,                              /* paper: F = 5 */
 		.min_dec_pct = 50,                   /* ConnectX rpg_min_dec_fac */
+		.clamp_tgt = true,                   /* paper */
 	};
 	if (p->alpha_ticks == 0)
 		p->alpha_ticks = 1;
@@ -72,13 +78,14 @@ increase(struct ls_dcqcn *d, const struct ls_dcqcn_params *p)
 {
 	uint32_t lo = d->t_stage < d->b_stage ? d->t_stage : d->b_stage;
 	uint32_t hi = d->t_stage < d->b_stage ? d->b_stage : d->t_stage;
+	uint64_t div = d->share > 1 ? d->share : 1;
 
 	if (hi < p->f) {
 		/* fast recovery: Rt stays */
 	} else if (lo > p->f) {
-		d->rt += (uint64_t)(lo - p->f) * p->hai_bps;
+		d->rt += (uint64_t)(lo - p->f) * p->hai_bps / div;
 	} else {
-		d->rt += p->ai_bps;
+		d->rt += p->ai_bps / div;
 	}
 	if (d->rt > p->max_bps)
 		d->rt = p->max_bps;
@@ -128,7 +135,8 @@ ls_dcqcn_on_cnp(struct ls_dcqcn *d, const struct ls_dcqcn_params *p, uint64_t no
 	ls_dcqcn_advance(d, p, now);
 	if (d->timer_next == UINT64_MAX)
 		d->alpha = p->alpha_init; /* first CNP: α starts at its initial value */
-	d->rt = d->rc;
+	if (p->clamp_tgt || d->t_stage > 0)
+		d->rt = d->rc;
 	cut = (uint64_t)(((unsigned __int128)d->rc * d->alpha) >> 21); /* Rc α/2 */
 	floor_dec = d->rc * p->min_dec_pct / 100;
 	d->rc = d->rc - cut < floor_dec ? floor_dec : d->rc - cut;

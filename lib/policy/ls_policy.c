@@ -404,9 +404,10 @@ static const struct key cc_keys[] = {
 	CK("cnp_interval_us", k_u32, cnp_interval_us, 1000000),
 	CK("ai_bps", k_rate, ai_bps, 0), CK("hai_bps", k_rate, hai_bps, 0),
 	CK("min_bps", k_rate, min_bps, 0), CK("k_us", k_u32, k_us, 10000000),
-	CK("t_us", k_u32, t_us, 10000000), CK("byte_reset", k_bytes, byte_reset, 1LL << 40),
+	CK("t_us", k_u32, t_us, 10000000), CK("byte_reset", k_bytes, byte_reset, 0xffffffffLL),
 	CK("f", k_u32, f, 1000), CK("g_inv", k_u32, g_inv, 65536),
 	CK("min_dec_pct", k_u32, min_dec_pct, 100), CK("target_us", k_u32, target_us, 100000),
+	CK("clamp_tgt_rate", k_bool, clamp_tgt, 0), CK("ai_share", k_bool, ai_share, 0),
 	CK("interval_us", k_u32, interval_us, 10000000),
 };
 #undef CK
@@ -447,12 +448,14 @@ ls_policy_slice_defaults(struct ls_policy_slice *s)
 	memset(s, 0, sizeof(*s));
 	s->conf.weight = 1;
 	s->conf.qlen = 4096;
-	/* DCQCN: the paper's K, T, B, F, g, R_AI; ConnectX's rpg_min_rate and
-	 * rpg_min_dec_fac; the NP's interval is the paper's N (docs/cc.md) */
+	/* DCQCN: the paper's K, T, B, F, g, R_AI and target clamp; ConnectX's
+	 * rpg_min_rate and rpg_min_dec_fac; the NP's interval is the paper's N;
+	 * the shared increase is lockstep's (docs/cc.md) */
 	s->cc = (struct ls_policy_cc){
 		.cnp_interval_us = 50, .ai_bps = 40000000, .hai_bps = 200000000,
 		.min_bps = 1000000, .k_us = 55, .t_us = 55, .byte_reset = 10u << 20, .f = 5,
 		.g_inv = 256, .min_dec_pct = 50, .target_us = 10, .interval_us = 20,
+		.clamp_tgt = true, .ai_share = true,
 	};
 }
 

@@ -97,6 +97,11 @@ struct ls_policy_cc {
 	uint32_t f;               /**< DCQCN fast recovery stages F */
 	uint32_t g_inv;           /**< DCQCN g = 1 / g_inv */
 	uint32_t min_dec_pct;     /**< DCQCN: one CNP keeps at least this % of the rate */
+	bool ai_share;            /**< DCQCN: a host pair's QPs with recent CNPs share
+				   *   one R_AI and R_HAI (false: one each) */
+	bool clamp_tgt;           /**< DCQCN: every CNP sets the target to the rate
+				   *   (ConnectX clamp_tgt_rate; false: only after a
+				   *   timer increase) */
 	uint32_t target_us;       /**< delay mode: target queueing delay */
 	uint32_t interval_us;     /**< delay mode: at most one change per interval
 				   *   (about one RTT) */

@@ -43,6 +43,7 @@ import lslab  # noqa: E402  (test_bridge put tools/lab on the path)
 
 QP_Y = 0x000123   # the host's QP (frames from the fabric name it)
 QP_X = 0x000456   # the remote sender's QP (frames from the host name it)
+QP_Y2, QP_X2 = 0x000789, 0x000abc  # a second pair of QPs of the same hosts
 LINK = 300000000  # Bridge.config's link_bps
 
 # Frames from argv (JSON list of [iface_side, kind, opcode, dqp, psn, ecn, sport])
@@ -389,6 +390,22 @@ def checks(c, br, tmp):
     c.check(st3["cnp_received"] == 4 and st3["cnp_unmatched"] == 1,
             "a CNP to an unknown QP: cnp_unmatched (received %d, unmatched %d)" %
             (st3["cnp_received"], st3["cnp_unmatched"]))
+    # a second pair of QPs of the same hosts, paired by an ACK as X and Y
+    # were; the host's flow to X2, then a CNP to Y2: two of the pair's QPs
+    # have had a CNP within 20 T (200 s here), so X2's flow takes half of
+    # R_AI and R_HAI; X's flow, whose CNPs came when only Y had any, a whole
+    # one (cc.ai_share, docs/cc.md)
+    send(br, "p", [(0x04, QP_Y2, 7000, 2, BASE + 3)])
+    send(br, "h", [(0x11, QP_X2, 7000, 0, 50000)])
+    send(br, "h", [(0x04, QP_X2, 6000 + i, 2, 50000) for i in range(4)])
+    time.sleep(0.3)
+    send(br, "p", [(0x81, QP_Y2, 0, 0, 50000)])
+    time.sleep(0.3)
+    fx, fx2 = cc_flow(br, QP_X), cc_flow(br, QP_X2)
+    c.check(fx2 is not None and fx2["cc"]["cnps"] == 1 and fx2["cc"]["share"] == 2 and
+            fx["cc"]["share"] == 1,
+            "a CNP to the pair's second QP: its flow shares the increase with X's "
+            "(share 2; X's 1): %s, %s" % (fx2 and fx2["cc"], fx["cc"]))
 
     # 6. the operator's view
     ctl = os.path.join(lslab.BUILD, "tools", "lockstepctl", "lockstepctl")
@@ -396,8 +413,9 @@ def checks(c, br, tmp):
     c.check(r.returncode == 0 and "rdma" in r.stdout and "dcqcn" in r.stdout and
             "cnp_sent" in r.stdout, "lockstepctl cc prints slices and counters")
     r = sh(ctl, "-s", br.sock, "flows", "--cc", "--dir", "host", check=False)
-    c.check(r.returncode == 0 and "ALPHA" in r.stdout and "recovery" in r.stdout,
-            "lockstepctl flows --cc shows rate, alpha and state (rc %d)" % r.returncode)
+    c.check(r.returncode == 0 and "ALPHA" in r.stdout and "recovery" in r.stdout and
+            "SHARE" in r.stdout,
+            "lockstepctl flows --cc shows rate, alpha, state and share (rc %d)" % r.returncode)
 
     delay_mode(c, br, tmp)
     pair_ageing(c, br, policy)

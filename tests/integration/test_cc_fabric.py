@@ -60,6 +60,9 @@ UTIL_MIN = 0.95
 DELAY_TARGET_US = 10               # delay mode, at the real scale
 DELAY_INTERVAL_US = 20
 PROBE_MS = 10                      # delay mode: probe pairs, scaled time
+# CC_KEYS='{"byte_reset": 32768}': DCQCN keys over the ones below, as
+# given (times and rates already scaled), for trying parameters
+CC_KEYS = json.loads(os.environ.get("CC_KEYS", "{}"))
 RTT_S = 4 * DELAY_NS / 1e9 + 3 * FRAME * 8 / RATE
 BDP = RATE * RTT_S / 8
 
@@ -86,9 +89,9 @@ def lsd_config(tmp, cc):
                         "interval_us": DELAY_INTERVAL_US * SCALE,
                         "ai_bps": int(RATE / 1000), "min_bps": int(1e6 / SCALE)}
     elif cc:
-        slice_["cc"] = {"mode": "dcqcn", "k_us": 55 * SCALE, "t_us": 55 * SCALE,
-                        "ai_bps": int(40e6 / SCALE), "hai_bps": int(200e6 / SCALE),
-                        "min_bps": int(1e6 / SCALE)}
+        slice_["cc"] = dict({"mode": "dcqcn", "k_us": 55 * SCALE, "t_us": 55 * SCALE,
+                             "ai_bps": int(40e6 / SCALE), "hai_bps": int(200e6 / SCALE),
+                             "min_bps": int(1e6 / SCALE)}, **CC_KEYS)
     extra = {}
     if cc == "delay":
         # one probe path, a pair every PROBE_MS: 2 x ~140 B per PROBE_MS
@@ -166,6 +169,8 @@ def run_case(c, tmp, flows, cc, bench, join=False):
         with open(report) as f:
             rep = json.load(f)
         cc_state = lslab.call(rp, "cc")
+        bc = lslab.call(rp, "bridge")["counters"]
+        cc_state["counters"].update({k: bc[k] for k in ("repaths", "repaths_probe")})
         if mode == "delay":
             print("# %s: lockstepd's peers: %s" % (name, [
                 {k: p.get(k) for k in ("name", "state", "sent", "received", "rtt_p50_ns")}
@@ -192,7 +197,8 @@ def run_case(c, tmp, flows, cc, bench, join=False):
               len(rates), " ".join("%.2f" % (r / 1e6) for r in rates), drops, marks,
               resp.get("acks", 0), resp.get("cnps", 0),
               {k: cc_state.get("counters", {}).get(k) for k in
-               ("cnp_received", "cnp_unmatched", "qp_pairs_learnt")}), flush=True)
+               ("cnp_received", "cnp_unmatched", "qp_pairs_learnt", "repaths",
+                "repaths_probe")}), flush=True)
     if cc:
         k = cc_state["counters"]
         c.check(resp.get("cnps", 0) > 0 and k["cnp_received"] > 0 and k["cnp_unmatched"] == 0,

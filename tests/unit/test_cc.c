@@ -19,6 +19,7 @@
 /* The paper's reaction point in doubles, timers fired eagerly in time order. */
 struct oracle {
 	double rc, rt, alpha;
+	double share;   /* the increases are divided by it (1: the paper) */
 	int t_stage, b_stage;
 	bool active;
 	uint64_t alpha_next, timer_next;
@@ -32,7 +33,8 @@ o_increase(struct oracle *o, const struct ls_dcqcn_params *p)
 	int hi = o->t_stage < o->b_stage ? o->b_stage : o->t_stage;
 
 	if (hi >= (int)p->f)
-		o->rt += lo > (int)p->f ? (lo - (int)p->f) * (double)p->hai_bps : (double)p->ai_bps;
+		o->rt += (lo > (int)p->f ? (lo - (int)p->f) * (double)p->hai_bps :
+			  (double)p->ai_bps) / o->share;
 	if (o->rt > (double)p->max_bps)
 		o->rt = (double)p->max_bps;
 	o->rc = (o->rt + o->rc) / 2;
@@ -69,7 +71,8 @@ o_cnp(struct oracle *o, const struct ls_dcqcn_params *p, uint64_t now)
 	if (!o->active)
 		o->alpha = (double)p->alpha_init / LS_CC_ONE;
 	o->active = true;
-	o->rt = o->rc;
+	if (p->clamp_tgt || o->t_stage > 0)
+		o->rt = o->rc;
 	cut = o->rc * (1 - o->alpha / 2);
 	o->rc = cut < o->rc * p->min_dec_pct / 100 ? o->rc * p->min_dec_pct / 100 : cut;
 	if (o->rc < (double)p->min_bps)
@@ -98,7 +101,7 @@ o_send(struct oracle *o, const struct ls_dcqcn_params *p, uint64_t now, uint32_t
 static void
 o_init(struct oracle *o, const struct ls_dcqcn_params *p, uint64_t now)
 {
-	*o = (struct oracle){.rc = (double)p->max_bps, .rt = (double)p->max_bps,
+	*o = (struct oracle){.rc = (double)p->max_bps, .rt = (double)p->max_bps, .share = 1,
 			     .alpha = (double)p->alpha_init / LS_CC_ONE,
 			     .alpha_next = now + p->alpha_ticks, .timer_next = UINT64_MAX};
 }
@@ -148,7 +151,7 @@ START_TEST(test_dcqcn_stages_step_by_step)
 	uint64_t t = 0;
 
 	ls_dcqcn_defaults(&p, HZ, LINE);
-	p.byte_reset = UINT64_MAX / 2; /* timer events only: never hyper */
+	p.byte_reset = UINT32_MAX; /* timer events only: never hyper */
 	ls_dcqcn_init(&d, &p, t);
 	o_init(&o, &p, t);
 	ls_dcqcn_on_cnp(&d, &p, t += 10);
@@ -237,9 +240,15 @@ START_TEST(test_dcqcn_lazy_equals_eager)
 	ls_rng_seed(2611);
 	ls_dcqcn_defaults(&p, HZ, LINE);
 	p.byte_reset = 4 << 20;
+	/* the second half of the run: ConnectX's clamp and a shared increase */
 	ls_dcqcn_init(&d, &p, t);
 	o_init(&o, &p, t);
 	while (t < 50000000) {
+		if (t >= 25000000 && p.clamp_tgt) {
+			p.clamp_tgt = false;
+			d.share = 3;
+			o.share = 3;
+		}
 		t += 1 + ls_rng_next() % 40000; /* gaps up to 40 µs, several periods */
 		if (ls_rng_next() % 8 == 0) {
 			ls_dcqcn_on_cnp(&d, &p, t);
@@ -252,6 +261,92 @@ START_TEST(test_dcqcn_lazy_equals_eager)
 		}
 		assert_close(&d, &o, "random run");
 	}
+}
+END_TEST
+
+/* clamp_tgt false (ConnectX's default): CNPs in a row keep the target
+ * from before them; after a timer increase the next CNP clamps it. */
+START_TEST(test_dcqcn_clamp_after_timer)
+{
+	struct ls_dcqcn_params p;
+	struct ls_dcqcn d;
+	struct oracle o;
+	uint64_t t = 0, before;
+
+	ls_dcqcn_defaults(&p, HZ, LINE);
+	p.clamp_tgt = false;
+	p.byte_reset = UINT32_MAX;
+	ls_dcqcn_init(&d, &p, t);
+	o_init(&o, &p, t);
+	for (int c = 0; c < 4; c++) { /* four CNPs 10 µs apart: no timer event */
+		ls_dcqcn_on_cnp(&d, &p, t += 10000);
+		o_cnp(&o, &p, t);
+		assert_close(&d, &o, "CNPs in a row");
+		ck_assert_uint_eq(d.rt, LINE);
+	}
+	ck_assert_uint_lt(d.rc, LINE / 8);
+	/* one timer event (fast recovery toward the line), then a CNP: clamped */
+	t += p.timer_ticks;
+	ls_dcqcn_on_send(&d, &p, t, 64);
+	o_send(&o, &p, t, 64);
+	before = d.rc;
+	ls_dcqcn_on_cnp(&d, &p, t += 1000);
+	o_cnp(&o, &p, t);
+	assert_close(&d, &o, "CNP after a timer event");
+	ck_assert_uint_eq(d.rt, before);
+	/* the paper's rule on the same run: the target follows every CNP */
+	p.clamp_tgt = true;
+	ls_dcqcn_init(&d, &p, 0);
+	ls_dcqcn_on_cnp(&d, &p, 10000);
+	before = d.rc;
+	ls_dcqcn_on_cnp(&d, &p, 20000);
+	ck_assert_uint_eq(d.rt, before);
+}
+END_TEST
+
+/* A shared increase: share n divides each additive and hyper step by n. */
+START_TEST(test_dcqcn_share)
+{
+	struct ls_dcqcn_params p;
+	struct ls_dcqcn d, one;
+	struct oracle o;
+	uint64_t t = 0, rt;
+
+	ls_dcqcn_defaults(&p, HZ, LINE);
+	p.byte_reset = 1 << 20;
+	ls_dcqcn_init(&d, &p, t);
+	ls_dcqcn_init(&one, &p, t);
+	o_init(&o, &p, t);
+	for (int c = 0; c < 3; c++) { /* the target below the line */
+		ls_dcqcn_on_cnp(&d, &p, t += 10);
+		ls_dcqcn_on_cnp(&one, &p, t);
+		o_cnp(&o, &p, t);
+	}
+	ck_assert_uint_lt(d.rt, LINE / 2);
+	d.share = 4;
+	o.share = 4;
+	/* past fast recovery (F timer events), additive: Rt + R_AI / 4 each */
+	for (unsigned int k = 1; k <= p.f + 2; k++) {
+		t += p.timer_ticks;
+		rt = d.rt;
+		ls_dcqcn_on_send(&d, &p, t, 64);
+		ls_dcqcn_on_send(&one, &p, t, 64);
+		o_send(&o, &p, t, 64);
+		assert_close(&d, &o, "shared increase");
+		if (k >= p.f)
+			ck_assert_uint_eq(d.rt - rt, p.ai_bps / 4);
+	}
+	ck_assert_uint_eq(one.rt - d.rt, (p.ai_bps - p.ai_bps / 4) * 3);
+	/* hyper: both counters past F, the step is (i - F) R_HAI / 4 */
+	for (int k = 0; k < 40; k++) {
+		for (int b = 0; b < 16; b++) {
+			t += p.timer_ticks / 16;
+			ls_dcqcn_on_send(&d, &p, t, 65536);
+			o_send(&o, &p, t, 65536);
+		}
+		assert_close(&d, &o, "shared hyper increase");
+	}
+	ck_assert_int_eq(ls_dcqcn_state(&d, &p), LS_DCQCN_HYPER);
 }
 END_TEST
 
@@ -375,6 +470,8 @@ cc_suite(void)
 	tcase_add_test(tc, test_dcqcn_bounds);
 	tcase_add_test(tc, test_dcqcn_lazy_equals_eager);
 	tcase_add_test(tc, test_dcqcn_long_idle);
+	tcase_add_test(tc, test_dcqcn_clamp_after_timer);
+	tcase_add_test(tc, test_dcqcn_share);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("np_delay");
 	tcase_add_test(tc, test_np_interval);

@@ -21,7 +21,8 @@ static const char *good =
 	" {\"name\": \"infer\", \"latency\": true, \"max_bps\": 2e9, \"match\": {\"dscp\": [46, 34]}},"
 	" {\"name\": \"train\", \"min_bps\": 5000000000, \"weight\": 4, \"flow_bps\": 1e9,"
 	"  \"match\": {\"roce\": true, \"qp\": [1000, 2000]}, \"path\": {\"mode\": \"spread\", \"paths\": [0, 1, 2]},"
-	"  \"cc\": {\"mode\": \"dcqcn\", \"np\": true, \"ai_bps\": 5e6, \"g_inv\": 16, \"min_dec_pct\": 0}},"
+	"  \"cc\": {\"mode\": \"dcqcn\", \"np\": true, \"ai_bps\": 5e6, \"g_inv\": 16, \"min_dec_pct\": 0,"
+	"   \"clamp_tgt_rate\": false, \"ai_share\": false}},"
 	" {\"name\": \"web\", \"match\": {\"proto\": \"tcp\", \"dport\": 443, \"dst\": \"10.1.0.0/16\"}}"
 	"], \"flows\": ["
 	" {\"name\": \"iperf\", \"match\": {\"dport\": [5201, 5210]}, \"path\": {\"mode\": \"pin\", \"paths\": [3]}, \"slice\": \"web\"}"
@@ -64,6 +65,8 @@ START_TEST(test_parse_and_round_trip)
 	ck_assert_uint_eq(p.slices[1].cc.g_inv, 16);
 	ck_assert_uint_eq(p.slices[1].cc.min_dec_pct, 0);
 	ck_assert_uint_eq(p.slices[1].cc.k_us, 55);   /* left out: the default */
+	ck_assert(!p.slices[1].cc.clamp_tgt && !p.slices[1].cc.ai_share);
+	ck_assert(p.slices[0].cc.clamp_tgt && p.slices[0].cc.ai_share); /* the defaults */
 	ck_assert_uint_eq(p.slices[0].cc.mode, LS_CC_OFF);
 	a = ls_policy_to_json(&p);
 	{
@@ -115,6 +118,8 @@ START_TEST(test_errors_name_key)
 		 "pol.json: policy.slices[0].cc: min_bps must be above 0"},
 		{"{\"slices\": [{\"name\": \"a\", \"cc\": {\"min_dec_pct\": 101}}]}",
 		 "pol.json: policy.slices[0].cc.min_dec_pct: 101 out of range 0..100"},
+		{"{\"slices\": [{\"name\": \"a\", \"cc\": {\"byte_reset\": 5000000000}}]}",
+		 "pol.json: policy.slices[0].cc.byte_reset: 5000000000 out of range 1..4294967295"},
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

@@ -17,7 +17,7 @@ static const char flow_cols[] =
 /* With --cc: the flow's key and its loop instead of the counters. */
 static const char flow_cc_cols[] =
 	"src dst dport:n QP/LABEL=qp_label:n slice CC=mode RATE_BPS=rate_bps:n "
-	"TARGET_BPS=target_bps:n alpha:r state cnps:n ce:n";
+	"TARGET_BPS=target_bps:n alpha:r state cnps:n share:n ce:n";
 
 /* Rows with their "cc" object's keys beside their own. */
 static json_t *
@@ -54,7 +54,8 @@ fmt_flows(const json_t *r)
 
 static const char cc_slice_cols[] =
 	"SLICE=name CC=mode np CE=ce:n CNP_µs=cnp_interval_us:n ai_bps:n hai_bps:n min_bps:n "
-	"K_µs=k_us:n T_µs=t_us:n B=byte_reset:n f:n g_inv:n target_us:n interval_us:n";
+	"K_µs=k_us:n T_µs=t_us:n B=byte_reset:n f:n g_inv:n SHARE=ai_share "
+	"CLAMP=clamp_tgt_rate target_us:n interval_us:n";
 
 int
 fmt_cc(const json_t *r)
