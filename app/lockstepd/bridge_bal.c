@@ -386,11 +386,13 @@ lsd_bal_json(void)
 		no_target += bal.d[i].no_target;
 		not_ours += bal.d[i].not_ours;
 	}
-	return json_pack("{s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:i}", "enabled", true,
+	return json_pack("{s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:i, s:I, s:I}", "enabled", true,
 			 "moves", (json_int_t)moves, "flows_moved", (json_int_t)flows,
 			 "no_target", (json_int_t)no_target, "not_ours", (json_int_t)not_ours,
 			 "rounds", (json_int_t)bal.rounds, "flow_scans", (json_int_t)bal.scans,
-			 "destinations", (int)bal.n_d);
+			 "destinations", (int)bal.n_d,
+			 "destinations_full", (json_int_t)bal.dests_full,
+			 "orders_failed", (json_int_t)bal.orders_failed);
 }
 
 /* balance: per destination, each path's queueing and state. */

@@ -248,7 +248,8 @@ def run(c, tmp, seed, balance, need_collision=False):
               {"%s%d" % k: v[1] for k, v in sorted(pl.items())},
               {"%s%d" % k: v[1] for k, v in sorted(end.items())},
               res["moves"], res["flows_moved"], [len(x) for x in cover], res["lost"],
-              [{k: v for k, v in b.items() if k in ("no_target", "not_ours", "flow_scans")}
+              [{k: v for k, v in b.items() if k in ("no_target", "not_ours", "flow_scans",
+                                                    "destinations_full", "orders_failed")}
                for b in res["summary"]] if balance else "off"),
           flush=True)
     c.check(all(res["done"][j] == PHASES for j in res["done"]),
