@@ -284,16 +284,16 @@ host_frame(struct lsd_bridge *b, struct rte_mbuf *m, const struct ls_flow_pkt *p
 		return;
 	}
 	{
-		uint64_t at = ls_wheel_pace(&f->pace, tpb, m->pkt_len, now);
+		uint64_t at = ls_wheel_pace_at(&f->pace, now);
 
 		if (at - now > b->max_delay) {
 			/* a shaper's queue limit: the sender is faster than its rate */
-			f->pace.next -= (uint64_t)(((unsigned __int128)tpb * m->pkt_len) >> 32);
 			f->drops++;
 			b->st.pace_drops++;
 			rte_pktmbuf_free(m);
 			return;
 		}
+		ls_wheel_pace(&f->pace, tpb, m->pkt_len, now);
 		b->st.paced++;
 		if (at <= now) {
 			/* under its rate: the wheel would give it back next slot */

@@ -253,8 +253,12 @@ lsd_cc_tpb(struct lsd_bridge *b, struct ls_flow *f, int32_t idx, const struct ls
 	uint32_t kbps = (uint32_t)(rate / 1000);
 
 	if (kbps != c->paced_kbps || f->tpb == 0) {
+		uint64_t tpb = ls_wheel_tpb(b->hz, rate);
+
+		/* the wait for its next frame was set at the old rate */
+		ls_wheel_pace_rescale(&f->pace, f->tpb, tpb, now);
 		c->paced_kbps = kbps;
-		f->tpb = ls_wheel_tpb(b->hz, rate);
+		f->tpb = tpb;
 	}
 	return f->tpb;
 }

@@ -92,7 +92,12 @@ void ls_wheel_stats(const struct ls_wheel *w, struct ls_wheel_stats *st);
 struct ls_pace {
 	uint64_t next;       /**< earliest time the next packet may leave */
 	uint32_t frac;       /**< fractional tick carried (1/2^32) */
+	uint32_t gap;        /**< next less the last packet's release time, in
+			      *   2^LS_PACE_GAP_SHIFT ticks rounded down (so
+			      *   next - gap never falls before that release) */
 };
+
+#define LS_PACE_GAP_SHIFT 8
 
 /**
  * Ticks per byte, 32.32, for rate_bps at hz ticks per second.
@@ -117,7 +122,7 @@ static inline uint64_t
 ls_wheel_pace(struct ls_pace *pc, uint64_t tpb, uint32_t len, uint64_t now)
 {
 	unsigned __int128 step;
-	uint64_t at;
+	uint64_t at, gap;
 
 	if (pc->next < now) {
 		pc->next = now;
@@ -127,7 +132,41 @@ ls_wheel_pace(struct ls_pace *pc, uint64_t tpb, uint32_t len, uint64_t now)
 	step = (unsigned __int128)tpb * len + pc->frac;
 	pc->next += (uint64_t)(step >> 32);
 	pc->frac = (uint32_t)step;
+	gap = (pc->next - at) >> LS_PACE_GAP_SHIFT;
+	pc->gap = gap > UINT32_MAX ? UINT32_MAX : (uint32_t)gap;
 	return at;
+}
+
+/** When a packet arriving at now would leave, without pacing it. */
+static inline uint64_t
+ls_wheel_pace_at(const struct ls_pace *pc, uint64_t now)
+{
+	return pc->next > now ? pc->next : now;
+}
+
+/**
+ * The flow's rate changed from old_tpb to new_tpb at now: the wait left
+ * before its next packet, counted from the later of now and its last
+ * packet's release, is rescaled to the new rate. Without it a flow cut to
+ * a floor of 1 Mb/s and back keeps the 12 ms gap a 1500-byte frame got at
+ * the floor; the last packet's release bounds the new time from below, so
+ * the flow's packets never change order.
+ */
+static inline void
+ls_wheel_pace_rescale(struct ls_pace *pc, uint64_t old_tpb, uint64_t new_tpb, uint64_t now)
+{
+	uint64_t last, base, gap;
+
+	if (old_tpb == 0 || new_tpb == 0 || new_tpb == old_tpb || pc->next <= now)
+		return;
+	last = pc->next - ((uint64_t)pc->gap << LS_PACE_GAP_SHIFT);
+	base = last > now ? last : now;
+	if (pc->next <= base)
+		return;
+	pc->next = base + (uint64_t)((unsigned __int128)(pc->next - base) * new_tpb / old_tpb);
+	pc->frac = 0;
+	gap = (pc->next - last) >> LS_PACE_GAP_SHIFT;
+	pc->gap = gap > UINT32_MAX ? UINT32_MAX : (uint32_t)gap;
 }
 
 #ifdef __cplusplus

@@ -88,6 +88,7 @@ def lsd_config(tmp, cc):
         slice_["cc"] = {"mode": "delay", "target_us": DELAY_TARGET_US * SCALE,
                         "interval_us": DELAY_INTERVAL_US * SCALE,
                         "ai_bps": int(RATE / 1000), "min_bps": int(1e6 / SCALE)}
+        slice_["cc"].update(CC_KEYS)
     elif cc:
         slice_["cc"] = dict({"mode": "dcqcn", "k_us": 55 * SCALE, "t_us": 55 * SCALE,
                              "ai_bps": int(40e6 / SCALE), "hai_bps": int(200e6 / SCALE),
@@ -235,8 +236,10 @@ def delay_result(c, name, a, b, secs, depths, rep, cc_state, bench):
           "lockstepd's flows: %s" % (
               name, util, p50, p99, DELAY_TARGET_US, q_us[-1] if q_us else 0, len(q_us),
               jain(rates), " ".join("%.2f" % (r / 1e6) for r in rates), drops,
-              [(round(f.get("rate_bps", 0) / 1e6, 2), f.get("decreases"), f.get("increases")) for f in flows]),
-          flush=True)
+              [(round(f.get("rate_bps", 0) / 1e6, 2), f.get("decreases"), f.get("increases"))
+               for f in flows]), flush=True)
+    print("# %s: failover moves %s" % (name, {k: cc_state["counters"].get(k) for k in
+                                                 ("repaths", "repaths_probe")}), flush=True)
     dec = sum(f.get("decreases", 0) for f in flows)
     c.check(dec > 0, "%s: the probes' forward delay slowed the flows (%d decreases)" % (name, dec))
     c.check(drops == 0 and p99 < BUFFER * 8 / RATE * 1e6 / SCALE / 4,

@@ -12,6 +12,7 @@
 #include <check.h>
 #include <errno.h>
 #include <stdint.h>
+#include <string.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -274,6 +275,44 @@ START_TEST(test_pace_exact)
 }
 END_TEST
 
+/* A rate change rescales the wait left before the flow's next packet, from
+ * the later of now and its last packet's release; order is kept. */
+START_TEST(test_pace_rescale)
+{
+	struct ls_pace pc = {0};
+	uint64_t slow = ls_wheel_tpb(HZ, 1000000), fast = ls_wheel_tpb(HZ, 1000000000);
+	uint64_t at, gap1m = 1500ULL * 8 * HZ / 1000000; /* 1500 B at 1 Mb/s, ticks */
+
+	/* a 1500-byte frame at 1 Mb/s (12 ms gap), then the rate is 1 Gb/s one
+	 * millisecond on: the next frame may leave 11 ms / 1000 after now, not
+	 * 11 ms after */
+	at = ls_wheel_pace(&pc, slow, 1500, 0);
+	ck_assert_uint_eq(at, 0);
+	ck_assert_uint_le(pc.next - gap1m, 1);
+	ls_wheel_pace_rescale(&pc, slow, fast, HZ / 1000);
+	ck_assert_uint_ge(pc.next, HZ / 1000 + (gap1m - HZ / 1000) / 1000 - 1);
+	ck_assert_uint_le(pc.next, HZ / 1000 + (gap1m - HZ / 1000) / 1000 + 1);
+	/* slower again: the wait grows back by the same ratio */
+	ls_wheel_pace_rescale(&pc, fast, slow, HZ / 1000);
+	ck_assert_uint_le(pc.next - gap1m, 1000);
+	/* a frame still waiting (released at 10 ms, next at 22 ms): at 10x the
+	 * rate the next may leave 1.2 ms after it, never before it */
+	memset(&pc, 0, sizeof(pc));
+	pc.next = HZ / 100;
+	at = ls_wheel_pace(&pc, slow, 1500, 0);
+	ck_assert_uint_eq(at, HZ / 100);
+	ls_wheel_pace_rescale(&pc, slow, slow / 10, HZ / 1000);
+	ck_assert_uint_ge(pc.next, at);
+	ck_assert_uint_le(pc.next - (at + gap1m / 10), 1ULL << LS_PACE_GAP_SHIFT);
+	/* no change, unpaced, or nothing to wait for: untouched */
+	at = pc.next;
+	ls_wheel_pace_rescale(&pc, slow, slow, 0);
+	ls_wheel_pace_rescale(&pc, 0, slow, 0);
+	ls_wheel_pace_rescale(&pc, slow, fast, at + 1);
+	ck_assert_uint_eq(pc.next, at);
+}
+END_TEST
+
 static Suite *
 wheel_suite(void)
 {
@@ -286,6 +325,7 @@ wheel_suite(void)
 	tcase_add_test(tc, test_fifo_within_slot);
 	tcase_add_test(tc, test_full_and_past);
 	tcase_add_test(tc, test_pace_exact);
+	tcase_add_test(tc, test_pace_rescale);
 	tcase_add_test(tc, test_rate_1);
 	tcase_add_test(tc, test_rate_1k);
 	tcase_add_test(tc, test_rate_100k);
