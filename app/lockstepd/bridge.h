@@ -56,6 +56,8 @@ struct ls_ctl;
 	X(cnp_no_mbuf)      /* CNPs not sent: no mbuf or burst full */ \
 	X(cnp_received)     /* CNPs from the fabric (RP) */ \
 	X(cnp_unmatched)    /* CNPs for no flow under DCQCN here */ \
+	X(cnp_held)         /* CNPs for a QP not paired yet: held for its first ACK */ \
+	X(cnp_held_applied) /* ... applied when that ACK came within 4 T */ \
 	X(qp_pairs_learnt)  /* QP pairings learnt from RC ACKs */ \
 	X(qp_pairs_full)    /* address pairs not tracked: table full */ \
 	X(qp_pairs_aged)    /* address pairs forgotten after flow_idle_ms unused */ \

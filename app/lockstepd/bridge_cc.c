@@ -52,6 +52,8 @@
 #define OP_RC_ACK 0x11        /* BTH opcode: RC Acknowledge */
 #define CNP_DSCP 48           /* ConnectX's default cnp_dscp */
 #define SHARE_SHIFT 10        /* qp_side.cnp_t: TSC in 1024-tick units */
+#define CNP_HELD 2u           /* qp_side.cnp_t: a CNP waits for the QP's pairing */
+#define HELD_TIMERS 4         /* ... and is applied if the ACK comes within 4 T */
 #define SHARE_TIMERS 20       /* a QP shares its pair's increase while it got a
 			       * CNP within this many increase timers (T) */
 
@@ -66,7 +68,8 @@ struct qp_side {
 	uint32_t qp;              /* 24 bits; 0: empty (QP0 carries no RoCEv2 data) */
 	uint32_t peer;            /* the QP at the other end, 0 until paired */
 	uint32_t cnp_t;           /* RP, host's QPs: TSC >> SHARE_SHIFT of its last
-				   * CNP (0: none) */
+				   * CNP in bits 2..31, bit 0 set (0: none), bit 1
+				   * CNP_HELD: it came before the QP was paired */
 };
 
 /* QPs between one local (host) and one remote address. */
@@ -504,34 +507,20 @@ pair_share(struct lsd_bridge *b, struct qp_set *s, struct qp_side *l, uint16_t s
 	uint32_t w = (uint32_t)RTE_MIN((b->cc->dq[slice].timer_ticks * SHARE_TIMERS) >>
 				       SHARE_SHIFT, (uint64_t)UINT32_MAX / 2);
 
-	l->cnp_t = t | 1; /* never 0: 0 is "none" */
+	l->cnp_t = (t & ~3u) | 1; /* never 0: 0 is "none" */
 	for (unsigned int i = 0; i < QP_SET; i++)
-		if (s->loc[i].peer != 0 && s->loc[i].cnp_t != 0 && t - s->loc[i].cnp_t <= w)
+		if (s->loc[i].peer != 0 && s->loc[i].cnp_t != 0 &&
+		    t - (s->loc[i].cnp_t & ~3u) <= w)
 			n++;
 	return (uint16_t)RTE_MAX(n, 1u);
 }
 
-/* Reaction point: a CNP from the fabric names the host's QP; the paced
- * flow is the host's frames to its peer QP. */
+/* A CNP for the host's flow idx (its QP's entry l in set s) cuts its rate. */
 static void
-on_cnp(struct lsd_bridge *b, const struct ls_flow_pkt *pk, struct qp_set *s, uint32_t qp,
-       uint64_t now)
+rp_cut(struct lsd_bridge *b, int32_t idx, struct qp_set *s, struct qp_side *l, uint64_t now)
 {
-	struct qp_side *l = side_find(s->loc, qp);
-	struct ls_flow_key k = pk->key;
-	const struct ls_flow_key *kp = &k;
-	int32_t idx;
 	struct ls_flow *f;
 
-	b->st.cnp_received++;
-	if (l == NULL || l->peer == 0) {
-		b->st.cnp_unmatched++;
-		return;
-	}
-	memcpy(k.src, pk->key.dst, 16);
-	memcpy(k.dst, pk->key.src, 16);
-	k.qp_label = rte_cpu_to_be_32(l->peer);
-	ls_flow_lookup_bulk(b->flows, &kp, 1, &idx);
 	if (idx < 0 || b->cc->mode[(f = ls_flow_at(b->flows, idx))->slice] != LS_CC_DCQCN) {
 		b->st.cnp_unmatched++;
 		return;
@@ -540,6 +529,57 @@ on_cnp(struct lsd_bridge *b, const struct ls_flow_pkt *pk, struct qp_set *s, uin
 	b->cc->flow[idx].cnps++;
 	if (b->cc->share[f->slice])
 		b->cc->flow[idx].dcqcn.share = pair_share(b, s, l, f->slice, now);
+}
+
+/*
+ * Reaction point: a CNP from the fabric names the host's QP; the paced
+ * flow is the host's frames to its peer QP. A CNP for a QP not paired yet
+ * is held on its entry: a responder may send the CNP for a request before
+ * the ACK that pairs the QP (lockstep-load --respond does), and 10 of 32
+ * flows starting together at line rate lost their first CNP so. The ACK
+ * that pairs it applies it (cc_held_ack), if within HELD_TIMERS T.
+ */
+static void
+on_cnp(struct lsd_bridge *b, const struct ls_flow_pkt *pk, struct qp_set *s, uint32_t qp,
+       uint64_t now)
+{
+	struct qp_side *l = side_find(s->loc, qp);
+	struct ls_flow_key k = pk->key;
+	const struct ls_flow_key *kp = &k;
+	int32_t idx;
+
+	b->st.cnp_received++;
+	if (l == NULL || l->peer == 0) {
+		if (l == NULL)
+			l = side_note(s->loc, &s->next_loc, qp);
+		l->cnp_t = ((uint32_t)(now >> SHARE_SHIFT) & ~3u) | CNP_HELD | 1;
+		b->st.cnp_held++;
+		return;
+	}
+	memcpy(k.src, pk->key.dst, 16);
+	memcpy(k.dst, pk->key.src, 16);
+	k.qp_label = rte_cpu_to_be_32(l->peer);
+	ls_flow_lookup_bulk(b->flows, &kp, 1, &idx);
+	rp_cut(b, idx, s, l, now);
+}
+
+/* An ACK from the fabric to the host's QP qp acknowledged flow acked (just
+ * paired, or already): a CNP held for qp is applied to it, if recent. */
+static void
+cc_held_ack(struct lsd_bridge *b, struct qp_set *s, uint32_t qp, int32_t acked, uint64_t now)
+{
+	struct qp_side *l = side_find(s->loc, qp);
+	uint32_t t = (uint32_t)(now >> SHARE_SHIFT);
+	uint64_t w;
+
+	if (l == NULL || !(l->cnp_t & CNP_HELD))
+		return;
+	l->cnp_t &= ~CNP_HELD;
+	w = b->cc->dq[ls_flow_at(b->flows, acked)->slice].timer_ticks * HELD_TIMERS;
+	if (t - (l->cnp_t & ~3u) > (uint32_t)RTE_MIN(w >> SHARE_SHIFT, (uint64_t)UINT32_MAX / 2))
+		return;
+	b->st.cnp_held_applied++;
+	rp_cut(b, acked, s, l, now);
 }
 
 /* A RoCEv2 frame from the fabric (flow idx, its line f, or idx < 0). */
@@ -562,8 +602,11 @@ lsd_cc_from_fabric(struct lsd_bridge *b, const uint8_t *fr, const struct ls_flow
 		if (s != NULL && pk->bth_opcode == LS_ROCE_OPCODE_CNP)
 			on_cnp(b, pk, s, qp, now);
 		else if (s != NULL && (acked = side_pair(b, s->loc, &s->next_loc, s->rem,
-							 &pk->key, qp, psn)) >= 0 && b->fo_on)
-			lsd_fo_ack(b, acked, now);
+							 &pk->key, qp, psn)) >= 0) {
+			cc_held_ack(b, s, qp, acked, now);
+			if (b->fo_on)
+				lsd_fo_ack(b, acked, now);
+		}
 		if (pk->bth_opcode == LS_ROCE_OPCODE_CNP)
 			return;
 	} else if (f != NULL) {

@@ -44,6 +44,7 @@ import lslab  # noqa: E402  (test_bridge put tools/lab on the path)
 QP_Y = 0x000123   # the host's QP (frames from the fabric name it)
 QP_X = 0x000456   # the remote sender's QP (frames from the host name it)
 QP_Y2, QP_X2 = 0x000789, 0x000abc  # a second pair of QPs of the same hosts
+QP_Y3, QP_X3 = 0x000def, 0x000321  # a third, whose first CNP comes before its ACK
 LINK = 300000000  # Bridge.config's link_bps
 
 # Frames from argv (JSON list of [iface_side, kind, opcode, dqp, psn, ecn, sport])
@@ -387,14 +388,30 @@ def checks(c, br, tmp):
     send(br, "p", [(0x81, 0x000999, 0, 0, 50000)])
     time.sleep(0.3)
     st3 = counters(br)
-    c.check(st3["cnp_received"] == 4 and st3["cnp_unmatched"] == 1,
-            "a CNP to an unknown QP: cnp_unmatched (received %d, unmatched %d)" %
-            (st3["cnp_received"], st3["cnp_unmatched"]))
+    c.check(st3["cnp_received"] == 4 and st3["cnp_held"] == 1 and st3["cnp_unmatched"] == 0
+            and cc_flow(br, QP_X)["cc"]["cnps"] == 3,
+            "a CNP to a QP not paired: held for its first ACK, no flow cut (received %d, "
+            "held %d, unmatched %d)" % (st3["cnp_received"], st3["cnp_held"],
+                                        st3["cnp_unmatched"]))
+    # a CNP before the ACK that pairs its QP (a responder may send them in
+    # that order): the host's requests to X3, a CNP to Y3, then the ACK to
+    # Y3 for those requests pairs Y3 with X3 and applies the held CNP
+    send(br, "h", [(0x04, QP_X3, 3000 + i, 2, 50000) for i in range(3)])
+    time.sleep(0.3)
+    send(br, "p", [(0x81, QP_Y3, 0, 0, 50000)])
+    send(br, "p", [(0x11, QP_Y3, 3001, 0, 50000)])
+    time.sleep(0.3)
+    f3, st4 = cc_flow(br, QP_X3), counters(br)
+    c.check(f3 is not None and f3["cc"]["cnps"] == 1 and f3["cc"]["state"] == "recovery" and
+            st4["cnp_held"] == 2 and st4["cnp_held_applied"] == 1,
+            "a CNP before its QP's first ACK: held, then applied when the ACK paired the QP "
+            "(held %d, applied %d): %s" % (st4["cnp_held"], st4["cnp_held_applied"],
+                                          f3 and f3["cc"]))
     # a second pair of QPs of the same hosts, paired by an ACK as X and Y
-    # were; the host's flow to X2, then a CNP to Y2: two of the pair's QPs
-    # have had a CNP within 20 T (200 s here), so X2's flow takes half of
-    # R_AI and R_HAI; X's flow, whose CNPs came when only Y had any, a whole
-    # one (cc.ai_share, docs/cc.md)
+    # were; the host's flow to X2, then a CNP to Y2: three of the pair's
+    # QPs (Y, Y3, Y2) have had a CNP within 20 T (200 s here), so X2's flow
+    # takes a third of R_AI and R_HAI; X's flow, whose CNPs came when only Y
+    # had any, a whole one (cc.ai_share, docs/cc.md)
     send(br, "p", [(0x04, QP_Y2, 7000, 2, BASE + 3)])
     send(br, "h", [(0x11, QP_X2, 7000, 0, 50000)])
     send(br, "h", [(0x04, QP_X2, 6000 + i, 2, 50000) for i in range(4)])
@@ -402,10 +419,10 @@ def checks(c, br, tmp):
     send(br, "p", [(0x81, QP_Y2, 0, 0, 50000)])
     time.sleep(0.3)
     fx, fx2 = cc_flow(br, QP_X), cc_flow(br, QP_X2)
-    c.check(fx2 is not None and fx2["cc"]["cnps"] == 1 and fx2["cc"]["share"] == 2 and
+    c.check(fx2 is not None and fx2["cc"]["cnps"] == 1 and fx2["cc"]["share"] == 3 and
             fx["cc"]["share"] == 1,
-            "a CNP to the pair's second QP: its flow shares the increase with X's "
-            "(share 2; X's 1): %s, %s" % (fx2 and fx2["cc"], fx["cc"]))
+            "a CNP to the pair's third QP cut: its flow shares the increase with X's and "
+            "X3's (share 3; X's 1): %s, %s" % (fx2 and fx2["cc"], fx["cc"]))
 
     # 6. the operator's view
     ctl = os.path.join(lslab.BUILD, "tools", "lockstepctl", "lockstepctl")
