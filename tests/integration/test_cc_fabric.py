@@ -198,7 +198,8 @@ def run_case(c, tmp, flows, cc, bench, join=False):
               len(rates), " ".join("%.2f" % (r / 1e6) for r in rates), drops, marks,
               resp.get("acks", 0), resp.get("cnps", 0),
               {k: cc_state.get("counters", {}).get(k) for k in
-               ("cnp_received", "cnp_unmatched", "qp_pairs_learnt", "repaths",
+               ("cnp_received", "cnp_unmatched", "cnp_held", "cnp_held_applied",
+                "qp_pairs_learnt", "repaths",
                 "repaths_probe")}), flush=True)
     if cc:
         k = cc_state["counters"]
