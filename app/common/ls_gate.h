@@ -33,8 +33,7 @@
 #include <rte_ethdev.h>
 
 struct ls_app_gate {
-	bool watch;        /* memif: look at the link */
-	bool up;           /* up at the last look */
+	bool watch;        /* memif: look at the link before each burst */
 };
 
 static inline void
@@ -44,7 +43,6 @@ ls_app_gate_init(struct ls_app_gate *g, uint16_t port)
 
 	g->watch = rte_eth_dev_info_get(port, &di) == 0 && di.driver_name != NULL &&
 		   strcmp(di.driver_name, "net_memif") == 0;
-	g->up = !g->watch;
 }
 
 static inline bool
@@ -59,10 +57,7 @@ ls_app_link_up(uint16_t port)
 static inline bool
 ls_app_gate_open(struct ls_app_gate *g, uint16_t port)
 {
-	if (likely(!g->watch))
-		return true;
-	g->up = ls_app_link_up(port);
-	return g->up;
+	return likely(!g->watch) || ls_app_link_up(port);
 }
 
 /* rx burst on queue 0 behind the gate. */

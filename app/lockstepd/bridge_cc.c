@@ -115,6 +115,8 @@ struct lsd_cc {
 	uint8_t mode[LS_SLICE_MAX];
 	bool np[LS_SLICE_MAX];
 	bool share[LS_SLICE_MAX];       /* cc.ai_share: pair_share */
+	uint32_t share_w[LS_SLICE_MAX]; /* SHARE_TIMERS T, in cnp_t units */
+	uint32_t held_w[LS_SLICE_MAX];  /* HELD_TIMERS T, in cnp_t units */
 	struct rte_mbuf *out[LSD_BURST]; /* CNPs built this burst */
 	unsigned int n_out;
 };
@@ -187,6 +189,10 @@ lsd_cc_apply_slice(struct lsd_bridge *b, unsigned int k, const struct ls_policy_
 	d->min_dec_pct = c->min_dec_pct;
 	d->clamp_tgt = c->clamp_tgt;
 	cc->share[k] = c->ai_share;
+	cc->share_w[k] = (uint32_t)RTE_MIN((d->timer_ticks * SHARE_TIMERS) >> SHARE_SHIFT,
+					   (uint64_t)UINT32_MAX / 2);
+	cc->held_w[k] = (uint32_t)RTE_MIN((d->timer_ticks * HELD_TIMERS) >> SHARE_SHIFT,
+					  (uint64_t)UINT32_MAX / 2);
 	ls_cc_delay_defaults(&cc->dl[k], b->hz, max);
 	cc->dl[k].target_ns = (uint64_t)c->target_us * 1000;
 	cc->dl[k].interval = b->hz / 1000000 * c->interval_us;
@@ -503,9 +509,7 @@ static uint16_t
 pair_share(struct lsd_bridge *b, struct qp_set *s, struct qp_side *l, uint16_t slice,
 	   uint64_t now)
 {
-	uint32_t t = (uint32_t)(now >> SHARE_SHIFT), n = 0;
-	uint32_t w = (uint32_t)RTE_MIN((b->cc->dq[slice].timer_ticks * SHARE_TIMERS) >>
-				       SHARE_SHIFT, (uint64_t)UINT32_MAX / 2);
+	uint32_t t = (uint32_t)(now >> SHARE_SHIFT), n = 0, w = b->cc->share_w[slice];
 
 	l->cnp_t = (t & ~3u) | 1; /* never 0: 0 is "none" */
 	for (unsigned int i = 0; i < QP_SET; i++)
@@ -570,13 +574,11 @@ cc_held_ack(struct lsd_bridge *b, struct qp_set *s, uint32_t qp, int32_t acked, 
 {
 	struct qp_side *l = side_find(s->loc, qp);
 	uint32_t t = (uint32_t)(now >> SHARE_SHIFT);
-	uint64_t w;
 
 	if (l == NULL || !(l->cnp_t & CNP_HELD))
 		return;
 	l->cnp_t &= ~CNP_HELD;
-	w = b->cc->dq[ls_flow_at(b->flows, acked)->slice].timer_ticks * HELD_TIMERS;
-	if (t - (l->cnp_t & ~3u) > (uint32_t)RTE_MIN(w >> SHARE_SHIFT, (uint64_t)UINT32_MAX / 2))
+	if (t - (l->cnp_t & ~3u) > b->cc->held_w[ls_flow_at(b->flows, acked)->slice])
 		return;
 	b->st.cnp_held_applied++;
 	rp_cut(b, acked, s, l, now);

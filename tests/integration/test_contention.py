@@ -166,7 +166,9 @@ def wait_paired(socks, timeout):
 
 def start(c, rig, name, seed, mode, load_args):
     """The emulator, a lockstepd per job and the jobs' generators, started:
-    (sockets, reports, generators), or None."""
+    (sockets, reports, generators, paired), or None. paired (delay mode
+    only, else None): the routes paired data and probe paths before the
+    generators started."""
     if not c.check(rig.fabric(topo(seed), ["--idle-sleep-us", "50", "--sample-us", "0"]),
                    "%s: emulator up" % name):
         return None
@@ -176,10 +178,9 @@ def start(c, rig, name, seed, mode, load_args):
         if not c.check(s is not None, "%s: lockstepd %s up" % (name, job[1])):
             return None
         socks.append(s)
-    if mode == "delay":
-        # the delay mode reads data path k from the probe paths paired
-        # with it: paired before the flows start, or it reads probe path k
-        rig.paired = wait_paired(socks, 15)
+    # the delay mode reads data path k from the probe paths paired with
+    # it: paired before the flows start, or it reads probe path k
+    paired = wait_paired(socks, 15) if mode == "delay" else None
     reports = {}
     loads = []
     for job in JOBS:
@@ -192,7 +193,7 @@ def start(c, rig, name, seed, mode, load_args):
             "--idle-sleep-us", "100", "--report", reports[job[0]]] + load_args,
             host_memif=job[1] + ".memif"))
     time.sleep(WARM_MS / 1000 + 1.0)
-    return socks, reports, loads
+    return socks, reports, loads, paired
 
 
 def run(c, tmp, seed, balance, need_collision=False):
@@ -205,7 +206,7 @@ def run(c, tmp, seed, balance, need_collision=False):
                     "--duration", "120"])
         if up is None:
             return None
-        socks, reports, loads = up
+        socks, reports, loads, _ = up
         pl = {}
         lslab.wait_until(lambda: len(pl.update(placement(rig.fsock, socks)) or pl) ==
                          2 * FLOWS, 5)
@@ -281,8 +282,7 @@ def run_delay(c, tmp, seed):
         up = start(c, rig, name, seed, "delay", ["--duration", "6"])
         if up is None:
             return None
-        socks, _, loads = up
-        paired = rig.paired
+        socks, _, loads, paired = up
         pl = {}
         lslab.wait_until(lambda: len(pl.update(placement(rig.fsock, socks)) or pl) ==
                          2 * FLOWS, 5)
