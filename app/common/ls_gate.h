@@ -60,20 +60,33 @@ ls_app_gate_open(struct ls_app_gate *g, uint16_t port)
 	return likely(!g->watch) || ls_app_link_up(port);
 }
 
-/* rx burst on queue 0 behind the gate. */
+/* rx burst on queue q behind the gate. */
 static inline uint16_t
-ls_app_rx(struct ls_app_gate *g, uint16_t port, struct rte_mbuf **m, uint16_t n)
+ls_app_rx_q(struct ls_app_gate *g, uint16_t port, uint16_t q, struct rte_mbuf **m, uint16_t n)
 {
 	if (unlikely(!ls_app_gate_open(g, port)))
 		return 0;
-	return rte_eth_rx_burst(port, 0, m, n);
+	return rte_eth_rx_burst(port, q, m, n);
 }
 
-/* tx burst on queue 0 behind the gate: 0 sent while it is shut. */
+/* tx burst on queue q behind the gate: 0 sent while it is shut. */
+static inline uint16_t
+ls_app_tx_q(struct ls_app_gate *g, uint16_t port, uint16_t q, struct rte_mbuf **m, uint16_t n)
+{
+	return likely(ls_app_gate_open(g, port)) ? rte_eth_tx_burst(port, q, m, n) : 0;
+}
+
+/* ... on queue 0. */
+static inline uint16_t
+ls_app_rx(struct ls_app_gate *g, uint16_t port, struct rte_mbuf **m, uint16_t n)
+{
+	return ls_app_rx_q(g, port, 0, m, n);
+}
+
 static inline uint16_t
 ls_app_tx(struct ls_app_gate *g, uint16_t port, struct rte_mbuf **m, uint16_t n)
 {
-	return likely(ls_app_gate_open(g, port)) ? rte_eth_tx_burst(port, 0, m, n) : 0;
+	return ls_app_tx_q(g, port, 0, m, n);
 }
 
 #endif /* LS_GATE_H */

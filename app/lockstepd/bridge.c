@@ -320,10 +320,12 @@ from_host(struct lsd_bridge *b, uint64_t now, unsigned int *work)
 	uint32_t now_ms = (uint32_t)(now / b->ms_div);
 	uint16_t n, i, nk = 0;
 
-	n = ls_app_rx(&b->host->gate, b->host->port_id, m, LSD_BURST);
+	n = lsd_bridge_rx(b, LSD_HOST, m, LSD_BURST);
 	if (n == 0)
 		return;
 	*work += n;
+	if (lsd_bset.soft && b->li == 0 && (n = lsd_spread_out(b, LSD_HOST, m, n)) == 0)
+		return;
 	b->st.rx_host += n;
 	for (i = 0; i < n && i < 4; i++)
 		rte_prefetch0(rte_pktmbuf_mtod(m[i], void *));
@@ -417,33 +419,20 @@ fabric_frame(struct lsd_bridge *b, struct rte_mbuf *m, const uint8_t *fr, uint64
 		lsd_cc_from_fabric(b, fr, &pk, id, now);
 }
 
-/* Frames of the fabric port: ours to the probe path, the rest (counted per
- * flow) to the host. Broadcast and multicast go to both: lockstepd only
- * reads them (ARP, ND) and the host gets them whole. */
-static void
-from_fabric(struct lsd_lcore *lc, struct lsd_bridge *b, uint64_t now, unsigned int *work)
+/* The lead's look at the fabric's frames: ours to ours[], the routers'
+ * answers to path discovery kept, broadcast and multicast read (ARP, ND)
+ * and left in m[] with the rest for the host. The count left. */
+static uint16_t
+fabric_triage(struct lsd_lcore *lc, struct lsd_bridge *b, struct rte_mbuf **m, uint16_t n,
+	      struct rte_mbuf **ours, uint16_t *no, uint64_t tsc)
 {
-	struct rte_mbuf *m[LSD_BURST], *ours[LSD_BURST], *host[LSD_BURST];
-	uint16_t n, i, no = 0, nh = 0, sent;
-	uint32_t now_ms = (uint32_t)(now / b->ms_div);
-	uint64_t tsc;
+	uint16_t i, nh = 0;
 
-	n = ls_app_rx(&b->fab->gate, b->fab->port_id, m, LSD_BURST);
-	b->fab_drained = n < LSD_BURST;
-	if (n == 0)
-		return;
-	/* after a pause (this lcore, the peer or, in the lab, the emulator
-	 * held up), replies come late for every path: not silence (bridge_fo.c) */
-	if (now - b->fab_last_rx > b->fab_pause)
-		b->fab_resumed = now;
-	b->fab_last_rx = now;
-	tsc = rte_rdtsc();
-	*work += n;
 	for (i = 0; i < n; i++) {
 		const uint8_t *f = rte_pktmbuf_mtod(m[i], const uint8_t *);
 
 		if (m[i]->data_len >= 6 && memcmp(f, b->fab->mac.b, 6) == 0) {
-			ours[no++] = m[i];
+			ours[(*no)++] = m[i];
 			continue;
 		}
 		if (m[i]->data_len >= 6 && (f[0] & 1))
@@ -456,22 +445,46 @@ from_fabric(struct lsd_lcore *lc, struct lsd_bridge *b, uint64_t now, unsigned i
 			rte_pktmbuf_free(m[i]);
 			continue;
 		}
-		host[nh++] = m[i];
-		fabric_frame(b, m[i], f, tsc, now_ms);
+		m[nh++] = m[i];
 	}
+	return nh;
+}
+
+/* Frames of the fabric port: ours to the probe path, the rest (counted per
+ * flow) to the host. Broadcast and multicast go to both: lockstepd only
+ * reads them (ARP, ND) and the host gets them whole. The other lcores of a
+ * soft spread get the host's frames only, already looked at by the lead. */
+static void
+from_fabric(struct lsd_lcore *lc, struct lsd_bridge *b, uint64_t now, unsigned int *work)
+{
+	struct rte_mbuf *m[LSD_BURST], *ours[LSD_BURST];
+	uint16_t n, i, no = 0, nh;
+	uint32_t now_ms = (uint32_t)(now / b->ms_div);
+	uint64_t tsc;
+
+	n = lsd_bridge_rx(b, LSD_FAB, m, LSD_BURST);
+	b->fab_drained = n < LSD_BURST;
+	if (n == 0)
+		return;
+	/* after a pause (this lcore, the peer or, in the lab, the emulator
+	 * held up), replies come late for every path: not silence (bridge_fo.c) */
+	if (now - b->fab_last_rx > b->fab_pause)
+		b->fab_resumed = now;
+	b->fab_last_rx = now;
+	tsc = rte_rdtsc();
+	*work += n;
+	nh = b->ring_io ? n : fabric_triage(lc, b, m, n, ours, &no, tsc);
+	if (lsd_bset.soft && b->li == 0)
+		nh = lsd_spread_out(b, LSD_FAB, m, nh);
+	for (i = 0; i < nh; i++)
+		fabric_frame(b, m[i], rte_pktmbuf_mtod(m[i], const uint8_t *), tsc, now_ms);
 	if (b->roce_track)
 		lsd_cc_flush(b);
 	b->st.rx_fabric += nh;
 	if (no > 0)
 		lsd_rx_vector(lc, b->fab, ours, no, tsc);
-	if (nh > 0) {
-		sent = ls_app_tx(&b->host->gate, b->host->port_id, host, nh);
-		b->st.tx_host += sent;
-		if (sent < nh) {
-			b->st.tx_drops_host += nh - sent;
-			rte_pktmbuf_free_bulk(&host[sent], nh - sent);
-		}
-	}
+	if (nh > 0)
+		lsd_bridge_send(b, LSD_HOST, m, nh);
 }
 
 /* Wheel -> slices -> fabric. */
@@ -481,7 +494,6 @@ to_fabric(struct lsd_bridge *b, uint64_t now, unsigned int *work)
 	void *out[LSD_BURST];
 	uint32_t tags[LSD_BURST];
 	unsigned int n, i;
-	uint16_t sent;
 
 	/* the frames' slices and lengths come from the wheel's tags: the mbufs
 	 * waited there, likely out of cache, and only the PMD reads them next */
@@ -502,16 +514,12 @@ to_fabric(struct lsd_bridge *b, uint64_t now, unsigned int *work)
 		*work += n;
 	}
 	while ((n = ls_slice_dequeue(b->sched, now, out, LSD_BURST)) > 0) {
-		sent = ls_app_tx(&b->fab->gate, b->fab->port_id, (struct rte_mbuf **)out,
-				 (uint16_t)n);
-		b->st.tx_fabric += sent;
 		*work += n;
-		if (sent < n) {
-			b->st.tx_drops_fabric += n - sent;
-			rte_pktmbuf_free_bulk((struct rte_mbuf **)&out[sent], n - sent);
+		if (lsd_bridge_send(b, LSD_FAB, (struct rte_mbuf **)out, (uint16_t)n) < n)
 			break;
-		}
 	}
+	if (lsd_bset.soft && b->li == 0)
+		lsd_spread_drain(b, work);
 }
 
 void
@@ -519,6 +527,8 @@ lsd_bridge_poll(struct lsd_lcore *lc, struct lsd_bridge *b, unsigned int *work)
 {
 	uint64_t now = rte_rdtsc();
 
+	if (unlikely(b->notes != NULL))
+		lsd_fo_notes(b);
 	/* The fabric's frames first: after the lcore was held up, the ACKs
 	 * waiting in its ring are heard before the host's requests are
 	 * judged silent (failover), and CNPs act before the frames they slow. */
@@ -581,10 +591,11 @@ lsd_bridge_apply(struct lsd_bridge *b, const struct ls_policy *pol)
 }
 
 static int
-bridge_create(unsigned int lcore, struct lsd_port *host, struct lsd_port *fab,
+bridge_create(unsigned int li, struct lsd_port *host, struct lsd_port *fab,
 	      const struct ls_policy *pol)
 {
 	const struct ls_conf_bridge *bc = &lsd.cfg.bridge;
+	unsigned int lcore = lsd_bset.lcore[li];
 	int socket = (int)rte_lcore_to_socket_id(lcore);
 	struct lsd_bridge *b = rte_zmalloc_socket("lsd_bridge", sizeof(*b), 64, socket);
 	char name[32];
@@ -593,7 +604,11 @@ bridge_create(unsigned int lcore, struct lsd_port *host, struct lsd_port *fab,
 	if (b == NULL)
 		return -ENOMEM;
 	lsd_bridges[lcore] = b;
-	b->lc = &lsd.lcores[lcore];
+	lsd_bset.b[li] = b;
+	b->li = (uint8_t)li;
+	b->ring_io = lsd_bset.soft && li > 0;
+	/* the lead's probes feed the delay mode of every lcore's flows */
+	b->lc = &lsd.lcores[lsd_bset.lcore[0]];
 	b->host = host;
 	b->fab = fab;
 	b->hz = rte_get_tsc_hz();
@@ -619,11 +634,12 @@ bridge_create(unsigned int lcore, struct lsd_port *host, struct lsd_port *fab,
 	 * loop (tens of us when the lcore is busy), or a fast link underruns:
 	 * 16 KiB capped a 100 Gb/s link near 10 Gb/s (bridge fuzz test). */
 	b->sched = ls_slice_create(&(struct ls_slice_params){
-		.hz = b->hz, .link_bps = bc->link_bps, .now = rte_rdtsc(),
+		.hz = b->hz, .link_bps = lsd_share_of(bc->link_bps, lsd_bset.n),
+		.now = rte_rdtsc(),
 		.burst_bytes = (uint32_t)RTE_MAX(16384ULL, bc->link_bps / 8 / 50000)});
 	if (b->flows == NULL || b->wheel == NULL || b->sched == NULL ||
 	    lsd_cc_create(b, socket) < 0 || lsd_fo_create(b, socket) < 0 ||
-	    lsd_bal_create(b, socket) < 0) {
+	    lsd_bal_create(b, socket) < 0 || lsd_spread_create(b) < 0) {
 		LSD_LOG(ERR, "bridge: cannot allocate %u flows (try more memory: -m)",
 		       bc->max_flows);
 		return -ENOMEM;
@@ -635,26 +651,50 @@ bridge_create(unsigned int lcore, struct lsd_port *host, struct lsd_port *fab,
 	return lsd_bridge_apply(b, pol);
 }
 
+/* The data path's lcores (bridge.lcores, the fabric port's first). */
+static int
+bridge_lcores(unsigned int lead)
+{
+	const struct ls_conf_bridge *bc = &lsd.cfg.bridge;
+
+	lsd_bset.n = bc->n_lcores > 0 ? bc->n_lcores : 1;
+	lsd_bset.lcore[0] = lead;
+	/* (main.c checked that the EAL runs them) */
+	for (unsigned int i = 1; i < lsd_bset.n; i++)
+		lsd_bset.lcore[i] = bc->lcores[i];
+	lsd_bset.soft = lsd_bset.n > 1;
+	if (lsd_bset.n > 1)
+		LSD_LOG(INFO, "bridge: %u lcores, soft spread by address pair (lead lcore %u)",
+		       lsd_bset.n, lead);
+	return 0;
+}
+
 int
 lsd_bridge_init(void)
 {
 	const struct ls_conf_bridge *bc = &lsd.cfg.bridge;
-	int h, f;
+	const struct ls_policy *pol;
+	int h, f, rc;
 
 	if (!bc->enabled)
 		return 0;
 	h = ls_config_port_index(&lsd.cfg, bc->host_port);
 	f = ls_config_port_index(&lsd.cfg, bc->fabric_port);
+	rc = bridge_lcores(lsd.ports[f].lcore);
+	if (rc < 0)
+		return rc;
 	/* the host's frames carry the host's MAC: take every frame */
 	rte_eth_promiscuous_enable(lsd.ports[h].port_id);
 	rte_eth_promiscuous_enable(lsd.ports[f].port_id);
-	{
-		const struct ls_policy *pol = lsd_bridge_policy_initial();
-
-		if (pol == NULL)
-			return -EINVAL;
-		return bridge_create(lsd.ports[f].lcore, &lsd.ports[h], &lsd.ports[f], pol);
+	pol = lsd_bridge_policy_initial();
+	if (pol == NULL)
+		return -EINVAL;
+	for (unsigned int i = 0; i < lsd_bset.n; i++) {
+		rc = bridge_create(i, &lsd.ports[h], &lsd.ports[f], pol);
+		if (rc < 0)
+			return rc;
 	}
+	return 0;
 }
 
 void
@@ -679,7 +719,9 @@ lsd_bridge_fini(void)
 		lsd_cc_free(b);
 		lsd_fo_free(b);
 		lsd_bal_free(b);
+		lsd_spread_free(b);
 		rte_free(b);
 		lsd_bridges[l] = NULL;
 	}
+	memset(&lsd_bset, 0, sizeof(lsd_bset));
 }

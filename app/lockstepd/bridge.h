@@ -17,6 +17,8 @@
 
 #include <jansson.h>
 
+#include <rte_ring.h>
+
 #include "lockstepd.h"
 #include "ls_flow.h"
 #include "ls_roce.h"
@@ -67,7 +69,10 @@ struct ls_ctl;
 	X(repaths_probe)    /* flows moved off a path the probe mesh found silent */ \
 	X(probe_silences)   /* probe paths found silent (each marks the data paths on its route) */ \
 	X(route_icmp)       /* ICMP errors about our path discovery: kept, not forwarded */ \
-	X(balanced)         /* flows moved off a hot path (bridge.balance) */
+	X(balanced)         /* flows moved off a hot path (bridge.balance) */ \
+	X(spread_out)       /* frames handed to the lcore their address pair goes to */ \
+	X(spread_drops)     /* ... dropped: that lcore's ring was full */ \
+	X(fo_notes_lost)    /* probe marks another lcore missed: its ring was full */
 
 struct lsd_bridge_stats {
 #define X(n) uint64_t n;
@@ -75,8 +80,20 @@ struct lsd_bridge_stats {
 #undef X
 };
 
+/* The two sides of the data path, as indexes of lsd_bridge's rings. */
+enum { LSD_HOST, LSD_FAB };
+
 struct lsd_bridge {
 	struct lsd_port *host, *fab;
+	/* Many cores (bridge_spread.c). The lead (index 0, the fabric port's
+	 * lcore) reads and writes the ports' queue 0; in the soft spread it
+	 * hands each frame to the lcore its address pair goes to through
+	 * in[], and sends what the others put on their out[]. */
+	uint16_t q;                         /* the ports' queue this lcore uses */
+	uint8_t li;                         /* index among the data path's lcores */
+	bool ring_io;                       /* frames come and go through in[]/out[] */
+	struct rte_ring *in[2], *out[2];    /* soft spread, by side: lead -> this, this -> lead */
+	struct rte_ring *notes;             /* lead -> this: failover's probe marks */
 	struct ls_flow_table *flows;
 	struct ls_wheel *wheel;
 	struct ls_slice_sched *sched;       /* toward the fabric */
@@ -118,6 +135,76 @@ struct lsd_bridge {
 };
 
 extern struct lsd_bridge *lsd_bridges[RTE_MAX_LCORE];
+
+/* The data path's lcores in order, the lead first (bridge_spread.c). */
+struct lsd_bridge_set {
+	unsigned int n;
+	unsigned int lcore[LS_BRIDGE_MAX_LCORES];
+	struct lsd_bridge *b[LS_BRIDGE_MAX_LCORES];
+	bool soft;                          /* the soft spread (else RSS or one lcore) */
+};
+extern struct lsd_bridge_set lsd_bset;
+
+/* A rate split n ways, as every lcore's share starts. */
+static inline uint64_t
+lsd_share_of(uint64_t bps, unsigned int n)
+{
+	return n > 1 ? bps / n : bps;
+}
+
+/* bridge_share.c: the link and the slices split among the lcores by demand
+ * (control thread: lsd_share_poll; lcore: lsd_share_apply, LSD_MSG_SHARE) */
+struct lsd_share_msg {
+	uint32_t link;                      /* of bridge.link_bps, LS_SLICE_SHARE_ONE */
+	uint32_t slice[LS_SLICE_MAX];       /* by scheduler index; 0 = leave */
+};
+void lsd_share_poll(void);
+int lsd_share_apply(struct lsd_bridge *b, const struct lsd_share_msg *m);
+json_t *lsd_share_json(void);
+
+/* bridge_spread.c (lcore) */
+int lsd_spread_create(struct lsd_bridge *b);
+void lsd_spread_free(struct lsd_bridge *b);
+/* Lead, soft spread: keep this lcore's frames of m[0..n), hand the others
+ * to theirs; the kept count. */
+uint16_t lsd_spread_out(struct lsd_bridge *b, int side, struct rte_mbuf **m, uint16_t n);
+/* Lead, soft spread: send what the other lcores left on their out rings. */
+void lsd_spread_drain(struct lsd_bridge *b, unsigned int *work);
+/* Rings held (for `bridge`'s held): frames on the out rings. */
+uint64_t lsd_spread_held(const struct lsd_bridge *b);
+
+/* A burst from a side: the port's queue, or the lead's ring. */
+static inline uint16_t
+lsd_bridge_rx(struct lsd_bridge *b, int side, struct rte_mbuf **m, uint16_t n)
+{
+	struct lsd_port *p = side == LSD_HOST ? b->host : b->fab;
+
+	if (b->ring_io)
+		return (uint16_t)rte_ring_sc_dequeue_burst(b->in[side], (void **)m, n, NULL);
+	return ls_app_rx_q(&p->gate, p->port_id, b->q, m, n);
+}
+
+/* Frames to a side: the port's queue, or the ring the lead sends from
+ * (the lead counts them sent when the port takes them). What is not taken
+ * is dropped and counted; the count taken is returned. */
+static inline uint16_t
+lsd_bridge_send(struct lsd_bridge *b, int side, struct rte_mbuf **m, uint16_t n)
+{
+	struct lsd_port *p = side == LSD_HOST ? b->host : b->fab;
+	uint16_t sent;
+
+	if (b->ring_io) {
+		sent = (uint16_t)rte_ring_sp_enqueue_burst(b->out[side], (void **)m, n, NULL);
+	} else {
+		sent = ls_app_tx_q(&p->gate, p->port_id, b->q, m, n);
+		*(side == LSD_HOST ? &b->st.tx_host : &b->st.tx_fabric) += sent;
+	}
+	if (unlikely(sent < n)) {
+		*(side == LSD_HOST ? &b->st.tx_drops_host : &b->st.tx_drops_fabric) += n - sent;
+		rte_pktmbuf_free_bulk(&m[sent], n - sent);
+	}
+	return sent;
+}
 
 /* bridge.c (lcore) */
 int lsd_bridge_init(void);
@@ -161,6 +248,8 @@ void lsd_fo_probe_path(struct lsd_bridge *b, const struct lsd_peer *peer,
 void lsd_fo_probe_heard(struct lsd_bridge *b, const struct lsd_peer *peer,
 			uint64_t data_paths);
 json_t *lsd_fo_flow_json(const struct lsd_bridge *b, int32_t idx);
+/* Another data-path lcore: the lead's probe marks, applied to its own. */
+void lsd_fo_notes(struct lsd_bridge *b);
 /* Control thread: the lcore's moves since the last call, as path.silent events. */
 void lsd_fo_events_poll(struct lsd_bridge *b);
 

@@ -61,8 +61,6 @@ struct lsd_bal_order {
 };
 
 static struct {
-	struct lsd_bridge *b;
-	unsigned int lcore;
 	struct ls_balance_params p;
 	struct rte_hash *h;        /* lsd_addr_key -> index in d */
 	struct bal_dest *d;
@@ -136,10 +134,10 @@ lsd_bal_ctl_init(unsigned int lcore)
 	};
 	uint64_t hz = rte_get_tsc_hz();
 
-	bal.b = lsd_bridges[lcore];
-	if (bal.b == NULL || bal.b->bal_allowed == NULL)
+	const struct lsd_bridge *b = lsd_bridges[lcore];
+
+	if (b == NULL || b->bal_allowed == NULL)
 		return 0;
-	bal.lcore = lcore;
 	/* unset timers follow the probes: a decision needs several samples
 	 * of a path, so it waits for ten intervals, and a round per half */
 	uint64_t probe_ns = (uint64_t)lsd.cfg.probe.interval_us * 1000;
@@ -149,7 +147,7 @@ lsd_bal_ctl_init(unsigned int lcore)
 		.runs = c->runs,
 		.jitter_ns = c->jitter_us ? (uint64_t)c->jitter_us * 1000 : 10 * probe_ns,
 		.settle_ns = c->settle_us ? (uint64_t)c->settle_us * 1000 : 10 * probe_ns,
-		.n_paths = bal.b->n_paths,
+		.n_paths = b->n_paths,
 		/* a probe interval: the samples of a route come from several
 		 * probe paths, a fraction of an interval apart, each with the
 		 * lab's (or the host's) scheduling noise */
@@ -235,19 +233,15 @@ samples(const struct lsd_peer *peer, struct ls_balance_sample *x, uint64_t *rout
 	return covered;
 }
 
-/* Our active flows to d per route (each path counts those of every path
- * of its route), and those on the hot route that may go somewhere (their
- * allowed paths, or-ed, in *allowed). */
+/* Our active flows to d on one lcore's table, per path, and those on the
+ * hot route that may go somewhere (appended to cand). @return flows to d. */
 static uint32_t
-count_flows(const struct bal_dest *d, const uint64_t *route, int hot,
-	    struct ls_balance_path *in, int32_t *cand, uint64_t *allowed)
+scan_flows(const struct lsd_bridge *b, const struct bal_dest *d, const uint64_t *route,
+	   int hot, uint32_t *per, int32_t *cand, uint32_t *n, uint64_t *allowed)
 {
-	const struct lsd_bridge *b = bal.b;
-	uint32_t cap = ls_flow_capacity(b->flows), n = 0, per[LS_BALANCE_MAX_PATHS] = {0};
+	uint32_t cap = ls_flow_capacity(b->flows), mine = 0;
 	uint32_t now_ms = (uint32_t)(rte_rdtsc() / b->ms_div);
 
-	*allowed = 0;
-	bal.scans++;
 	for (uint32_t i = 0; i < cap; i++) {
 		const struct ls_flow *f = ls_flow_at(b->flows, (int32_t)i);
 		uint8_t path = LOAD(f->path);
@@ -258,10 +252,45 @@ count_flows(const struct bal_dest *d, const uint64_t *route, int hot,
 		    memcmp(ls_flow_key_at(b->flows, (int32_t)i)->dst, d->dst, 16) != 0)
 			continue;
 		per[path]++;
+		mine++;
 		al = LOAD(b->bal_allowed[i]);
-		if ((route[hot] >> path & 1) && al != 0 && n < BAL_MAX_MOVE) {
-			cand[n++] = (int32_t)i;
+		if ((route[hot] >> path & 1) && al != 0 && *n < BAL_MAX_MOVE) {
+			cand[(*n)++] = (int32_t)i;
 			*allowed |= al;
+		}
+	}
+	return mine;
+}
+
+/* Our active flows to d per route (each path counts those of every path
+ * of its route), over every data-path lcore, and those on the hot route
+ * that may go somewhere (their allowed paths, or-ed, in *allowed). The
+ * candidates are those of the lcore with the most flows to d (*li): a host
+ * pair's flows live on one lcore (bridge_spread.c), so only a host with
+ * several addresses splits a destination's flows. */
+static uint32_t
+count_flows(const struct bal_dest *d, const uint64_t *route, int hot,
+	    struct ls_balance_path *in, int32_t *cand, uint64_t *allowed, unsigned int *li)
+{
+	uint32_t n = 0, best = 0, per[LS_BALANCE_MAX_PATHS] = {0};
+
+	*allowed = 0;
+	*li = 0;
+	bal.scans++;
+	for (unsigned int i = 0; i < lsd_bset.n; i++) {
+		int32_t c[BAL_MAX_MOVE];
+		uint64_t al = 0;
+		uint32_t k = 0, mine;
+
+		if (lsd_bset.b[i]->bal_allowed == NULL)
+			continue;
+		mine = scan_flows(lsd_bset.b[i], d, route, hot, per, c, &k, &al);
+		if (mine > best) {
+			best = mine;
+			*li = i;
+			n = k;
+			*allowed = al;
+			memcpy(cand, c, sizeof(c[0]) * k);
 		}
 	}
 	for (uint16_t j = 0; j < bal.p.n_paths; j++)
@@ -282,11 +311,13 @@ log_move(const struct bal_dest *d, const struct ls_balance_move *mv, int moved)
 			    "queue_us", mv->q_from / 1e3, "to_queue_us", mv->q_to / 1e3));
 }
 
-/* Move what pick decided: the first mv->flows candidates the target allows. */
+/* Move what pick decided: the first mv->flows candidates the target
+ * allows, on data-path lcore li. */
 static void
 order(struct bal_dest *d, const struct ls_balance_move *mv, uint64_t route, const int32_t *cand,
-      uint32_t n)
+      uint32_t n, unsigned int li)
 {
+	const struct lsd_bridge *b = lsd_bset.b[li];
 	struct lsd_bal_order *o = calloc(1, sizeof(*o));
 	struct lsd_msg *m = calloc(1, sizeof(*m));
 	int rc;
@@ -301,11 +332,11 @@ order(struct bal_dest *d, const struct ls_balance_move *mv, uint64_t route, cons
 	o->to = mv->to;
 	memcpy(o->dst, d->dst, 16);
 	for (uint32_t i = 0; i < n && o->n < mv->flows; i++)
-		if (LOAD(bal.b->bal_allowed[cand[i]]) >> mv->to & 1)
+		if (LOAD(b->bal_allowed[cand[i]]) >> mv->to & 1)
 			o->idx[o->n++] = cand[i];
 	m->type = LSD_MSG_BALANCE;
 	m->ptr = o;
-	rc = lsd_msg_send(bal.lcore, m);
+	rc = lsd_msg_send(lsd_bset.lcore[li], m);
 	if (rc == -ETIMEDOUT) {
 		bal.orders_failed++;   /* the lcore may still read both: leaked */
 		return;
@@ -329,6 +360,7 @@ round_of(const struct lsd_peer *peer, uint64_t now, uint64_t now_ns)
 	struct ls_balance_move mv;
 	struct bal_dest *d;
 	uint64_t allowed;
+	unsigned int li;
 	uint32_t n;
 	int hot;
 
@@ -342,9 +374,9 @@ round_of(const struct lsd_peer *peer, uint64_t now, uint64_t now_ns)
 		return;
 	for (uint16_t j = 0; j < LS_BALANCE_MAX_PATHS; j++)
 		in[j] = (struct ls_balance_path){.q_ns = x[j].q_ns};
-	n = count_flows(d, route, hot, in, cand, &allowed);
+	n = count_flows(d, route, hot, in, cand, &allowed, &li);
 	if (ls_balance_pick(&d->s, &bal.p, in, hot, allowed, now_ns, &mv) == 1)
-		order(d, &mv, route[hot], cand, n);
+		order(d, &mv, route[hot], cand, n, li);
 	else if (in[hot].flows == 0)
 		d->not_ours++;
 	else

@@ -134,7 +134,7 @@ lsd_cc_create(struct lsd_bridge *b, int socket)
 		.socket_id = socket,
 	};
 
-	snprintf(name, sizeof(name), "lsd_qp_pairs_%d", socket);
+	snprintf(name, sizeof(name), "lsd_qp_pairs_%u", lsd_bset.lcore[b->li]);
 	b->cc = rte_zmalloc_socket("lsd_cc", sizeof(*b->cc), 64, socket);
 	if (b->cc == NULL)
 		return -ENOMEM;
@@ -640,16 +640,10 @@ void
 lsd_cc_flush(struct lsd_bridge *b)
 {
 	struct lsd_cc *cc = b->cc;
-	uint16_t sent;
 
 	if (cc->n_out == 0)
 		return;
-	sent = ls_app_tx(&b->fab->gate, b->fab->port_id, cc->out, (uint16_t)cc->n_out);
-	b->st.tx_fabric += sent;
-	if (sent < cc->n_out) {
-		b->st.tx_drops_fabric += cc->n_out - sent;
-		rte_pktmbuf_free_bulk(&cc->out[sent], cc->n_out - sent);
-	}
+	lsd_bridge_send(b, LSD_FAB, cc->out, (uint16_t)cc->n_out);
 	cc->n_out = 0;
 }
 

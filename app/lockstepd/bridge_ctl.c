@@ -73,12 +73,53 @@ lsd_bridge_policy_initial(void)
 	return p;
 }
 
+/* next to every data-path lcore, the lead first. Each swaps it in and
+ * marks its message done. On a failure from the first, nothing changed and
+ * next is freed; once one lcore took next, neither next nor the policy the
+ * others still run may be freed: a later failure keeps both (leaked, and
+ * said). */
+static int
+hand_over(struct ls_policy *next, int *result)
+{
+	*result = 0;
+	for (unsigned int i = 0; i < lsd_bset.n; i++) {
+		/* on the heap: a message given up on is still read by the lcore */
+		struct lsd_msg *msg = calloc(1, sizeof(*msg));
+		int rc = -ENOMEM;
+
+		if (msg != NULL) {
+			msg->type = LSD_MSG_POLICY;
+			msg->ptr = next;
+			rc = lsd_msg_send(lsd_bset.lcore[i], msg);
+			*result = msg->result;
+			/* a time-out means never applied (lsd_msg_send): only
+			 * the message stays (the lcore reads its state) */
+			if (rc != -ETIMEDOUT)
+				free(msg);
+		}
+		if (rc == 0 && *result == 0)
+			continue;
+		rc = rc < 0 ? rc : *result;
+		if (i == 0) {
+			free(next);
+			return rc;
+		}
+		LSD_LOG(ERR, "bridge: lcore %u did not take the policy (%s): the lcores run "
+		       "different policies until the next change", lsd_bset.lcore[i],
+		       strerror(-rc));
+		bctl.cur = next;   /* what the first lcores run; the old one leaks */
+		return rc;
+	}
+	free(bctl.cur);
+	bctl.cur = next;
+	return 0;
+}
+
 /* Save and hand over next; on success it becomes the current policy. */
 static int
 policy_commit(struct ls_ctl_req *req, struct ls_policy *next)
 {
 	const char *file = lsd.cfg.bridge.policy_file;
-	struct lsd_msg *msg;
 	char err[LS_ERR_LEN];
 	int rc, result;
 
@@ -96,29 +137,12 @@ policy_commit(struct ls_ctl_req *req, struct ls_policy *next)
 			return rc;
 		}
 	}
-	/* on the heap: a message given up on is still read by the lcore */
-	msg = calloc(1, sizeof(*msg));
-	if (msg == NULL) {
-		free(next);
-		ls_ctl_reply_error(req, LS_CTL_E_INTERNAL, "out of memory");
-		return -ENOMEM;
-	}
-	msg->type = LSD_MSG_POLICY;
-	msg->ptr = next;
-	rc = lsd_msg_send(bctl.lcore, msg);
-	result = msg->result;
-	/* a time-out means never applied (lsd_msg_send): next is ours again,
-	 * only the message stays (the lcore reads its state) */
-	if (rc != -ETIMEDOUT)
-		free(msg);
+	rc = hand_over(next, &result);
 	if (rc < 0 || result < 0) {
-		free(next);
 		ls_ctl_reply_error(req, LS_CTL_E_INTERNAL, "data path did not take the policy: %s",
 				   strerror(rc < 0 ? -rc : -result));
 		return rc < 0 ? rc : result;
 	}
-	free(bctl.cur);
-	bctl.cur = next;
 	return 0;
 }
 
@@ -368,37 +392,59 @@ cmd_policy(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_un
 	ls_ctl_reply_ok(req, ls_policy_to_json(bctl.cur));
 }
 
+/* The data path's counters summed over its lcores (relaxed loads). */
+static void
+counters_sum(struct lsd_bridge_stats *sum)
+{
+	memset(sum, 0, sizeof(*sum));
+	for (unsigned int i = 0; i < lsd_bset.n; i++) {
+		const struct lsd_bridge_stats *st = &lsd_bset.b[i]->st;
+
+#define X(n) sum->n += __atomic_load_n(&st->n, __ATOMIC_RELAXED);
+		LSD_BRIDGE_COUNTERS(X)
+#undef X
+	}
+}
+
 static json_t *
 counters_json(const struct lsd_bridge_stats *st)
 {
 	json_t *o = json_object();
 
-#define X(n) json_object_set_new(o, #n, json_integer((json_int_t)__atomic_load_n(&st->n, __ATOMIC_RELAXED)));
+#define X(n) json_object_set_new(o, #n, json_integer((json_int_t)st->n));
 	LSD_BRIDGE_COUNTERS(X)
 #undef X
 	return o;
 }
 
 /* Frames from the host the data path holds now (gauges, not counters): in
- * the pacing wheel and on the slice queues. With them the host side adds
- * up at any moment:
+ * the pacing wheels, on the slice queues and on the rings back to the lead
+ * (many cores). With them the host side adds up at any moment:
  *   rx_host = tx_fabric + pace_drops + wheel_full + slice_drops
- *             + tx_drops_fabric + held.wheel + held.slices
- * (read while the lcore runs, the terms may be a burst apart). */
+ *             + tx_drops_fabric + held.wheel + held.slices + held.rings
+ * (read while the lcores run, the terms may be a burst apart; held.rings
+ * holds frames for the host too). */
 static json_t *
-held_json(const struct lsd_bridge *b)
+held_json(void)
 {
-	struct ls_wheel_stats ws;
-	uint64_t q = 0;
+	uint64_t w = 0, q = 0, r = 0;
 
-	ls_wheel_stats(b->wheel, &ws);
-	for (unsigned int s = 0; s < ls_slice_count(b->sched); s++) {
-		struct ls_slice_stats st;
+	for (unsigned int i = 0; i < lsd_bset.n; i++) {
+		const struct lsd_bridge *b = lsd_bset.b[i];
+		struct ls_wheel_stats ws;
 
-		if (ls_slice_get(b->sched, s, NULL, &st) == 0)
-			q += st.backlog;
+		ls_wheel_stats(b->wheel, &ws);
+		w += ws.held;
+		for (unsigned int s = 0; s < ls_slice_count(b->sched); s++) {
+			struct ls_slice_stats st;
+
+			if (ls_slice_get(b->sched, s, NULL, &st) == 0)
+				q += st.backlog;
+		}
+		r += lsd_spread_held(b);
 	}
-	return json_pack("{sI sI}", "wheel", (json_int_t)ws.held, "slices", (json_int_t)q);
+	return json_pack("{sI sI sI}", "wheel", (json_int_t)w, "slices", (json_int_t)q,
+			 "rings", (json_int_t)r);
 }
 
 /* The port's own view: frames the PMD could not take (no mbuf, ring full)
@@ -415,35 +461,62 @@ port_json(const struct lsd_port *p)
 			 "rx_nombuf", (json_int_t)s.rx_nombuf, "tx_errors", (json_int_t)s.oerrors);
 }
 
+/* Each lcore's part: how evenly the address pairs spread. */
+static json_t *
+lcores_json(void)
+{
+	json_t *a = json_array();
+
+	for (unsigned int i = 0; i < lsd_bset.n; i++) {
+		const struct lsd_bridge *b = lsd_bset.b[i];
+
+		json_array_append_new(a, json_pack("{si sI sI sI}", "lcore", (int)lsd_bset.lcore[i],
+			"flows", (json_int_t)ls_flow_count(b->flows),
+			"rx_host", (json_int_t)__atomic_load_n(&b->st.rx_host, __ATOMIC_RELAXED),
+			"rx_fabric", (json_int_t)__atomic_load_n(&b->st.rx_fabric, __ATOMIC_RELAXED)));
+	}
+	return a;
+}
+
 json_t *
 lsd_bridge_status_json(void)
 {
-	const struct lsd_bridge *b = lsd_bridges[bctl.lcore];
+	const struct lsd_bridge *b = lsd_bset.n > 0 ? lsd_bset.b[0] : NULL;
+	struct lsd_bridge_stats st;
+	uint64_t flows = 0, bytes = 0, unlogged = 0;
 
 	if (b == NULL)
 		return json_null();
-	return json_pack("{ss ss si sI sI sI so so so so s{sb sI} so}", "host_port",
+	counters_sum(&st);
+	for (unsigned int i = 0; i < lsd_bset.n; i++) {
+		flows += ls_flow_count(lsd_bset.b[i]->flows);
+		bytes += ls_flow_table_bytes(lsd_bset.b[i]->flows);
+		unlogged += lsd_bset.b[i]->fo_unlogged;
+	}
+	return json_pack("{ss ss si sI sI sI so so so so s{sb sI} so so so}", "host_port",
 			 b->host->conf->name,
 			 "fabric_port", b->fab->conf->name, "lcore", (int)bctl.lcore,
-			 "flows", (json_int_t)ls_flow_count(b->flows),
-			 "flow_table_bytes", (json_int_t)ls_flow_table_bytes(b->flows),
+			 "flows", (json_int_t)flows, "flow_table_bytes", (json_int_t)bytes,
 			 "link_bps", (json_int_t)lsd.cfg.bridge.link_bps,
-			 "counters", counters_json(&b->st), "held", held_json(b),
+			 "counters", counters_json(&st), "held", held_json(),
 			 "host", port_json(b->host), "fabric", port_json(b->fab),
 			 "failover", "enabled", b->fo_on,
-			 "moves_unlogged", (json_int_t)b->fo_unlogged, "balance", lsd_bal_json());
+			 "moves_unlogged", (json_int_t)unlogged, "balance", lsd_bal_json(),
+			 "lcores", lcores_json(), "shares", lsd_share_json());
 }
 
-/* Every control-loop pass: the data path's moves into the event log. */
+/* Every control-loop pass: the data path's moves into the event log, and
+ * the lcores' shares of the link. */
 void
 lsd_bridge_events_poll(void)
 {
-	struct lsd_bridge *b = lsd.cfg.bridge.enabled ? lsd_bridges[bctl.lcore] : NULL;
-
-	if (b != NULL && b->fo_on)
-		lsd_fo_events_poll(b);
-	if (b != NULL)
-		lsd_bal_poll();
+	if (!lsd.cfg.bridge.enabled || lsd_bset.n == 0)
+		return;
+	for (unsigned int i = 0; i < lsd_bset.n; i++)
+		if (lsd_bset.b[i]->fo_on)
+			lsd_fo_events_poll(lsd_bset.b[i]);
+	lsd_bal_poll();
+	lsd_share_poll();
 }
 
 static void
@@ -454,14 +527,39 @@ cmd_bridge(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_un
 	ls_ctl_reply_ok(req, lsd_bridge_status_json());
 }
 
+/* Slice s of the lead summed with its namesakes on the other lcores. */
+static void
+slice_sum(unsigned int s, const char *name, struct ls_slice_stats *sum)
+{
+	memset(sum, 0, sizeof(*sum));
+	for (unsigned int i = 0; i < lsd_bset.n; i++) {
+		const struct lsd_bridge *b = lsd_bset.b[i];
+		int k = i == 0 ? (int)s : ls_slice_find(b->sched, name);
+		struct ls_slice_stats st;
+
+		if (k < 0 || ls_slice_get(b->sched, (unsigned int)k, NULL, &st) < 0)
+			continue;
+		sum->enq_pkts += st.enq_pkts;
+		sum->enq_bytes += st.enq_bytes;
+		sum->deq_pkts += st.deq_pkts;
+		sum->deq_bytes += st.deq_bytes;
+		sum->drops += st.drops;
+		sum->sent_prio += st.sent_prio;
+		sum->sent_min += st.sent_min;
+		sum->sent_excess += st.sent_excess;
+		sum->backlog += st.backlog;
+	}
+}
+
 static void
 cmd_slices(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_unused)
 {
-	const struct lsd_bridge *b = lsd_bridges[bctl.lcore];
+	const struct lsd_bridge *b;
 	json_t *a;
 
 	if (!bridge_on(req))
 		return;
+	b = lsd_bset.b[0];
 	a = json_array();
 	for (unsigned int s = 0; s < ls_slice_count(b->sched); s++) {
 		struct ls_slice_conf c;
@@ -469,8 +567,9 @@ cmd_slices(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_un
 		int pi = b->slice_pol[s];
 		json_t *o;
 
-		if (pi < 0 || ls_slice_get(b->sched, s, &c, &st) < 0)
+		if (pi < 0 || ls_slice_get(b->sched, s, &c, NULL) < 0)
 			continue;
+		slice_sum(s, c.name, &st);
 		o = ls_policy_slice_to_json(&bctl.cur->slices[pi]);
 		json_object_set_new(o, "stats", json_pack(
 			"{sI sI sI sI sI sI sI sI si}", "enq_pkts", (json_int_t)st.enq_pkts,
@@ -483,37 +582,62 @@ cmd_slices(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_un
 	ls_ctl_reply_ok(req, a);
 }
 
+/* CE marks of the lead's slice s and its namesakes elsewhere. */
+static uint64_t
+slice_ce_sum(unsigned int s, const char *name)
+{
+	uint64_t ce = 0;
+
+	for (unsigned int i = 0; i < lsd_bset.n; i++) {
+		const struct lsd_bridge *b = lsd_bset.b[i];
+		int k = i == 0 ? (int)s : ls_slice_find(b->sched, name);
+
+		if (k >= 0)
+			ce += __atomic_load_n(&b->slice_ce[k], __ATOMIC_RELAXED);
+	}
+	return ce;
+}
+
 /* Congestion control at a glance: per slice its settings and CE marks, CE
  * from the fabric by the sender's path, the NP/RP counters. */
 static void
 cmd_cc(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_unused)
 {
-	const struct lsd_bridge *b = lsd_bridges[bctl.lcore];
+	const struct lsd_bridge *b;
+	struct lsd_bridge_stats st;
 	json_t *sl, *paths, *cnt;
 
 	if (!bridge_on(req))
 		return;
+	b = lsd_bset.b[0];
+	counters_sum(&st);
 	sl = json_array();
 	for (unsigned int s = 0; s < ls_slice_count(b->sched); s++) {
 		int pi = b->slice_pol[s];
+		const char *name;
 		json_t *o, *whole;
 
 		if (pi < 0)
 			continue;
-		o = json_pack("{ss sI}", "name", bctl.cur->slices[pi].conf.name, "ce",
-			      (json_int_t)b->slice_ce[s]);
+		name = bctl.cur->slices[pi].conf.name;
+		o = json_pack("{ss sI}", "name", name, "ce", (json_int_t)slice_ce_sum(s, name));
 		whole = ls_policy_slice_to_json(&bctl.cur->slices[pi]);
 		json_object_update(o, json_object_get(whole, "cc"));
 		json_decref(whole);
 		json_array_append_new(sl, o);
 	}
 	paths = json_array();
-	for (unsigned int p = 0; p < LS_POLICY_MAX_PATHS; p++)
-		if (b->path_ce[p] != 0)
+	for (unsigned int p = 0; p < LS_POLICY_MAX_PATHS; p++) {
+		uint64_t ce = 0;
+
+		for (unsigned int i = 0; i < lsd_bset.n; i++)
+			ce += __atomic_load_n(&lsd_bset.b[i]->path_ce[p], __ATOMIC_RELAXED);
+		if (ce != 0)
 			json_array_append_new(paths, json_pack("{si sI}", "path", (int)p, "ce",
-							       (json_int_t)b->path_ce[p]));
+							       (json_int_t)ce));
+	}
 	cnt = json_object();
-#define X(n) json_object_set_new(cnt, #n, json_integer((json_int_t)b->st.n));
+#define X(n) json_object_set_new(cnt, #n, json_integer((json_int_t)st.n));
 	X(ce_from_host) X(ce_from_fabric) X(cnp_sent) X(cnp_rate_limited) X(cnp_unpaired)
 	X(cnp_no_mbuf) X(cnp_received) X(cnp_unmatched) X(cnp_held) X(cnp_held_applied)
 	X(qp_pairs_learnt) X(qp_pairs_full) X(qp_pairs_aged)

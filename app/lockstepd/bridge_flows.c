@@ -20,6 +20,7 @@
 struct row {
 	uint64_t score;
 	int32_t idx;
+	uint8_t li;                 /* the lcore's index (many cores) */
 };
 
 static uint64_t
@@ -169,44 +170,49 @@ void lsd_flows_cmd(struct ls_ctl_req *req, json_t *args, void *aux);
 void
 lsd_flows_cmd(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 {
-	const struct lsd_bridge *b = NULL;
 	const struct ls_policy *pol;
-	unsigned int top, n = 0, l;
+	unsigned int top, n = 0;
+	uint64_t count = 0;
 	struct row *h;
 	int by, dir;
 	bool cc;
 	json_t *a;
 
-	for (l = 0; l < RTE_MAX_LCORE && b == NULL; l++)
-		b = lsd_bridges[l];
-	if (b == NULL) {
+	if (lsd_bset.n == 0) {
 		ls_ctl_reply_error(req, LS_CTL_E_NOT_FOUND, "no data path (no \"bridge\" in the config)");
 		return;
 	}
 	if (flows_args(req, args, &top, &by, &dir, &cc) < 0)
 		return;
-	pol = b->policy;
+	pol = lsd_bset.b[0]->policy;
 	h = malloc(sizeof(*h) * top);
 	if (h == NULL) {
 		ls_ctl_reply_error(req, LS_CTL_E_INTERNAL, "out of memory");
 		return;
 	}
-	for (uint32_t i = 0; i < ls_flow_capacity(b->flows); i++) {
-		const struct ls_flow *f = ls_flow_at(b->flows, (int32_t)i);
+	for (unsigned int li = 0; li < lsd_bset.n; li++) {
+		const struct lsd_bridge *b = lsd_bset.b[li];
 
-		if (!f->used || (dir >= 0 && f->dir != dir))
-			continue;
-		heap_push(h, &n, top, (struct row){score(b, f, by), (int32_t)i});
+		count += ls_flow_count(b->flows);
+		for (uint32_t i = 0; i < ls_flow_capacity(b->flows); i++) {
+			const struct ls_flow *f = ls_flow_at(b->flows, (int32_t)i);
+
+			if (!f->used || (dir >= 0 && f->dir != dir))
+				continue;
+			heap_push(h, &n, top, (struct row){score(b, f, by), (int32_t)i, (uint8_t)li});
+		}
 	}
 	qsort(h, n, sizeof(*h), cmp_desc);
 	a = json_array();
 	for (unsigned int i = 0; i < n; i++) {
-		json_t *o = flow_json(b, pol, h[i].idx, cc);
+		json_t *o = flow_json(lsd_bset.b[h[i].li], pol, h[i].idx, cc);
 
-		if (o != NULL)
-			json_array_append_new(a, o);
+		if (o == NULL)
+			continue;
+		if (lsd_bset.n > 1)
+			json_object_set_new(o, "lcore", json_integer(lsd_bset.lcore[h[i].li]));
+		json_array_append_new(a, o);
 	}
 	free(h);
-	ls_ctl_reply_ok(req, json_pack("{sI so}", "flows",
-				       (json_int_t)ls_flow_count(b->flows), "top", a));
+	ls_ctl_reply_ok(req, json_pack("{sI so}", "flows", (json_int_t)count, "top", a));
 }

@@ -122,6 +122,16 @@ struct lsd_fo {
 
 _Static_assert(sizeof(struct ls_repath_flow) == 32, "two flows per cache line");
 
+/* What the probe mesh found, from the lead to the data path's other lcores
+ * (many cores): each applies it to its own marks. */
+struct fo_note {
+	uint64_t cov;              /* the data paths some probe stands for (silent) */
+	uint64_t paths;            /* data paths marked (silent) or cleared (heard) */
+	uint32_t h;                /* the peer's address hash */
+	uint32_t t;                /* flow clock */
+	uint8_t heard;
+};
+
 int
 lsd_fo_create(struct lsd_bridge *b, int socket)
 {
@@ -147,12 +157,23 @@ lsd_fo_create(struct lsd_bridge *b, int socket)
 	b->fo->per_us = (per_us << 32) >> T_SHIFT;
 	b->fo->probe_silence = c->silence_us * 1000;
 	b->fab_pause = c->silence_us * per_us / 2;
+	if (b->li > 0) {
+		char name[RTE_RING_NAMESIZE];
+
+		snprintf(name, sizeof(name), "lsd_fo_notes_%u", b->li);
+		b->notes = rte_ring_create_elem(name, sizeof(struct fo_note), 256, socket,
+						RING_F_SP_ENQ | RING_F_SC_DEQ);
+		if (b->notes == NULL)
+			return -ENOMEM;
+	}
 	return 0;
 }
 
 void
 lsd_fo_free(struct lsd_bridge *b)
 {
+	rte_ring_free(b->notes);
+	b->notes = NULL;
 	if (b->fo == NULL)
 		return;
 	rte_free(b->fo->flow);
@@ -446,12 +467,46 @@ peer_heard(const struct lsd_peer *peer, uint64_t now_ns, uint64_t lim)
  * only when the fabric's queue was drained by this pass, so that replies
  * waiting unread after the lcore was held up never read as silence.
  */
+/* A probe verdict on this lcore's marks. */
+static void
+note_apply(struct lsd_bridge *b, const struct fo_note *n)
+{
+	struct lsd_fo *fo = b->fo;
+	struct ls_repath_mark *e = &fo->pdest[n->h & (DEST_SLOTS - 1)];
+
+	if (n->heard) {
+		if (e->tag == (n->h | 1))
+			e->silent &= ~n->paths;
+		return;
+	}
+	fo->pcov[n->h & (DEST_SLOTS - 1)] = n->cov;
+	for (uint64_t m = n->paths; m != 0; m &= m - 1)
+		ls_repath_mark(fo->pdest, DEST_SLOTS, n->h, (uint8_t)__builtin_ctzll(m), n->t,
+			       &fo->p);
+	fo->probe_until = n->t + fo->p.hold;
+	b->fo_probe_live = true;
+}
+
+/* ... and on the data path's other lcores (many cores). A full ring loses
+ * the note there: those lcores' flows then move on their own ACKs only. */
+static void
+note_post(struct lsd_bridge *b, const struct fo_note *n)
+{
+	struct fo_note copy = *n;   /* the ring's API takes no const */
+
+	for (unsigned int i = 1; i < lsd_bset.n; i++)
+		if (lsd_bset.b[i]->notes == NULL ||
+		    rte_ring_sp_enqueue_elem(lsd_bset.b[i]->notes, &copy, sizeof(copy)) != 0)
+			b->st.fo_notes_lost++;
+}
+
 void
 lsd_fo_probe_path(struct lsd_bridge *b, const struct lsd_peer *peer,
 		  struct lsd_peer_path *pp, uint64_t data_paths, uint64_t now_ns)
 {
 	struct lsd_fo *fo = b->fo;
 	const struct ls_path_live *l = &pp->live;
+	struct fo_note note;
 	/* the next reply is due an interval after the last, give or take how
 	 * much round trips vary: 4 rttvar, as RFC 6298 allows them */
 	uint64_t lim = (uint64_t)peer->interval_us * 1000 + 4 * (uint64_t)pp->fo_rttvar;
@@ -465,14 +520,11 @@ lsd_fo_probe_path(struct lsd_bridge *b, const struct lsd_peer *peer,
 		return;
 	t = fo_clock(rte_rdtsc());
 	h = addr_hash(&peer->addr);
-	fo->pcov[h & (DEST_SLOTS - 1)] = 0;
+	note = (struct fo_note){.h = h, .t = t, .paths = data_paths & fo->all};
 	for (uint16_t p = 0; p < peer->n_paths; p++)
-		fo->pcov[h & (DEST_SLOTS - 1)] |=
-			__atomic_load_n(&peer->path[p].data_paths, __ATOMIC_RELAXED);
-	for (uint64_t m = data_paths & fo->all; m != 0; m &= m - 1)
-		ls_repath_mark(fo->pdest, DEST_SLOTS, h, (uint8_t)__builtin_ctzll(m), t, &fo->p);
-	fo->probe_until = t + fo->p.hold;
-	b->fo_probe_live = true;
+		note.cov |= __atomic_load_n(&peer->path[p].data_paths, __ATOMIC_RELAXED);
+	note_apply(b, &note);
+	note_post(b, &note);
 	if (!pp->fo_silent)
 		b->st.probe_silences++;
 	pp->fo_silent = 1;
@@ -484,11 +536,20 @@ lsd_fo_probe_path(struct lsd_bridge *b, const struct lsd_peer *peer,
 void
 lsd_fo_probe_heard(struct lsd_bridge *b, const struct lsd_peer *peer, uint64_t data_paths)
 {
-	uint32_t h = addr_hash(&peer->addr);
-	struct ls_repath_mark *e = &b->fo->pdest[h & (DEST_SLOTS - 1)];
+	struct fo_note note = {.h = addr_hash(&peer->addr), .paths = data_paths, .heard = 1};
 
-	if (e->tag == (h | 1))
-		e->silent &= ~data_paths;
+	note_apply(b, &note);
+	note_post(b, &note);
+}
+
+/* The lead's notes, on another lcore of the data path. */
+void
+lsd_fo_notes(struct lsd_bridge *b)
+{
+	struct fo_note note;
+
+	while (rte_ring_sc_dequeue_elem(b->notes, &note, sizeof(note)) == 0)
+		note_apply(b, &note);
 }
 
 /*

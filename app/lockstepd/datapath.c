@@ -91,6 +91,10 @@ apply_msg(struct lsd_lcore *lc, struct lsd_msg *msg)
 		rc = lsd_bridges[lc->lcore_id] == NULL ? -ENOENT :
 		     lsd_bal_apply(lsd_bridges[lc->lcore_id], msg->ptr);
 		break;
+	case LSD_MSG_SHARE:
+		rc = lsd_bridges[lc->lcore_id] == NULL ? -ENOENT :
+		     lsd_share_apply(lsd_bridges[lc->lcore_id], msg->ptr);
+		break;
 	case LSD_MSG_TRACE: {
 		struct lsd_trace_tx *tx = (struct lsd_trace_tx *)(uintptr_t)msg->ptr;
 
@@ -121,18 +125,39 @@ lsd_lcore_setup(struct lsd_lcore *lc)
 		lc->prng = 0x9e3779b97f4a7c15ULL;
 }
 
+/* Lab mode: give the core away, bounded so timers stay on time. A reader
+ * of the lead's peers is off-line meanwhile, so no grace period waits. */
+static void
+idle_sleep(struct lsd_lcore *lc, const struct ls_conf_idle *idle)
+{
+	if (lc->worker && lsd.qsbr != NULL)
+		rte_rcu_qsbr_thread_offline(lsd.qsbr, lc->lcore_id);
+	rte_delay_us_sleep(idle->sleep_us);
+	if (lc->worker && lsd.qsbr != NULL)
+		rte_rcu_qsbr_thread_online(lsd.qsbr, lc->lcore_id);
+	lc->st.idle_sleeps++;
+}
+
 int
 lsd_lcore_main(void *arg __rte_unused)
 {
 	struct lsd_lcore *lc = &lsd.lcores[rte_lcore_id()];
 	const struct ls_conf_idle *idle = &lsd.cfg.idle;
 	uint64_t hk = rte_get_timer_hz() / (1000000 / LSD_HOUSEKEEP_US);
+	struct rte_rcu_qsbr *qs = lc->worker ? lsd.qsbr : NULL;
 	uint32_t empty = 0;
 
 	if (!lc->active)
 		return 0;
-	rte_timer_reset(&lc->housekeep, hk, PERIODICAL, rte_lcore_id(), housekeep_cb, lc);
-	LSD_LOG(INFO, "lcore %u: polling %u port(s)", lc->lcore_id, lc->n_ports);
+	/* a data-path lcore without ports has no probes to time */
+	if (!lc->worker)
+		rte_timer_reset(&lc->housekeep, hk, PERIODICAL, rte_lcore_id(), housekeep_cb, lc);
+	if (qs != NULL) {
+		rte_rcu_qsbr_thread_register(qs, lc->lcore_id);
+		rte_rcu_qsbr_thread_online(qs, lc->lcore_id);
+	}
+	LSD_LOG(INFO, "lcore %u: polling %u port(s)%s", lc->lcore_id, lc->n_ports,
+	       lc->worker ? " and the data path's rings" : "");
 
 	while (!lsd.quit) {
 		struct lsd_bridge *br = lsd_bridges[lc->lcore_id];
@@ -148,6 +173,8 @@ lsd_lcore_main(void *arg __rte_unused)
 		}
 		if (br != NULL)
 			lsd_bridge_poll(lc, br, &work);
+		if (qs != NULL)
+			rte_rcu_qsbr_quiescent(qs, lc->lcore_id);
 		rte_timer_manage();
 		/* A few per loop: a batch of peer adds (a config of 10k peers)
 		 * must not stall the port's receive times for milliseconds. */
@@ -165,11 +192,12 @@ lsd_lcore_main(void *arg __rte_unused)
 			empty = 0;
 			continue;
 		}
-		if (++empty >= idle->after_polls) {
-			/* Lab mode: give the core away, bounded so timers stay on time. */
-			rte_delay_us_sleep(idle->sleep_us);
-			lc->st.idle_sleeps++;
-		}
+		if (++empty >= idle->after_polls)
+			idle_sleep(lc, idle);
+	}
+	if (qs != NULL) {
+		rte_rcu_qsbr_thread_offline(qs, lc->lcore_id);
+		rte_rcu_qsbr_thread_unregister(qs, lc->lcore_id);
 	}
 	rte_timer_stop_sync(&lc->housekeep);
 	for (uint32_t s = 0; s < lc->n_peers; s++)

@@ -32,6 +32,7 @@
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 #include <rte_mbuf_dyn.h>
+#include <rte_rcu_qsbr.h>
 #include <rte_ring.h>
 #include <rte_seqlock.h>
 #include <rte_timer.h>
@@ -286,6 +287,7 @@ enum lsd_msg_type {
 	LSD_MSG_POLICY,         /* run the data-path policy msg->ptr (bridge.c) */
 	LSD_MSG_TRACE,          /* send path-discovery probes msg->ptr (route.c) */
 	LSD_MSG_BALANCE,        /* move flows off a hot path: order msg->ptr (bridge_bal.c) */
+	LSD_MSG_SHARE,          /* the lcore's share of link and slices msg->ptr (bridge_share.c) */
 };
 
 struct lsd_msg {
@@ -352,6 +354,7 @@ struct lsd_lcore {
 	uint32_t rl_cache[LSD_RL_CACHE];    /* bucket index + 1, 0 = empty */
 	struct lsd_lcore_stats st;
 	bool active;
+	bool worker;                       /* a data-path lcore that owns no port */
 };
 
 /* Capture state shared by lcores (read) and the control thread (write). */
@@ -382,9 +385,14 @@ struct lsd_global {
 	int exit_code;
 	uint64_t start_tsc;
 	struct lsd_sync_pub sync_pub;       /* written by the control thread */
+	/* Readers of the lead lcore's peers from other data-path lcores (the
+	 * delay mode): they report quiescence every loop, and a peer is freed
+	 * only after a grace period (NULL with one data-path lcore). */
+	struct rte_rcu_qsbr *qsbr;
 };
 
 extern struct lsd_global lsd;
+extern const char *lsd_config_path;   /* --config (main.c), for errors */
 
 /* One lcore counter summed over all lcores (relaxed loads, see the top). */
 static inline uint64_t

@@ -71,7 +71,7 @@ static const char usage_text[] =
 "Exit status: 0 clean shutdown, 1 start-up or runtime failure, 2 bad usage\n"
 "or configuration.\n";
 
-static const char *lsd_config_path;
+const char *lsd_config_path;
 
 /* App options come after "--"; --help/--version also work alone, before any
  * EAL parsing, so they never need hugepages or root. */
@@ -122,9 +122,13 @@ setup_pool(void)
 
 	for (unsigned int i = 0; i < lsd.cfg.n_ports; i++)
 		n += lsd.cfg.ports[i].rx_desc + lsd.cfg.ports[i].tx_desc + 2 * LSD_BURST;
-	/* frames the data path holds: pacing wheel and slice queues */
-	if (lsd.cfg.bridge.enabled)
-		n += lsd.cfg.bridge.mbufs;
+	/* frames the data path holds: each lcore's pacing wheel and slice
+	 * queues, and the rings between its lcores (bridge_spread.c) */
+	if (lsd.cfg.bridge.enabled) {
+		unsigned int nl = RTE_MAX(lsd.cfg.bridge.n_lcores, 1);
+
+		n += lsd.cfg.bridge.mbufs * nl + (nl - 1) * 4 * 2048;
+	}
 	lsd.pool = rte_pktmbuf_pool_create("ls_mbuf", n, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
 					 (int)rte_socket_id());
 	if (lsd.pool == NULL) {
@@ -135,12 +139,64 @@ setup_pool(void)
 	return 0;
 }
 
+/* The data path's other lcores (bridge.lcores after the first): they poll
+ * its rings, own no port, and read the lead's peers under RCU. */
+static int
+setup_workers(void)
+{
+	const struct ls_conf_bridge *bc = &lsd.cfg.bridge;
+	size_t sz;
+
+	if (!bc->enabled || bc->n_lcores < 2)
+		return 0;
+	sz = rte_rcu_qsbr_get_memsize(RTE_MAX_LCORE);
+	lsd.qsbr = rte_zmalloc("lsd_qsbr", sz, RTE_CACHE_LINE_SIZE);
+	if (lsd.qsbr == NULL || rte_rcu_qsbr_init(lsd.qsbr, RTE_MAX_LCORE) != 0)
+		return -ENOMEM;
+	for (unsigned int i = 1; i < bc->n_lcores; i++) {
+		unsigned int l = bc->lcores[i];
+		struct lsd_lcore *lc = &lsd.lcores[l];
+		char name[RTE_RING_NAMESIZE];
+
+		if (l >= RTE_MAX_LCORE || !rte_lcore_is_enabled(l)) {
+			LSD_LOG(ERR, "%s: bridge.lcores[%u]: lcore %u is not enabled (add it to "
+			       "the EAL's -l)", lsd_config_path, i, l);
+			return -EINVAL;
+		}
+		lc->lcore_id = l;
+		lc->active = true;
+		lc->worker = true;
+		snprintf(name, sizeof(name), "ls_msgs_%u", l);
+		lc->msgs = rte_ring_create(name, LSD_MSG_RING, (int)rte_lcore_to_socket_id(l),
+					   RING_F_SC_DEQ);
+		if (lc->msgs == NULL)
+			return -ENOMEM;
+		lsd_lcore_setup(lc);
+	}
+	return 0;
+}
+
+/* The lead's peer table, read by the other data-path lcores: lock-free
+ * lookups, and a deleted key's slot reused only after a grace period. */
+static int
+peers_shared(struct lsd_lcore *lc)
+{
+	struct rte_hash_rcu_config rc = {.v = lsd.qsbr, .mode = RTE_HASH_QSBR_MODE_DQ};
+
+	return rte_hash_rcu_qsbr_add(lc->peer_hash, &rc) == 0 ? 0 : -ENOMEM;
+}
+
 static int
 setup_lcores(void)
 {
 	uint16_t ports[LS_MAX_PORTS], kports[LS_MAX_PORTS];
-	unsigned int n_k = 0;
+	unsigned int n_k = 0, lead = RTE_MAX_LCORE;
+	int rc = setup_workers();
 
+	if (rc < 0)
+		return rc;
+	if (lsd.qsbr != NULL)
+		lead = lsd.ports[ls_config_port_index(&lsd.cfg, lsd.cfg.bridge.fabric_port)].lcore;
 	for (unsigned int i = 0; i < lsd.n_ports; i++) {
 		struct lsd_lcore *lc = &lsd.lcores[lsd.ports[i].lcore];
 
@@ -158,10 +214,10 @@ setup_lcores(void)
 			.key_len = sizeof(struct lsd_addr_key),
 			.hash_func = rte_hash_crc,
 			.socket_id = (int)rte_lcore_to_socket_id(l),
+			.extra_flag = l == lead ? RTE_HASH_EXTRA_FLAGS_RW_CONCURRENCY_LF : 0,
 		};
-		int rc;
 
-		if (!lc->active)
+		if (!lc->active || lc->worker)
 			continue;
 		lc->lcore_id = l;
 		snprintf(name, sizeof(name), "ls_msgs_%u", l);
@@ -184,7 +240,8 @@ setup_lcores(void)
 		hp.name = name;
 		lc->peer_hash = rte_hash_create(&hp);
 		lc->peers = rte_zmalloc("ls_peers", sizeof(lc->peers[0]) * LS_MAX_PEERS, 0);
-		if (lc->msgs == NULL || lc->peer_hash == NULL || lc->peers == NULL) {
+		if (lc->msgs == NULL || lc->peer_hash == NULL || lc->peers == NULL ||
+		    (l == lead && peers_shared(lc) < 0)) {
 			LSD_LOG(ERR, "lcore %u: cannot allocate its tables", l);
 			return -ENOMEM;
 		}

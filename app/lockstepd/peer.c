@@ -352,7 +352,11 @@ lsd_peer_uninstall(unsigned int idx)
 		registry.peers[registry.n_peers++] = peer;
 		return -ETIMEDOUT;
 	}
-	/* whatever else the lcore says, it no longer holds the peer */
+	/* whatever else the lcore says, it no longer holds the peer; the
+	 * data path's other lcores may have read it just now (the delay
+	 * mode): they let go within a loop */
+	if (lsd.qsbr != NULL)
+		rte_rcu_qsbr_synchronize(lsd.qsbr, RTE_QSBR_THRID_INVALID);
 	return 0;
 }
 

@@ -70,6 +70,15 @@ struct ls_conf_port {
 };
 
 /** The data path: a bump in the wire between a host port and a fabric port. */
+#define LS_BRIDGE_MAX_LCORES 16 /**< data-path lcores per bridge */
+
+/** How the data path's frames reach its lcores (docs/datapath.md, "Many cores"). */
+enum ls_spread {
+	LS_SPREAD_AUTO,   /**< RSS where both ports can, else soft */
+	LS_SPREAD_RSS,    /**< one queue per lcore on each port, RSS by address pair */
+	LS_SPREAD_SOFT,   /**< the first lcore reads the ports and hands frames out */
+};
+
 struct ls_conf_bridge {
 	bool enabled;             /**< a "bridge" section is present */
 	char host_port[32];       /**< ports[].name of the host side (role "host") */
@@ -110,6 +119,11 @@ struct ls_conf_bridge {
 		uint32_t settle_us;   /**< after a move, none toward the destination for
 				       *   this long, default 0: ten probe intervals */
 	} balance;                /**< "balance": contention avoidance (docs/datapath.md) */
+	/** lcores carrying the data path, the fabric port's first (it also runs
+	 *  the probe mesh); none = that lcore alone */
+	uint16_t lcores[LS_BRIDGE_MAX_LCORES];
+	uint8_t n_lcores;
+	uint8_t spread;           /**< how frames reach them: LS_SPREAD_* */
 };
 
 /** Probe defaults (per peer overrides below). */

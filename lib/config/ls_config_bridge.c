@@ -5,6 +5,8 @@
  * and the starting policy, which lib/policy checks with the same
  * file/key/reason errors as every other key.
  */
+#include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +26,65 @@ fn_policy(struct pctx *c, const char *path, const json_t *v, void *dst,
 	if (*pp == NULL)
 		return ls_jsonv_fail(&c->jv, path, "out of memory");
 	return ls_policy_from_json(v, &c->jv, path, *pp);
+}
+
+static int
+fn_lcores(struct pctx *c, const char *path, const json_t *v, void *dst,
+	  const struct field *f __attribute__((unused)))
+{
+	struct ls_conf_bridge *b = (struct ls_conf_bridge *)((char *)dst -
+				    offsetof(struct ls_conf_bridge, lcores));
+	char ipath[LS_JSONV_PATH_LEN];
+	size_t i;
+	json_t *e;
+
+	json_array_foreach(v, i, e) {
+		json_int_t x = json_integer_value(e);
+
+		snprintf(ipath, sizeof(ipath), "%s[%zu]", path, i);
+		if (!json_is_integer(e) || x < 0 || x > 1023)
+			return ls_jsonv_fail(&c->jv, ipath, "expected an lcore id 0..1023");
+		for (size_t k = 0; k < i; k++)
+			if (b->lcores[k] == x)
+				return ls_jsonv_fail(&c->jv, ipath, "lcore %lld is listed twice",
+						     (long long)x);
+		b->lcores[i] = (uint16_t)x;
+	}
+	b->n_lcores = (uint8_t)json_array_size(v);
+	return 0;
+}
+
+/* The data path's lcores: the fabric port's first (the probe mesh and the
+ * ports' queue 0 are its), the others polling no port of their own. */
+static int
+bridge_lcores(struct pctx *c, const char *path, struct ls_conf_bridge *b, int f)
+{
+	char kpath[LS_JSONV_PATH_LEN], ipath[LS_JSONV_PATH_LEN];
+	int fl = c->cfg->ports[f].lcore;
+
+	/* RSS needs a queue per lcore on both ports of a NIC: not built yet
+	 * (docs/datapath.md, "Many cores"); the soft spread works on any port */
+	if (b->spread == LS_SPREAD_RSS)
+		return ls_jsonv_fail(&c->jv, ls_jsonv_key(kpath, path, "spread"),
+				     "\"rss\" is not supported yet: use \"soft\" or \"auto\"");
+	ls_jsonv_key(kpath, path, "lcores");
+	if (b->n_lcores == 0)
+		return 0;
+	if (fl < 0)
+		return ls_jsonv_fail(&c->jv, kpath, "ports[\"%s\"] needs an \"lcore\" of its own "
+				     "to lead the data path's lcores", b->fabric_port);
+	if (b->lcores[0] != fl)
+		return ls_jsonv_fail(&c->jv, kpath, "must start with %d, the fabric port's lcore",
+				     fl);
+	for (unsigned int i = 1; i < b->n_lcores; i++)
+		for (unsigned int p = 0; p < c->cfg->n_ports; p++)
+			if (c->cfg->ports[p].lcore == b->lcores[i]) {
+				snprintf(ipath, sizeof(ipath), "%s[%u]", kpath, i);
+				return ls_jsonv_fail(&c->jv, ipath, "lcore %u polls port \"%s\": "
+						     "the data path's other lcores poll no port",
+						     b->lcores[i], c->cfg->ports[p].name);
+			}
+	return 0;
 }
 
 static int
@@ -61,6 +122,8 @@ bridge_post(struct pctx *c, const char *path, const json_t *obj, void *base)
 	if (c->cfg->ports[h].lcore != c->cfg->ports[f].lcore)
 		return ls_jsonv_fail(&c->jv, ls_jsonv_key(kpath, path, "host_port"),
 				     "must be polled by the same lcore as the fabric port");
+	if (bridge_lcores(c, path, b, f) < 0)
+		return -EINVAL;
 	if (b->policy == NULL) {
 		b->policy = calloc(1, sizeof(*b->policy));
 		if (b->policy == NULL || ls_policy_finish(b->policy) < 0)
@@ -90,6 +153,8 @@ static const struct field balance_fields[] = {
 #undef BAL
 static const struct schema balance_schema = SCHEMA(balance_fields, NULL);
 
+static const char *const spread_names[] = {"auto", "rss", "soft", NULL};
+
 #define BR struct ls_conf_bridge
 static const struct field bridge_fields[] = {
 	F_STR("host_port", BR, host_port, 1, F_REQ | F_NAME),
@@ -105,6 +170,8 @@ static const struct field bridge_fields[] = {
 	F_FUNC("policy", BR, policy, fn_policy, 0),
 	F_OBJ("failover", offsetof(BR, failover), failover_schema, 0),
 	F_OBJ("balance", offsetof(BR, balance), balance_schema, 0),
+	F_ARRAY("lcores", BR, lcores, 0, LS_BRIDGE_MAX_LCORES, fn_lcores, 0),
+	F_ENUM("spread", BR, spread, spread_names),
 };
 #undef BR
 const struct schema ls_config_bridge_schema = SCHEMA(bridge_fields, bridge_post);

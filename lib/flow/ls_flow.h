@@ -90,6 +90,16 @@ struct ls_flow_pkt {
  */
 int ls_flow_parse(const uint8_t *f, uint32_t len, struct ls_flow_pkt *out);
 
+/**
+ * The hash that spreads frames over a data path's lcores: of the IP
+ * source and destination addresses only, and the same both ways (a frame
+ * and its answer, addresses swapped, hash alike), so that a host pair's
+ * flows and the ACKs and CNPs that answer them meet on one lcore. Reads
+ * the L2 header (one 802.1Q tag) and the addresses, never past len.
+ * @return the hash; 0 for what is not IPv4 or IPv6 (ARP, LLDP, runts).
+ */
+uint32_t ls_flow_spread_hash(const uint8_t *f, uint32_t len);
+
 struct ls_addr;
 
 /**

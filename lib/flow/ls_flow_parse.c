@@ -141,6 +141,44 @@ ls_flow_parse(const uint8_t *f, uint32_t len, struct ls_flow_pkt *o)
 	return LS_FLOW_NOT_IP;
 }
 
+/* Mixes a 64-bit word (a murmur3 finaliser): every input bit moves the
+ * top 32 bits, which pick the lcore. */
+static inline uint64_t
+spread_mix(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	return x ^ (x >> 33);
+}
+
+uint32_t
+ls_flow_spread_hash(const uint8_t *f, uint32_t len)
+{
+	uint32_t l3 = ETH_HLEN;
+	uint64_t x;
+	uint16_t et;
+
+	if (len < ETH_HLEN + 4)
+		return 0;
+	et = ls_get_be16(f + 12);
+	if (et == ET_VLAN || et == ET_QINQ) {
+		et = ls_get_be16(f + 16);
+		l3 += 4;
+	}
+	/* source XOR destination: the same value both ways */
+	if (et == ET_IPV4 && len >= l3 + 20) {
+		x = (uint64_t)(ls_get_be32(f + l3 + 12) ^ ls_get_be32(f + l3 + 16)) | 4ULL << 32;
+	} else if (et == ET_IPV6 && len >= l3 + 40) {
+		x = ls_get_be64(f + l3 + 8) ^ ls_get_be64(f + l3 + 24);
+		x = spread_mix(x) ^ ls_get_be64(f + l3 + 16) ^ ls_get_be64(f + l3 + 32);
+	} else {
+		return 0;
+	}
+	return (uint32_t)(spread_mix(x) >> 32) | 1;
+}
+
 void
 ls_flow_key_addr(const struct ls_addr *a, uint8_t out[16])
 {

@@ -54,6 +54,7 @@ struct slice {
 	/* line 1: the rest of the counters, then what limits read */
 	uint64_t deq_bytes, sent_excess, sent_prio, sent_min, drops;
 	struct bucket min_b, min_p, max_b, max_p;
+	uint32_t share;             /* of conf's rates, LS_SLICE_SHARE_ONE: all */
 	struct ls_slice_conf conf;
 };
 
@@ -62,6 +63,7 @@ _Static_assert(offsetof(struct slice, deq_bytes) == 64, "a slice's first line ho
 struct ls_slice_sched {
 	uint64_t hz, last;
 	uint32_t overhead, burst_bytes, burst_pkts;
+	uint32_t share;             /* new slices' share */
 	struct bucket link;
 	unsigned int n;             /* one past the highest used index */
 	unsigned int rr, drr;       /* round-robin positions, phases 2 and 3 */
@@ -144,6 +146,7 @@ ls_slice_create(const struct ls_slice_params *p)
 	s->overhead = p->overhead ? p->overhead : LS_SLICE_OVERHEAD;
 	s->burst_bytes = p->burst_bytes ? p->burst_bytes : 16384;
 	s->burst_pkts = p->burst_pkts ? p->burst_pkts : 32;
+	s->share = p->share && p->share < LS_SLICE_SHARE_ONE ? p->share : LS_SLICE_SHARE_ONE;
 	bucket_init(&s->link, p->link_bps, (uint64_t)s->burst_bytes * 8 * s->hz);
 	return s;
 }
@@ -167,18 +170,51 @@ ls_slice_set_link(struct ls_slice_sched *s, uint64_t link_bps)
 	return 0;
 }
 
-/* (Re)build a slice's buckets from its conf. Depths: the scheduler's burst,
- * so a slice idle for a while may send one burst at once, never more. */
+/* A configured rate at a share: 0 (none) stays 0, any other at least 1. */
+static uint64_t
+scaled(uint64_t rate, uint32_t share)
+{
+	uint64_t r;
+
+	if (rate == 0 || share == LS_SLICE_SHARE_ONE)
+		return rate;
+	r = rate / LS_SLICE_SHARE_ONE * share + rate % LS_SLICE_SHARE_ONE * share /
+	    LS_SLICE_SHARE_ONE;
+	return r > 0 ? r : 1;
+}
+
+/* (Re)build a slice's buckets from its conf and share. Depths: the
+ * scheduler's burst, so a slice idle for a while may send one burst at
+ * once, never more. */
 static void
 slice_buckets(const struct ls_slice_sched *s, struct slice *sl)
 {
 	uint64_t cb = (uint64_t)s->burst_bytes * 8 * s->hz;
 	uint64_t cp = (uint64_t)s->burst_pkts * s->hz;
 
-	bucket_init(&sl->min_b, sl->conf.min_bps, cb);
-	bucket_init(&sl->min_p, sl->conf.min_pps, cp);
-	bucket_init(&sl->max_b, sl->conf.max_bps, cb);
-	bucket_init(&sl->max_p, sl->conf.max_pps, cp);
+	bucket_init(&sl->min_b, scaled(sl->conf.min_bps, sl->share), cb);
+	bucket_init(&sl->min_p, scaled(sl->conf.min_pps, sl->share), cp);
+	bucket_init(&sl->max_b, scaled(sl->conf.max_bps, sl->share), cb);
+	bucket_init(&sl->max_p, scaled(sl->conf.max_pps, sl->share), cp);
+}
+
+int
+ls_slice_set_share(struct ls_slice_sched *s, unsigned int idx, uint32_t share)
+{
+	struct slice *sl;
+
+	if (idx >= s->n || !s->sl[idx].used)
+		return -ENOENT;
+	if (share > LS_SLICE_SHARE_ONE)
+		return -EINVAL;
+	sl = &s->sl[idx];
+	sl->share = share;
+	/* rates change, tokens stay: no burst from a new share */
+	sl->min_b.rate = scaled(sl->conf.min_bps, share);
+	sl->min_p.rate = scaled(sl->conf.min_pps, share);
+	sl->max_b.rate = scaled(sl->conf.max_bps, share);
+	sl->max_p.rate = scaled(sl->conf.max_pps, share);
+	return 0;
 }
 
 int
@@ -222,6 +258,7 @@ ls_slice_set(struct ls_slice_sched *s, const struct ls_slice_conf *c)
 		sl->enq_pkts = sl->enq_bytes = sl->deq_pkts = sl->deq_bytes = 0;
 		sl->sent_excess = sl->sent_prio = sl->sent_min = sl->drops = 0;
 		sl->deficit = 0;
+		sl->share = s->share;
 		rc = slice_alloc_queue(sl, c->qlen);
 		if (rc < 0)
 			return rc;

@@ -61,6 +61,7 @@ struct ls_slice_params {
 	uint32_t burst_bytes; /**< bucket depth in bytes (0: 16 KiB) */
 	uint32_t burst_pkts;  /**< bucket depth in packets (0: 32) */
 	uint64_t now;         /**< the clock at create */
+	uint32_t share;       /**< new slices' share, ls_slice_set_share() (0: whole) */
 };
 
 /** Counters of one slice. */
@@ -108,6 +109,18 @@ int ls_slice_find(const struct ls_slice_sched *s, const char *name);
 
 /** Change the shaped link rate (bits/s > 0). @return 0 or -EINVAL. */
 int ls_slice_set_link(struct ls_slice_sched *s, uint64_t link_bps);
+
+#define LS_SLICE_SHARE_ONE 1000000u /**< a whole share (parts per million) */
+
+/**
+ * Run slice idx at a share of its configured minimum and maximum (bits and
+ * packets), as one of several schedulers that split a slice between them
+ * (a data path on many lcores: distributed rate limiting). A set rate
+ * never scales to nothing (at least 1); tokens held stay within the
+ * bucket. The share stays through ls_slice_set() of the same slice.
+ * @return 0, -ENOENT, or -EINVAL for a share above LS_SLICE_SHARE_ONE.
+ */
+int ls_slice_set_share(struct ls_slice_sched *s, unsigned int idx, uint32_t share);
 
 /**
  * Queue obj (len bytes of frame) on slice idx.

@@ -265,6 +265,61 @@ START_TEST(test_queue_full_and_conf)
 END_TEST
 
 /* Changing a slice's shares at run time takes effect (same queue). */
+/* Two schedulers splitting one budget (a data path on two lcores): each
+ * at its share of the link and of the slice's maximum. A: link 10G, slice
+ * max 4G at share 0.75 -> 3G; B: share 0.25 -> 1G, beside an unlimited
+ * slice that takes the rest of B's link share (2.5G). A share changes
+ * rates and leaves tokens (no burst), survives ls_slice_set of the same
+ * slice, and a new slice starts at the scheduler's share. */
+START_TEST(test_share)
+{
+	struct sim a, b;
+	int ka, kb, kf;
+
+	sim_init(&a, 7500000000ULL);
+	sim_init(&b, 2500000000ULL);
+	ka = sim_add(&a, conf("cap", 0, 4000000000ULL, 1), 1500, 0);
+	kb = sim_add(&b, conf("cap", 0, 4000000000ULL, 1), 1500, 0);
+	kf = sim_add(&b, conf("free", 0, 0, 1), 1500, 0);
+	ck_assert_int_eq(ls_slice_set_share(a.s, (unsigned int)ka, 750000), 0);
+	ck_assert_int_eq(ls_slice_set_share(b.s, (unsigned int)kb, 250000), 0);
+	ck_assert_int_eq(ls_slice_set_share(b.s, 40, 250000), -ENOENT);
+	ck_assert_int_eq(ls_slice_set_share(b.s, (unsigned int)kb, LS_SLICE_SHARE_ONE + 1),
+			 -EINVAL);
+	sim_run(&a, 0.2);
+	sim_run(&b, 0.2);
+	assert_near(gbps(&a, ka, 0.2), 3.0, 0.01, "A's share of the max");
+	assert_near(gbps(&b, kb, 0.2), 1.0, 0.01, "B's share of the max");
+	assert_near(gbps(&b, kf, 0.2), 1.5, 0.01, "B's unlimited slice: the rest of its link");
+	/* set again (same name): the share stays */
+	ck_assert_int_eq(ls_slice_set(b.s, &(struct ls_slice_conf){.name = "cap",
+		.max_bps = 4000000000ULL, .weight = 1, .qlen = 1024}), kb);
+	memset(b.wire, 0, sizeof(b.wire));
+	sim_run(&b, 0.2);
+	assert_near(gbps(&b, kb, 0.2), 1.0, 0.01, "share kept through slice.set");
+	/* a tiny share of a set rate is never 0 (which would mean no limit) */
+	ck_assert_int_eq(ls_slice_set_share(b.s, (unsigned int)kb, 0), 0);
+	memset(b.wire, 0, sizeof(b.wire));
+	sim_run(&b, 0.1);
+	ck_assert_uint_le(b.wire[kb], 2 * (1500 + OVH));
+	ls_slice_free(a.s);
+	ls_slice_free(b.s);
+	{
+		struct ls_slice_params p = {.hz = HZ, .link_bps = 10000000000ULL, .share = 500000};
+		struct sim c;
+		int k;
+
+		memset(&c, 0, sizeof(c));
+		c.s = ls_slice_create(&p);
+		ck_assert_ptr_nonnull(c.s);
+		k = sim_add(&c, conf("new", 0, 2000000000ULL, 1), 1500, 0);
+		sim_run(&c, 0.2);
+		assert_near(gbps(&c, k, 0.2), 1.0, 0.01, "a new slice at the scheduler's share");
+		ls_slice_free(c.s);
+	}
+}
+END_TEST
+
 START_TEST(test_change_in_place)
 {
 	struct sim m;
@@ -300,6 +355,7 @@ slice_suite(void)
 	tcase_add_test(tc, test_latency_capped);
 	tcase_add_test(tc, test_queue_full_and_conf);
 	tcase_add_test(tc, test_change_in_place);
+	tcase_add_test(tc, test_share);
 	suite_add_tcase(s, tc);
 	return s;
 }
