@@ -18,6 +18,11 @@
  * Timestamps are the daemon's clock (PTP time with the TSC source; the lab
  * timeline with the simulated clock), so a capture lines up with what
  * lockstepd measured.
+ *
+ * That capture holds probes only. For everything a port carries (ARP, ND,
+ * the bridge's data path) this file also starts DPDK's packet capture
+ * framework, rte_pdump, which Debian's dpdk-dumpcap uses: see
+ * lsd_pdump_init() below and docs/control.md.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,11 +35,15 @@
 #include <pcap/pcap.h>
 
 #include <rte_cycles.h>
+#include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 #include <rte_mbuf_dyn.h>
+#include <rte_pcapng.h>
+#include <rte_pdump.h>
 #include <rte_ring.h>
+#include <rte_version.h>
 
 #include "lockstepd.h"
 #include "ls_ctl.h"
@@ -48,6 +57,7 @@ static struct {
 	uint64_t packets;
 	uint64_t dropped_at_start; /* lcore drop counters when we started */
 	bool truncated;            /* stopped because of max_bytes */
+	bool pdump;                /* rte_pdump_init() done: dpdk-dumpcap may attach */
 } capture_st;
 
 /* The lcore side: a copy of m (at most snaplen bytes) for the control
@@ -103,6 +113,96 @@ lsd_capture_init(void)
 		return -rte_errno;
 	lsd.cap.snaplen = lsd.cfg.capture.snaplen;
 	return 0;
+}
+
+/*
+ * dpdk-dumpcap is a DPDK secondary process: it maps our memory, then asks
+ * over the EAL's multi-process channel for rx/tx callbacks on the ports it
+ * captures, which copy each frame into its own pool and ring on the lcore
+ * that polls the port. rte_pdump_init() only registers the handler for
+ * that request and a statistics memzone (2 MiB with Debian's 32 ports x
+ * 1024 queues), so a frame costs nothing until a capture is running: no
+ * config key, it is on wherever it can work. A secondary needs hugepage
+ * memory (a --no-huge process's memory is a memfd no other process can
+ * open) and the channel (--in-memory and --no-shconf turn it off); without
+ * them pdump stays off and the log says why. Failing to start it is not
+ * fatal: the daemon's own work does not need it.
+ */
+static int
+mp_probe_nop(const struct rte_mp_msg *msg __rte_unused, const void *peer __rte_unused)
+{
+	return 0;
+}
+
+/* The EAL's multi-process channel is up (not --in-memory, --no-shconf). */
+static bool
+mp_channel_up(void)
+{
+	if (rte_mp_action_register("ls_mp_probe", mp_probe_nop) < 0)
+		return rte_errno != ENOTSUP;
+	rte_mp_action_unregister("ls_mp_probe");
+	return true;
+}
+
+#if RTE_VERSION < RTE_VERSION_NUM(23, 11, 0, 0)
+/*
+ * DPDK 22.11's pcapng sets its TSC-to-time base lazily, in the first copy,
+ * from a TSC read after the one pdump took for that copy's burst: the first
+ * delta is negative, wraps, and every capture from this process is stamped
+ * 2^64 TSC ticks late (244 years at 2.4 GHz). One copy now, stamped a
+ * second ahead, sets the base before any capture can. (23.11 converts in
+ * the capturing process, which also ends 22.11's race between lcores that
+ * move the shared base on: docs/control.md.)
+ */
+static void
+pcapng_base_start(void)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(lsd.pool), *c = NULL;
+
+	if (m != NULL && lsd.n_ports > 0)
+		c = rte_pcapng_copy(lsd.ports[0].port_id, 0, m, lsd.pool, 64,
+				    rte_get_tsc_cycles() + rte_get_tsc_hz(),
+				    RTE_PCAPNG_DIRECTION_UNKNOWN);
+	rte_pktmbuf_free(c);
+	rte_pktmbuf_free(m);
+}
+#else
+static void
+pcapng_base_start(void)
+{
+}
+#endif
+
+/* After the ports and the pool, before the lcores poll. */
+void
+lsd_pdump_init(void)
+{
+	const char *prefix = strrchr(rte_eal_get_runtime_dir(), '/');
+	const char *why = !rte_eal_has_hugepages() ? "--no-huge" :
+			  !mp_channel_up() ? "--in-memory or --no-shconf" : NULL;
+
+	if (why != NULL) {
+		LSD_LOG(INFO, "pdump: off (%s: dpdk-dumpcap cannot attach)", why);
+		return;
+	}
+	if (rte_pdump_init() < 0) {
+		LSD_LOG(WARNING, "pdump: cannot start, dpdk-dumpcap will not attach: %s",
+		       rte_strerror(rte_errno));
+		return;
+	}
+	pcapng_base_start();
+	capture_st.pdump = true;
+	LSD_LOG(INFO, "pdump: ready for dpdk-dumpcap --file-prefix=%s",
+	       prefix != NULL ? prefix + 1 : "rte");
+}
+
+/* After the lcores have stopped: no callback runs any more. */
+void
+lsd_pdump_fini(void)
+{
+	if (capture_st.pdump)
+		rte_pdump_uninit();
+	capture_st.pdump = false;
 }
 
 /* A plain file name: no directory part, not hidden, no "." or "..", no

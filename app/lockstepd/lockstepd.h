@@ -659,6 +659,9 @@ void lsd_events_register(struct ls_ctl *ctl);
 
 /* capture.c */
 int lsd_capture_init(void);
+/* rte_pdump, for dpdk-dumpcap: before the lcores start / after they stop */
+void lsd_pdump_init(void);
+void lsd_pdump_fini(void);
 int lsd_capture_start(const char *file, uint32_t snaplen, uint64_t max_bytes, char *err, size_t len);
 int lsd_capture_stop(void);
 void lsd_capture_drain(void);

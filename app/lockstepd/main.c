@@ -12,7 +12,8 @@
  * socket, and finally one polling loop per lcore that owns a port. SIGINT
  * and SIGTERM set a flag that every loop checks; shutdown then stops the
  * loops, closes the capture and the socket (removing its file), logs final
- * statistics and stops the ports.
+ * statistics, stops rte_pdump (dpdk-dumpcap's hook, started once the rest
+ * is up) and stops the ports.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -340,6 +341,7 @@ main(int argc, char **argv)
 		ls_config_free(&lsd.cfg);
 		return 1;
 	}
+	lsd_pdump_init();
 	LSD_LOG(INFO, "node %s (id %u) running: %u port(s), %u configured peer(s)",
 	       lsd.cfg.node_name, lsd.cfg.node_id, lsd.n_ports, lsd.cfg.n_peers);
 
@@ -357,6 +359,7 @@ main(int argc, char **argv)
 	lsd_control_free_peers();
 	lsd_bridge_fini();
 	lsd_bridge_ctl_fini();
+	lsd_pdump_fini();
 	if (lsd_ports_stop())
 		rte_eal_cleanup();
 	ls_config_free(&lsd.cfg);
