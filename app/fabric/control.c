@@ -250,7 +250,7 @@ cmd_status(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_un
 
 	ls_ctl_reply_ok(req, json_pack(
 		"{s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I, s:I}, s:I, s:I, s:o, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
-		"s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
+		"s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
 		"calibration", cal,
 		"delivery_lateness_ns", "count", (json_int_t)fab.late.count,
 		"min", (json_int_t)ls_hist_quantile(&fab.late, 0),
@@ -272,9 +272,11 @@ cmd_status(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_un
 		C(gen_pkts), C(gen_dropped), C(truth_dropped), C(truth_unwritten),
 		C(icmp_rate_limited), C(events), C(trailer_no_room),
 		C(slow_rx_bursts), C(tx_at), C(tx_at_late), C(tx_at_bad),
+		C(jumbo_copied), C(jumbo_no_buf),
 		/* mbufs out of the pool: back to its idle level once traffic
 		 * stops, or something leaks (test_fabric_multiseg) */
-		"pool_in_use", (json_int_t)rte_mempool_in_use_count(fab.pool)));
+		"pool_in_use", (json_int_t)rte_mempool_in_use_count(fab.pool),
+		"jumbo_in_use", (json_int_t)rte_mempool_in_use_count(fab.jumbo)));
 #undef C
 }
 
@@ -293,7 +295,8 @@ static void
 cmd_link_set(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 {
 	double delay = 0, rate = 0, loss = 0, ecn = 0, buf = 0;
-	int hd, hr, hl, he, hb, n, rc = 0;
+	int hd, hr, hl, he, hb, hm, n, rc = 0;
+	uint64_t mtu = 0;
 	json_t *up = json_object_get(args, "up");
 	uint16_t ch[2];
 
@@ -303,11 +306,23 @@ cmd_link_set(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 	    (hr = ls_ctl_arg_num(req, args, "rate_bps", 1000, 1e13, &rate)) < 0 ||
 	    (hl = ls_ctl_arg_num(req, args, "loss", 0, 1, &loss)) < 0 ||
 	    (he = ls_ctl_arg_num(req, args, "ecn_bytes", 0, 4e9, &ecn)) < 0 ||
-	    (hb = ls_ctl_arg_num(req, args, "buffer_bytes", 1500, 4e9, &buf)) < 0)
+	    (hb = ls_ctl_arg_num(req, args, "buffer_bytes", 1500, 4e9, &buf)) < 0 ||
+	    (hm = ls_ctl_arg_uint(req, args, "mtu", 68, 65535, &mtu)) < 0)
 		return;
 	if (up != NULL && !json_is_boolean(up)) {
 		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.up: expected true or false");
 		return;
+	}
+	/* as the topology file: a buffer must hold one full packet */
+	for (int i = 0; i < n; i++) {
+		const struct ls_fab_chan_params *p = &fab.fab->chans[ch[i]].p;
+		double b = hb ? buf : p->buffer_bytes, u = hm ? (double)mtu : p->mtu;
+
+		if (b < u) {
+			ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS,
+					   "buffer_bytes (%.0f) must be at least the mtu (%.0f)", b, u);
+			return;
+		}
 	}
 	for (int i = 0; i < n && rc == 0; i++) {
 		struct lsf_msg *m = msg_new(LSF_MSG_CHAN_SET);
@@ -319,7 +334,7 @@ cmd_link_set(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 		m->chan = ch[i];
 		m->up = up ? (int8_t)json_is_true(up) : -1;
 		m->params = fab.fab->chans[ch[i]].p;
-		m->set_params = hd || hr || hl || he || hb;
+		m->set_params = hd || hr || hl || he || hb || hm;
 		if (hd)
 			m->params.delay_ns = (uint64_t)delay;
 		if (hr)
@@ -330,6 +345,8 @@ cmd_link_set(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 			m->params.ecn_bytes = (uint32_t)ecn;
 		if (hb)
 			m->params.buffer_bytes = (uint32_t)buf;
+		if (hm)
+			m->params.mtu = (uint16_t)mtu;
 		rc = msg_call(m);
 	}
 	if (rc < 0) {
@@ -653,9 +670,9 @@ register_commands(struct ls_ctl *ctl)
 			cmd_links, NULL);
 	ls_ctl_register_keys(ctl, "link.set",
 			     "{link, [dir], [up], [delay_ns], [rate_bps], [loss], [ecn_bytes], "
-			     "[buffer_bytes]}",
+			     "[buffer_bytes], [mtu]}",
 			     "change a link (both directions unless dir is \"ab\" or \"ba\")",
-			     "link dir up delay_ns rate_bps loss ecn_bytes buffer_bytes",
+			     "link dir up delay_ns rate_bps loss ecn_bytes buffer_bytes mtu",
 			     cmd_link_set, NULL);
 	ls_ctl_register_keys(ctl, "link.flap",
 			     "{link, [dir], down_ms, every_ms, [count], [start_ms]}",

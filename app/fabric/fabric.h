@@ -44,6 +44,15 @@ extern int lsf_logtype;
 #define LSF_TX_AT_AHEAD_NS 10000000ULL
 #define LSF_TX_AT_BEHIND_NS 1000000000ULL
 #define LSF_WIRE_OVERHEAD 24   /* FCS 4 + preamble/SFD 8 + inter-frame gap 12 */
+/* A channel is offered pkt_len + LSF_WIRE_OVERHEAD: with the Ethernet header
+ * in pkt_len that is lib/fabric's L2 allowance, so the MTU is the IP packet's. */
+_Static_assert(LSF_WIRE_OVERHEAD + 14 == LS_FAB_L2_BYTES, "frame bytes besides the IP packet");
+/* Jumbo frames arrive from memif and net_pcap as chains of 2 KB mbufs; the
+ * switches read one contiguous frame, so rx_hosts copies a chain into one
+ * buffer of this pool (room for a 9216-byte IP packet, its Ethernet header
+ * and VLAN tag, and the receive-stamp trailer --rx-trailer appends). */
+#define LSF_JUMBO_ROOM 9472
+#define LSF_JUMBO_MBUFS 1023
 
 /* Per-switch and global counters (lcore-written). */
 struct lsf_stats {
@@ -75,6 +84,8 @@ struct lsf_stats {
 	uint64_t tx_at;            /* --tx-trailer: frames sent at their trailer's instant */
 	uint64_t tx_at_late;       /* ... that reached us after it: sent when polled */
 	uint64_t tx_at_bad;        /* ... whose instant was not believed (LSF_TX_AT_*) */
+	uint64_t jumbo_copied;     /* chained frames copied into one jumbo buffer */
+	uint64_t jumbo_no_buf;     /* ... not copied: jumbo pool empty (left chained: "bad") */
 } __rte_cache_aligned;
 
 /* Background traffic generator. */
@@ -182,6 +193,7 @@ struct lsf_global {
 	int16_t port_of_host[LS_FAB_MAX_NODES];
 	uint16_t n_ports;
 	struct rte_mempool *pool;
+	struct rte_mempool *jumbo; /* LSF_JUMBO_ROOM buffers for chained frames */
 	struct rte_ring *msgs;
 	struct rte_ring *truth;    /* lsf_truth records, lcore -> control thread */
 	struct rte_mempool *truth_pool;

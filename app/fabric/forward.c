@@ -607,6 +607,41 @@ tx_at(struct rte_mbuf *m, uint64_t t_rx)
 	return t_rx;
 }
 
+/*
+ * A jumbo frame arrives as a chain of 2 KB mbufs (memif, net_pcap), and the
+ * switches read one contiguous frame: an IP frame in a chain is copied into
+ * one buffer of the jumbo pool, then routed like any other, so a link's MTU
+ * is what stops it. Anything else (a chained ARP) and whatever does not fit
+ * stays as it was, and the leaf counts it bad; an empty pool is counted.
+ * Only chained frames pay for this.
+ */
+static struct rte_mbuf *
+linearize(struct rte_mbuf *m)
+{
+	const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *);
+	struct rte_mbuf *j;
+	uint8_t *d;
+
+	if (m->data_len < 14 || m->pkt_len > LSF_JUMBO_ROOM - LS_RX_TRAILER_LEN ||
+	    !((f[12] == 0x08 && f[13] == 0x00) || (f[12] == 0x86 && f[13] == 0xdd)))
+		return m;
+	j = rte_pktmbuf_alloc(fab.jumbo);
+	if (j == NULL) {
+		fab.st.jumbo_no_buf++;
+		return m;
+	}
+	d = (uint8_t *)rte_pktmbuf_append(j, (uint16_t)m->pkt_len);
+	if (d == NULL || rte_pktmbuf_read(m, 0, m->pkt_len, d) != d) {
+		/* not a chain after all: rte_pktmbuf_read copies only chains */
+		rte_pktmbuf_free(j);
+		return m;
+	}
+	j->ol_flags = m->ol_flags;
+	rte_pktmbuf_free(m);
+	fab.st.jumbo_copied++;
+	return j;
+}
+
 static unsigned int
 rx_hosts(void)
 {
@@ -652,6 +687,8 @@ rx_hosts(void)
 
 			if (k + 4 < n)
 				rte_prefetch0(rte_pktmbuf_mtod(rx[k + 4], void *));
+			if (unlikely(m->nb_segs != 1))
+				m = linearize(m);
 			if (fab.tx_trailer)
 				t_in = tx_at(m, t_in);
 

@@ -259,11 +259,14 @@ main(int argc, char **argv)
 	fab.map_every = rte_get_tsc_hz() / 10;
 	fab.pool = rte_pktmbuf_pool_create("lsf_mbuf", 32767, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
 					 (int)rte_socket_id());
+	fab.jumbo = rte_pktmbuf_pool_create("lsf_jumbo", LSF_JUMBO_MBUFS, 64, 0,
+					  RTE_PKTMBUF_HEADROOM + LSF_JUMBO_ROOM, (int)rte_socket_id());
 	fab.msgs = rte_ring_create("lsf_msgs", 64, (int)rte_socket_id(), RING_F_SC_DEQ);
 	fab.truth = rte_ring_create("lsf_truth", 65536, (int)rte_socket_id(), RING_F_SC_DEQ);
 	fab.truth_pool = rte_mempool_create("lsf_truth", 65535, sizeof(struct lsf_truth), 256, 0,
 					  NULL, NULL, NULL, NULL, (int)rte_socket_id(), 0);
-	if (rc < 0 || fab.pool == NULL || fab.msgs == NULL || fab.truth == NULL || fab.truth_pool == NULL) {
+	if (rc < 0 || fab.pool == NULL || fab.jumbo == NULL || fab.msgs == NULL || fab.truth == NULL ||
+	    fab.truth_pool == NULL) {
 		LSF_LOG(ERR, "start-up: out of memory (try -m 512)");
 		rc = -ENOMEM;
 	}

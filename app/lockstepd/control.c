@@ -289,6 +289,25 @@ parse_window(json_t *args, enum ls_path_win *w, struct ls_ctl_req *req)
 
 /* ---- commands --------------------------------------------------------- */
 
+/* What a fleet audit compares across nodes: the link's speed and duplex,
+ * the configured MTU, and the firmware the PMD reports (null where it has
+ * none: virtual devices). */
+static void
+port_facts(json_t *o, const struct lsd_port *p, const struct rte_eth_link *link)
+{
+	char fw[64];
+	int rc = rte_eth_dev_fw_version_get(p->port_id, fw, sizeof(fw));
+
+	json_object_set_new(o, "speed_mbps",
+			    link->link_speed == RTE_ETH_SPEED_NUM_NONE ||
+			    link->link_speed == RTE_ETH_SPEED_NUM_UNKNOWN ? json_null() :
+			    json_integer(link->link_speed));
+	json_object_set_new(o, "duplex", json_string(link->link_duplex == RTE_ETH_LINK_FULL_DUPLEX ?
+						     "full" : "half"));
+	json_object_set_new(o, "mtu", json_integer(p->conf->mtu));
+	json_object_set_new(o, "fw_version", rc == 0 ? json_string(fw) : json_null());
+}
+
 static void
 lcore_totals(struct lsd_lcore_stats *t)
 {
@@ -317,11 +336,13 @@ cmd_status(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_un
 		const struct lsd_port *p = &lsd.ports[i];
 		struct rte_eth_link link;
 		struct rte_eth_stats s;
+		json_t *o;
 
 		memset(&s, 0, sizeof(s));
+		memset(&link, 0, sizeof(link));
 		rte_eth_stats_get(p->port_id, &s);
 		rte_eth_link_get_nowait(p->port_id, &link);
-		json_array_append_new(ports, json_pack(
+		o = json_pack(
 			"{s:s, s:s, s:i, s:s, s:o, s:o, s:o, s:i, s:s, s:b, s:I, s:I, s:I}",
 			"name", p->conf->name, "dev", p->conf->dev, "port_id", p->port_id,
 			"mac", ls_mac_fmt(&p->mac, mac, sizeof(mac)),
@@ -330,7 +351,9 @@ cmd_status(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_un
 			"lcore", (int)p->lcore, "driver", p->driver,
 			"link_up", link.link_status == RTE_ETH_LINK_UP,
 			"rx_pkts", (json_int_t)s.ipackets, "tx_pkts", (json_int_t)s.opackets,
-			"rx_missed", (json_int_t)s.imissed));
+			"rx_missed", (json_int_t)s.imissed);
+		port_facts(o, p, &link);
+		json_array_append_new(ports, o);
 	}
 	for (unsigned int i = 0; i < lsd_peer_count(); i++)
 		n_paths += lsd_peer_at(i)->n_paths;
@@ -343,7 +366,7 @@ cmd_status(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_un
 	C(alloc_failed); C(probes_unresolved); C(rl_overflow); C(idle_sleeps);
 	C(tlv_unknown); C(tlv_malformed); C(foreign_replies);
 	C(sync_recs); C(sync_dropped); C(rl_evicted); C(tx_trace); C(route_dropped);
-	C(tx_vlan_failed);
+	C(tx_vlan_failed); C(tx_mtu); C(jumbo_copied);
 #undef C
 	lsd_capture_status(&cs);
 	ls_ctl_reply_ok(req, json_pack(
@@ -876,6 +899,7 @@ lsd_control_start(void)
 	lsd_capture_register(control.ctl);
 	lsd_events_register(control.ctl);
 	lsd_route_register(control.ctl);
+	lsd_mtu_register(control.ctl);
 	lsd_links_register(control.ctl);
 	rc = lsd_bridge_register(control.ctl);
 	if (rc == 0)

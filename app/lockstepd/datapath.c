@@ -95,10 +95,12 @@ apply_msg(struct lsd_lcore *lc, struct lsd_msg *msg)
 		rc = lsd_bridges[lc->lcore_id] == NULL ? -ENOENT :
 		     lsd_share_apply(lsd_bridges[lc->lcore_id], msg->ptr);
 		break;
-	case LSD_MSG_TRACE: {
+	case LSD_MSG_TRACE:
+	case LSD_MSG_MTU: {
 		struct lsd_trace_tx *tx = (struct lsd_trace_tx *)(uintptr_t)msg->ptr;
 
-		lsd_tx_frames(lc, &lsd.ports[tx->port_idx], tx->m, tx->n, &lc->st.tx_trace);
+		lsd_tx_frames(lc, &lsd.ports[tx->port_idx], tx->m, tx->n,
+			      msg->type == LSD_MSG_MTU ? &lc->st.tx_mtu : &lc->st.tx_trace);
 		break;
 	}
 	}

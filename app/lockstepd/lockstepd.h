@@ -78,6 +78,7 @@ extern int lsd_logtype;
 	_(REPLY_NO_PATH, "rx_reply_no_path") /* reflected, to a port that is no path */ \
 	_(REPLY_UNMATCHED, "rx_reply_unmatched") /* to no probe the path awaits, or T1 not \
 					      * ours: forged or duplicate, not believed */ \
+	_(MTU_REPLY, "rx_mtu_reply")       /* reply to one of path.mtu's probes (mtu.c) */ \
 	_(ARP, "rx_arp")                   /* ARP handled (answered or learnt) */ \
 	_(ND, "rx_nd")                     /* Neighbor Solicitation/Advertisement handled */ \
 	_(L2_OTHER, "rx_l2_not_ours")      /* Ethernet destination neither ours nor group */ \
@@ -134,6 +135,8 @@ struct lsd_lcore_stats {
 	uint64_t route_dropped;    /* ICMP answers to them not handed over: ring full */
 	uint64_t tx_trailer_unsent; /* replies still carrying the peer's send-time trailer:
 				     * nobody sent them at their instant */
+	uint64_t tx_mtu;           /* path.mtu's probes sent (mtu.c) */
+	uint64_t jumbo_copied;     /* chained frames copied into one jumbo buffer (mtu.c) */
 } __rte_cache_aligned;
 
 /* A local port as the daemon uses it. */
@@ -288,6 +291,7 @@ enum lsd_msg_type {
 	LSD_MSG_TRACE,          /* send path-discovery probes msg->ptr (route.c) */
 	LSD_MSG_BALANCE,        /* move flows off a hot path: order msg->ptr (bridge_bal.c) */
 	LSD_MSG_SHARE,          /* the lcore's share of link and slices msg->ptr (bridge_share.c) */
+	LSD_MSG_MTU,            /* send path.mtu's probes msg->ptr (mtu.c) */
 };
 
 struct lsd_msg {
@@ -373,6 +377,8 @@ struct lsd_global {
 	unsigned int n_ports;
 	struct lsd_lcore lcores[RTE_MAX_LCORE];
 	struct rte_mempool *pool;
+	struct rte_mempool *jumbo;         /* LSD_JUMBO_ROOM buffers: chained frames made one,
+					    * path.mtu's large probes (mtu.c) */
 	struct ls_tsc_cal cal;             /* refit by the control thread */
 	struct lsd_capture_shared cap;
 	int ts_dynfield;                   /* capture timestamp/direction dynfield */
@@ -494,6 +500,22 @@ bool lsd_reflector_fast(struct lsd_lcore *lc, struct lsd_port *p, struct rte_mbu
  * LSD_REPLY_FAST when T3 and the UDP checksum are finished by lib/reflect. */
 #define LSD_REPLY_FAST 0
 
+/* mtu.c: path.mtu (padded probes on demand) and jumbo frames on the probe path */
+#define LSD_MTU_MAX 9216         /* largest size path.mtu sends (the largest port MTU) */
+#define LSD_JUMBO_ROOM 9472      /* jumbo buffer: LSD_MTU_MAX + Ethernet, VLAN, trailer */
+#define LSD_JUMBO_MBUFS 255
+#define LSD_MTU_MEMBER LS_STAMP_MEMBER_SINGLE /* lockstep TLV pair_member of its probes */
+#define LSD_MTU_WAIT_MS 500      /* a run waits this long for its replies */
+#define LSD_MTU_REUSE_MS 2000    /* a run's slot is not reused sooner */
+int lsd_mtu_init(void);
+/* A chained frame copied into one jumbo buffer (m freed), or m as it was
+ * (too long, no buffer). */
+struct rte_mbuf *lsd_mtu_linear(struct lsd_lcore *lc, struct rte_mbuf *m);
+/* A reply whose lockstep TLV says LSD_MTU_MEMBER: its disposition. */
+enum lsd_rx_disp lsd_mtu_on_reply(const struct lsd_peer *peer, uint32_t path,
+				  const struct ls_stamp_lockstep_tlv *t, const uint8_t *payload,
+				  const struct ls_pkt_info *pi);
+
 /* route.c: path discovery (TTL-limited probes with a path's own 5-tuple,
  * hops from the ICMP errors). lcore side: */
 struct lsd_route_rec {
@@ -543,6 +565,7 @@ void lsd_route_poll(void);
 void lsd_links_poll(void);
 void lsd_links_register(struct ls_ctl *ctl);
 void lsd_route_register(struct ls_ctl *ctl);
+void lsd_mtu_register(struct ls_ctl *ctl);
 
 /* neigh.c */
 void lsd_neigh_rx_arp(struct lsd_lcore *lc, struct lsd_port *p, const struct ls_pkt_info *pi);

@@ -317,6 +317,8 @@ main(int argc, char **argv)
 
 	rc = setup_pool();
 	if (rc == 0)
+		rc = lsd_mtu_init();
+	if (rc == 0)
 		rc = rte_timer_subsystem_init();
 	if (rc == 0)
 		rc = ls_tsc_cal_init(&lsd.cal, 200);

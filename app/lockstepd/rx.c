@@ -59,7 +59,8 @@ rx_one(struct lsd_lcore *lc, struct lsd_port *p, struct rte_mbuf *m, uint64_t rx
 	int cls;
 
 	if (unlikely(m->nb_segs != 1)) {
-		/* Probes are small; a chained mbuf is nothing we sent. */
+		/* still chained: longer than any probe (lsd_mtu_linear), or
+		 * no jumbo buffer was free */
 		d = LSD_RX_OTHER;
 		goto drop;
 	}
@@ -189,6 +190,9 @@ lsd_rx_vector(struct lsd_lcore *lc, struct lsd_port *p, struct rte_mbuf **rx, ui
 			lsd_capture_copy(lc, m, rx_ns, false);
 		if (p->vlan != 0 && !rx_vlan_ok(lc, p, m))
 			continue;
+		/* a jumbo frame (path.mtu's probes and replies) arrives chained */
+		if (unlikely(m->nb_segs != 1))
+			m = lsd_mtu_linear(lc, m);
 		if (rx_one(lc, p, m, rx_ns))
 			reply[n_reply++] = m;
 	}

@@ -591,6 +591,11 @@ lsd_sender_on_reply(struct lsd_lcore *lc, struct lsd_port *p __rte_unused,
 		d = LSD_RX_REPLY_NO_PATH;
 		goto out;
 	}
+	/* an answer to path.mtu's padded probes, not to the path's pairs */
+	if (unlikely(t_ok && t.pair_member == LSD_MTU_MEMBER)) {
+		d = lsd_mtu_on_reply(peer, path, &t, payload, pi);
+		goto out;
+	}
 	ls_stamp_decode_reflector(payload, pi->payload_len, &r);
 	/* A send-time trailer still after the reply: nothing between the peer
 	 * and us sent it at its instant (clock.tx_trailer behind a lab

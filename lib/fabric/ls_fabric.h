@@ -49,6 +49,11 @@ extern "C" {
 #define LS_FAB_FIFO 8192          /**< packets in flight per channel (power of 2) */
 #define LS_FAB_NAME 32            /**< names incl. NUL */
 #define LS_FAB_ADDR_TAB 2048      /**< host address hash slots (power of 2, >= 4 * max hosts) */
+/** Bytes a channel is offered for a frame besides its IP packet: the
+ * Ethernet header (14), FCS (4), preamble and SFD (8) and inter-frame gap
+ * (12). Serialization counts them; the MTU, like a router's, is the IP
+ * packet's size, so a channel compares bytes - LS_FAB_L2_BYTES with it. */
+#define LS_FAB_L2_BYTES 38
 
 /** Parameters of one direction of a link. */
 struct ls_fab_chan_params {
@@ -57,7 +62,8 @@ struct ls_fab_chan_params {
 	uint32_t buffer_bytes;  /**< queue limit: tail drop beyond it */
 	uint32_t ecn_bytes;     /**< CE-mark ECT packets when the queue exceeds this (0 = never) */
 	double loss;            /**< random loss probability, 0..1 */
-	uint16_t mtu;           /**< larger packets are dropped (counted) */
+	uint16_t mtu;           /**< largest IP packet, bytes: larger ones (bytes offered
+				 *   beyond mtu + LS_FAB_L2_BYTES) are dropped, counted */
 };
 
 /** Per-channel counters (monotonic). */
@@ -404,7 +410,7 @@ ls_fab_chan_enqueue_inline(struct ls_fab_chan *c, uint64_t arrival_ns, uint32_t 
 		c->st.drop_down++;
 		return LS_FAB_DROP_DOWN;
 	}
-	if (bytes > c->p.mtu) {
+	if (bytes > (uint32_t)c->p.mtu + LS_FAB_L2_BYTES) {
 		c->st.drop_mtu++;
 		return LS_FAB_DROP_MTU;
 	}

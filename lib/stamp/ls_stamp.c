@@ -335,8 +335,9 @@ ls_stamp_tlv_get_lockstep(const struct ls_stamp_tlv *tlv,
 	    get32(v + LT_MAGIC) != LS_STAMP_LOCKSTEP_MAGIC ||
 	    v[LT_VERSION] != LT_VERSION_1)
 		return -EBADMSG;
-	/* pair_member indexes two-element arrays in the collector. */
-	if (v[LT_MEMBER] > 1)
+	/* pair_member indexes two-element arrays in the collector, which
+	 * takes no single probe (the caller sends those elsewhere). */
+	if (v[LT_MEMBER] > 1 && v[LT_MEMBER] != LS_STAMP_MEMBER_SINGLE)
 		return -EBADMSG;
 	out->version = v[LT_VERSION];
 	out->pair_member = v[LT_MEMBER];

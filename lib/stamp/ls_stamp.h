@@ -66,6 +66,8 @@ extern "C" {
 #define LS_STAMP_SYNC_LEN 64           /**< value bytes of the sync TLV (= LS_SYNC_WIRE_LEN) */
 #define LS_STAMP_LOCKSTEP_MAGIC 0x4c535450u /**< "LSTP" */
 #define LS_STAMP_LOCKSTEP_LEN 24       /**< value bytes of the lockstep TLV */
+#define LS_STAMP_MEMBER_SINGLE 0xff    /**< pair_member of a probe in no coded pair
+					*   (lockstepd's path.mtu): not for clock sync */
 
 /** Decoded Session-Sender base packet. */
 struct ls_stamp_sender {
@@ -92,7 +94,8 @@ struct ls_stamp_reflector {
 struct ls_stamp_lockstep_tlv {
 	uint32_t node_id;     /**< sender node id */
 	uint16_t path_id;     /**< path index (ECMP entropy slot) */
-	uint8_t pair_member;  /**< 0 = first of the coded pair, 1 = second */
+	uint8_t pair_member;  /**< 0 = first of the coded pair, 1 = second,
+			       *   LS_STAMP_MEMBER_SINGLE = no pair */
 	uint8_t version;      /**< format version, 1 */
 	uint32_t pair_id;     /**< coded-pair id, per path */
 	uint32_t spacing_ns;  /**< intended spacing between the pair's packets */

@@ -61,12 +61,12 @@ LAST = {}  # cmd -> the args of its last request (for "last")
 COUNTERS = (
     "rx_pkts rx_reflected rx_rate_limited rx_reflector_disabled rx_stamp_short rx_stamp_ip_options "
     "rx_reflector_loop rx_reply rx_reply_short rx_reply_no_peer rx_reply_no_path "
-    "rx_reply_unmatched rx_arp rx_nd rx_l2_not_ours rx_l3_not_ours rx_udp_other_port "
+    "rx_reply_unmatched rx_mtu_reply rx_arp rx_nd rx_l2_not_ours rx_l3_not_ours rx_udp_other_port "
     "rx_other rx_route_icmp rx_bad_source_mac rx_bad_truncated rx_bad_l3 rx_bad_checksum "
     "rx_bad_fragment rx_bad_arp rx_bad_nd rx_bad_vlan rx_bad_address tx_probes "
     "tx_replies tx_arp tx_nd tx_dropped alloc_failed probes_unresolved rl_overflow "
     "idle_sleeps tlv_unknown tlv_malformed foreign_replies sync_recs sync_dropped "
-    "rl_evicted tx_trace route_dropped tx_vlan_failed").split()
+    "rl_evicted tx_trace route_dropped tx_vlan_failed tx_mtu jumbo_copied").split()
 
 
 def clock_json():
@@ -107,7 +107,8 @@ def handle(req):
                        "ipv6": None, "vlan": None, "lcore": 2, "driver": "net_ice",
                        "link_up": True,
                        "rx_pkts": 12345, "tx_pkts": 12340,
-                       "rx_missed": 0}],
+                       "rx_missed": 0, "speed_mbps": 100000, "duplex": "full",
+                       "mtu": 9000, "fw_version": "4.40 0x8001b8f5 1.3429.0"}],
             "n_peers": len(PEERS), "n_paths": 2 * len(PEERS),
             "counters": dict({k: 0 for k in COUNTERS}, rx_pkts=12345, rx_reflected=5),
             "reflector": {"reflected": 5, "rate_limited": 0, "enabled": True},

@@ -155,7 +155,7 @@ def main():
             "events": {"max": 50},
             "links": None,
             # answered by the error cases below: no peer is resolved here
-            "route": {"peer": "a"},
+            "route": {"peer": "a"}, "path.mtu": {"peer": "a"},
         }
         c.check(sorted(valid) == names, "test covers every command: %s" % names)
         # Each command's reply carries what it is for, not just ok (what the
@@ -288,6 +288,15 @@ def main():
             ("route", {"peer": "nobody"}, "not_found", "nobody"),
             ("route", {"peer": "a", "path": 9}, "bad_args", "4 paths"),  # probe.set made 4
             ("route", {"peer": "a", "dport": 0}, "bad_args", "dport"),
+            ("path.mtu", {"peer": "a"}, "busy", "not resolved"),
+            ("path.mtu", {"peer": "nobody"}, "not_found", "nobody"),
+            ("path.mtu", {"peer": "a", "sizes": [100]}, "bad_args", "sizes"),
+            ("path.mtu", {"peer": "a", "sizes": [9217]}, "bad_args", "sizes"),
+            ("path.mtu", {"peer": "a", "sizes": "1500"}, "bad_args", "sizes"),
+            ("path.mtu", {"peer": "a", "sizes": [1500] * 9}, "bad_args", "sizes"),
+            ("path.mtu", {"peer": "a", "count": 9}, "bad_args", "count"),
+            ("path.mtu", {"peer": "a", "fresh": 1}, "bad_args", "fresh"),
+            ("path.mtu", {"peer": "a", "colour": 1}, "bad_args", "colour"),
             ("events", {"max": 0}, "bad_args", "max"),
             ("events", {"limit": 5}, "bad_args", "limit"),
             ("capture.start", {}, "bad_args", "file"),

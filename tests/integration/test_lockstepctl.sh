@@ -220,6 +220,26 @@ expect 5 mesh --prometheus http://127.0.0.1:1 && contains "127.0.0.1:1" err
 expect 2 mesh -s "$S1" --group-by leaf && contains "route" err
 expect 2 mesh --prometheus http://127.0.0.1:1 --group-by 'le af' && contains "label name" err
 
+# --- audit over two fake daemons (a real fleet with faults: test_audit.py) ----
+# n1's paths to n3 are down; the fakes know no path.mtu
+expect 6 audit -s "$S1" -s "$S2" && contains "audit of 2 daemons: FAIL" out &&
+	contains "reach     FAIL" out && contains "not probed: path.mtu: unknown_command" out &&
+	contains "links     pass" out && contains "clock     pass" out
+expect 6 --json audit -s "$S1" -s "$S2" --skip mtu && is_json
+printf '%s\n' "$OUT" | "$PY" -c 'import json, sys
+d = json.load(sys.stdin)
+items = {i["item"]: i for i in d["items"]}
+assert d["pass"] is False and d["daemons"] == 2 and items["mtu"]["skipped"], d
+assert [(r["node"], r["peer"]) for r in items["reach"]["rows"] if not r["pass"]] == [("n1", "n3")]
+assert all(items[k]["pass"] for k in ("daemons", "paths", "links", "firmware", "clock"))' ||
+	fail "audit --json: $OUT"
+expect 3 audit -s "$S1" -s "$TMP/missing.sock" --skip mtu,paths && contains "no answer" out
+printf '# the fleet, relative to this file\n\nn2.sock  # n2\n' >"$TMP/fleet"
+expect 0 audit --fleet "$TMP/fleet" --skip mtu && contains "audit of 1 daemon: PASS" out
+expect 2 audit --fleet "$TMP/no-such-fleet" && contains "cannot read fleet file" err
+expect 2 audit -s "$S1" --mtu-sizes 1500,x
+expect 2 audit -s "$S1" --skip bogus
+
 # --version, as the daemons have it; peer add --port takes the port's name
 expect 0 --version && contains "lockstepctl 0.1.0" out
 expect 0 -s "$S1" --json peer add n9 10.0.0.9 --port p1 && is_json

@@ -218,7 +218,9 @@ START_TEST(test_link_mtu_down)
 	struct ls_fab_chan *c = mkchan(0, G10, 1 << 20, 0, 0, 1500);
 	bool ce = true;
 
-	ck_assert_int_eq(ls_fab_chan_enqueue(c, 0, 1501, false, NULL, 0, &ce), LS_FAB_DROP_MTU);
+	/* the MTU is the IP packet's: a 1500-byte packet is 1538 bytes offered */
+	ck_assert_int_eq(ls_fab_chan_enqueue(c, 0, 1500 + LS_FAB_L2_BYTES + 1, false, NULL, 0, &ce),
+			 LS_FAB_DROP_MTU);
 	ck_assert(!ce);
 	ck_assert_int_eq(ls_fab_chan_enqueue(c, 0, 1500, false, NULL, 0, NULL), LS_FAB_OK);
 	ck_assert_uint_eq(c->st.drop_mtu, 1);
@@ -228,6 +230,11 @@ START_TEST(test_link_mtu_down)
 	ck_assert_uint_eq(c->st.pkts, 1);
 	/* a drop does not occupy the transmitter */
 	ck_assert_uint_eq(c->busy_until_ns, 1200);
+	free(c);
+	/* a packet of exactly the MTU passes */
+	c = mkchan(0, G10, 1 << 20, 0, 0, 1500);
+	ck_assert_int_eq(ls_fab_chan_enqueue(c, 0, 1500 + LS_FAB_L2_BYTES, false, NULL, 0, NULL),
+			 LS_FAB_OK);
 	free(c);
 }
 END_TEST

@@ -431,6 +431,10 @@ START_TEST(test_lockstep_tlv)
 	area[18] = 1;
 	area[19] = 2;
 	ck_assert_int_eq(ls_stamp_tlv_get_lockstep(&t, &out), -EBADMSG);
+	/* a probe in no pair (path.mtu's) decodes, marked so */
+	area[19] = LS_STAMP_MEMBER_SINGLE;
+	ck_assert_int_eq(ls_stamp_tlv_get_lockstep(&t, &out), 0);
+	ck_assert_uint_eq(out.pair_member, LS_STAMP_MEMBER_SINGLE);
 	area[19] = 1;
 	ck_assert_int_eq(ls_stamp_tlv_get_lockstep(&t, &out), 0);
 	/* bad length (short by one, area still consistent) */

@@ -17,7 +17,13 @@ with --rx-trailer: receive stamps from the trailer it appends); TX_TRAILER
 enter the network at the instant their T1 or T3 says). EXTRA_JSON is a file
 holding {"*": {...}, "<host>": {...}}
 merged into every node's config and into that host's (e.g. "clock",
-"sync"). The host's addresses, the leaf as
+"sync"); a "port" object in either is merged into the node's one port
+instead (lists are not merged), e.g. {"*": {"port": {"mtu": 9000}}}.
+A memif port whose MTU makes frames longer than memif's 2 KB buffers gets
+buffers that hold a whole frame (bsize): a frame spread over several
+descriptors corrupted DPDK 22.11's memif rings (a later single-descriptor
+frame in a reused slot kept the NEXT flag, and the receiver ran on into
+stale descriptors, replaying them by the hundred thousand a second). The host's addresses, the leaf as
 gateway (the emulator's leaves answer ARP/ND for every address but the
 host's own, so any address of the subnet works), and every other host as a
 peer (IPv4, and IPv6 where both ends have it). Prints the host names.
@@ -82,8 +88,13 @@ def main():
             cfg["clock"] = {"source": "tsc", "rx_trailer": True}
         if tx_trailer:
             cfg.setdefault("clock", {"source": "tsc"})["tx_trailer"] = True
-        merge(cfg, extra.get("*", {}))
-        merge(cfg, extra.get(h["name"], {}))
+        for part in (dict(extra.get("*", {})), dict(extra.get(h["name"], {}))):
+            merge(port, part.pop("port", {}))
+            merge(cfg, part)
+        if link != "pcap" and port.get("mtu", 1500) + 18 + 12 > 2048:
+            # Ethernet, VLAN tag and a trailer: the frame in one buffer
+            bsize = (port["mtu"] + 30 + 1023) // 1024 * 1024
+            port["dev"] = port["dev"].replace(",id=0,", ",id=0,bsize=%d,rsize=9," % bsize)
         with open("%s/n%d.json" % (out, i), "w") as f:
             json.dump(cfg, f, indent=1)
         print(h["name"])

@@ -188,6 +188,11 @@ static const struct cli_cmd commands[] = {
 	  "coloured on a terminal; --svg/--html also write it as a picture", cmd_mesh },
 	{ "watch", "[mesh options] [--interval SEC] [--count N]",
 	  "redraw the mesh every SEC seconds", cmd_watch },
+	{ "audit", "[-s SOCK ...] [--fleet FILE] [--dir DIR] [--window W] [--max-loss PCT] "
+	  "[--mtu-sizes N,N,...] [--mtu-count N] [--min-paths N] [--max-ttl N] "
+	  "[--skip ITEM,...] [--verbose]",
+	  "is the fleet ready for a job: reach, MTU, distinct paths, link speeds, driver and "
+	  "firmware, clock sync; pass/fail per item (exit 6 on a fail)", cmd_audit },
 };
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 
@@ -236,7 +241,8 @@ usage(FILE *f)
 		"  2  usage error\n"
 		"  3  daemon not running (no socket, or connection refused)\n"
 		"  4  permission denied on the socket\n"
-		"  5  timeout, or a malformed reply\n", DEFAULT_DIR);
+		"  5  timeout, or a malformed reply\n"
+		"  6  audit: an item failed\n", DEFAULT_DIR);
 }
 
 /* Longest table entry whose words start argv; *nwords is how many. */

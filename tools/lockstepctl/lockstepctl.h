@@ -8,7 +8,9 @@
  *   args.c         argument parsing and the table-driven request builder
  *   fmt_status.c   help, status, peers, sync and raw formatters
  *   fmt_paths.c    paths and path formatters
+ *   fleet.c        the sockets of a fleet: -s, --fleet FILE, --dir
  *   mesh.c         mesh and watch across several daemons
+ *   audit.c        audit: a fleet's readiness, item by item (audit_items.c judges)
  *   heatmap.c      the mesh in colour: terminal, SVG, HTML
  *   prom.c         the mesh of a fleet from Prometheus (mesh --prometheus)
  *
@@ -38,6 +40,7 @@ enum {
 	EX_NODAEMON = 3,  /* socket missing or connection refused */
 	EX_PERM = 4,      /* permission denied on the socket */
 	EX_PROTO = 5,     /* timeout, or a reply we cannot make sense of */
+	EX_AUDIT = 6,     /* audit: an item failed */
 };
 
 struct cli {
@@ -205,6 +208,16 @@ int fmt_cc(const json_t *r);
 /* fmt_paths.c */
 int fmt_paths(const json_t *r);
 int fmt_path(const json_t *r);
+
+/* fleet.c: every -s, the sockets in a fleet file, *.sock in dir (DEFAULT_DIR
+ * when none of the three is given); each once */
+int fleet_sockets(const struct cli *cli, const char *dir, const char *fleet, char ***out,
+		  size_t *n_out);
+/* A node's name when its daemon cannot tell: the socket's file name. */
+char *sock_label(const char *path);
+
+/* audit.c */
+int cmd_audit(struct cli *cli, const struct cli_cmd *cmd, int argc, char **argv);
 
 /* mesh.c */
 int cmd_mesh(struct cli *cli, const struct cli_cmd *cmd, int argc,

@@ -7,7 +7,6 @@
  * and keeps going when a node goes away, since that is what it is for.
  */
 
-#include <dirent.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -133,87 +132,6 @@ static int
 cmp_str(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* The sockets to ask: every -s, plus *.sock in --dir (or the default
- * directory when no -s was given). */
-static int
-mesh_sockets(const struct cli *cli, const struct mesh_opts *o,
-	     char ***out, size_t *n_out)
-{
-	const char *dir = o->dir ? o->dir :
-			  cli->n_socks == 0 ? DEFAULT_DIR : NULL;
-	char **v = NULL;
-	size_t n = 0, first_dir, i;
-
-	for (i = 0; i < cli->n_socks; i++) {
-		v = realloc(v, (n + 1) * sizeof(*v));
-		if (v == NULL)
-			die_oom();
-		v[n++] = xstrdup(cli->socks[i]);
-	}
-	first_dir = n;
-	if (dir != NULL) {
-		DIR *d = opendir(dir);
-		struct dirent *de;
-
-		if (d == NULL) {
-			int err = errno;
-
-			fprintf(stderr, "lockstepctl: cannot read %s: %s%s\n",
-				dir, strerror(err),
-				err == ENOENT ? " (no daemon running?)" : "");
-			for (i = 0; i < n; i++)
-				free(v[i]);
-			free(v);
-			return err == EACCES ? EX_PERM : EX_NODAEMON;
-		}
-		while ((de = readdir(d)) != NULL) {
-			size_t len = strlen(de->d_name), k;
-			char *path;
-
-			if (len <= 5 ||
-			    strcmp(de->d_name + len - 5, ".sock") != 0)
-				continue;
-			path = xasprintf("%s/%s", dir, de->d_name);
-			/* Already named with -s: ask it once. */
-			for (k = 0; k < first_dir; k++)
-				if (strcmp(v[k], path) == 0)
-					break;
-			if (k < first_dir) {
-				free(path);
-				continue;
-			}
-			v = realloc(v, (n + 1) * sizeof(*v));
-			if (v == NULL)
-				die_oom();
-			v[n++] = path;
-		}
-		closedir(d);
-		qsort(v + first_dir, n - first_dir, sizeof(*v), cmp_str);
-	}
-	if (n == 0) {
-		fprintf(stderr, "lockstepctl: no control sockets in %s "
-			"(no daemon running?)\n", dir ? dir : "?");
-		free(v);
-		return EX_NODAEMON;
-	}
-	*out = v;
-	*n_out = n;
-	return EX_OK;
-}
-
-/* Node name when the daemon cannot tell us: the socket's file name. */
-static char *
-sock_label(const char *path)
-{
-	const char *b = strrchr(path, '/');
-	char *s = xstrdup(b ? b + 1 : path);
-	size_t len = strlen(s);
-
-	if (len > 5 && strcmp(s + len - 5, ".sock") == 0)
-		s[len - 5] = '\0';
-	return s;
 }
 
 static int
@@ -538,7 +456,7 @@ mesh_once(struct cli *cli, const struct mesh_opts *o)
 				worst = EX_NODAEMON;
 		goto show;
 	}
-	rc = mesh_sockets(cli, o, &socks, &n);
+	rc = fleet_sockets(cli, o->dir, NULL, &socks, &n);
 	if (rc != EX_OK)
 		return rc;
 	nodes = calloc(n, sizeof(*nodes));
