@@ -71,7 +71,8 @@ struct ls_ctl;
 	X(route_icmp)       /* ICMP errors about our path discovery: kept, not forwarded */ \
 	X(balanced)         /* flows moved off a hot path (bridge.balance) */ \
 	X(spread_out)       /* frames handed to the lcore their address pair goes to */ \
-	X(spread_drops)     /* ... dropped: that lcore's ring was full */ \
+	X(spread_drops_host) /* ... from the host, dropped: that lcore's ring was full */ \
+	X(spread_drops_fabric) /* ... from the fabric, the same */ \
 	X(fo_notes_lost)    /* probe marks another lcore missed: its ring was full */
 
 struct lsd_bridge_stats {

@@ -4,7 +4,7 @@
  * bridge_spread.c): each lcore shapes its own flows, so the link's rate and
  * each slice's minimum and maximum are budgets the lcores share. Every
  * SHARE_MS the control thread reads how much each lcore's slices were
- * offered (bytes queued plus bytes refused for a full queue, from the
+ * offered (bytes queued, refused for a full queue and waiting, from the
  * schedulers' counters, plain loads) and gives each lcore a share in
  * proportion (smoothed over about 40 ms), with a floor so an lcore whose
  * flows start now can send at once (distributed rate limiting, in the spirit of Raghavan et al.,
@@ -60,7 +60,8 @@ demand(unsigned int i, unsigned int s)
 	if (st.enq_bytes < sh.enq[i][s] || st.drops < sh.drops[i][s])
 		sh.enq[i][s] = sh.drops[i][s] = 0;
 	avg = st.enq_pkts ? st.enq_bytes / st.enq_pkts : 1500;
-	d = st.enq_bytes - sh.enq[i][s] + (st.drops - sh.drops[i][s]) * avg;
+	/* and what waits: a queue no longer fed still wants to drain */
+	d = st.enq_bytes - sh.enq[i][s] + (st.drops - sh.drops[i][s] + st.backlog) * avg;
 	sh.enq[i][s] = st.enq_bytes;
 	sh.drops[i][s] = st.drops;
 	sh.avg[i][s] = (3 * sh.avg[i][s] + d) / 4;

@@ -19,7 +19,7 @@
  * pair hashes to. That lcore sends what it is done with back on its own out
  * ring, one per side, and the lead puts those on the ports: the ports'
  * queues stay single-threaded. A ring full on the way out is a drop,
- * counted (spread_drops on the lead, tx_drops_* on the other).
+ * counted (spread_drops_* on the lead, tx_drops_* on the other).
  *
  * The lead's rings are all single-producer, single-consumer: each joins
  * two lcores. Nothing here allocates; the rings are made at start.
@@ -110,7 +110,8 @@ lsd_spread_out(struct lsd_bridge *b, int side, struct rte_mbuf **m, uint16_t n)
 						 NULL);
 		b->st.spread_out += sent;
 		if (sent < cnt[j]) {
-			b->st.spread_drops += cnt[j] - sent;
+			*(side == LSD_HOST ? &b->st.spread_drops_host : &b->st.spread_drops_fabric) +=
+				cnt[j] - sent;
 			rte_pktmbuf_free_bulk(&to[j][sent], cnt[j] - sent);
 		}
 	}

@@ -244,6 +244,8 @@ int
 ls_slice_set(struct ls_slice_sched *s, const struct ls_slice_conf *c)
 {
 	int idx = ls_slice_find(s, c->name);
+	bool fresh = idx < 0;
+	struct bucket was[4];
 	struct slice *sl;
 	int rc;
 
@@ -272,10 +274,22 @@ ls_slice_set(struct ls_slice_sched *s, const struct ls_slice_conf *c)
 				return rc;
 		}
 	}
+	was[0] = sl->min_b, was[1] = sl->min_p, was[2] = sl->max_b, was[3] = sl->max_p;
 	sl->conf = *c;
 	sl->limited = c->min_bps != 0 || c->min_pps != 0 || c->max_bps != 0 || c->max_pps != 0;
 	slice_buckets(s, sl);
-	sl->last = s->last;
+	if (!fresh) {
+		/* a slice set again keeps what it had: a policy change elsewhere
+		 * gave every slice a full burst (bridge fuzz: 200 changes let a
+		 * 1 Mb/s slice through uncapped) */
+		struct bucket *now[4] = {&sl->min_b, &sl->min_p, &sl->max_b, &sl->max_p};
+
+		for (int k = 0; k < 4; k++)
+			if (was[k].rate != 0 && was[k].tokens < now[k]->tokens)
+				now[k]->tokens = was[k].tokens;
+	} else {
+		sl->last = s->last;
+	}
 	sl->used = true;
 	s->lat_mask = (s->lat_mask & ~(1ULL << idx)) | ((uint64_t)c->latency << idx);
 	s->min_mask = (s->min_mask & ~(1ULL << idx)) |

@@ -25,15 +25,23 @@
 #    field, with UDP checksum and ICRC as good as they came in (multisets);
 #    nothing comes out that did not go in: no amplification.
 #
+# FUZZ_LCORES=2 runs the data path on two lcores (bridge.lcores, the soft
+# spread: the lead hands each frame to the lcore its address pair hashes
+# to through rings): the same checks hold over the summed counters, with
+# frames dropped at a full ring (spread_drops_*) and those on the rings
+# (held.rings) in their sums, and flows on both lcores.
+#
 #   sudo tests/fuzz/test_bridge_fuzz.sh                   # from the repo root
 #   LS_BUILD=build-asan FUZZ_COUNT=200000 FUZZ_SEED=7 sudo -E tests/fuzz/test_bridge_fuzz.sh
+#   FUZZ_LCORES=2 sudo -E tests/fuzz/test_bridge_fuzz.sh
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 FUZZ_COUNT=${FUZZ_COUNT:-110000}
 FUZZ_SEED=${FUZZ_SEED:-2525}
+FUZZ_LCORES=${FUZZ_LCORES:-1}
 MIN_DELIVERED=100000
-NAME=test_bridge_fuzz TAG=bfuzz
+NAME=test_bridge_fuzz TAG=bfuzz$FUZZ_LCORES
 . "$HERE/../lsd_lib.sh"      # LS_BUILD, DAEMON, PY, TMP, SOCK, DPID, fail, ctl, lsd_fuzz_*
 lsd_fuzz_begin
 
@@ -45,6 +53,14 @@ read -r nhost nfab < <("$PY" "$HERE/gen_bridge_pcap.py" gen "$HIN" "$FIN" \
 	--count "$FUZZ_COUNT" --seed "$FUZZ_SEED")
 echo "test_bridge_fuzz: generated $nhost host and $nfab fabric frames (seed $FUZZ_SEED)"
 
+# One lcore (0, floating over both CPUs), or two (the lead 1, and 0): the
+# flow table is halved so that the input still fills each lcore's.
+EAL_LCORES='0@(0,1)' LC='' FLOWS=16384
+if [ "$FUZZ_LCORES" = 2 ]; then
+	EAL_LCORES='0@(0,1),1@(0,1)' LC='"lcore": 1,' FLOWS=8192
+	LCORES_KEY='"lcores": [1, 0],'
+fi
+
 # The fabric port has gen_fuzz_pcap.py's addresses, so its probe-path mix
 # is addressed to lockstepd. link_bps is far above the replay rate: the
 # default slice never drops, so every untouched frame must come out.
@@ -52,16 +68,16 @@ cat >"$TMP/bfuzz.json" <<EOF
 {
   "node": {"name": "bfuzz", "id": 9},
   "ports": [
-    {"name": "host", "role": "host", "dev": "net_pcap0,rx_pcap=$HIN,tx_pcap=$HOUT"},
-    {"name": "fab", "dev": "net_pcap1,rx_pcap=$FIN,tx_pcap=$FOUT",
+    {"name": "host", "role": "host", $LC "dev": "net_pcap0,rx_pcap=$HIN,tx_pcap=$HOUT"},
+    {"name": "fab", $LC "dev": "net_pcap1,rx_pcap=$FIN,tx_pcap=$FOUT",
      "mac": "02:00:00:00:00:01", "ipv4": "10.9.0.1/24", "ipv6": "fd00:9::1/64"}
   ],
   "peers": [{"name": "n2", "addr": "10.9.0.2", "port": "fab"}],
   "probe": {"interval_us": 10000, "paths": 4, "dst_port": 862, "src_port_base": 49152},
   "reflector": {"rate_pps": 100000000, "burst": 1000000, "max_sources": 65536},
   "bridge": {
-    "host_port": "host", "fabric_port": "fab", "link_bps": 100000000000,
-    "max_flows": 16384, "pace_max_delay_us": 2000, "mbufs": 1024, "policy_file": "",
+    "host_port": "host", "fabric_port": "fab", "link_bps": 100000000000, ${LCORES_KEY:-}
+    "max_flows": $FLOWS, "pace_max_delay_us": 2000, "mbufs": 1024, "policy_file": "",
     "policy": {
       "slices": [
         {"name": "paced", "flow_bps": 500000, "match": {"proto": "tcp", "dport": 5201}},
@@ -87,7 +103,7 @@ cat >"$TMP/bfuzz.json" <<EOF
 }
 EOF
 
-"$DAEMON" --no-pci --no-huge -m 1024 --file-prefix "$PREFIX" --lcores '0@(0,1)' \
+"$DAEMON" --no-pci --no-huge -m 1024 --file-prefix "$PREFIX" --lcores "$EAL_LCORES" \
 	-- --config "$TMP/bfuzz.json" >"$TMP/daemon.log" 2>&1 &
 DPID=$!
 
@@ -131,7 +147,8 @@ while :; do
 import json, sys
 s = json.load(sys.stdin)
 b, p = s["bridge"], {q["name"]: q for q in s["status"]["ports"]}
-print(p["host"]["rx_pkts"], p["fab"]["rx_pkts"], b["held"]["wheel"] + b["held"]["slices"],
+print(p["host"]["rx_pkts"], p["fab"]["rx_pkts"],
+      b["held"]["wheel"] + b["held"]["slices"] + b["held"]["rings"],
       b["counters"]["tx_fabric"], b["counters"]["tx_host"])')
 		read -r hrx frx held _ _ <<<"$state"
 		[ "$hrx" -ge "$nhost" ] && [ "$frx" -ge "$nfab" ] && [ "$held" = 0 ] && break
@@ -181,11 +198,12 @@ lsd_stop_clean "after the fuzz input"
 "$PY" "$HERE/gen_bridge_pcap.py" check "$HIN" "$FIN" "$HOUT" "$FOUT" >"$TMP/files.json" ||
 	fail "reading the pcap files"
 
-"$PY" - "$TMP/final.json" "$TMP/files.json" "$MIN_DELIVERED" <<'EOF' || fail "counter check"
+"$PY" - "$TMP/final.json" "$TMP/files.json" "$MIN_DELIVERED" "$FUZZ_LCORES" <<'EOF' || fail "counter check"
 import json, sys
 s = json.load(open(sys.argv[1]))
 f = json.load(open(sys.argv[2]))
 need = int(sys.argv[3])
+nlc = int(sys.argv[4])
 c = s["bridge"]["counters"]
 held = s["bridge"]["held"]
 st = s["status"]["counters"]
@@ -201,8 +219,11 @@ print("test_bridge_fuzz: bridge counters:")
 for k, v in c.items():
     if v:
         print("    %-16s %9d" % (k, v))
-print("    held: wheel %d, slices %d; flows now %d" % (held["wheel"], held["slices"],
-                                                      s["bridge"]["flows"]))
+print("    held: wheel %d, slices %d, rings %d; flows now %d" %
+      (held["wheel"], held["slices"], held["rings"], s["bridge"]["flows"]))
+for lc in s["bridge"]["lcores"]:
+    print("    lcore %d: flows %d rx_host %d rx_fabric %d" %
+          (lc["lcore"], lc["flows"], lc["rx_host"], lc["rx_fabric"]))
 for sl in s["slices"]:
     x = sl["stats"]
     print("    slice %-8s enq %7d sent %7d drops %6d backlog %d" %
@@ -218,15 +239,24 @@ check(hrx >= need and frx >= need, "PMDs delivered host %d, fabric %d frames (>=
 check(hrx == f["host_in"] and frx == f["fab_in"],
       "every frame of both files was read: host %d of %d, fabric %d of %d" %
       (hrx, f["host_in"], frx, f["fab_in"]))
-check(c["rx_host"] == hrx, "rx_host %d = host port rx %d" % (c["rx_host"], hrx))
+check(c["rx_host"] + c["spread_drops_host"] == hrx,
+      "rx_host %d + spread_drops_host %d = host port rx %d" %
+      (c["rx_host"], c["spread_drops_host"], hrx))
 drops = c["pace_drops"] + c["wheel_full"] + c["slice_drops"] + c["tx_drops_fabric"]
-q = held["wheel"] + held["slices"]
+q = held["wheel"] + held["slices"] + held["rings"]
 check(c["rx_host"] == c["tx_fabric"] + drops + q,
       "host side: rx_host %d = tx_fabric %d + pace_drops %d + wheel_full %d + slice_drops %d "
       "+ tx_drops_fabric %d + held %d (= %d)" %
       (c["rx_host"], c["tx_fabric"], c["pace_drops"], c["wheel_full"], c["slice_drops"],
        c["tx_drops_fabric"], q, c["tx_fabric"] + drops + q))
-check(q == 0, "nothing held at the end: wheel %d, slices %d" % (held["wheel"], held["slices"]))
+check(q == 0, "nothing held at the end: wheel %d, slices %d, rings %d" %
+      (held["wheel"], held["slices"], held["rings"]))
+if nlc > 1:
+    lcs = s["bridge"]["lcores"]
+    check(len(lcs) == nlc and all(x["flows"] > 0 and x["rx_host"] > 0 and x["rx_fabric"] > 0
+                                   for x in lcs),
+          "%d lcores, each with flows and frames from both sides: %s" % (nlc, lcs))
+    check(c["spread_out"] > 0, "frames handed to the other lcore: %d" % c["spread_out"])
 check(c["not_ip"] == f["host_not_ip"] and c["bad_ip"] == f["host_bad_ip"],
       "not_ip %d / bad_ip %d = what ls_flow_parse's copy finds in the host file (%d / %d)" %
       (c["not_ip"], c["bad_ip"], f["host_not_ip"], f["host_bad_ip"]))
@@ -237,9 +267,10 @@ check(c["not_ip"] == f["host_not_ip"] and c["bad_ip"] == f["host_bad_ip"],
 check(c["slice_drops"] == sum(x["stats"]["drops"] for x in s["slices"]),
       "slice_drops %d = sum of the slices' drops %d" %
       (c["slice_drops"], sum(x["stats"]["drops"] for x in s["slices"])))
-check(frx == st["rx_pkts"] + c["rx_fabric"] + c["route_icmp"],
-      "fabric side: port rx %d = probe path rx_pkts %d + rx_fabric %d + route_icmp %d" %
-      (frx, st["rx_pkts"], c["rx_fabric"], c["route_icmp"]))
+check(frx == st["rx_pkts"] + c["rx_fabric"] + c["route_icmp"] + c["spread_drops_fabric"],
+      "fabric side: port rx %d = probe path rx_pkts %d + rx_fabric %d + route_icmp %d "
+      "+ spread_drops_fabric %d" %
+      (frx, st["rx_pkts"], c["rx_fabric"], c["route_icmp"], c["spread_drops_fabric"]))
 check(st["rx_pkts"] == f["fab_ours"],
       "probe path rx_pkts %d = frames to lockstepd's MAC in the fabric file %d" %
       (st["rx_pkts"], f["fab_ours"]))
@@ -255,15 +286,18 @@ check(f["fab_out_fwd"] == c["tx_fabric"] and f["fab_out_own"] == own,
       "(tx_probes %d + tx_replies %d + tx_arp %d + tx_nd %d + tx_trace %d; %d found)" %
       (f["fab_out"], c["tx_fabric"], f["fab_out_fwd"], own, st["tx_probes"], st["tx_replies"],
        st["tx_arp"], st["tx_nd"], st["tx_trace"], f["fab_out_own"]))
-check(f["host_out_not_in"] == 0 and f["host_out_missing"] == c["tx_drops_host"],
-      "fabric -> host frames byte-identical: %d out not in, %d missing (tx_drops_host %d)" %
-      (f["host_out_not_in"], f["host_out_missing"], c["tx_drops_host"]))
+check(f["host_out_not_in"] == 0 and
+      f["host_out_missing"] == c["tx_drops_host"] + c["spread_drops_fabric"],
+      "fabric -> host frames byte-identical: %d out not in, %d missing (tx_drops_host %d "
+      "+ spread_drops_fabric %d)" % (f["host_out_not_in"], f["host_out_missing"],
+                                     c["tx_drops_host"], c["spread_drops_fabric"]))
 def_drops = sum(x["stats"]["drops"] for x in s["slices"] if x["name"] == "default")
-check(f["untouched_out_not_in"] == 0 and f["untouched_missing"] <= def_drops,
+check(f["untouched_out_not_in"] == 0 and
+      f["untouched_missing"] <= def_drops + c["spread_drops_host"],
       "untouched frames (not IP, bad IP) byte-identical: in %d, out %d, %d out not in, "
-      "%d missing (default slice drops %d)" %
+      "%d missing (default slice drops %d, spread_drops_host %d)" %
       (f["untouched_in"], f["untouched_out"], f["untouched_out_not_in"],
-       f["untouched_missing"], def_drops))
+       f["untouched_missing"], def_drops, c["spread_drops_host"]))
 check(f["fwd_not_in"] == 0,
       "every forwarded IP frame is an input frame, changed at most in its entropy field, "
       "UDP checksum and ICRC as good as before: %d not (%d with a checksum broken) %s" %
