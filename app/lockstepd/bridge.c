@@ -635,7 +635,7 @@ bridge_create(unsigned int li, struct lsd_port *host, struct lsd_port *fab,
 	 * 16 KiB capped a 100 Gb/s link near 10 Gb/s (bridge fuzz test). */
 	b->sched = ls_slice_create(&(struct ls_slice_params){
 		.hz = b->hz, .link_bps = lsd_share_of(bc->link_bps, lsd_bset.n),
-		.now = rte_rdtsc(),
+		.now = rte_rdtsc(), .share = LS_SLICE_SHARE_ONE / lsd_bset.n,
 		.burst_bytes = (uint32_t)RTE_MAX(16384ULL, bc->link_bps / 8 / 50000)});
 	if (b->flows == NULL || b->wheel == NULL || b->sched == NULL ||
 	    lsd_cc_create(b, socket) < 0 || lsd_fo_create(b, socket) < 0 ||

@@ -297,10 +297,10 @@ print(bad)
 """
 
 
-def run(name, tag, body, tools=()):
+def run(name, tag, body, tools=(), cls=None):
     """The bridge tests' frame: root or SKIP, the tools they start, a wired
-    Bridge in a fresh directory, body(c, br, tmp), and the teardown whatever
-    happens (SIGTERM included)."""
+    Bridge (or cls) in a fresh directory, body(c, br, tmp), and the teardown
+    whatever happens (SIGTERM included)."""
     c = lslab.Checks(name)
     if os.geteuid() != 0:
         print("SKIP: needs root")
@@ -310,7 +310,7 @@ def run(name, tag, body, tools=()):
             c.check(False, "%s installed (tools/deps)" % tool)
             c.finish()
     tmp = tempfile.mkdtemp(prefix="ls-%s-" % name)
-    br = Bridge("%s%d" % (tag, os.getpid() % 100000), tmp)
+    br = (cls or Bridge)("%s%d" % (tag, os.getpid() % 100000), tmp)
     signal.signal(signal.SIGTERM, lambda *a: (br.teardown(), sys.exit(1)))
     try:
         br.wire()

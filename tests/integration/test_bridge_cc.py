@@ -46,6 +46,13 @@ QP_X = 0x000456   # the remote sender's QP (frames from the host name it)
 QP_Y2, QP_X2 = 0x000789, 0x000abc  # a second pair of QPs of the same hosts
 QP_Y3, QP_X3 = 0x000def, 0x000321  # a third, whose first CNP comes before its ACK
 LINK = 300000000  # Bridge.config's link_bps
+H, P = "10.77.0.1", "10.77.0.2"
+# BRIDGE_LCORES=2: the data path on two lcores (test_bridge_lcores.Bridge2).
+# H-P hashes to the second (not the lead): the CNPs and QP pairing run
+# there; RF, the delay mode's reflector, is chosen so that H-RF does too:
+# its flow's loop reads the lead's probe state from the other lcore.
+LCORES = int(os.environ.get("BRIDGE_LCORES", "1"))
+RF = "10.77.0.6" if LCORES == 2 else "10.77.0.5"
 
 # Frames from argv (JSON list of [iface_side, kind, opcode, dqp, psn, ecn, sport])
 SEND = r"""
@@ -139,16 +146,16 @@ s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("10.77.0.1", 40000))     # one flow across the runs: its loop's state carries on
 end = time.time() + float(sys.argv[1])
 while time.time() < end:
-    s.sendto(b"x" * 100, ("10.77.0.5", 7000))
+    s.sendto(b"x" * 100, (sys.argv[2], 7000))
     time.sleep(0.0002)
 """
 
 
 def reflector(br, tmp):
-    """A second lockstepd in ns P, 10.77.0.5 on the same veth as P's kernel."""
+    """A second lockstepd in ns P, RF on the same veth as P's kernel."""
     cfg = {"node": {"name": "rf", "id": 2},
            "ports": [{"name": "p", "dev": "net_af_packet0,iface=%sfk,qdisc_bypass=0" % br.tag,
-                      "mac": "02:77:00:00:00:05", "ipv4": "10.77.0.5/24"}],
+                      "mac": "02:77:00:00:00:05", "ipv4": RF + "/24"}],
            "control": {"socket": os.path.join(tmp, "rf.sock"), "peers_file": ""},
            "sync": {"enabled": False, "shm": ""},
            "idle": {"backoff": True, "sleep_us": 20}}
@@ -165,7 +172,7 @@ def reflector(br, tmp):
 
 def delay_flow(br):
     for f in br.call("flows", {"top": 50, "dir": "host", "cc": True})["top"]:
-        if f.get("dst") == "10.77.0.5" and f.get("dport") == 7000 and f.get("sport") == 40000:
+        if f.get("dst") == RF and f.get("dport") == 7000 and f.get("sport") == 40000:
             return f["cc"]
     return None
 
@@ -177,7 +184,7 @@ def delay_mode(c, br, tmp):
         with open(os.path.join(tmp, "br.json")) as f:
             cfg = json.load(f)
         cfg["ports"][1]["dev"] += ",qdisc_bypass=0"   # netem must see lockstepd's frames
-        cfg["peers"] = [{"name": "rf", "addr": "10.77.0.5", "port": "fab"}]
+        cfg["peers"] = [{"name": "rf", "addr": RF, "port": "fab"}]
         cfg["probe"] = {"interval_us": 1000, "paths": 2, "acquire_rate": 1}
         cfg["sync"] = {"enabled": False, "shm": ""}
         # the target well above what af_packet's own jitter reaches on two
@@ -195,7 +202,7 @@ def delay_mode(c, br, tmp):
             "the reflector in ns P answers the bridge's probes")
 
         def run(secs):
-            sh("ip", "netns", "exec", br.ns_h, SYS_PY, "-c", UDP_SEND, str(secs),
+            sh("ip", "netns", "exec", br.ns_h, SYS_PY, "-c", UDP_SEND, str(secs), RF,
                timeout=secs + 30)
             return delay_flow(br)
 
@@ -282,7 +289,13 @@ def pair_ageing(c, br, policy):
 
 
 def main():
-    test_bridge.run("bridge-cc", "lsc", checks)
+    if LCORES == 2:
+        import test_bridge_lcores as tl
+        for a, what in ((P, "H-P"), (RF, "H-RF")):
+            assert tl.lcore_index(H, a) == 1, what + " must hash to the second lcore"
+        test_bridge.run("bridge-cc-lcores", "lsc", checks, cls=tl.Bridge2)
+    else:
+        test_bridge.run("bridge-cc", "lsc", checks)
 
 
 def checks(c, br, tmp):
