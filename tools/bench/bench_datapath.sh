@@ -37,6 +37,12 @@
 # (5.7 GB for 1 M; override: BENCH_MEM, MB). Starting a contestant (filling
 # the pool, loading the pcap) takes about a minute on a loaded 2-vCPU VM.
 #
+# BENCH_LCORES="1 2" runs lockstepd on each number of data-path lcores in
+# turn (bridge.lcores: the lead on BENCH_CORE, the second on BENCH_CTL_CORE,
+# the soft spread), each against the same testpmd run; a row per number.
+# On the lab's 2 vCPUs the second lcore shares its CPU with the control
+# thread, and the lead reads, copies (net_pcap) and sends every frame.
+#
 # BENCH_HUGE=1 runs both contestants on 2 MB hugepages instead, as DPDK runs
 # in production (mbufs packed, not one per 4 KB page; the flow table's random
 # lines no longer a TLB miss each). It reserves the pages itself (root) and
@@ -54,10 +60,13 @@ CTL_CORE=${BENCH_CTL_CORE:-0}  # testpmd's main lcore (it does not forward)
 SECS=${BENCH_SECS:-10}
 FLOWS=${BENCH_FLOWS:-1048576}
 CASES=${BENCH_CASES:-"64 1500 pace steer mix cc"}
+NLCS=${BENCH_LCORES:-1}
 MBUFS=$((FLOWS + 65536))
 # mbufs (a 2,176-byte buffer + headers: one per 4 KB page with --no-huge) +
 # flow table (~300 B/flow) + 1 GB slack
-MEM=${BENCH_MEM:-$(( (MBUFS * 4096 + FLOWS * 384) / 1048576 + 1024 ))}
+# (a flow table per data-path lcore)
+MAXLC=$(echo $NLCS | tr ' ' '\n' | sort -n | tail -n 1)
+MEM=${BENCH_MEM:-$(( (MBUFS * 4096 + MAXLC * FLOWS * 384) / 1048576 + 1024 ))}
 TMP=$(mktemp -d /tmp/ls-bench-dp.XXXXXX)
 SOCK=$TMP/ctl.sock
 PREFIX=ls-bench-dp$$
@@ -82,7 +91,7 @@ trap 'exit 130' INT TERM
 EAL_MEM=(--no-huge -m "$MEM")
 if [ -n "${BENCH_HUGE:-}" ]; then
 	# ~2.4 KB per mbuf packed, the flow table and 1 GB slack
-	MEM=${BENCH_MEM:-$(( (MBUFS * 2560 + FLOWS * 384) / 1048576 + 1024 ))}
+	MEM=${BENCH_MEM:-$(( (MBUFS * 2560 + MAXLC * FLOWS * 384) / 1048576 + 1024 ))}
 	EAL_MEM=(-m "$MEM")
 	HP=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
 	HP_WAS=$(cat "$HP")
@@ -138,7 +147,14 @@ case_policy() {
 # Run lockstepd on one case; writes "pps flows table_bytes paced/s steered/s"
 # to $TMP/ls.out (not in a subshell, so cleanup sees its pid).
 run_lockstepd() {
-	local name=$1 pcap=$2 policy=$3 i n
+	local name=$1 pcap=$2 policy=$3 nlc=${4:-1} i n lcores="" eal="$CORE" mb=$MBUFS
+	# n lcores: the pool holds mbufs per lcore (bridge.mbufs), so each gets
+	# a share of the pcap's frames plus room, and the EAL runs both cores
+	if [ "$nlc" -gt 1 ]; then
+		lcores="\"lcores\": [$CORE, $CTL_CORE],"
+		eal="$CTL_CORE,$CORE"
+		mb=$((MBUFS / nlc + 16384))
+	fi
 	cat >"$TMP/bench.json" <<EOF
 {
   "node": {"name": "bench", "id": 1},
@@ -146,8 +162,8 @@ run_lockstepd() {
              "dev": "net_pcap0,rx_pcap=$pcap,infinite_rx=1"},
             {"name": "fab", "dev": "net_null0,no-rx=1", "mac": "02:00:00:00:00:03",
              "ipv4": "10.200.0.3/24", "lcore": $CORE}],
-  "bridge": {"host_port": "host", "fabric_port": "fab", "link_bps": 10000000000000,
-             "max_flows": $FLOWS, "mbufs": $MBUFS, "policy_file": "",
+  "bridge": {"host_port": "host", "fabric_port": "fab", "link_bps": 10000000000000, $lcores
+             "max_flows": $FLOWS, "mbufs": $mb, "policy_file": "",
              "policy": $policy},
   "control": {"socket": "$SOCK"},
   "idle": {"backoff": false},
@@ -155,7 +171,7 @@ run_lockstepd() {
 }
 EOF
 	rm -f "$SOCK"
-	"$DAEMON" --no-pci "${EAL_MEM[@]}" --file-prefix "$PREFIX-ls" -l "$CORE" \
+	"$DAEMON" --no-pci "${EAL_MEM[@]}" --file-prefix "$PREFIX-ls" -l "$eal" \
 		-- --config "$TMP/bench.json" >"$TMP/ls.log" 2>&1 &
 	LPID=$!
 	PIDS+=("$LPID")
@@ -257,22 +273,29 @@ for c in $CASES; do
 		"$PY" "$GEN" "$pcap" "$kind" "$FLOWS" "$size"
 		PCAPS[$kind-$size]=$pcap
 	fi
-	run_lockstepd "$c" "$pcap" "$(case_policy "$c")"
-	read -r ls_pps nflows tbytes paced steered <"$TMP/ls.out"
+	rows=()
+	for nlc in $NLCS; do
+		run_lockstepd "$c" "$pcap" "$(case_policy "$c")" "$nlc"
+		read -r ls_pps nflows tbytes paced steered <"$TMP/ls.out"
+		rows+=("$ls_pps $nflows $tbytes $paced $steered $nlc")
+	done
 	run_testpmd "$c" "$pcap"
 	pmd_pps=$(cat "$TMP/pmd.out")
 	[ "$pmd_pps" -gt 0 ] || { tail -n 30 "$TMP/pmd.log" >&2; fail "no Tx-pps samples from testpmd ($c)"; }
 	say "$c: testpmd macswap $pmd_pps pkt/s"
-	RESULTS+=("$c $size $ls_pps $pmd_pps $nflows $tbytes $paced $steered")
+	for r in "${rows[@]}"; do
+		read -r ls_pps nflows tbytes paced steered nlc <<<"$r"
+		RESULTS+=("$c $size $ls_pps $pmd_pps $nflows $tbytes $paced $steered $nlc")
+	done
 done
 
 echo "bench_datapath: core $CORE, ${SECS}s each, $FLOWS flows; pkt/s, cycles/pkt at $HZ Hz"
-printf '%-6s %5s %12s %8s %12s %8s %6s %9s %8s %12s %12s\n' case bytes lockstepd cyc/pkt \
-	testpmd cyc/pkt ratio flows B/flow paced/s steered/s
+printf '%-6s %5s %3s %12s %8s %12s %8s %6s %9s %8s %12s %12s\n' case bytes lcs lockstepd \
+	cyc/pkt testpmd cyc/pkt ratio flows B/flow paced/s steered/s
 for r in "${RESULTS[@]}"; do
-	read -r c size ls pmd nflows tbytes paced steered <<<"$r"
+	read -r c size ls pmd nflows tbytes paced steered nlc <<<"$r"
 	awk -v c="$c" -v s="$size" -v l="$ls" -v p="$pmd" -v n="$nflows" -v b="$tbytes" \
-		-v f="$FLOWS" -v pa="$paced" -v st="$steered" -v hz="$HZ" 'BEGIN {
-		printf "%-6s %5d %12d %8.0f %12d %8.0f %6.3f %9d %8.1f %12d %12d\n", c, s, l,
-			l ? hz / l : 0, p, p ? hz / p : 0, p ? l / p : 0, n, b / f, pa, st }'
+		-v f="$FLOWS" -v pa="$paced" -v st="$steered" -v hz="$HZ" -v k="$nlc" 'BEGIN {
+		printf "%-6s %5d %3d %12d %8.0f %12d %8.0f %6.3f %9d %8.1f %12d %12d\n", c, s, k, l,
+			l ? hz / l : 0, p, p ? hz / p : 0, p ? l / p : 0, n, b / (f * k), pa, st }'
 done
