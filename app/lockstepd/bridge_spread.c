@@ -85,12 +85,11 @@ uint16_t
 lsd_spread_out(struct lsd_bridge *b, int side, struct rte_mbuf **m, uint16_t n)
 {
 	struct rte_mbuf *to[LS_BRIDGE_MAX_LCORES][LSD_BURST];
-	uint16_t cnt[LS_BRIDGE_MAX_LCORES];
+	/* 32 bytes, two vector stores (a loop to nl became rep stosb) */
+	uint16_t cnt[LS_BRIDGE_MAX_LCORES] = {0};
 	unsigned int nl = lsd_bset.n, j;
 	uint16_t keep = 0;
 
-	for (j = 1; j < nl; j++)
-		cnt[j] = 0;
 	for (uint16_t i = 0; i < n; i++) {
 		uint32_t h = ls_flow_spread_hash(rte_pktmbuf_mtod(m[i], const uint8_t *),
 						 m[i]->data_len);
