@@ -523,7 +523,7 @@ to_fabric(struct lsd_bridge *b, uint64_t now, unsigned int *work)
 		lsd_spread_drain(b, work);
 }
 
-void
+__attribute__((hot)) void
 lsd_bridge_poll(struct lsd_lcore *lc, struct lsd_bridge *b, unsigned int *work)
 {
 	uint64_t now = rte_rdtsc();

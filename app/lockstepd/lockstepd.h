@@ -32,7 +32,6 @@
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 #include <rte_mbuf_dyn.h>
-#include <rte_rcu_qsbr.h>
 #include <rte_ring.h>
 #include <rte_seqlock.h>
 #include <rte_timer.h>
@@ -397,6 +396,7 @@ struct lsd_global {
 	struct rte_rcu_qsbr *qsbr;
 };
 
+struct rte_rcu_qsbr;
 extern struct lsd_global lsd;
 extern const char *lsd_config_path;   /* --config (main.c), for errors */
 

@@ -32,6 +32,7 @@
 #include <rte_hash.h>
 #include <rte_hash_crc.h>
 #include <rte_lcore.h>
+#include <rte_rcu_qsbr.h>
 #include <rte_log.h>
 #include <rte_malloc.h>
 #include <rte_mbuf.h>

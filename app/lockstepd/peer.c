@@ -33,6 +33,7 @@
 #include <jansson.h>
 
 #include <rte_cycles.h>
+#include <rte_rcu_qsbr.h>
 #include <rte_ring.h>
 #include <rte_timer.h>
 

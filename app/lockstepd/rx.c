@@ -163,7 +163,7 @@ bad:
 static void stamp_and_send(struct lsd_lcore *lc, struct lsd_port *p, struct rte_mbuf **reply,
 			   uint16_t n_reply, bool cap);
 
-void
+__attribute__((hot)) void
 lsd_rx_vector(struct lsd_lcore *lc, struct lsd_port *p, struct rte_mbuf **rx, uint16_t n,
 	      uint64_t tsc)
 {
