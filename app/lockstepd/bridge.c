@@ -232,9 +232,8 @@ wheel_tag(uint16_t slice, uint32_t len)
 	return (uint32_t)slice << WHEEL_TAG_LEN_BITS | len;
 }
 
-/* Put m (len bytes) on its slice queue (the frame is final). Inlined
- * always: a call per frame where GCC's estimate left it out of line. */
-static inline __attribute__((always_inline)) void
+/* Put m (len bytes) on its slice queue (the frame is final). */
+static inline void
 to_slice(struct lsd_bridge *b, struct ls_flow *f, struct rte_mbuf *m, uint32_t len,
 	 uint16_t slice)
 {

@@ -346,8 +346,10 @@ refill(struct ls_slice_sched *s, uint64_t now)
 	bucket_fill(&s->link, dt);
 }
 
-/* Bring a slice's buckets up to the dequeue's clock. */
-static void
+/* Bring a slice's buckets up to the dequeue's clock. Inlined always: it
+ * is a test and a return for a slice without limits, once per frame picked,
+ * and GCC left it out of line in one build. */
+static inline __attribute__((always_inline)) void
 slice_refill(const struct ls_slice_sched *s, struct slice *sl)
 {
 	uint64_t dt = s->now > sl->last ? s->now - sl->last : 0;
