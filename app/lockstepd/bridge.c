@@ -321,10 +321,15 @@ from_host(struct lsd_bridge *b, uint64_t now, unsigned int *work)
 	uint16_t n, i, nk = 0;
 
 	n = lsd_bridge_rx(b, LSD_HOST, m, LSD_BURST);
-	if (n == 0)
-		return;
 	*work += n;
-	if (lsd_bset.soft && b->li == 0 && (n = lsd_spread_out(b, LSD_HOST, m, n)) == 0)
+	if (b->spreads && n > 0)
+		n = lsd_spread_out(b, LSD_HOST, m, n);
+	if (b->rss) {
+		i = n;
+		n = lsd_spread_in(b, LSD_HOST, m, n, LSD_BURST);
+		*work += n - i;
+	}
+	if (n == 0)
 		return;
 	b->st.rx_host += n;
 	for (i = 0; i < n && i < 4; i++)
@@ -464,18 +469,29 @@ from_fabric(struct lsd_lcore *lc, struct lsd_bridge *b, uint64_t now, unsigned i
 
 	n = lsd_bridge_rx(b, LSD_FAB, m, LSD_BURST);
 	b->fab_drained = n < LSD_BURST;
-	if (n == 0)
+	if (n == 0 && (!b->rss || rte_ring_empty(b->in[LSD_FAB])))
 		return;
 	/* after a pause (this lcore, the peer or, in the lab, the emulator
 	 * held up), replies come late for every path: not silence (bridge_fo.c) */
-	if (now - b->fab_last_rx > b->fab_pause)
+	if (n > 0 && now - b->fab_last_rx > b->fab_pause)
 		b->fab_resumed = now;
-	b->fab_last_rx = now;
+	if (n > 0)
+		b->fab_last_rx = now;
 	tsc = rte_rdtsc();
 	*work += n;
-	nh = b->ring_io ? n : fabric_triage(lc, b, m, n, ours, &no, tsc);
-	if (lsd_bset.soft && b->li == 0)
+	/* the lead looks first at what it read itself; the other lcores of
+	 * an RSS spread hand it what is for lockstepd (lsd_spread_out) */
+	nh = b->li == 0 && !b->ring_io ? fabric_triage(lc, b, m, n, ours, &no, tsc) : n;
+	if (b->spreads && nh > 0)
 		nh = lsd_spread_out(b, LSD_FAB, m, nh);
+	if (b->rss) {
+		/* handed on by the others: the lead's share looked at now */
+		i = lsd_spread_in(b, LSD_FAB, m, nh, LSD_BURST);
+		*work += i - nh;
+		if (b->li == 0 && i > nh)
+			i = nh + fabric_triage(lc, b, &m[nh], i - nh, ours, &no, tsc);
+		nh = i;
+	}
 	for (i = 0; i < nh; i++)
 		fabric_frame(b, m[i], rte_pktmbuf_mtod(m[i], const uint8_t *), tsc, now_ms);
 	if (b->roce_track)
@@ -607,6 +623,9 @@ bridge_create(unsigned int li, struct lsd_port *host, struct lsd_port *fab,
 	lsd_bset.b[li] = b;
 	b->li = (uint8_t)li;
 	b->ring_io = lsd_bset.soft && li > 0;
+	b->rss = lsd_bset.rss;
+	b->spreads = (lsd_bset.soft && li == 0) || lsd_bset.rss;
+	b->q = lsd_bset.rss ? (uint16_t)li : 0;
 	/* the lead's probes feed the delay mode of every lcore's flows */
 	b->lc = &lsd.lcores[lsd_bset.lcore[0]];
 	b->host = host;
@@ -662,10 +681,11 @@ bridge_lcores(unsigned int lead)
 	/* (main.c checked that the EAL runs them) */
 	for (unsigned int i = 1; i < lsd_bset.n; i++)
 		lsd_bset.lcore[i] = bc->lcores[i];
-	lsd_bset.soft = lsd_bset.n > 1;
+	lsd_bset.rss = lsd_bset.n > 1 && lsd.bridge_queues == lsd_bset.n;
+	lsd_bset.soft = lsd_bset.n > 1 && !lsd_bset.rss;
 	if (lsd_bset.n > 1)
-		LSD_LOG(INFO, "bridge: %u lcores, soft spread by address pair (lead lcore %u)",
-		       lsd_bset.n, lead);
+		LSD_LOG(INFO, "bridge: %u lcores, %s spread by address pair (lead lcore %u)",
+		       lsd_bset.n, lsd_bset.rss ? "RSS" : "soft", lead);
 	return 0;
 }
 

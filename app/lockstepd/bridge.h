@@ -73,6 +73,7 @@ struct ls_ctl;
 	X(spread_out)       /* frames handed to the lcore their address pair goes to */ \
 	X(spread_drops_host) /* ... from the host, dropped: that lcore's ring was full */ \
 	X(spread_drops_fabric) /* ... from the fabric, the same */ \
+	X(spread_to_lead)   /* RSS: frames for lockstepd read on another lcore's queue */ \
 	X(fo_notes_lost)    /* probe marks another lcore missed: its ring was full */
 
 struct lsd_bridge_stats {
@@ -89,11 +90,15 @@ struct lsd_bridge {
 	/* Many cores (bridge_spread.c). The lead (index 0, the fabric port's
 	 * lcore) reads and writes the ports' queue 0; in the soft spread it
 	 * hands each frame to the lcore its address pair goes to through
-	 * in[], and sends what the others put on their out[]. */
+	 * in[], and sends what the others put on their out[]. In the RSS
+	 * spread each lcore reads and writes its own queue, and hands what
+	 * is not its own to its owner's in[]. */
 	uint16_t q;                         /* the ports' queue this lcore uses */
 	uint8_t li;                         /* index among the data path's lcores */
 	bool ring_io;                       /* frames come and go through in[]/out[] */
-	struct rte_ring *in[2], *out[2];    /* soft spread, by side: lead -> this, this -> lead */
+	bool spreads;                       /* sorts what it reads by owner (lsd_spread_out) */
+	bool rss;                           /* the RSS spread: reads its in[] after its queue */
+	struct rte_ring *in[2], *out[2];    /* by side: to this lcore; soft: this -> lead */
 	struct rte_ring *notes;             /* lead -> this: failover's probe marks */
 	struct ls_flow_table *flows;
 	struct ls_wheel *wheel;
@@ -142,7 +147,8 @@ struct lsd_bridge_set {
 	unsigned int n;
 	unsigned int lcore[LS_BRIDGE_MAX_LCORES];
 	struct lsd_bridge *b[LS_BRIDGE_MAX_LCORES];
-	bool soft;                          /* the soft spread (else RSS or one lcore) */
+	bool soft;                          /* the soft spread */
+	bool rss;                           /* the RSS spread (neither: one lcore) */
 };
 extern struct lsd_bridge_set lsd_bset;
 
@@ -166,11 +172,18 @@ json_t *lsd_share_json(void);
 /* bridge_spread.c (lcore) */
 int lsd_spread_create(struct lsd_bridge *b);
 void lsd_spread_free(struct lsd_bridge *b);
-/* Lead, soft spread: keep this lcore's frames of m[0..n), hand the others
- * to theirs; the kept count. */
+/* Keep this lcore's frames of m[0..n), hand the others to theirs (the
+ * soft spread's lead; every lcore of the RSS spread, which also hands the
+ * fabric's frames for lockstepd to the lead); the count kept. */
 uint16_t lsd_spread_out(struct lsd_bridge *b, int side, struct rte_mbuf **m, uint16_t n);
 /* Lead, soft spread: send what the other lcores left on their out rings. */
 void lsd_spread_drain(struct lsd_bridge *b, unsigned int *work);
+/* RSS spread: append what other lcores handed this one (m[n..max)). */
+static inline uint16_t
+lsd_spread_in(struct lsd_bridge *b, int side, struct rte_mbuf **m, uint16_t n, uint16_t max)
+{
+	return n + (uint16_t)rte_ring_sc_dequeue_burst(b->in[side], (void **)&m[n], max - n, NULL);
+}
 /* Rings held (for `bridge`'s held): frames on the out rings. */
 uint64_t lsd_spread_held(const struct lsd_bridge *b);
 

@@ -478,6 +478,16 @@ lcores_json(void)
 	return a;
 }
 
+/* How frames reach the lcores (bridge_spread.c, port_rss.c). */
+static json_t *
+spread_json(const struct lsd_bridge *b)
+{
+	return json_pack("{ss si s{sb sb} sb}", "mode",
+			 lsd_bset.rss ? "rss" : lsd_bset.soft ? "soft" : "none",
+			 "queues", (int)lsd.bridge_queues, "nic_hash", "host", b->host->rss_nic,
+			 "fabric", b->fab->rss_nic, "own_to_lead", b->fab->own_to_lead);
+}
+
 json_t *
 lsd_bridge_status_json(void)
 {
@@ -493,7 +503,7 @@ lsd_bridge_status_json(void)
 		bytes += ls_flow_table_bytes(lsd_bset.b[i]->flows);
 		unlogged += lsd_bset.b[i]->fo_unlogged;
 	}
-	return json_pack("{ss ss si sI sI sI so so so so s{sb sI} so so so}", "host_port",
+	return json_pack("{ss ss si sI sI sI so so so so s{sb sI} so so so so}", "host_port",
 			 b->host->conf->name,
 			 "fabric_port", b->fab->conf->name, "lcore", (int)bctl.lcore,
 			 "flows", (json_int_t)flows, "flow_table_bytes", (json_int_t)bytes,
@@ -502,7 +512,8 @@ lsd_bridge_status_json(void)
 			 "host", port_json(b->host), "fabric", port_json(b->fab),
 			 "failover", "enabled", b->fo_on,
 			 "moves_unlogged", (json_int_t)unlogged, "balance", lsd_bal_json(),
-			 "lcores", lcores_json(), "shares", lsd_share_json());
+			 "lcores", lcores_json(), "shares", lsd_share_json(),
+			 "spread", spread_json(b));
 }
 
 /* Every control-loop pass: the data path's moves into the event log, and

@@ -21,11 +21,23 @@
  * queues stay single-threaded. A ring full on the way out is a drop,
  * counted (spread_drops_* on the lead, tx_drops_* on the other).
  *
- * The lead's rings are all single-producer, single-consumer: each joins
- * two lcores. Nothing here allocates; the rings are made at start.
+ * The RSS spread, for ports with a queue per lcore (port_rss.c): each
+ * lcore reads and writes queue i of both ports itself. Where the NIC hashes
+ * as lockstepd does (ls_flow_rss_hash: Toeplitz over the addresses, the
+ * symmetric key), what lcore i reads is its own and the check costs a
+ * look at the mbuf's hash; whatever lands on the wrong queue (a NIC that
+ * hashes otherwise or not at all, the lab's af_packet fanout) is handed to
+ * its owner's in ring, multi-producer, and frames for lockstepd itself
+ * read off the fabric by another lcore go to the lead's (spread_to_lead).
+ * A frame that came through a ring is never sorted again: no ping-pong.
+ *
+ * The soft spread's rings are single-producer, single-consumer: each
+ * joins two lcores; the RSS spread's in rings take any lcore's frames.
+ * Nothing here allocates; the rings are made at start.
  */
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <rte_lcore.h>
 #include <rte_malloc.h>
@@ -44,16 +56,20 @@ lsd_spread_create(struct lsd_bridge *b)
 	int socket = (int)rte_lcore_to_socket_id(lsd_bset.lcore[b->li]);
 	char name[RTE_RING_NAMESIZE];
 
-	if (!b->ring_io)
+	if (!b->ring_io && !b->rss)
 		return 0;
 	for (int s = 0; s < 2; s++) {
 		snprintf(name, sizeof(name), "lsd_in_%s_%u", side[s], b->li);
 		b->in[s] = rte_ring_create(name, SPREAD_RING, socket,
-					   RING_F_SP_ENQ | RING_F_SC_DEQ);
+					   b->rss ? RING_F_SC_DEQ : RING_F_SP_ENQ | RING_F_SC_DEQ);
+		if (b->in[s] == NULL)
+			return -ENOMEM;
+		if (b->rss)
+			continue;
 		snprintf(name, sizeof(name), "lsd_out_%s_%u", side[s], b->li);
 		b->out[s] = rte_ring_create(name, SPREAD_RING, socket,
 					    RING_F_SP_ENQ | RING_F_SC_DEQ);
-		if (b->in[s] == NULL || b->out[s] == NULL)
+		if (b->out[s] == NULL)
 			return -ENOMEM;
 	}
 	return 0;
@@ -81,32 +97,62 @@ lsd_spread_free(struct lsd_bridge *b)
 	}
 }
 
+/* The lead's, in the RSS spread: what only it handles (probes and their
+ * replies to our MAC, ARP and ND, multicast, the routers' answers to path
+ * discovery), read off the fabric by another lcore. */
+static inline bool
+for_lead(const struct lsd_bridge *b, const uint8_t *f, uint32_t len)
+{
+	if (len < 14)
+		return true;
+	return memcmp(f, b->fab->mac.b, 6) == 0 || (f[0] & 1) != 0 || lsd_route_maybe(f, len);
+}
+
+/* The lcore of n that owns frame m read on side; FOR_LEAD: the lead's,
+ * for lockstepd itself. */
+#define FOR_LEAD LS_BRIDGE_MAX_LCORES
+static inline unsigned int
+owner(const struct lsd_bridge *b, int side, const struct rte_mbuf *m, unsigned int n)
+{
+	const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *);
+	const struct lsd_port *p = side == LSD_HOST ? b->host : b->fab;
+
+	if (!b->rss)
+		return (unsigned int)(((uint64_t)ls_flow_spread_hash(f, m->data_len) * n) >> 32);
+	if (side == LSD_FAB && b->li != 0 && for_lead(b, f, m->data_len))
+		return FOR_LEAD;
+	if (p->rss_nic && (m->ol_flags & RTE_MBUF_F_RX_RSS_HASH))
+		return ls_flow_rss_lcore(m->hash.rss, n);
+	return ls_flow_rss_lcore(ls_flow_rss_hash(f, m->data_len), n);
+}
+
 uint16_t
 lsd_spread_out(struct lsd_bridge *b, int side, struct rte_mbuf **m, uint16_t n)
 {
 	struct rte_mbuf *to[LS_BRIDGE_MAX_LCORES][LSD_BURST];
 	/* 32 bytes, two vector stores (a loop to nl became rep stosb) */
 	uint16_t cnt[LS_BRIDGE_MAX_LCORES] = {0};
-	unsigned int nl = lsd_bset.n, j;
+	unsigned int nl = lsd_bset.n, me = b->li, j;
 	uint16_t keep = 0;
 
 	for (uint16_t i = 0; i < n; i++) {
-		uint32_t h = ls_flow_spread_hash(rte_pktmbuf_mtod(m[i], const uint8_t *),
-						 m[i]->data_len);
-
-		j = (unsigned int)(((uint64_t)h * nl) >> 32);
-		if (j == 0)
+		j = owner(b, side, m[i], nl);
+		if (unlikely(j == FOR_LEAD)) {
+			b->st.spread_to_lead++;
+			j = 0;
+		}
+		if (j == me)
 			m[keep++] = m[i];
 		else
 			to[j][cnt[j]++] = m[i];
 	}
-	for (j = 1; j < nl; j++) {
+	for (j = 0; j < nl; j++) {
 		unsigned int sent;
 
 		if (cnt[j] == 0)
 			continue;
-		sent = rte_ring_sp_enqueue_burst(lsd_bset.b[j]->in[side], (void **)to[j], cnt[j],
-						 NULL);
+		sent = rte_ring_enqueue_burst(lsd_bset.b[j]->in[side], (void **)to[j], cnt[j],
+					      NULL);
 		b->st.spread_out += sent;
 		if (sent < cnt[j]) {
 			*(side == LSD_HOST ? &b->st.spread_drops_host : &b->st.spread_drops_fabric) +=

@@ -147,6 +147,8 @@ struct lsd_port {
 	struct ls_prefix v4, v6;   /* our addresses (family 0 when unset) */
 	struct ls_addr v6_ll;      /* our IPv6 link-local address (ND) */
 	bool rx_cksum_offload;     /* NIC validates L4 checksums */
+	bool rss_nic;              /* RSS spread: the mbufs' RSS hash is ls_flow_rss_hash */
+	bool own_to_lead;          /* RSS spread: rte_flow sends our MAC's frames to queue 0 */
 	bool fast_ok;              /* IPv4 reflector fast path usable (lib/reflect) */
 	bool tx_per_packet;        /* driver sends frame by frame (net_pcap): stamp each */
 	bool tx_sched;             /* clock.tx_sched: the NIC sends on the mbuf's TX timestamp */
@@ -394,6 +396,9 @@ struct lsd_global {
 	 * delay mode): they report quiescence every loop, and a peer is freed
 	 * only after a grace period (NULL with one data-path lcore). */
 	struct rte_rcu_qsbr *qsbr;
+	/* The bridge ports' queues: one, or one per data-path lcore when they
+	 * spread by RSS (port_rss.c) */
+	uint16_t bridge_queues;
 };
 
 struct rte_rcu_qsbr;
@@ -424,6 +429,12 @@ lsd_cap_field(struct rte_mbuf *m)
 
 /* port.c */
 int lsd_ports_init(void);
+/* port_rss.c: the RSS spread's queues, hash and redirection table */
+int lsd_rss_plan(uint16_t host_id, uint16_t fab_id);
+uint16_t lsd_rss_queues(const struct ls_conf_port *cp);
+void lsd_rss_conf(struct lsd_port *p, const struct rte_eth_dev_info *info,
+		  struct rte_eth_conf *conf);
+void lsd_rss_started(struct lsd_port *p);
 bool lsd_ports_stop(void);
 bool lsd_port_owns(const struct lsd_port *p, const struct ls_addr *a);
 bool lsd_port_bad_source(const struct lsd_port *p, const struct ls_addr *src);

@@ -130,6 +130,12 @@ setup_pool(void)
 		unsigned int nl = RTE_MAX(lsd.cfg.bridge.n_lcores, 1);
 
 		n += lsd.cfg.bridge.mbufs * nl + (nl - 1) * 4 * 2048;
+		/* the RSS spread: a queue per lcore on both ports, and in rings */
+		for (unsigned int i = 0; nl > 1 && i < lsd.cfg.n_ports; i++)
+			if (strcmp(lsd.cfg.ports[i].name, lsd.cfg.bridge.host_port) == 0 ||
+			    strcmp(lsd.cfg.ports[i].name, lsd.cfg.bridge.fabric_port) == 0)
+				n += (nl - 1) * (lsd.cfg.ports[i].rx_desc +
+						 lsd.cfg.ports[i].tx_desc + 2048);
 	}
 	lsd.pool = rte_pktmbuf_pool_create("ls_mbuf", n, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
 					 (int)rte_socket_id());

@@ -8,9 +8,9 @@
  * When no ethdev of that name exists yet we probe the devargs ourselves, so
  * a config file alone is enough and EAL --vdev/-a arguments stay optional.
  *
- * Only queue 0 is used: one lcore owns a port. RSS fan-out across lcores
- * would split a path's replies between lcores that do not own its state;
- * scaling out is done with more ports/VFs, each with its own lcore.
+ * One RX and one TX queue per port, owned by its lcore; the data path's
+ * two ports have one per data-path lcore when they spread by RSS
+ * (port_rss.c), queue 0 the lead's, where the probes come and go.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -126,7 +126,8 @@ port_configure(struct lsd_port *p, const struct ls_conf_port *cp,
 		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_VLAN_INSERT;
 		p->vlan_offload = true;
 	}
-	rc = rte_eth_dev_configure(p->port_id, 1, 1, &conf);
+	lsd_rss_conf(p, info, &conf);
+	rc = rte_eth_dev_configure(p->port_id, lsd_rss_queues(cp), lsd_rss_queues(cp), &conf);
 	if (rc < 0) {
 		LSD_LOG(ERR, "port %s: configure failed: %s", cp->name, strerror(-rc));
 		return rc;
@@ -153,17 +154,21 @@ port_start(struct lsd_port *p, const struct ls_conf_port *cp)
 	rc = rte_eth_dev_adjust_nb_rx_tx_desc(p->port_id, &nb_rx, &nb_tx);
 	if (rc < 0)
 		return rc;
-	rc = rte_eth_rx_queue_setup(p->port_id, 0, nb_rx,
-				    rte_eth_dev_socket_id(p->port_id), NULL, lsd.pool);
-	if (rc < 0) {
-		LSD_LOG(ERR, "port %s: RX queue setup failed: %s", cp->name, strerror(-rc));
-		return rc;
-	}
-	rc = rte_eth_tx_queue_setup(p->port_id, 0, nb_tx,
-				    rte_eth_dev_socket_id(p->port_id), NULL);
-	if (rc < 0) {
-		LSD_LOG(ERR, "port %s: TX queue setup failed: %s", cp->name, strerror(-rc));
-		return rc;
+	for (uint16_t q = 0; q < lsd_rss_queues(cp); q++) {
+		rc = rte_eth_rx_queue_setup(p->port_id, q, nb_rx,
+					    rte_eth_dev_socket_id(p->port_id), NULL, lsd.pool);
+		if (rc < 0) {
+			LSD_LOG(ERR, "port %s: RX queue %u setup failed: %s", cp->name, q,
+			       strerror(-rc));
+			return rc;
+		}
+		rc = rte_eth_tx_queue_setup(p->port_id, q, nb_tx,
+					    rte_eth_dev_socket_id(p->port_id), NULL);
+		if (rc < 0) {
+			LSD_LOG(ERR, "port %s: TX queue %u setup failed: %s", cp->name, q,
+			       strerror(-rc));
+			return rc;
+		}
 	}
 	if (cp->mtu != 1500) {
 		rc = rte_eth_dev_set_mtu(p->port_id, cp->mtu);
@@ -253,6 +258,7 @@ port_setup(struct lsd_port *p, const struct ls_conf_port *cp, bool want_hw_ts)
 	if (rc < 0)
 		return rc;
 	port_addresses(p, cp);
+	lsd_rss_started(p);
 	return 0;
 }
 
@@ -322,16 +328,42 @@ memif_clients_connect(void)
 	}
 }
 
+/* Before any port is configured: how many queues the bridge's two take
+ * (both ports' capabilities decide "auto"). */
+static int
+bridge_plan(void)
+{
+	const struct ls_conf_bridge *bc = &lsd.cfg.bridge;
+	uint16_t id[2];
+	int rc;
+
+	lsd.bridge_queues = 1;
+	if (!bc->enabled || bc->n_lcores < 2)
+		return 0;
+	for (int s = 0; s < 2; s++) {
+		int i = ls_config_port_index(&lsd.cfg, s == 0 ? bc->host_port : bc->fabric_port);
+
+		rc = i < 0 ? -EINVAL : port_lookup(&lsd.cfg.ports[i], &id[s]);
+		if (rc < 0)
+			return rc;
+	}
+	return lsd_rss_plan(id[0], id[1]);
+}
+
 int
 lsd_ports_init(void)
 {
 	bool want_hw_ts = lsd.cfg.clock.source == LS_CLOCK_AUTO ||
 			  lsd.cfg.clock.source == LS_CLOCK_NIC;
 	char mac[LS_MAC_STRLEN];
+	int rc = bridge_plan();
 
+	if (rc < 0)
+		return rc;
 	for (unsigned int i = 0; i < lsd.cfg.n_ports; i++) {
 		struct lsd_port *p = &lsd.ports[i];
-		int rc = port_setup(p, &lsd.cfg.ports[i], want_hw_ts);
+
+		rc = port_setup(p, &lsd.cfg.ports[i], want_hw_ts);
 
 		if (rc < 0) {
 			LSD_LOG(ERR, "%s: ports[%u] (%s, dev \"%s\"): cannot start: %s",

@@ -62,11 +62,6 @@ bridge_lcores(struct pctx *c, const char *path, struct ls_conf_bridge *b, int f)
 	char kpath[LS_JSONV_PATH_LEN], ipath[LS_JSONV_PATH_LEN];
 	int fl = c->cfg->ports[f].lcore;
 
-	/* RSS needs a queue per lcore on both ports of a NIC: not built yet
-	 * (docs/datapath.md, "Many cores"); the soft spread works on any port */
-	if (b->spread == LS_SPREAD_RSS)
-		return ls_jsonv_fail(&c->jv, ls_jsonv_key(kpath, path, "spread"),
-				     "\"rss\" is not supported yet: use \"soft\" or \"auto\"");
 	ls_jsonv_key(kpath, path, "lcores");
 	if (b->n_lcores == 0)
 		return 0;

@@ -100,6 +100,41 @@ int ls_flow_parse(const uint8_t *f, uint32_t len, struct ls_flow_pkt *out);
  */
 uint32_t ls_flow_spread_hash(const uint8_t *f, uint32_t len);
 
+/** Bytes of ls_flow_rss_key: the longest RSS key NICs take (40 or 52). */
+#define LS_FLOW_RSS_KEY_LEN 52
+
+/**
+ * The symmetric Toeplitz key (0x6d5a repeated) lockstepd gives a NIC's RSS
+ * when the data path spreads by RSS: hashing the IP addresses only, a
+ * frame and its answer land on one queue. A NIC whose key is shorter takes
+ * its first bytes (the same pattern).
+ */
+extern const uint8_t ls_flow_rss_key[LS_FLOW_RSS_KEY_LEN];
+
+/**
+ * The Toeplitz hash a NIC's RSS computes over an IPv4 or IPv6 frame's
+ * source and destination addresses (no ports) with key (at least 40 bytes
+ * for IPv6), by rte_softrss: what a NIC without the hash in its mbufs
+ * (RTE_MBUF_F_RX_RSS_HASH) would have given. Reads one 802.1Q tag and the
+ * addresses, never past len.
+ * @return the hash; 0 for what is not IPv4 or IPv6 (ARP, LLDP, runts).
+ */
+uint32_t ls_flow_rss_hash_key(const uint8_t *f, uint32_t len, const uint8_t *key);
+
+/** ls_flow_rss_hash_key with ls_flow_rss_key: the same both ways. */
+uint32_t ls_flow_rss_hash(const uint8_t *f, uint32_t len);
+
+/**
+ * The data-path lcore of n (at most 64) that an RSS hash belongs to, as a
+ * NIC's redirection table programmed with entry j -> (j mod 64) mod n sends
+ * it, whatever the table's size (a power of two, at least 64).
+ */
+static inline unsigned int
+ls_flow_rss_lcore(uint32_t h, unsigned int n)
+{
+	return (h & 63) % n;
+}
+
 struct ls_addr;
 
 /**

@@ -9,6 +9,8 @@
  */
 #include <string.h>
 
+#include <rte_thash.h>
+
 #include "ls_common.h"
 #include "ls_flow.h"
 
@@ -145,6 +147,27 @@ ls_flow_parse(const uint8_t *f, uint32_t len, struct ls_flow_pkt *o)
 	return LS_FLOW_NOT_IP;
 }
 
+/* The IP header of an IPv4 or IPv6 frame (one 802.1Q tag), or 0. */
+static inline uint32_t
+ip_at(const uint8_t *f, uint32_t len, uint16_t *et_out)
+{
+	uint32_t l3 = ETH_HLEN;
+	uint16_t et;
+
+	if (len < ETH_HLEN + 4)
+		return 0;
+	et = ls_get_be16(f + 12);
+	if (et == ET_VLAN || et == ET_QINQ) {
+		et = ls_get_be16(f + 16);
+		l3 += 4;
+	}
+	if ((et == ET_IPV4 && len >= l3 + 20) || (et == ET_IPV6 && len >= l3 + 40)) {
+		*et_out = et;
+		return l3;
+	}
+	return 0;
+}
+
 /* Mixes a 64-bit word (a murmur3 finaliser): every input bit moves the
  * top 32 bits, which pick the lcore. */
 static inline uint64_t
@@ -160,27 +183,53 @@ spread_mix(uint64_t x)
 uint32_t
 ls_flow_spread_hash(const uint8_t *f, uint32_t len)
 {
-	uint32_t l3 = ETH_HLEN;
+	uint16_t et = 0;
+	uint32_t l3 = ip_at(f, len, &et);
 	uint64_t x;
-	uint16_t et;
 
-	if (len < ETH_HLEN + 4)
+	if (l3 == 0)
 		return 0;
-	et = ls_get_be16(f + 12);
-	if (et == ET_VLAN || et == ET_QINQ) {
-		et = ls_get_be16(f + 16);
-		l3 += 4;
-	}
 	/* source XOR destination: the same value both ways */
-	if (et == ET_IPV4 && len >= l3 + 20) {
+	if (et == ET_IPV4) {
 		x = (uint64_t)(ls_get_be32(f + l3 + 12) ^ ls_get_be32(f + l3 + 16)) | 4ULL << 32;
-	} else if (et == ET_IPV6 && len >= l3 + 40) {
+	} else {
 		x = ls_get_be64(f + l3 + 8) ^ ls_get_be64(f + l3 + 24);
 		x = spread_mix(x) ^ ls_get_be64(f + l3 + 16) ^ ls_get_be64(f + l3 + 32);
-	} else {
-		return 0;
 	}
 	return (uint32_t)(spread_mix(x) >> 32) | 1;
+}
+
+/* A key of one 16-bit pattern repeated: a Toeplitz hash with it is the
+ * same when source and destination (fields 16-bit aligned) swap. */
+const uint8_t ls_flow_rss_key[LS_FLOW_RSS_KEY_LEN] = {
+	0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d,
+	0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a,
+	0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d,
+	0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a,
+};
+
+uint32_t
+ls_flow_rss_hash_key(const uint8_t *f, uint32_t len, const uint8_t *key)
+{
+	uint32_t tuple[8], n, l3;
+	uint16_t et = 0;
+
+	l3 = ip_at(f, len, &et);
+	if (l3 == 0)
+		return 0;
+	/* rte_softrss takes the tuple as host-order words: source, destination */
+	n = et == ET_IPV4 ? 1 : 4;
+	for (uint32_t i = 0; i < n; i++) {
+		tuple[i] = ls_get_be32(f + l3 + (et == ET_IPV4 ? 12 : 8) + 4 * i);
+		tuple[n + i] = ls_get_be32(f + l3 + (et == ET_IPV4 ? 16 : 24) + 4 * i);
+	}
+	return rte_softrss(tuple, 2 * n, key);
+}
+
+uint32_t
+ls_flow_rss_hash(const uint8_t *f, uint32_t len)
+{
+	return ls_flow_rss_hash_key(f, len, ls_flow_rss_key);
 }
 
 void

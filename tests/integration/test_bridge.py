@@ -42,6 +42,8 @@ def sh(*cmd, check=True, timeout=60):
 
 
 class Bridge:
+    eal_lcores = "0@(0,1)"
+
     def __init__(self, tag, tmp):
         self.tag, self.tmp = tag, tmp
         self.ns_h, self.ns_b, self.ns_p = tag + "h", tag + "b", tag + "p"
@@ -96,7 +98,8 @@ class Bridge:
         log = open(os.path.join(self.tmp, "br.log"), "a")
         self.proc = subprocess.Popen(
             ["ip", "netns", "exec", self.ns_b, LOCKSTEPD, "--no-pci", "--no-huge", "-m", "512",
-             "--lcores", "0@(0,1)", "--file-prefix", self.tag + "b", "--", "--config", cfg],
+             "--lcores", self.eal_lcores, "--file-prefix", self.tag + "b", "--",
+             "--config", cfg],
             stdout=log, stderr=subprocess.STDOUT)
         return lslab.wait_until(lambda: self.call_ok("bridge"), 20)
 

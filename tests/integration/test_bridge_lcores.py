@@ -1,12 +1,21 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""Integration: the data path on two lcores (bridge.lcores, the soft spread)
-with the Linux kernel's TCP on both sides, as test_bridge.py wires it.
+"""Integration: the data path on two lcores (bridge.lcores) with the Linux
+kernel's TCP on both sides, as test_bridge.py wires it; the RSS spread by
+default (BRIDGE_SPREAD=soft for the soft spread).
+
+RSS: both af_packet ports get two queue pairs (qpairs=2); the kernel's
+packet fanout fills them by its own flow hash (ports included), not by
+lockstepd's, so each lcore reads frames of the other's address pairs too
+and hands them on through its ring: the lab's af_packet has no RSS of its
+own, and this is the path every frame takes where a NIC hashes otherwise.
+Soft: the lead reads both ports' one queue and hands frames out.
 
 Four iperf3 flows from four source addresses of host H to P. Each host
-pair belongs to one lcore (ls_flow_spread_hash of the two addresses, the
-same both ways); the sources are chosen so that two pairs go to each lcore,
-by a copy of that hash here. Checks:
+pair belongs to one lcore (RSS: the symmetric Toeplitz hash of the two
+addresses, (h mod 64) mod 2, computed here by an implementation of its
+own; soft: ls_flow_spread_hash, by a copy here); the sources are chosen so
+that two pairs go to each lcore. Checks:
   - every flow is on the lcore the hash names (`flows`: lcore), both ways
     (the ACKs from P came back to the lcore of their data);
   - both lcores carried frames from both ports (`bridge`: lcores);
@@ -29,6 +38,19 @@ import test_bridge as tb  # noqa: E402
 CAP = 150e6
 N_LCORES = 2
 M64 = (1 << 64) - 1
+SPREAD = os.environ.get("BRIDGE_SPREAD", "rss")
+RSS_KEY = bytes([0x6d, 0x5a] * 26)
+
+
+def toeplitz(data, key=RSS_KEY):
+    """The Toeplitz hash of data (bytes) under key, bit by bit."""
+    k = int.from_bytes(key, "big")
+    kbits = len(key) * 8
+    h = 0
+    for i in range(len(data) * 8):
+        if data[i // 8] >> (7 - i % 8) & 1:
+            h ^= (k >> (kbits - 32 - i)) & 0xffffffff
+    return h
 
 
 def mix(x):
@@ -42,6 +64,9 @@ def mix(x):
 
 def lcore_index(src, dst, n=N_LCORES):
     """Which of n data-path lcores owns IPv4 pair src-dst (0: the lead)."""
+    if SPREAD == "rss":
+        ip = lambda x: bytes(int(o) for o in x.split("."))  # noqa: E731
+        return (toeplitz(ip(src) + ip(dst)) & 63) % n
     a = int.from_bytes(bytes(int(o) for o in src.split(".")), "big")
     b = int.from_bytes(bytes(int(o) for o in dst.split(".")), "big")
     h = (mix((a ^ b) | 4 << 32) >> 32) | 1
@@ -63,6 +88,7 @@ def pick_sources(dst, per_lcore=2):
 
 class Bridge2(tb.Bridge):
     """test_bridge's wiring, lockstepd on lcores 1 (the lead) and 0."""
+    eal_lcores = "0@(0,1),1@(0,1)"
 
     def config(self, policy):
         path = super().config(policy)
@@ -71,20 +97,13 @@ class Bridge2(tb.Bridge):
             cfg = json.load(f)
         for p in cfg["ports"]:
             p["lcore"] = 1
+            if SPREAD == "rss":
+                p["dev"] += ",qpairs=%d" % N_LCORES
         cfg["bridge"]["lcores"] = [1, 0]
+        cfg["bridge"]["spread"] = SPREAD
         with open(path, "w") as f:
             json.dump(cfg, f)
         return path
-
-    def start(self, cfg):
-        if os.path.exists(self.sock):
-            os.unlink(self.sock)
-        log = open(os.path.join(self.tmp, "br.log"), "a")
-        self.proc = subprocess.Popen(
-            ["ip", "netns", "exec", self.ns_b, tb.LOCKSTEPD, "--no-pci", "--no-huge", "-m", "512",
-             "--lcores", "0@(0,1),1@(0,1)", "--file-prefix", self.tag + "b", "--",
-             "--config", cfg], stdout=log, stderr=subprocess.STDOUT)
-        return tb.lslab.wait_until(lambda: self.call_ok("bridge"), 20)
 
 
 def iperf3_many(br, sources, secs=8):
@@ -160,10 +179,17 @@ def checks(c, br, tmp):
     c.check(k["rx_host"] == k["tx_fabric"] + drops + q,
             "host side over both lcores: rx_host %d = tx_fabric %d + drops %d + held %d" %
             (k["rx_host"], k["tx_fabric"], drops, q))
+    sp = b["spread"]
+    c.check(sp["mode"] == SPREAD and sp["queues"] == (N_LCORES if SPREAD == "rss" else 1),
+            "spread %s, %d queues per port: %s" % (SPREAD, N_LCORES if SPREAD == "rss" else 1,
+                                                   sp))
+    # soft: the lead hands out every other lcore's frame; RSS: the fanout
+    # put some on the wrong queue (none when it happens to agree)
     c.check(k["spread_drops_host"] == 0 and k["spread_drops_fabric"] == 0 and
-            k["spread_out"] > 0,
-            "frames handed between lcores %d, none dropped (host %d, fabric %d)" %
-            (k["spread_out"], k["spread_drops_host"], k["spread_drops_fabric"]))
+            (k["spread_out"] > 0 or SPREAD == "rss"),
+            "frames handed between lcores %d (for lockstepd, to the lead %d), none dropped "
+            "(host %d, fabric %d)" % (k["spread_out"], k["spread_to_lead"],
+                                      k["spread_drops_host"], k["spread_drops_fabric"]))
     c.check(any(s["link"] != 0.5 for s in b["shares"]) and
             all(s["messages_failed"] == 0 for s in b["shares"]),
             "the control thread split the link by demand: %s" % b["shares"])

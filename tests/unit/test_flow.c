@@ -217,7 +217,7 @@ set_addrs(uint8_t *f, int vlan, int v6, const uint8_t *a, const uint8_t *b)
 START_TEST(test_spread_hash)
 {
 	uint8_t f[256], g[256], a[16], b[16];
-	unsigned int bins[2][4] = {{0}};
+	unsigned int bins[2][4] = {{0}}, rss_bins[2][4] = {{0}};
 	uint64_t x = 0x9e3779b97f4a7c15ULL;
 
 	for (int i = 0; i < 4096; i++) {
@@ -239,18 +239,65 @@ START_TEST(test_spread_hash)
 			ck_assert_uint_ne(h, 0);
 			ck_assert_uint_eq(h, ls_flow_spread_hash(g, m));
 			bins[v6][((uint64_t)h * 4) >> 32]++;
-			for (uint32_t cut = 0; cut < (v6 ? 54u : 34u) + (vlan >= 0 ? 4 : 0); cut++)
+			/* the RSS spread's Toeplitz hash: symmetric too */
+			h = ls_flow_rss_hash(f, n);
+			ck_assert_uint_eq(h, ls_flow_rss_hash(g, m));
+			rss_bins[v6][ls_flow_rss_lcore(h, 4)]++;
+			for (uint32_t cut = 0; cut < (v6 ? 54u : 34u) + (vlan >= 0 ? 4 : 0); cut++) {
 				ck_assert_uint_eq(ls_flow_spread_hash(f, cut), 0);
+				ck_assert_uint_eq(ls_flow_rss_hash(f, cut), 0);
+			}
 		}
 	}
 	/* 4096 pairs over 4 lcores: 1024 each, 3 sigma is about 83 */
 	for (int v6 = 0; v6 <= 1; v6++)
 		for (int j = 0; j < 4; j++)
-			ck_assert_msg(bins[v6][j] > 924 && bins[v6][j] < 1124,
-				      "v6 %d lcore %d got %u of 4096", v6, j, bins[v6][j]);
+			ck_assert_msg(bins[v6][j] > 924 && bins[v6][j] < 1124 &&
+				      rss_bins[v6][j] > 924 && rss_bins[v6][j] < 1124,
+				      "v6 %d lcore %d got %u (RSS %u) of 4096", v6, j, bins[v6][j],
+				      rss_bins[v6][j]);
 	memset(f, 0, sizeof(f));
 	f[12] = 0x08, f[13] = 0x06;            /* ARP */
 	ck_assert_uint_eq(ls_flow_spread_hash(f, 60), 0);
+	ck_assert_uint_eq(ls_flow_rss_hash(f, 60), 0);
+}
+END_TEST
+
+/* Microsoft's published RSS verification vectors ("Verifying the RSS hash
+ * calculation": the key below, IPv4 and IPv6 without ports), which NICs'
+ * Toeplitz engines are checked against: source and destination addresses,
+ * the hash. */
+START_TEST(test_rss_vectors)
+{
+	static const uint8_t ms_key[40] = {
+		0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3,
+		0x8f, 0xb0, 0xd0, 0xca, 0x2b, 0xcb, 0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3,
+		0x80, 0x30, 0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa};
+	static const struct { const char *src, *dst; uint32_t h; } v[] = {
+		{"66.9.149.187", "161.142.100.80", 0x323e8fc2},
+		{"199.92.111.2", "65.69.140.83", 0xd718262a},
+		{"24.19.198.95", "12.22.207.184", 0xd2d0a5de},
+		{"38.27.205.30", "209.142.163.6", 0x82989176},
+		{"153.39.163.191", "202.188.127.2", 0x5d1809c5},
+		{"3ffe:2501:200:1fff::7", "3ffe:2501:200:3::1", 0x2cc18cd5},
+		{"3ffe:501:8::260:97ff:fe40:efab", "ff02::1", 0x0f0c461c},
+		{"3ffe:1900:4545:3:200:f8ff:fe21:67cf", "fe80::200:f8ff:fe21:67cf", 0x4b61e985},
+	};
+	uint8_t f[256], a[16], b[16];
+
+	for (unsigned int i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		int v6 = strchr(v[i].src, ':') != NULL;
+		uint32_t n = frame(f, i & 1 ? 7 : -1, v6, 6, 2794, 1766, 0, 0, 0);
+
+		memset(a, 0, sizeof(a));
+		memset(b, 0, sizeof(b));
+		ck_assert_int_eq(inet_pton(v6 ? AF_INET6 : AF_INET, v[i].src, a), 1);
+		ck_assert_int_eq(inet_pton(v6 ? AF_INET6 : AF_INET, v[i].dst, b), 1);
+		set_addrs(f, i & 1 ? 7 : -1, v6, a, b);
+		ck_assert_msg(ls_flow_rss_hash_key(f, n, ms_key) == v[i].h,
+			      "%s -> %s: 0x%08x, published 0x%08x", v[i].src, v[i].dst,
+			      ls_flow_rss_hash_key(f, n, ms_key), v[i].h);
+	}
 }
 END_TEST
 
@@ -444,6 +491,7 @@ flow_suite(void)
 	tcase_add_test(tc, test_parse_truncations);
 	tcase_add_test(tc, test_key_addr);
 	tcase_add_test(tc, test_spread_hash);
+	tcase_add_test(tc, test_rss_vectors);
 	tcase_set_timeout(tt, 120);
 	tcase_add_test(tt, test_table_1m);
 	tcase_add_test(tt, test_table_full);
