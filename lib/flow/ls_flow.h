@@ -121,7 +121,8 @@ extern const uint8_t ls_flow_rss_key[LS_FLOW_RSS_KEY_LEN];
  */
 uint32_t ls_flow_rss_hash_key(const uint8_t *f, uint32_t len, const uint8_t *key);
 
-/** ls_flow_rss_hash_key with ls_flow_rss_key: the same both ways. */
+/** ls_flow_rss_hash_key with ls_flow_rss_key, the same both ways (computed
+ * from the addresses' 16-bit XOR fold: a few nanoseconds). */
 uint32_t ls_flow_rss_hash(const uint8_t *f, uint32_t len);
 
 /**

@@ -242,6 +242,8 @@ START_TEST(test_spread_hash)
 			/* the RSS spread's Toeplitz hash: symmetric too */
 			h = ls_flow_rss_hash(f, n);
 			ck_assert_uint_eq(h, ls_flow_rss_hash(g, m));
+			/* its 16-window form is rte_softrss with the key */
+			ck_assert_uint_eq(h, ls_flow_rss_hash_key(f, n, ls_flow_rss_key));
 			rss_bins[v6][ls_flow_rss_lcore(h, 4)]++;
 			for (uint32_t cut = 0; cut < (v6 ? 54u : 34u) + (vlan >= 0 ? 4 : 0); cut++) {
 				ck_assert_uint_eq(ls_flow_spread_hash(f, cut), 0);

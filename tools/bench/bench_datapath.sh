@@ -43,6 +43,14 @@
 # On the lab's 2 vCPUs the second lcore shares its CPU with the control
 # thread, and the lead reads, copies (net_pcap) and sends every frame.
 #
+# BENCH_SPREAD=rss runs the rows of more than one lcore on the RSS spread
+# instead: the host port gets a queue per lcore, each replaying its own
+# pcap, the frames split as a NIC's RSS would split them under lockstepd's
+# settings (gen_flows_pcap.py QUEUES); the fabric port's net_null a queue
+# per lcore. Each lcore reads and writes its own queues (pcap has no RSS
+# hash in its mbufs: every frame's owner is checked in software, and
+# spread_out shows any that were not its own).
+#
 # BENCH_HUGE=1 runs both contestants on 2 MB hugepages instead, as DPDK runs
 # in production (mbufs packed, not one per 4 KB page; the flow table's random
 # lines no longer a TLB miss each). It reserves the pages itself (root) and
@@ -61,6 +69,7 @@ SECS=${BENCH_SECS:-10}
 FLOWS=${BENCH_FLOWS:-1048576}
 CASES=${BENCH_CASES:-"64 1500 pace steer mix cc"}
 NLCS=${BENCH_LCORES:-1}
+SPREAD=${BENCH_SPREAD:-soft}
 MBUFS=$((FLOWS + 65536))
 # mbufs (a 2,176-byte buffer + headers: one per 4 KB page with --no-huge) +
 # flow table (~300 B/flow) + 1 GB slack
@@ -150,17 +159,28 @@ run_lockstepd() {
 	local name=$1 pcap=$2 policy=$3 nlc=${4:-1} i n lcores="" eal="$CORE" mb=$MBUFS
 	# n lcores: the pool holds mbufs per lcore (bridge.mbufs), so each gets
 	# a share of the pcap's frames plus room, and the EAL runs both cores
+	local hdev="net_pcap0,rx_pcap=$pcap,infinite_rx=1" fdev="net_null0,no-rx=1"
 	if [ "$nlc" -gt 1 ]; then
-		lcores="\"lcores\": [$CORE, $CTL_CORE],"
+		lcores="\"lcores\": [$CORE, $CTL_CORE], \"spread\": \"$SPREAD\","
 		eal="$CTL_CORE,$CORE"
 		mb=$((MBUFS / nlc + 16384))
+	fi
+	if [ "$nlc" -gt 1 ] && [ "$SPREAD" = rss ]; then
+		[ -f "$pcap.rss$nlc.0" ] || {
+			say "splitting $(basename "$pcap") over $nlc queues as RSS would"
+			"$PY" "$GEN" "$pcap.rss$nlc" "$PCAP_KIND" "$FLOWS" "$PCAP_SIZE" "$nlc" >/dev/null
+		}
+		hdev="net_pcap0,infinite_rx=1"
+		for i in $(seq 0 $((nlc - 1))); do
+			hdev="$hdev,rx_pcap=$pcap.rss$nlc.$i"
+		done
 	fi
 	cat >"$TMP/bench.json" <<EOF
 {
   "node": {"name": "bench", "id": 1},
   "ports": [{"name": "host", "role": "host", "lcore": $CORE,
-             "dev": "net_pcap0,rx_pcap=$pcap,infinite_rx=1"},
-            {"name": "fab", "dev": "net_null0,no-rx=1", "mac": "02:00:00:00:00:03",
+             "dev": "$hdev"},
+            {"name": "fab", "dev": "$fdev", "mac": "02:00:00:00:00:03",
              "ipv4": "10.200.0.3/24", "lcore": $CORE}],
   "bridge": {"host_port": "host", "fabric_port": "fab", "link_bps": 10000000000000, $lcores
              "max_flows": $FLOWS, "mbufs": $mb, "policy_file": "",
@@ -212,10 +232,11 @@ bad = {k: cb[k] for k in ("flows_full", "pace_drops", "wheel_full", "slice_drops
                          "tx_drops_fabric", "bad_ip", "not_ip") if cb[k]}
 sys.stderr.write("bench_datapath: %s: lockstepd tx_fabric %.0f/s (rx_host %.0f/s), flows %d of %d "
                  "(flows_new %d, aged %d), paced %.0f/s, steered %.0f/s, flow table %d B, "
-                 "%d of %d slices sent%s\n" % (
+                 "%d of %d slices sent, spread %s (handed between lcores %.0f/s)%s\n" % (
                  name, d("tx_fabric") / dt, d("rx_host") / dt, b["flows"], want,
                  cb["flows_new"], cb["flows_aged"], d("paced") / dt, d("steered") / dt,
-                 b["flow_table_bytes"], busy, len(sl), ", nonzero: %s" % bad if bad else ""))
+                 b["flow_table_bytes"], busy, len(sl), b["spread"]["mode"],
+                 d("spread_out") / dt, ", nonzero: %s" % bad if bad else ""))
 print("%.0f %d %d %.0f %.0f" % (d("tx_fabric") / dt, b["flows"], b["flow_table_bytes"],
                                d("paced") / dt, d("steered") / dt))
 EOF
@@ -274,6 +295,7 @@ for c in $CASES; do
 		PCAPS[$kind-$size]=$pcap
 	fi
 	rows=()
+	PCAP_KIND=$kind PCAP_SIZE=$size
 	for nlc in $NLCS; do
 		run_lockstepd "$c" "$pcap" "$(case_policy "$c")" "$nlc"
 		read -r ls_pps nflows tbytes paced steered <"$TMP/ls.out"

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Write a pcap of FLOWS frames, one per distinct flow, for bench_datapath.sh.
 
-    gen_flows_pcap.py OUT KIND FLOWS SIZE
+    gen_flows_pcap.py OUT KIND FLOWS SIZE [QUEUES]
 
 KIND:
   tcp    IPv4 TCP-shaped frames (ACK|PSH), flow i = source 10.<i>/12, port
@@ -12,6 +12,11 @@ KIND:
   mix    802.1Q-tagged, VID 1 + i % 32, every other frame RoCEv2 or TCP
   check  write 4 frames of each shape and verify them with scapy (ICRC,
          IP/UDP/TCP checksums); prints "ok" (needs scapy: /usr/bin/python3)
+
+QUEUES (for the RSS spread): write OUT.0 .. OUT.<QUEUES-1> instead, each
+frame to the queue a NIC's RSS would give it under lockstepd's settings
+(Toeplitz over the IP addresses with the symmetric key 0x6d5a..., table
+entry j -> (j mod 64) mod QUEUES; lib/flow's ls_flow_rss_hash).
 
 SIZE is the captured frame length in bytes (no FCS), at least 64. Every IPv4
 header, UDP and TCP checksum and every ICRC is valid. Stdlib only; the
@@ -131,12 +136,40 @@ def frames(kind, n, size):
         raise SystemExit("unknown kind %s" % kind)
 
 
-def write(path, kind, n, size):
-    with open(path, "wb", buffering=1 << 22) as f:
+SYM_WIN = [((0x6d5a6d5a6d5a6d5a << k) >> 32) & 0xffffffff for k in range(16)]
+
+
+def rss_queue(fr, queues):
+    """The queue of frame fr under lockstepd's RSS settings: the Toeplitz
+    hash of a key of period 16 is that of the XOR of the 16-bit words."""
+    l3 = 18 if fr[12:14] == b"\x81\x00" else 14
+    v4 = fr[l3 - 2:l3] == b"\x08\x00"
+    addrs = fr[l3 + 12:l3 + 20] if v4 else fr[l3 + 8:l3 + 40]
+    x = 0
+    for i in range(0, len(addrs), 2):
+        x ^= addrs[i] << 8 | addrs[i + 1]
+    h = 0
+    for k in range(16):
+        if x >> (15 - k) & 1:
+            h ^= SYM_WIN[k]
+    return (h & 63) % queues
+
+
+def write(path, kind, n, size, queues=0):
+    outs = [open(path if queues == 0 else "%s.%d" % (path, q), "wb", buffering=1 << 22)
+            for q in range(max(queues, 1))]
+    cnt = [0] * len(outs)
+    for f in outs:
         f.write(struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 65535, 1))
-        for i, fr in enumerate(frames(kind, n, size)):
-            assert len(fr) == size, (kind, len(fr))
-            f.write(struct.pack("<IIII", i // 1000000, i % 1000000, size, size) + fr)
+    for fr in frames(kind, n, size):
+        assert len(fr) == size, (kind, len(fr))
+        q = rss_queue(fr, queues) if queues else 0
+        i = cnt[q]
+        cnt[q] += 1
+        outs[q].write(struct.pack("<IIII", i // 1000000, i % 1000000, size, size) + fr)
+    for f in outs:
+        f.close()
+    return cnt
 
 
 def check():
@@ -175,9 +208,11 @@ def check():
 if __name__ == "__main__":
     if len(sys.argv) == 2 and sys.argv[1] == "check":
         sys.exit(0 if check() else 1)
-    if len(sys.argv) != 5:
+    if len(sys.argv) not in (5, 6):
         sys.exit(__doc__)
     out, kind, n, size = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
     if size < 64 or size > 9000:
         sys.exit("SIZE must be 64..9000")
-    write(out, kind, n, size)
+    got = write(out, kind, n, size, int(sys.argv[5]) if len(sys.argv) == 6 else 0)
+    if len(got) > 1:
+        print(" ".join(str(c) for c in got))
