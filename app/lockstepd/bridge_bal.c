@@ -319,12 +319,9 @@ order(struct bal_dest *d, const struct ls_balance_move *mv, uint64_t route, cons
 {
 	const struct lsd_bridge *b = lsd_bset.b[li];
 	struct lsd_bal_order *o = calloc(1, sizeof(*o));
-	struct lsd_msg *m = calloc(1, sizeof(*m));
 	int rc;
 
-	if (o == NULL || m == NULL) {
-		free(o);
-		free(m);
+	if (o == NULL) {
 		bal.orders_failed++;
 		return;
 	}
@@ -334,11 +331,9 @@ order(struct bal_dest *d, const struct ls_balance_move *mv, uint64_t route, cons
 	for (uint32_t i = 0; i < n && o->n < mv->flows; i++)
 		if (LOAD(b->bal_allowed[cand[i]]) >> mv->to & 1)
 			o->idx[o->n++] = cand[i];
-	m->type = LSD_MSG_BALANCE;
-	m->ptr = o;
-	rc = lsd_msg_send(lsd_bset.lcore[li], m);
+	rc = lsd_msg_call(lsd_bset.lcore[li], LSD_MSG_BALANCE, o);
 	if (rc == -ETIMEDOUT) {
-		bal.orders_failed++;   /* the lcore may still read both: leaked */
+		bal.orders_failed++;   /* the lcore may still read it: leaked */
 		return;
 	}
 	if (rc > 0) {
@@ -347,7 +342,6 @@ order(struct bal_dest *d, const struct ls_balance_move *mv, uint64_t route, cons
 		log_move(d, mv, rc);
 	}
 	free(o);
-	free(m);
 }
 
 static void

@@ -79,27 +79,14 @@ lsd_bridge_policy_initial(void)
  * others still run may be freed: a later failure keeps both (leaked, and
  * said). */
 static int
-hand_over(struct ls_policy *next, int *result)
+hand_over(struct ls_policy *next)
 {
-	*result = 0;
 	for (unsigned int i = 0; i < lsd_bset.n; i++) {
-		/* on the heap: a message given up on is still read by the lcore */
-		struct lsd_msg *msg = calloc(1, sizeof(*msg));
-		int rc = -ENOMEM;
+		/* a time-out means never applied (lsd_msg_send) */
+		int rc = lsd_msg_call(lsd_bset.lcore[i], LSD_MSG_POLICY, next);
 
-		if (msg != NULL) {
-			msg->type = LSD_MSG_POLICY;
-			msg->ptr = next;
-			rc = lsd_msg_send(lsd_bset.lcore[i], msg);
-			*result = msg->result;
-			/* a time-out means never applied (lsd_msg_send): only
-			 * the message stays (the lcore reads its state) */
-			if (rc != -ETIMEDOUT)
-				free(msg);
-		}
-		if (rc == 0 && *result == 0)
+		if (rc == 0)
 			continue;
-		rc = rc < 0 ? rc : *result;
 		if (i == 0) {
 			free(next);
 			return rc;
@@ -121,7 +108,7 @@ policy_commit(struct ls_ctl_req *req, struct ls_policy *next)
 {
 	const char *file = lsd.cfg.bridge.policy_file;
 	char err[LS_ERR_LEN];
-	int rc, result;
+	int rc;
 
 	if (ls_policy_finish(next) < 0) {
 		free(next);
@@ -137,11 +124,11 @@ policy_commit(struct ls_ctl_req *req, struct ls_policy *next)
 			return rc;
 		}
 	}
-	rc = hand_over(next, &result);
-	if (rc < 0 || result < 0) {
+	rc = hand_over(next);
+	if (rc != 0) {
 		ls_ctl_reply_error(req, LS_CTL_E_INTERNAL, "data path did not take the policy: %s",
-				   strerror(rc < 0 ? -rc : -result));
-		return rc < 0 ? rc : result;
+				   strerror(rc < 0 ? -rc : rc));
+		return rc < 0 ? rc : -EIO;
 	}
 	return 0;
 }

@@ -77,32 +77,26 @@ moved(uint32_t a, uint32_t b)
 static void
 send_share(unsigned int i, struct lsd_share_msg *m)
 {
-	struct lsd_msg *msg = calloc(1, sizeof(*msg));
 	struct lsd_share_msg *copy = malloc(sizeof(*copy));
 	int rc;
 
-	if (msg == NULL || copy == NULL) {
-		free(msg);
-		free(copy);
+	if (copy == NULL) {
 		sh.msgs_failed++;
 		return;
 	}
 	*copy = *m;
-	msg->type = LSD_MSG_SHARE;
-	msg->ptr = copy;
-	rc = lsd_msg_send(lsd_bset.lcore[i], msg);
+	rc = lsd_msg_call(lsd_bset.lcore[i], LSD_MSG_SHARE, copy);
 	if (rc == -ETIMEDOUT) {
-		sh.msgs_failed++;      /* the lcore may still read both: leaked */
+		sh.msgs_failed++;      /* the lcore may still read it: leaked */
 		return;
 	}
 	sh.msgs++;
-	if (rc == 0 && msg->result == 0) {
+	if (rc == 0) {
 		sh.link[i] = m->link;
 		for (unsigned int s = 0; s < LS_SLICE_MAX; s++)
 			if (m->slice[s] != 0)
 				sh.slice[i][s] = m->slice[s];
 	}
-	free(msg);
 	free(copy);
 }
 

@@ -596,6 +596,10 @@ uint32_t lsd_peer_track_size(uint32_t interval_us);
 uint32_t lsd_peer_probes_in(const struct lsd_peer *peer, uint32_t window_ms, uint32_t max);
 size_t lsd_peer_bytes(const struct lsd_peer *peer);
 int lsd_msg_send(unsigned int lcore, struct lsd_msg *m);
+/* A message of type carrying ptr to an lcore, and wait: the lcore's result,
+ * or -ENOMEM, -ENOBUFS, -ETIMEDOUT. After -ETIMEDOUT the lcore may still
+ * read ptr: the caller must leak it. */
+int lsd_msg_call(unsigned int lcore, enum lsd_msg_type type, const void *ptr);
 unsigned int lsd_peer_count(void);
 struct lsd_peer *lsd_peer_at(unsigned int i);
 int lsd_peer_find(const char *name);

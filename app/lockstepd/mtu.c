@@ -199,20 +199,14 @@ build(const struct mtu_run *r, const struct lsd_peer *peer, uint16_t s, uint16_t
 static int
 send_batch(const struct lsd_peer *peer, struct lsd_trace_tx *tx)
 {
-	struct lsd_msg *m = calloc(1, sizeof(*m));
 	int rc;
 
-	if (m == NULL) {
-		rte_pktmbuf_free_bulk(tx->m, tx->n);
-		return -ENOMEM;
-	}
 	tx->port_idx = peer->port_idx;
-	m->type = LSD_MSG_MTU;
-	m->ptr = tx;
-	rc = lsd_msg_send(lsd.ports[peer->port_idx].lcore, m);
+	rc = lsd_msg_call(lsd.ports[peer->port_idx].lcore, LSD_MSG_MTU, tx);
 	if (rc == -ETIMEDOUT)
-		return rc; /* the lcore may still read both: leaked, as route.c does */
-	free(m);
+		return rc; /* the lcore may still read tx: leaked, as route.c does */
+	if (rc == -ENOMEM || rc == -ENOBUFS)
+		rte_pktmbuf_free_bulk(tx->m, tx->n);
 	tx->n = 0;
 	return rc;
 }

@@ -217,6 +217,23 @@ lsd_msg_send(unsigned int lcore, struct lsd_msg *m)
 	return rc < 0 ? rc : msg_wait(m, msg_deadline());
 }
 
+int
+lsd_msg_call(unsigned int lcore, enum lsd_msg_type type, const void *ptr)
+{
+	/* on the heap: a message given up on is still read by the lcore */
+	struct lsd_msg *m = calloc(1, sizeof(*m));
+	int rc;
+
+	if (m == NULL)
+		return -ENOMEM;
+	m->type = type;
+	m->ptr = ptr;
+	rc = lsd_msg_send(lcore, m);
+	if (rc != -ETIMEDOUT)
+		free(m);
+	return rc;
+}
+
 /* A message about peer, or NULL. Messages live on the heap: after a
  * time-out the lcore still reads its state, so it is leaked, not freed. */
 static struct lsd_msg *

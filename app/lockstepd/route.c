@@ -509,15 +509,11 @@ start(const struct lsd_peer *peer, uint16_t path, uint16_t dport, uint8_t max_tt
 	uint8_t id = (uint8_t)(rt.next++ % RT_TRACES);
 	struct rt_trace *t = &rt.t[id];
 	struct lsd_trace_tx *tx = calloc(1, sizeof(*tx));
-	struct lsd_msg *m = calloc(1, sizeof(*m));
 	struct timespec ts;
 	int rc;
 
-	if (tx == NULL || m == NULL) {
-		free(tx);
-		free(m);
+	if (tx == NULL)
 		return -ENOMEM;
-	}
 	memset(t, 0, sizeof(*t));
 	snprintf(t->peer, sizeof(t->peer), "%s", peer->name);
 	t->path = path;
@@ -535,17 +531,18 @@ start(const struct lsd_peer *peer, uint16_t path, uint16_t dport, uint8_t max_tt
 	tx->port_idx = peer->port_idx;
 	t->used = true;
 	t->sent_tsc = rte_rdtsc();
-	m->type = LSD_MSG_TRACE;
-	m->ptr = tx;
-	rc = lsd_msg_send(p->lcore, m);
+	rc = lsd_msg_call(p->lcore, LSD_MSG_TRACE, tx);
 	if (rc < 0) {
-		/* timed out: the lcore may still read them, so both are leaked
-		 * (as every message after a time-out) */
+		/* timed out: the lcore may still read tx, so it is leaked (as
+		 * every message after a time-out); not sent: given back */
 		t->done = true;
+		if (rc != -ETIMEDOUT) {
+			rte_pktmbuf_free_bulk(tx->m, tx->n);
+			free(tx);
+		}
 		return rc;
 	}
 	free(tx);
-	free(m);
 	return id;
 }
 
