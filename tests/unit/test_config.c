@@ -749,6 +749,52 @@ START_TEST(test_bridge)
 }
 END_TEST
 
+/* bridge.lcores and bridge.spread (docs/datapath.md, "Many cores"). */
+#define LC_PORTS "'ports': [{'name': 'h', 'role': 'host', 'dev': 'x', 'lcore': 1}, " \
+	"{'name': 'f', 'dev': 'y', 'ipv4': '10.0.0.1/24', 'lcore': 1}]"
+#define LC_BRIDGE(extra) "{" NODE ", " LC_PORTS ", 'bridge': {'host_port': 'h', " \
+	"'fabric_port': 'f', 'link_bps': 10000000000" extra "}}"
+
+START_TEST(test_bridge_lcores)
+{
+	static const char *const spread[] = {"auto", "rss", "soft"};
+	static const uint8_t want[] = {LS_SPREAD_AUTO, LS_SPREAD_RSS, LS_SPREAD_SOFT};
+	struct ls_config cfg;
+	char buf[512];
+
+	for (unsigned int i = 0; i < 3; i++) {
+		snprintf(buf, sizeof(buf), LC_BRIDGE(", 'lcores': [1, 2, 3], 'spread': '%s'"),
+			 spread[i]);
+		load_good(buf, &cfg);
+		ck_assert_uint_eq(cfg.bridge.n_lcores, 3);
+		ck_assert_uint_eq(cfg.bridge.lcores[2], 3);
+		ck_assert_uint_eq(cfg.bridge.spread, want[i]);
+		ls_config_free(&cfg);
+	}
+	load_good(LC_BRIDGE(""), &cfg);
+	ck_assert_uint_eq(cfg.bridge.n_lcores, 0);
+	ck_assert_uint_eq(cfg.bridge.spread, LS_SPREAD_AUTO);
+	ls_config_free(&cfg);
+	BAD(LC_BRIDGE(", 'lcores': [1, 2], 'spread': 'hash'"), "bridge.spread", "hash");
+	EXACT(LC_BRIDGE(", 'lcores': [2, 1]"),
+	      "bridge.lcores: must start with 1, the fabric port's lcore");
+	EXACT(LC_BRIDGE(", 'lcores': [1, 1]"), "bridge.lcores[1]: lcore 1 is listed twice");
+	EXACT("{" NODE ", 'ports': [{'name': 'h', 'role': 'host', 'dev': 'x', 'lcore': 1}, "
+	      "{'name': 'f', 'dev': 'y', 'ipv4': '10.0.0.1/24', 'lcore': 1}, "
+	      "{'name': 'g', 'dev': 'z', 'ipv4': '10.0.1.1/24', 'lcore': 2}], "
+	      "'bridge': {'host_port': 'h', 'fabric_port': 'f', 'link_bps': 1000000000, "
+	      "'lcores': [1, 2]}}",
+	      "bridge.lcores[1]: lcore 2 polls port \"g\": the data path's other lcores "
+	      "poll no port");
+	BAD(LC_BRIDGE(", 'lcores': [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17]"),
+	    "bridge.lcores", "16");
+	EXACT("{" NODE ", " BR_PORTS ", 'bridge': {'host_port': 'h', 'fabric_port': 'f', "
+	      "'link_bps': 1000000000, 'lcores': [0, 1]}}",
+	      "bridge.lcores: ports[\"f\"] needs an \"lcore\" of its own to lead the data "
+	      "path's lcores");
+}
+END_TEST
+
 START_TEST(test_family_mismatch)
 {
 	struct ls_config cfg;
@@ -982,6 +1028,7 @@ config_suite(void)
 	tcase_add_test(tc, test_parse_peer);
 	tcase_add_test(tc, test_from_json);
 	tcase_add_test(tc, test_bridge);
+	tcase_add_test(tc, test_bridge_lcores);
 	tcase_add_test(tc, test_many_peers);
 	config_pinglist_tests(tc);
 	tcase_add_test(tc, test_examples);
