@@ -366,7 +366,7 @@ cmd_status(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_un
 	C(alloc_failed); C(probes_unresolved); C(rl_overflow); C(idle_sleeps);
 	C(tlv_unknown); C(tlv_malformed); C(foreign_replies);
 	C(sync_recs); C(sync_dropped); C(rl_evicted); C(tx_trace); C(route_dropped);
-	C(tx_vlan_failed); C(tx_mtu); C(jumbo_copied);
+	C(tx_vlan_failed); C(tx_mtu); C(jumbo_copied); C(sync_filled);
 #undef C
 	lsd_capture_status(&cs);
 	ls_ctl_reply_ok(req, json_pack(

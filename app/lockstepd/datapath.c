@@ -36,6 +36,27 @@ poll_port(struct lsd_lcore *lc, struct lsd_port *p, unsigned int *work)
 }
 
 static void
+peer_filter_add(struct lsd_lcore *lc, const struct lsd_addr_key *k)
+{
+	uint32_t b = lsd_peer_filter_bit(k);
+
+	lc->peer_filter[b / 64] |= 1ULL << (b % 64);
+}
+
+/* After a peer left: the filter of those that stay (a control-plane rate). */
+static void
+peer_filter_rebuild(struct lsd_lcore *lc)
+{
+	struct lsd_addr_key k;
+
+	memset(lc->peer_filter, 0, sizeof(lc->peer_filter));
+	for (uint32_t i = 0; i < lc->n_peers; i++) {
+		lsd_addr_key(&lc->peers[i]->addr, &k);
+		peer_filter_add(lc, &k);
+	}
+}
+
+static void
 apply_msg(struct lsd_lcore *lc, struct lsd_msg *msg)
 {
 	struct lsd_peer *peer = msg->peer;
@@ -59,6 +80,7 @@ apply_msg(struct lsd_lcore *lc, struct lsd_msg *msg)
 		/* peers[] stays dense so the housekeeping tick walks only live peers. */
 		peer->slot = (int32_t)lc->n_peers;
 		lc->peers[lc->n_peers++] = peer;
+		peer_filter_add(lc, &key);
 		lsd_peer_set_nexthop(peer);
 		lsd_sender_start_peer(lc, peer);
 		break;
@@ -73,6 +95,7 @@ apply_msg(struct lsd_lcore *lc, struct lsd_msg *msg)
 			lc->peers[peer->slot] = last;
 			last->slot = peer->slot;
 			lc->peers[--lc->n_peers] = NULL;
+			peer_filter_rebuild(lc);
 		} else {
 			rc = -ENOENT;
 		}

@@ -239,6 +239,19 @@ lsd_addr_key_eq(const struct lsd_addr_key *x, const struct lsd_addr_key *y)
 	return x->w[0] == y->w[0] && x->w[1] == y->w[1];
 }
 
+/* An lcore's peer filter: a bit per hash of its peers' addresses, so that
+ * a frame from an address that is no peer (a reflector's askers) skips the
+ * peer table. False positives only (a lookup that misses). */
+#define LSD_PEER_FILTER_BITS 65536
+
+static inline uint32_t
+lsd_peer_filter_bit(const struct lsd_addr_key *k)
+{
+	uint64_t x = (k->w[0] ^ k->w[1] * 0x9e3779b97f4a7c15ULL) * 0xc2b2ae3d27d4eb4fULL;
+
+	return (uint32_t)(x >> 48);
+}
+
 /* Reflector per-source token bucket. */
 struct lsd_rl_bucket {
 	uint64_t last_ns;
@@ -344,6 +357,7 @@ struct lsd_lcore {
 	struct rte_ring *route_ring;       /* struct lsd_route_rec, lcore -> control */
 	struct ls_clock clock;
 	struct rte_hash *peer_hash;        /* ls_addr -> slot */
+	uint64_t peer_filter[LSD_PEER_FILTER_BITS / 64]; /* lsd_peer_filter_bit of each peer */
 	struct lsd_peer **peers;            /* LS_MAX_PEERS slots */
 	uint32_t n_peers;
 	uint32_t tick_next;                /* next peer the housekeeping visits */

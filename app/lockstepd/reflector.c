@@ -179,18 +179,19 @@ lsd_reflector_sweep(struct lsd_lcore *lc, uint64_t now_ns)
 }
 
 /*
- * Fill a sync TLV with our clock-sync state (RFC 8972 style: the reflector
- * fills a TLV the sender sent zeroed): from start-up on, first as "not
- * synced yet". The fast path leaves such packets to this one (lib/reflect
- * copies only TLVs it echoes as is).
+ * Fill a sync TLV's value with our clock-sync state (RFC 8972 style: the
+ * reflector fills a TLV the sender sent zeroed): from start-up on, first as
+ * "not synced yet". False (value untouched) while nothing is published.
+ * The generic path fills the packet in place; the fast path a copy, which
+ * lib/reflect writes and folds into the checksum.
  */
-static inline void
+static inline bool
 sync_fill(struct lsd_lcore *lc, uint8_t *value, const struct ls_addr *src)
 {
 	struct lsd_peer *peer = NULL;
 	struct lsd_addr_key key;
 	struct lsd_peer_owd w;
-	uint32_t sn;
+	uint32_t sn, b;
 	bool valid;
 
 	do {
@@ -200,7 +201,7 @@ sync_fill(struct lsd_lcore *lc, uint8_t *value, const struct ls_addr *src)
 			memcpy(value, lsd.sync_pub.wire, LS_STAMP_SYNC_LEN);
 	} while (rte_seqlock_read_retry(&lsd.sync_pub.lock, sn));
 	if (!valid)
-		return;
+		return false;
 	lc->st.sync_filled++;
 	/*
 	 * When the asker is a peer of ours (on this lcore), add our own
@@ -208,14 +209,17 @@ sync_fill(struct lsd_lcore *lc, uint8_t *value, const struct ls_addr *src)
 	 * a bias both directions share cancels (lib/sync, LS_SYNC_F_EDGE).
 	 */
 	lsd_addr_key(src, &key);
-	if (rte_hash_lookup_data(lc->peer_hash, &key, (void **)&peer) < 0 || peer == NULL)
-		return;
+	b = lsd_peer_filter_bit(&key);
+	if (!(lc->peer_filter[b / 64] >> (b % 64) & 1) ||
+	    rte_hash_lookup_data(lc->peer_hash, &key, (void **)&peer) < 0 || peer == NULL)
+		return true;
 	do {
 		sn = rte_seqlock_read_begin(&peer->owd.lock);
 		w = peer->owd;
 	} while (rte_seqlock_read_retry(&peer->owd.lock, sn));
 	if (w.edge_valid)
 		ls_sync_wire_put_edge(value, w.edge_ns, w.edge_drift, w.edge_sigma);
+	return true;
 }
 
 bool
@@ -282,6 +286,13 @@ lsd_reflector_fast(struct lsd_lcore *lc, struct lsd_port *p, struct rte_mbuf *m,
 	}
 	ls_reflect_v4_apply(rte_pktmbuf_mtod(m, uint8_t *), r, &p->fast, rx_ns,
 			    lsd.refl_ee, lsd.refl_ptp, lsd.cfg.probe.ttl);
+	if (r->sync_off != 0) {
+		uint8_t v[LS_STAMP_SYNC_LEN];
+
+		if (sync_fill(lc, v, &src))
+			ls_reflect_v4_fill(rte_pktmbuf_mtod(m, uint8_t *), r->sync_off, v,
+					   sizeof(v));
+	}
 	/* Trailing Ethernet padding is not ours to echo. */
 	rte_pktmbuf_trim(m, (uint16_t)(m->data_len -
 			 (LS_REFLECT_V4_PAYLOAD_OFF + r->payload_len)));

@@ -124,7 +124,7 @@ ls_reflect_v4_check(const uint8_t *frame, uint32_t len,
 {
 	const uint8_t *ip = frame + IP_OFF, *uh = frame + UDP_OFF, *pl = frame + PL_OFF;
 	struct ls_stamp_tlv tlv;
-	uint16_t tlen, plen;
+	uint16_t tlen, plen, sync = 0;
 	uint64_t base, sum;
 	uint32_t src;
 	size_t off = 0;
@@ -145,11 +145,23 @@ ls_reflect_v4_check(const uint8_t *frame, uint32_t len,
 	    ls_pkt_cksum_raw(ip, 20) != 0xffff)
 		return false;
 	plen = (uint16_t)(tlen - 28);
-	/* Only TLVs the reflector copies unchanged stay on this path. */
+	/* Only TLVs the reflector copies unchanged stay on this path, and
+	 * well-formed sync TLVs at an even offset (the first is filled; the
+	 * checksum update works in whole words). */
 	while ((rc = ls_stamp_tlv_next(pl + LS_STAMP_BASE_LEN, plen - LS_STAMP_BASE_LEN,
-				       &off, &tlv)) == 1)
+				       &off, &tlv)) == 1) {
+		if (tlv.type == LS_STAMP_TLV_SYNC) {
+			uint16_t at = (uint16_t)(LS_STAMP_BASE_LEN + tlv.off + LS_STAMP_TLV_HDR_LEN);
+
+			if (tlv.len != LS_STAMP_SYNC_LEN || (sync == 0 && (at & 1)))
+				return false;
+			if (sync == 0)
+				sync = at;
+			continue;
+		}
 		if (tlv.type != LS_STAMP_TLV_EXTRA_PADDING && tlv.type != LS_STAMP_TLV_LOCKSTEP)
 			return false;
+	}
 	if (rc < 0)
 		return false;
 	base = ls_csum_bytes(pl, LS_STAMP_BASE_LEN, 0);
@@ -164,6 +176,7 @@ ls_reflect_v4_check(const uint8_t *frame, uint32_t len,
 	r->src = src;
 	r->payload_len = plen;
 	r->base_sum = ls_csum_fold(base);
+	r->sync_off = sync;
 	r->ttl = ip[8];
 	return true;
 }
@@ -218,6 +231,19 @@ ls_reflect_v4_apply(uint8_t *frame, const struct ls_reflect_v4 *r,
 	st16(uh, ports[1]);
 	st16(uh + 2, ports[0]);
 	/* Park the partial sum, complemented, in the checksum field. */
+	st16(uh + 6, (uint16_t)~ls_csum_fold(part));
+}
+
+void
+ls_reflect_v4_fill(uint8_t *frame, uint16_t off, const uint8_t *value, uint16_t n)
+{
+	uint8_t *uh = frame + UDP_OFF, *p = frame + PL_OFF + off;
+	uint64_t part = (uint16_t)~ld16(uh + 6);
+
+	/* RFC 1624 again: the old words out, the new words in */
+	part += (uint16_t)~ls_csum_fold(ls_csum_bytes(p, n, 0));
+	part += ls_csum_fold(ls_csum_bytes(value, n, 0));
+	memcpy(p, value, n);
 	st16(uh + 6, (uint16_t)~ls_csum_fold(part));
 }
 

@@ -11,11 +11,15 @@
  *    path would (headers, header checksum, UDP checksum, our MAC and
  *    address, a forwardable source from a unicast MAC and a sender (not a
  *    reflector) port, every TLV of a type the reflector copies
- *    unchanged) and otherwise answers "take the generic path";
+ *    unchanged, or a sync TLV the caller fills) and otherwise answers
+ *    "take the generic path";
  *  - ls_reflect_v4_apply() writes the reflected packet and updates both
  *    checksums incrementally (RFC 1624) from the verified ones, computing
  *    the new words from values in registers rather than reading back what it
  *    just wrote (which stalls on store forwarding);
+ *  - ls_reflect_v4_fill() writes the caller's value into the sync TLV (the
+ *    reflector's clock-sync state, RFC 8972 style) and folds the change
+ *    into the UDP checksum;
  *  - ls_reflect_v4_put_t3() writes the transmit timestamp last and folds it
  *    into the UDP checksum.
  * The result is byte-identical to the generic path's; the unit test checks
@@ -47,6 +51,8 @@ struct ls_reflect_v4 {
 	uint32_t src;          /**< source IPv4 address, network order (rate limiting) */
 	uint16_t payload_len;  /**< STAMP payload bytes (frame is trimmed to 42 + this) */
 	uint16_t base_sum;     /**< ones'-complement sum of the 44 base bytes, as loaded */
+	uint16_t sync_off;     /**< the first sync TLV's value, from the payload's start
+				*   (even); 0: none */
 	uint8_t ttl;           /**< TTL the packet arrived with */
 };
 
@@ -85,6 +91,13 @@ bool ls_reflect_v4_check(const uint8_t *frame, uint32_t len,
 void ls_reflect_v4_apply(uint8_t *frame, const struct ls_reflect_v4 *r,
 			 const struct ls_reflect_port *port, uint64_t rx_ns,
 			 uint16_t refl_err_est, bool ptp, uint8_t reply_ttl);
+
+/**
+ * Replace the n bytes (even) at payload offset off (r->sync_off) with value
+ * and fold the change into the checksum apply() left: the generic path's
+ * sync TLV fill. Call after apply() and before put_t3().
+ */
+void ls_reflect_v4_fill(uint8_t *frame, uint16_t off, const uint8_t *value, uint16_t n);
 
 /** Write T3 and complete the UDP checksum. Call once, after apply(). */
 void ls_reflect_v4_put_t3(uint8_t *frame, uint64_t tx_ns, bool ptp);

@@ -392,6 +392,11 @@ def main():
         counts = [(x["edge"] or {}).get("n_fwd", 0) for x in nb] + \
                  [(x["edge"] or {}).get("n_rev", 0) for x in nb]
         c.check(nb and min(counts) > 0, "every edge reports its window's samples: %s" % counts)
+        # the neighbours' reflectors (the fast path) put their own estimate
+        # of the edge in the sync TLVs they fill (LS_SYNC_F_EDGE): back_ns
+        backs = [x["back_ns"] for x in nb if x["used"]]
+        c.check(backs and all(b != 0 for b in backs),
+                "the neighbours' replies carry their own edge estimates: back_ns %s" % backs)
 
         # The shared-memory reader sees the same fleet time, no syscall per read.
         shm = "/dev/shm/lockstep-h2.fleettime"

@@ -14,6 +14,13 @@
 #   sudo tools/bench/bench_reflector.sh          # from the repo root
 #   LS_BUILD=/tmp/build BENCH_CORE=1 BENCH_SECS=10 sudo -E tools/bench/bench_reflector.sh
 #   BENCH_BASE=HEAD~1 sudo -E tools/bench/bench_reflector.sh   # and that commit, interleaved
+#   BENCH_PROBES=stamp-sync sudo -E tools/bench/bench_reflector.sh  # probes with the sync TLV
+#
+# BENCH_PROBES: "stamp" (default: plain RFC 8762 test packets, 44 bytes of
+# payload) or "stamp-sync" (the first probe of lockstepd's pairs: the
+# lockstep TLV and a zeroed sync TLV the reflector fills with its clock
+# state, 136 bytes; the daemon runs with sync on, its default, so every
+# reply is filled). testpmd turns the same frames around.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -27,8 +34,9 @@ SOCK=$TMP/ctl.sock
 
 command -v "$TESTPMD" >/dev/null || fail "no $TESTPMD (apt-get install dpdk)"
 
-PCAP=$TMP/stamp.pcap
-bench_pcap stamp "$PCAP"
+PROBES=${BENCH_PROBES:-stamp}
+PCAP=$TMP/$PROBES.pcap
+bench_pcap "$PROBES" "$PCAP"
 DEV="net_pcap0,rx_pcap=$PCAP,infinite_rx=1"
 
 # --- lockstepd -------------------------------------------------------------
@@ -65,9 +73,10 @@ d = lambda k: b["counters"][k] - a["counters"][k]
 tx = b["ports"][0]["tx_pkts"] - a["ports"][0]["tx_pkts"]
 print("%.0f" % (d("tx_replies") / dt))
 sys.stderr.write("bench_reflector: lockstepd%s: %.0f replies/s (port tx %.0f/s, rx %.0f/s), "
-                 "rate-limited %d, tx_dropped %d, alloc_failed %d\n" % (
+                 "rate-limited %d, tx_dropped %d, alloc_failed %d, sync TLVs filled %.0f/s\n" % (
                  sys.argv[5], d("tx_replies") / dt, tx / dt, d("rx_pkts") / dt,
-                 d("rx_rate_limited"), d("tx_dropped"), d("alloc_failed")))
+                 d("rx_rate_limited"), d("tx_dropped"), d("alloc_failed"),
+                 (b["counters"].get("sync_filled", 0) - a["counters"].get("sync_filled", 0)) / dt))
 EOF
 )
 }

@@ -81,7 +81,10 @@ bench_window() {
 
 # bench_pcap KIND FILE: a pcap replayed forever by net_pcap. "stamp": 256
 # valid 44-byte STAMP test packets from 16 IPv4 sources to 10.9.0.1 (the
-# reflector's rate-limit table is looked up as with a real mesh). "udp": 64
+# reflector's rate-limit table is looked up as with a real mesh).
+# "stamp-sync": the same as lockstepd's sender sends the first probe of a
+# pair: the lockstep TLV (type 252) and a zeroed sync TLV (253, 64 bytes)
+# for the reflector to fill, 136 bytes of payload. "udp": 64
 # UDP packets of 64 bytes, 10.1.0.1 -> 10.1.0.2 (the emulator's h1 -> h2).
 bench_pcap() {
 	/usr/bin/python3 - "$@" <<'EOF'
@@ -101,11 +104,17 @@ def ipv4(src, dst, u):
 
 kind, out = sys.argv[1:3]
 frames = []
-if kind == "stamp":
+if kind in ("stamp", "stamp-sync"):
     dst = bytes([10, 9, 0, 1])
     for i in range(256):
         src = bytes([10, 9, 0, 100 + i % 16])
         stamp = struct.pack("!IIIHH28x", i, 0, 0, 0x4101, 0)
+        if kind == "stamp-sync":
+            # lockstep TLV: magic "LSTP", version 1, member 0, path, node,
+            # pair id, spacing, 4 MBZ; then the sync TLV, zeroed
+            lt = struct.pack("!IBBHIII4x", 0x4c535450, 1, 0, i % 8, 2, i, 1000)
+            stamp += struct.pack("!BBH", 0, 252, len(lt)) + lt
+            stamp += struct.pack("!BBH", 0, 253, 64) + bytes(64)
         ulen = 8 + len(stamp)
         u = struct.pack("!HHHH", 49152 + i % 8, 862, ulen, 0) + stamp
         c = csum(src + dst + struct.pack("!BBH", 0, 17, ulen) + u) or 0xffff
