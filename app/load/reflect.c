@@ -128,7 +128,9 @@ lld_refl_frame(struct lld_refl *r, struct rte_mbuf *m, uint64_t rx_ns)
 	struct ls_reflect_v4 v;
 	uint8_t *f = rte_pktmbuf_mtod(m, uint8_t *);
 
-	if (ls_reflect_v4_check(f, m->data_len, &r->me, &v)) {
+	/* a sync TLV asks for clock state we have not got: the long way
+	 * flags it U (unrecognized), so the asker knows */
+	if (ls_reflect_v4_check(f, m->data_len, &r->me, &v) && v.sync_off == 0) {
 		ls_reflect_v4_apply(f, &v, &r->me, rx_ns, r->err_est, true, 255);
 		rte_pktmbuf_trim(m, (uint16_t)(m->data_len -
 				 (LS_REFLECT_V4_PAYLOAD_OFF + v.payload_len)));
