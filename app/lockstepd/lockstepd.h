@@ -363,6 +363,7 @@ struct lsd_lcore {
 	uint32_t tick_next;                /* next peer the housekeeping visits */
 	struct rte_timer housekeep;
 	uint64_t prng;                     /* xorshift state for jitter */
+	uint64_t t2_ns, t2;                /* the reflector's last T2 and its bytes */
 	struct rte_hash *rl_hash;          /* source ls_addr -> bucket */
 	struct lsd_rl_bucket *rl;           /* max_sources + 1 (last = overflow) */
 	uint32_t rl_sweep;                 /* next bucket to check for idleness */

@@ -284,8 +284,13 @@ lsd_reflector_fast(struct lsd_lcore *lc, struct lsd_port *p, struct rte_mbuf *m,
 		rte_pktmbuf_free(m);
 		return false;
 	}
-	ls_reflect_v4_apply(rte_pktmbuf_mtod(m, uint8_t *), r, &p->fast, rx_ns,
-			    lsd.refl_ee, lsd.refl_ptp, lsd.cfg.probe.ttl);
+	/* a software clock stamps a whole burst alike: T2's bytes once */
+	if (rx_ns != lc->t2_ns) {
+		lc->t2_ns = rx_ns;
+		lc->t2 = ls_reflect_ts(rx_ns, lsd.refl_ptp);
+	}
+	ls_reflect_v4_apply_ts(rte_pktmbuf_mtod(m, uint8_t *), r, &p->fast, lc->t2,
+			       lsd.refl_ee, lsd.cfg.probe.ttl);
 	if (r->sync_off != 0) {
 		uint8_t v[LS_STAMP_SYNC_LEN];
 

@@ -252,6 +252,9 @@ stamp_and_send(struct lsd_lcore *lc, struct lsd_port *p, struct rte_mbuf **reply
 	{
 		uint64_t at_ns;
 		uint64_t tx_ns = ls_clock_tx_ts(&lc->clock, tsc, p->port_id, &at_ns);
+		/* once per burst: the frames' stores may alias lsd's fields */
+		const uint64_t t3 = ls_reflect_ts(tx_ns, lsd.refl_ptp);
+		const uint16_t ee = lsd.refl_ee;
 
 		for (i = 0; i < n_reply; i++) {
 			struct rte_mbuf *m = reply[i];
@@ -259,9 +262,9 @@ stamp_and_send(struct lsd_lcore *lc, struct lsd_port *p, struct rte_mbuf **reply
 			uint8_t fam = m->packet_type == RTE_PTYPE_L3_IPV6 ? LS_AF_INET6 : LS_AF_INET;
 
 			if (m->hash.usr == LSD_REPLY_FAST) {
-				ls_reflect_v4_put_t3(f, tx_ns, lsd.refl_ptp);
+				ls_reflect_v4_put_t3_ts(f, t3);
 			} else {
-				ls_stamp_put_tx_ts(f + m->hash.usr, tx_ns, lsd.refl_ee);
+				ls_stamp_put_tx_ts(f + m->hash.usr, tx_ns, ee);
 				ls_pkt_udp_finalize(f, m->data_len, fam);
 			}
 			if (unlikely(cap))

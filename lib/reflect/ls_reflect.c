@@ -92,19 +92,6 @@ as_loaded(uint32_t s)
 	return rte_cpu_to_be_16((uint16_t)s);
 }
 
-/* The 8 timestamp bytes as one big-endian value, exactly as lib/stamp writes
- * them (ls_stamp_ts_put_ptp / ls_stamp_ts_put_ntp). */
-static inline uint64_t
-ts_value(uint64_t ns, bool ptp)
-{
-	uint64_t sec = ns / LS_NS_PER_S, rem = ns % LS_NS_PER_S;
-
-	if (ptp)
-		return (uint64_t)(uint32_t)sec << 32 | rem;
-	return (uint64_t)(uint32_t)(sec + LS_NTP_UNIX_OFFSET) << 32 |
-	       (uint32_t)(((rem << 32) + LS_NS_PER_S / 2) / LS_NS_PER_S);
-}
-
 /* The sources the generic path refuses: unspecified, loopback, multicast
  * and above (ls_addr_v4_martian, as lib/pkt), ours and our subnet's
  * network/broadcast (ls_prefix_bad_source, as lockstepd's port does). */
@@ -142,7 +129,7 @@ ls_reflect_v4_check(const uint8_t *frame, uint32_t len,
 	if (!src_ok(src, port) || be16(uh + 4) != tlen - 20 ||
 	    be16(uh + 2) != port->dst_port || ls_reflect_src_port_bad(be16(uh), port->dst_port) ||
 	    ld16(uh + 6) == 0 ||
-	    ls_pkt_cksum_raw(ip, 20) != 0xffff)
+	    ls_csum_fold(ls_csum_bytes(ip, 20, 0)) != 0xffff)
 		return false;
 	plen = (uint16_t)(tlen - 28);
 	/* Only TLVs the reflector copies unchanged stay on this path, and
@@ -182,9 +169,9 @@ ls_reflect_v4_check(const uint8_t *frame, uint32_t len,
 }
 
 void
-ls_reflect_v4_apply(uint8_t *frame, const struct ls_reflect_v4 *r,
-		    const struct ls_reflect_port *port, uint64_t rx_ns,
-		    uint16_t refl_err_est, bool ptp, uint8_t reply_ttl)
+ls_reflect_v4_apply_ts(uint8_t *frame, const struct ls_reflect_v4 *r,
+		       const struct ls_reflect_port *port, uint64_t t2,
+		       uint16_t refl_err_est, uint8_t reply_ttl)
 {
 	uint8_t *ip = frame + IP_OFF, *uh = frame + UDP_OFF, *pl = frame + PL_OFF;
 	const uint32_t seq = be32(pl), t1_hi = be32(pl + 4), t1_lo = be32(pl + 8);
@@ -192,7 +179,6 @@ ls_reflect_v4_apply(uint8_t *frame, const struct ls_reflect_v4 *r,
 	const uint16_t old_ck = ld16(uh + 6), old_hc = ld16(ip + 10);
 	const uint16_t old_ttl_w = ld16(ip + 8);
 	const uint16_t new_ttl_w = rte_cpu_to_be_16((uint16_t)(reply_ttl << 8 | 17));
-	const uint64_t t2 = ts_value(rx_ns, ptp);
 	uint32_t a, b, hc;
 	uint16_t ports[2];
 	uint64_t part;
@@ -248,10 +234,9 @@ ls_reflect_v4_fill(uint8_t *frame, uint16_t off, const uint8_t *value, uint16_t 
 }
 
 void
-ls_reflect_v4_put_t3(uint8_t *frame, uint64_t tx_ns, bool ptp)
+ls_reflect_v4_put_t3_ts(uint8_t *frame, uint64_t t3)
 {
 	uint8_t *uh = frame + UDP_OFF, *pl = frame + PL_OFF;
-	const uint64_t t3 = ts_value(tx_ns, ptp);
 	uint64_t sum = (uint16_t)~ld16(uh + 6);
 	uint16_t ck;
 

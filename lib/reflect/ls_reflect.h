@@ -82,15 +82,42 @@ bool ls_reflect_v4_check(const uint8_t *frame, uint32_t len,
 			 const struct ls_reflect_port *port, struct ls_reflect_v4 *r);
 
 /**
+ * A timestamp's 8 bytes as one big-endian value, exactly as lib/stamp
+ * writes them (ls_stamp_ts_put_ptp / ls_stamp_ts_put_ntp): what apply_ts()
+ * and put_t3_ts() take, computed once for a burst's frames that share it.
+ */
+static inline uint64_t
+ls_reflect_ts(uint64_t ns, bool ptp)
+{
+	const uint64_t s = 1000000000ULL, ntp_unix = 2208988800ULL;
+	uint64_t sec = ns / s, rem = ns % s;
+
+	if (ptp)
+		return (uint64_t)(uint32_t)sec << 32 | rem;
+	return (uint64_t)(uint32_t)(sec + ntp_unix) << 32 |
+	       (uint32_t)(((rem << 32) + s / 2) / s);
+}
+
+/**
  * Reflect a frame that passed check(): RFC 8762 section 4.3 stateless
  * reflection with T2 = rx_ns, T3 left for put_t3(), Ses-Sender TTL = the
  * TTL it arrived with; swap MACs (ours becomes the source), addresses and
  * ports; TTL = reply_ttl; IPv4 and UDP checksums updated incrementally.
  * @param ptp  timestamps in PTPv2 format (else NTP), matching refl_err_est
  */
-void ls_reflect_v4_apply(uint8_t *frame, const struct ls_reflect_v4 *r,
-			 const struct ls_reflect_port *port, uint64_t rx_ns,
-			 uint16_t refl_err_est, bool ptp, uint8_t reply_ttl);
+void ls_reflect_v4_apply_ts(uint8_t *frame, const struct ls_reflect_v4 *r,
+			    const struct ls_reflect_port *port, uint64_t t2,
+			    uint16_t refl_err_est, uint8_t reply_ttl);
+
+/** apply_ts() with T2 = ls_reflect_ts(rx_ns, ptp). */
+static inline void
+ls_reflect_v4_apply(uint8_t *frame, const struct ls_reflect_v4 *r,
+		    const struct ls_reflect_port *port, uint64_t rx_ns,
+		    uint16_t refl_err_est, bool ptp, uint8_t reply_ttl)
+{
+	ls_reflect_v4_apply_ts(frame, r, port, ls_reflect_ts(rx_ns, ptp), refl_err_est,
+			       reply_ttl);
+}
 
 /**
  * Replace the n bytes (even) at payload offset off (r->sync_off) with value
@@ -99,8 +126,16 @@ void ls_reflect_v4_apply(uint8_t *frame, const struct ls_reflect_v4 *r,
  */
 void ls_reflect_v4_fill(uint8_t *frame, uint16_t off, const uint8_t *value, uint16_t n);
 
-/** Write T3 and complete the UDP checksum. Call once, after apply(). */
-void ls_reflect_v4_put_t3(uint8_t *frame, uint64_t tx_ns, bool ptp);
+/** Write T3 (ls_reflect_ts()) and complete the UDP checksum. Call once,
+ * after apply(). */
+void ls_reflect_v4_put_t3_ts(uint8_t *frame, uint64_t t3);
+
+/** put_t3_ts() of tx_ns. */
+static inline void
+ls_reflect_v4_put_t3(uint8_t *frame, uint64_t tx_ns, bool ptp)
+{
+	ls_reflect_v4_put_t3_ts(frame, ls_reflect_ts(tx_ns, ptp));
+}
 
 #ifdef __cplusplus
 }
