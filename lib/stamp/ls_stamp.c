@@ -263,30 +263,6 @@ ls_stamp_put_tx_ts(uint8_t *pkt, uint64_t tx_ns, uint16_t err_est)
 }
 
 int
-ls_stamp_tlv_next(const uint8_t *area, size_t len, size_t *off,
-		  struct ls_stamp_tlv *tlv)
-{
-	size_t rem;
-	uint16_t vlen;
-
-	if (*off >= len)
-		return 0;
-	rem = len - *off;
-	if (rem < LS_STAMP_TLV_HDR_LEN)
-		return -EBADMSG;
-	vlen = get16(area + *off + 2);
-	if (vlen > rem - LS_STAMP_TLV_HDR_LEN)
-		return -EBADMSG;
-	tlv->flags = area[*off];
-	tlv->type = area[*off + 1];
-	tlv->len = vlen;
-	tlv->value = area + *off + LS_STAMP_TLV_HDR_LEN;
-	tlv->off = *off;
-	*off += LS_STAMP_TLV_HDR_LEN + vlen;
-	return 1;
-}
-
-int
 ls_stamp_tlv_put(uint8_t *area, size_t cap, size_t *off, uint8_t flags,
 		 uint8_t type, const void *value, uint16_t len)
 {

@@ -34,6 +34,7 @@
 #ifndef LS_STAMP_H
 #define LS_STAMP_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -181,7 +182,29 @@ void ls_stamp_put_tx_ts(uint8_t *pkt, uint64_t tx_ns, uint16_t err_est);
  *         bytes are too short for a TLV header or the length overruns the
  *         area (the cursor then stays at the bad TLV).
  */
-int ls_stamp_tlv_next(const uint8_t *area, size_t len, size_t *off, struct ls_stamp_tlv *tlv);
+static inline int
+ls_stamp_tlv_next(const uint8_t *area, size_t len, size_t *off, struct ls_stamp_tlv *tlv)
+{
+	/* inline: the reflector's fast path walks every probe's TLVs */
+	size_t rem;
+	uint16_t vlen;
+
+	if (*off >= len)
+		return 0;
+	rem = len - *off;
+	if (rem < LS_STAMP_TLV_HDR_LEN)
+		return -EBADMSG;
+	vlen = (uint16_t)(area[*off + 2] << 8 | area[*off + 3]);
+	if (vlen > rem - LS_STAMP_TLV_HDR_LEN)
+		return -EBADMSG;
+	tlv->flags = area[*off];
+	tlv->type = area[*off + 1];
+	tlv->len = vlen;
+	tlv->value = area + *off + LS_STAMP_TLV_HDR_LEN;
+	tlv->off = *off;
+	*off += LS_STAMP_TLV_HDR_LEN + vlen;
+	return 1;
+}
 
 /**
  * Append a TLV at area+*off; a NULL value writes len zero bytes (Extra
