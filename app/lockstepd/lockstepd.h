@@ -371,7 +371,8 @@ struct lsd_lcore {
 	/* Direct-mapped front cache of rl_hash: a slot names a bucket and is
 	 * trusted only while that bucket still holds the same key, so a sweep
 	 * that frees a bucket needs no invalidation here. */
-	uint32_t rl_cache[LSD_RL_CACHE];    /* bucket index + 1, 0 = empty */
+	uint32_t rl_cache[LSD_RL_CACHE];    /* bucket index + 1, or a peer's slot + 1 with the
+					    * top bit (reflector.c), 0 = empty */
 	struct lsd_lcore_stats st;
 	bool active;
 	bool worker;                       /* a data-path lcore that owns no port */

@@ -121,6 +121,9 @@ rl_evict(struct lsd_lcore *lc, uint64_t now_ns)
 	return true;
 }
 
+/* A front-cache entry naming a peer's slot (lc->peers) rather than a bucket */
+#define RL_CACHE_PEER 0x80000000u
+
 static struct lsd_rl_bucket *
 rl_bucket(struct lsd_lcore *lc, const struct ls_addr *src, uint64_t now_ns)
 {
@@ -135,10 +138,27 @@ rl_bucket(struct lsd_lcore *lc, const struct ls_addr *src, uint64_t now_ns)
 	slot = (uint32_t)(((key.w[0] ^ key.w[1] ^ lc->rl_seed) * 0x9e3779b97f4a7c15ULL) >> 56) &
 	       (LSD_RL_CACHE - 1);
 	c = lc->rl_cache[slot];
-	if (likely(c != 0 && lc->rl[c - 1].used && lsd_addr_key_eq(&lc->rl[c - 1].key, &key)))
+	if (c & RL_CACHE_PEER) {
+		/* a peer's bucket: trusted while its slot holds that address */
+		struct lsd_addr_key pk;
+
+		c &= ~RL_CACHE_PEER;
+		if (c - 1 < lc->n_peers) {
+			lsd_addr_key(&lc->peers[c - 1]->addr, &pk);
+			if (lsd_addr_key_eq(&pk, &key))
+				return &lc->peers[c - 1]->rl;
+		}
+	} else if (likely(c != 0 && lc->rl[c - 1].used &&
+			  lsd_addr_key_eq(&lc->rl[c - 1].key, &key))) {
 		return &lc->rl[c - 1];
-	if (rte_hash_lookup_data(lc->peer_hash, &key, (void **)&peer) >= 0 && peer != NULL)
+	}
+	c = lsd_peer_filter_bit(&key);
+	if ((lc->peer_filter[c / 64] >> (c % 64) & 1) &&
+	    rte_hash_lookup_data(lc->peer_hash, &key, (void **)&peer) >= 0 && peer != NULL) {
+		if (peer->slot >= 0)
+			lc->rl_cache[slot] = (uint32_t)(peer->slot + 1) | RL_CACHE_PEER;
 		return &peer->rl;
+	}
 	pos = rte_hash_lookup(lc->rl_hash, &key);
 	if (pos < 0) {
 		pos = rte_hash_add_key(lc->rl_hash, &key);
