@@ -12,6 +12,8 @@
  * Counters shown here are read from the lcores with relaxed loads.
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <math.h>
 #include <stdbool.h>
 
 #include <jansson.h>
@@ -40,6 +42,27 @@ tsc_invariant(void)
 #endif
 }
 
+/* Past this, the counter's stated frequency is not its rate (ARM: CNTFRQ_EL0
+ * as the firmware wrote it); sound hardware is within a few ppm. */
+#define NOMINAL_PPM_MAX 1000.0
+
+/* Say which counter the clock runs on, at what rate, and warn when the
+ * CPU's stated rate is not the measured one: DPDK's rte_get_tsc_hz() is the
+ * stated one on ARM, and it times lockstepd's intervals. */
+static void
+nominal_check(void)
+{
+	double hz = ls_tsc_cal_hz(&lsd.cal), ppm = ls_tsc_cal_nominal_ppm(&lsd.cal);
+
+	LSD_LOG(INFO, "clock: counter %s, measured %.0f Hz", LS_TSC_COUNTER, hz);
+	if (!isnan(ppm) && fabs(ppm) > NOMINAL_PPM_MAX)
+		LSD_LOG(WARNING, "clock: %s counts at %.0f Hz, %.0f ppm from the %" PRIu64 " Hz "
+			"the CPU states (CNTFRQ_EL0, from the firmware): timestamps use the "
+			"measured rate, but intervals timed with rte_get_tsc_hz() (probe "
+			"spacing, timeouts) are off by as much", LS_TSC_COUNTER, hz, ppm,
+			ls_tsc_nominal_hz());
+}
+
 int
 lsd_clock_init(void)
 {
@@ -52,6 +75,7 @@ lsd_clock_init(void)
 	if (!tsc_invariant())
 		LSD_LOG(WARNING, "the CPU does not report an invariant TSC (CPUID INVTSC): "
 			"delays and fleet time may drift with power states");
+	nominal_check();
 	for (unsigned int i = 0; i < lsd.n_ports; i++)
 		ports[i] = lsd.ports[i].port_id;
 	rc = ls_clock_setup(&ctl_clock.clock, &lsd.cfg.clock, lsd.cfg.node_id, ports, lsd.n_ports,
@@ -156,10 +180,12 @@ lsd_clock_json(void)
 	json_t *o;
 
 	ls_tsc_cal_read(&lsd.cal, &map);
-	o = json_pack("{s:s, s:I, s:{s:f, s:I, s:I, s:f}}",
+	o = json_pack("{s:s, s:I, s:{s:s, s:I, s:f, s:I, s:I, s:f}}",
 		      "source", ls_clock_name(c),
 		      "now_ns", (json_int_t)ls_clock_now(c),
 		      "calibration",
+		      "counter", LS_TSC_COUNTER,
+		      "nominal_hz", (json_int_t)ls_tsc_nominal_hz(),
 		      "tsc_hz", map.mult ? 1e9 * 4294967296.0 / (double)map.mult : 0.0,
 		      "tai_offset_ns", (json_int_t)map.tai_off,
 		      "refits", (json_int_t)lsd.cal.n_updates,

@@ -3,7 +3,9 @@
  * @file
  * Clock sources for timestamps: one interface, three sources.
  *
- *  - TSC (default): the invariant TSC mapped to nanoseconds by a linear fit
+ *  - TSC (default): the CPU's invariant counter (the TSC on x86, the ARMv8
+ *    generic timer's virtual count CNTVCT_EL0 on aarch64; ls_tsc_read)
+ *    mapped to nanoseconds by a linear fit
  *    against CLOCK_MONOTONIC_RAW (the kernel derives that clock from the
  *    same counter with a fixed ratio, so the fit is exact up to sampling
  *    jitter and improves with its baseline), plus the CLOCK_TAI offset so
@@ -42,6 +44,79 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/*
+ * The "tsc" source's counter, and DPDK's rte_rdtsc(): the TSC on x86, the
+ * generic timer's virtual count CNTVCT_EL0 on ARMv8 (the counter the Linux
+ * kernel runs CLOCK_MONOTONIC_RAW on, and lib/sync's fleet-time readers
+ * read). lockstepd passes rte_rdtsc() values to ls_clock_from_tsc() and
+ * the calibration samples ls_tsc_read_precise(): both must be this one
+ * counter, so a DPDK built to read the PMU cycle counter (which stops in
+ * idle and is not synchronised across cores) is refused here.
+ */
+#if defined(RTE_ARCH_ARM64) && defined(RTE_ARM_EAL_RDTSC_USE_PMU)
+#error "lockstep: rte_rdtsc() reads the PMU cycle counter (RTE_ARM_EAL_RDTSC_USE_PMU): " \
+	"the clock needs the generic timer's CNTVCT_EL0"
+#endif
+
+#if defined(RTE_ARCH_ARM64)
+#define LS_TSC_COUNTER "cntvct_el0" /**< the counter's name, for logs and status */
+#else
+#define LS_TSC_COUNTER "tsc"        /**< the counter's name, for logs and status */
+#endif
+
+/** The counter now (rte_rdtsc()). */
+static inline uint64_t
+ls_tsc_read(void)
+{
+#if defined(RTE_ARCH_ARM64)
+	uint64_t v;
+
+	__asm__ __volatile__("mrs %0, cntvct_el0" : "=r"(v));
+	return v;
+#else
+	return rte_rdtsc();
+#endif
+}
+
+/**
+ * The counter, read in program order: not before earlier loads and stores
+ * have completed (an isb on ARMv8, where the counter read is otherwise
+ * free to run early; rte_rdtsc_precise() on x86). For brackets around a
+ * clock_gettime().
+ */
+static inline uint64_t
+ls_tsc_read_precise(void)
+{
+#if defined(RTE_ARCH_ARM64)
+	uint64_t v;
+
+	__asm__ __volatile__("isb\n\tmrs %0, cntvct_el0" : "=r"(v) : : "memory");
+	return v;
+#else
+	return rte_rdtsc_precise();
+#endif
+}
+
+/**
+ * The counter's frequency as the CPU states it, Hz: CNTFRQ_EL0 on ARMv8
+ * (written by the firmware at boot; DPDK's rte_get_tsc_hz() returns it
+ * too). 0 on x86, where the TSC's rate is not architectural: there the
+ * calibration (ls_tsc_cal_init) is the only measure of it. The
+ * calibration never uses this value; ls_tsc_cal_nominal_ppm() compares.
+ */
+static inline uint64_t
+ls_tsc_nominal_hz(void)
+{
+#if defined(RTE_ARCH_ARM64)
+	uint64_t hz;
+
+	__asm__ __volatile__("mrs %0, cntfrq_el0" : "=r"(hz));
+	return hz;
+#else
+	return 0;
+#endif
+}
 
 #define LS_SIM_EPOCH_NS 1700000000000000000ULL /**< sim true time at MONOTONIC_RAW 0 */
 #define LS_SIM_KNOT_NS 10000000ULL             /**< random-walk knot spacing, 10 ms */
@@ -141,6 +216,19 @@ int ls_tsc_cal_init(struct ls_tsc_cal *cal, unsigned int ms);
 
 /** Refit with a new sample (control thread, about once a second). */
 void ls_tsc_cal_update(struct ls_tsc_cal *cal);
+
+/** The counter's frequency the calibration measured, Hz (0 before ls_tsc_cal_init);
+ *  on the writer's thread, as ls_tsc_cal_update. */
+double ls_tsc_cal_hz(const struct ls_tsc_cal *cal);
+
+/**
+ * How far the measured frequency is from the one the CPU states
+ * (ls_tsc_nominal_hz), ppm: a few ppm on sound hardware; thousands when
+ * the firmware wrote CNTFRQ_EL0 wrong, which then misleads every
+ * rte_get_tsc_hz() interval in lockstepd (it warns at start). NAN where
+ * the CPU states none (x86) or before ls_tsc_cal_init. Writer's thread.
+ */
+double ls_tsc_cal_nominal_ppm(const struct ls_tsc_cal *cal);
 
 /** Read the current map (lcores; lock-free, retries on a concurrent update). */
 static inline void

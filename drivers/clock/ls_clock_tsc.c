@@ -1,12 +1,18 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * TSC calibration: turns the invariant TSC into CLOCK_MONOTONIC_RAW
+ * TSC calibration: turns the CPU's invariant counter into CLOCK_MONOTONIC_RAW
  * nanoseconds (and, with a sampled offset, into CLOCK_TAI / PTP time).
+ * The counter is the TSC on x86 and the generic timer's virtual count
+ * (CNTVCT_EL0) on ARMv8: ls_tsc_read_precise() in ls_clock.h. Either way
+ * its frequency is measured here, not taken from the CPU: x86 does not
+ * state the TSC's, and ARM's stated one (CNTFRQ_EL0) is only what the
+ * firmware wrote; ls_tsc_cal_nominal_ppm() compares the two.
  *
  * Why not just call clock_gettime() per packet? It costs tens of ns even
  * through the vDSO, and the datapath stamps every packet. rdtsc plus one
  * 128-bit multiply is a few ns. The kernel itself derives MONOTONIC_RAW from
- * the TSC with a fixed ratio (when the clocksource is "tsc"), so a straight
+ * the TSC with a fixed ratio (when the clocksource is "tsc"; on ARMv8 from
+ * CNTVCT_EL0, clocksource "arch_sys_counter"), so a straight
  * line fitted to (tsc, raw_ns) pairs is exact up to the jitter of reading the
  * two clocks "at the same time", and that jitter's effect on the slope
  * shrinks as 1/baseline. So:
@@ -21,8 +27,8 @@
  *    re-anchors at the fresh sample so offset errors never accumulate.
  *
  * The mapping is published under a seqlock; lcores copy it without taking
- * a lock or making a syscall. Nothing here needs the EAL (rte_rdtsc and the
- * seqlock are header-only), so unit tests run it directly.
+ * a lock or making a syscall. Nothing here needs the EAL (the counter reads
+ * and the seqlock are header-only), so unit tests run it directly.
  */
 #include <errno.h>
 #include <math.h>
@@ -56,8 +62,8 @@ ts_ns(const struct timespec *ts)
 
 /*
  * Read clock id bracketed by two TSC reads, LS_TSC_TRIES times, and keep the
- * tightest bracket. rte_rdtsc_precise() orders the TSC read against the
- * surrounding loads so the bracket really contains the clock read.
+ * tightest bracket. ls_tsc_read_precise() orders the counter read against
+ * the surrounding loads so the bracket really contains the clock read.
  */
 static int
 tight_sample(clockid_t id, struct tsc_sample *out)
@@ -70,10 +76,10 @@ tight_sample(clockid_t id, struct tsc_sample *out)
 	for (i = 0; i < LS_TSC_TRIES; i++) {
 		uint64_t t1, t2;
 
-		t1 = rte_rdtsc_precise();
+		t1 = ls_tsc_read_precise();
 		if (clock_gettime(id, &ts) != 0)
 			return -EIO;
-		t2 = rte_rdtsc_precise();
+		t2 = ls_tsc_read_precise();
 		if (t2 < t1)
 			continue;
 		if (t2 - t1 < out->width) {
@@ -250,4 +256,20 @@ ls_tsc_cal_update(struct ls_tsc_cal *cal)
 	cal->map = m;
 	rte_seqlock_write_unlock(&cal->lock);
 	cal->n_updates++;
+}
+
+double
+ls_tsc_cal_hz(const struct ls_tsc_cal *cal)
+{
+	return cal->map.mult != 0 ? 1e9 * 4294967296.0 / (double)cal->map.mult : 0.0;
+}
+
+double
+ls_tsc_cal_nominal_ppm(const struct ls_tsc_cal *cal)
+{
+	double hz = ls_tsc_cal_hz(cal), nominal = (double)ls_tsc_nominal_hz();
+
+	if (hz == 0.0 || nominal == 0.0)
+		return NAN;
+	return (hz - nominal) / nominal * 1e6;
 }

@@ -71,8 +71,8 @@ COUNTERS = (
 
 def clock_json():
     return {"source": "sim", "now_ns": 123456789, "invariant_tsc": True,
-            "calibration": {"tsc_hz": 2.4e9, "tai_offset_ns": 37000000000, "refits": 1,
-                            "last_step_ppm": 0.0},
+            "calibration": {"counter": "tsc", "nominal_hz": 0, "tsc_hz": 2.4e9,
+                            "tai_offset_ns": 37000000000, "refits": 1, "last_step_ppm": 0.0},
             "rx_stamps": {"trailer_mode": False, "kernel": 0, "kernel_rejected": 0,
                           "nic_rejected": 0, "trailer": 0, "trailer_missing": 0,
                           "trailer_rejected": 0},

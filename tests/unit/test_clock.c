@@ -9,6 +9,10 @@
  * shared VM -- so it compares at the tightest of many brackets and allows
  * 2 us: far above what a correct fit produces (tens of ns), far below what a
  * wrong slope or anchor produces (a 1 ppm error alone is 1 us per second).
+ *
+ * The counter is the TSC on x86 and CNTVCT_EL0 on ARMv8: tools/test_arm64
+ * runs this suite under qemu-aarch64, where the counter is qemu's (62.5 MHz,
+ * from the host's clock) and a bracket takes microseconds.
  */
 #include <check.h>
 #include <errno.h>
@@ -26,14 +30,16 @@
 #define T_NS_PER_S 1000000000ULL
 #define HOUR_NS (3600ULL * T_NS_PER_S)
 
-static uint64_t
-mono_raw_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
-	return (uint64_t)ts.tv_sec * T_NS_PER_S + (uint64_t)ts.tv_nsec;
-}
+/* The counter's plausible rates: a TSC from 100 MHz to 10 GHz; ARM's
+ * generic timer from 1 MHz to 1 GHz (ARMv8.6 fixes it at 1 GHz; earlier
+ * SoCs run it at 19.2 to 200 MHz, qemu at 62.5 MHz). */
+#if defined(RTE_ARCH_ARM64)
+#define CTR_HZ_MIN 1e6
+#define CTR_HZ_MAX 1.0e9
+#else
+#define CTR_HZ_MIN 1e8
+#define CTR_HZ_MAX 1e10
+#endif
 
 static void
 sleep_ms(unsigned int ms)
@@ -44,24 +50,35 @@ sleep_ms(unsigned int ms)
 		;
 }
 
-/* Tightest-bracket (tsc, raw ns) pair, like the calibration's own sampling. */
+/* Tightest-bracket (counter, clock id ns) pair, like the calibration's own
+ * sampling; the bracket's width in ticks to *width when not NULL. */
 static void
-tight_pair(uint64_t *tsc, uint64_t *ns)
+tight_pair_of(clockid_t id, uint64_t *tsc, uint64_t *ns, uint64_t *width)
 {
 	uint64_t best = UINT64_MAX;
 	int i;
 
 	for (i = 0; i < 200; i++) {
-		uint64_t t1 = rte_rdtsc_precise();
-		uint64_t n = mono_raw_ns();
-		uint64_t t2 = rte_rdtsc_precise();
+		struct timespec ts;
+		uint64_t t1 = ls_tsc_read_precise();
+		uint64_t t2;
 
+		clock_gettime(id, &ts);
+		t2 = ls_tsc_read_precise();
 		if (t2 - t1 < best) {
 			best = t2 - t1;
 			*tsc = t1 + (t2 - t1) / 2;
-			*ns = n;
+			*ns = (uint64_t)ts.tv_sec * T_NS_PER_S + (uint64_t)ts.tv_nsec;
 		}
 	}
+	if (width != NULL)
+		*width = best;
+}
+
+static void
+tight_pair(uint64_t *tsc, uint64_t *ns)
+{
+	tight_pair_of(CLOCK_MONOTONIC_RAW, tsc, ns, NULL);
 }
 
 START_TEST(test_tsc_calibration)
@@ -76,8 +93,8 @@ START_TEST(test_tsc_calibration)
 
 	ck_assert_int_eq(ls_tsc_cal_init(&cal, 200), 0);
 	ns_per_tick = (double)cal.map.mult / 4294967296.0;
-	/* any TSC from 100 MHz to 10 GHz */
-	ck_assert(ns_per_tick > 0.1 && ns_per_tick < 10.0);
+	ck_assert_msg(ns_per_tick >= 1e9 / CTR_HZ_MAX && ns_per_tick <= 1e9 / CTR_HZ_MIN,
+		      "%f ns per tick", ns_per_tick);
 	ck_assert_uint_eq(cal.n_updates, 0);
 
 	/* right after init the map already tracks the kernel clock */
@@ -107,6 +124,90 @@ START_TEST(test_tsc_calibration)
 		   (a.tv_nsec - b.tv_nsec);
 	ck_assert_msg(llabs(m.tai_off - tai_true) < 1000000,
 		      "tai_off %lld vs %lld", (long long)m.tai_off, (long long)tai_true);
+}
+END_TEST
+
+/*
+ * The "tsc" source's counter: it never goes back, it is the counter DPDK's
+ * rte_rdtsc() reads (lockstepd stamps with that), and its stated frequency
+ * is CNTFRQ_EL0 on ARMv8 (as DPDK reads it), none on x86. Reads in
+ * program order (the precise ones): an ARM counter read may otherwise run
+ * ahead of the one before it.
+ */
+START_TEST(test_tsc_counter)
+{
+	uint64_t prev = ls_tsc_read_precise(), first = prev, hz = ls_tsc_nominal_hz();
+	unsigned int i;
+
+	for (i = 0; i < 100000; i++) {
+		uint64_t a = ls_tsc_read_precise();
+		uint64_t b = rte_rdtsc_precise();
+		uint64_t c = ls_tsc_read_precise();
+
+		ck_assert_msg(a >= prev && b >= a && c >= b,
+			      "counter back: %" PRIu64 ", then %" PRIu64 ", rte_rdtsc %" PRIu64
+			      ", then %" PRIu64, prev, a, b, c);
+		prev = c;
+	}
+	ck_assert_msg(prev > first, "the counter did not move in 300,000 reads");
+	(void)ls_tsc_read(); /* the plain read builds and runs too */
+#if defined(RTE_ARCH_ARM64)
+	ck_assert_str_eq(LS_TSC_COUNTER, "cntvct_el0");
+	ck_assert_uint_ne(hz, 0);
+	ck_assert_uint_eq(hz, __rte_arm64_cntfrq());
+	ck_assert_msg(hz >= CTR_HZ_MIN && hz <= CTR_HZ_MAX, "CNTFRQ_EL0 %" PRIu64 " Hz", hz);
+#else
+	ck_assert_str_eq(LS_TSC_COUNTER, "tsc");
+	ck_assert_uint_eq(hz, 0);
+#endif
+}
+END_TEST
+
+/* |ticks converted - ns elapsed| within 1000 ppm of the interval, plus the
+ * two brackets' widths, plus 20 us: generous for qemu-user, yet a counter
+ * at the wrong rate (or not the counter the kernel keeps time by) is off by
+ * far more over 50 ms. */
+static void
+check_tracks(const char *how, double conv_ns, double dn, double width_ns)
+{
+	double tol = dn * 1e-3 + width_ns + 20000.0;
+
+	ck_assert_msg(fabs(conv_ns - dn) <= tol,
+		      "%s: %.0f ns of counter over %.0f ns of CLOCK_MONOTONIC (tolerance %.0f)",
+		      how, conv_ns, dn, tol);
+}
+
+/*
+ * Counter ticks converted to ns track CLOCK_MONOTONIC over 50 ms: through
+ * the calibration's measured rate on every architecture, and on ARMv8 also
+ * through the rate the CPU states (CNTFRQ_EL0), which then agrees with the
+ * measured one.
+ */
+START_TEST(test_tsc_tracks_monotonic)
+{
+	struct ls_tsc_cal cal;
+	uint64_t c0, n0, w0, c1, n1, w1, hz = ls_tsc_nominal_hz();
+	double dn, ns_per_tick;
+
+	ck_assert_int_eq(ls_tsc_cal_init(&cal, 100), 0);
+	ns_per_tick = (double)cal.map.mult / 4294967296.0;
+	ck_assert(fabs(ls_tsc_cal_hz(&cal) * ns_per_tick - 1e9) < 1.0);
+	tight_pair_of(CLOCK_MONOTONIC, &c0, &n0, &w0);
+	sleep_ms(50);
+	tight_pair_of(CLOCK_MONOTONIC, &c1, &n1, &w1);
+	dn = (double)(n1 - n0);
+	ck_assert(dn >= 50e6 && c1 > c0);
+	check_tracks("measured rate", (double)(c1 - c0) * ns_per_tick, dn,
+		     (double)(w0 + w1) * ns_per_tick);
+	if (hz == 0) {
+		ck_assert(isnan(ls_tsc_cal_nominal_ppm(&cal)));
+		return;
+	}
+	check_tracks("CNTFRQ_EL0", (double)(c1 - c0) * 1e9 / (double)hz, dn,
+		     (double)(w0 + w1) * 1e9 / (double)hz);
+	ck_assert_msg(fabs(ls_tsc_cal_nominal_ppm(&cal)) < 1000.0,
+		      "measured %.0f Hz, %.1f ppm from CNTFRQ_EL0's %" PRIu64,
+		      ls_tsc_cal_hz(&cal), ls_tsc_cal_nominal_ppm(&cal), hz);
 }
 END_TEST
 
@@ -469,6 +570,8 @@ clock_suite(void)
 	tc = tcase_create("tsc");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_tsc_calibration);
+	tcase_add_test(tc, test_tsc_counter);
+	tcase_add_test(tc, test_tsc_tracks_monotonic);
 	tcase_add_test(tc, test_map_arithmetic);
 	suite_add_tcase(s, tc);
 
