@@ -27,84 +27,15 @@
 #define ONE_PORT(extra) \
 	"{" NODE ", 'ports': [{'name': 'p0', 'dev': 'x', 'ipv4': '10.0.0.1/24', " extra "}]}"
 
-static int
-load_text(const char *text, struct ls_config *cfg, char *err, size_t errlen,
-	  char *path, size_t plen)
-{
-	ls_test_write_json("t.json", text, path, plen);
-	return ls_config_load(path, cfg, err, errlen);
-}
-
-/* True when every byte of the struct is zero (config untouched on error). */
-static bool
-all_zero(const struct ls_config *cfg)
-{
-	const unsigned char *p = (const unsigned char *)cfg;
-
-	for (size_t i = 0; i < sizeof(*cfg); i++)
-		if (p[i] != 0)
-			return false;
-	return true;
-}
-
-/*
- * Load text that must fail; check the message is exactly one line of the
- * shape "PATH: KEY: ..." and contains reason.
- */
-static void
-expect_bad(const char *text, const char *key, const char *reason, int line)
-{
-	char path[512], err[LS_ERR_LEN], want[700];
-	struct ls_config cfg;
-	int rc;
-
-	memset(&cfg, 0xa5, sizeof(cfg));
-	rc = load_text(text, &cfg, err, sizeof(err), path, sizeof(path));
-	ck_assert_msg(rc == -EINVAL, "line %d: rc %d, err \"%s\"", line, rc, err);
-	snprintf(want, sizeof(want), "%s: %s: ", path, key);
-	ck_assert_msg(strncmp(err, want, strlen(want)) == 0,
-		      "line %d: \"%s\" does not start with \"%s\"", line, err, want);
-	ck_assert_msg(strstr(err + strlen(want), reason) != NULL,
-		      "line %d: \"%s\" lacks \"%s\"", line, err, reason);
-	ck_assert_msg(strchr(err, '\n') == NULL, "line %d: multi-line", line);
-	ck_assert_msg(all_zero(&cfg), "line %d: cfg touched on error", line);
-}
-#define BAD(text, key, reason) expect_bad(text, key, reason, __LINE__)
-
-/* Exact message match: "PATH: " + rest. */
-static void
-expect_exact(const char *text, const char *rest, int line)
-{
-	char path[512], err[LS_ERR_LEN], want[700];
-	struct ls_config cfg;
-	int rc;
-
-	rc = load_text(text, &cfg, err, sizeof(err), path, sizeof(path));
-	ck_assert_msg(rc == -EINVAL, "line %d: rc %d", line, rc);
-	snprintf(want, sizeof(want), "%s: %s", path, rest);
-	ck_assert_msg(strcmp(err, want) == 0, "line %d: got \"%s\", want \"%s\"",
-		      line, err, want);
-}
-#define EXACT(text, rest) expect_exact(text, rest, __LINE__)
-
-static void
-load_good(const char *text, struct ls_config *cfg)
-{
-	char path[512], err[LS_ERR_LEN];
-	int rc;
-
-	err[0] = '\0';
-	rc = load_text(text, cfg, err, sizeof(err), path, sizeof(path));
-	ck_assert_msg(rc == 0, "rc %d: %s", rc, err);
-	ck_assert_str_eq(cfg->file, path);
-}
+#define BAD(text, key, reason) config_expect_bad(text, key, reason, __LINE__)
+#define EXACT(text, rest) config_expect_exact(text, rest, __LINE__)
 
 START_TEST(test_minimal_defaults)
 {
 	struct ls_config cfg;
 	const struct ls_conf_port *p;
 
-	load_good("{" BASE "}", &cfg);
+	config_load_good("{" BASE "}", &cfg);
 	ck_assert_str_eq(cfg.node_name, "n1");
 	ck_assert(cfg.route.enabled);
 	ck_assert_uint_eq(cfg.route.refresh_s, 300);
@@ -213,7 +144,7 @@ START_TEST(test_full)
 	struct ls_config cfg;
 	const struct ls_conf_port *p;
 
-	load_good(full_text, &cfg);
+	config_load_good(full_text, &cfg);
 	ck_assert_str_eq(cfg.node_name, "gpu-01.rack_2");
 	ck_assert_uint_eq(cfg.node_id, 4294967295U);
 	ck_assert_uint_eq(cfg.n_ports, 2);
@@ -301,15 +232,15 @@ START_TEST(test_syntax_error)
 	struct ls_config cfg;
 	int rc;
 
-	rc = load_text("{\n  'node': {'name': 'n1', 'id': 1},\n  'ports': [,]\n}\n",
+	rc = config_load_text("{\n  'node': {'name': 'n1', 'id': 1},\n  'ports': [,]\n}\n",
 		       &cfg, err, sizeof(err), path, sizeof(path));
 	ck_assert_int_eq(rc, -EINVAL);
 	snprintf(want, sizeof(want), "%s: line 3 column ", path);
 	ck_assert_msg(strncmp(err, want, strlen(want)) == 0, "got \"%s\"", err);
-	ck_assert(all_zero(&cfg));
+	ck_assert(config_all_zero(&cfg));
 
 	/* a duplicate key is refused by the parser, with its position */
-	rc = load_text("{" BASE ",\n 'log': {'level': 'info', 'level': 'debug'}}",
+	rc = config_load_text("{" BASE ",\n 'log': {'level': 'info', 'level': 'debug'}}",
 		       &cfg, err, sizeof(err), path, sizeof(path));
 	ck_assert_int_eq(rc, -EINVAL);
 	snprintf(want, sizeof(want), "%s: line 2 column ", path);
@@ -324,14 +255,14 @@ START_TEST(test_empty_file)
 	struct ls_config cfg;
 	int rc;
 
-	rc = load_text("", &cfg, err, sizeof(err), path, sizeof(path));
+	rc = config_load_text("", &cfg, err, sizeof(err), path, sizeof(path));
 	ck_assert_int_eq(rc, -EINVAL);
 	snprintf(want, sizeof(want), "%s: empty file", path);
 	ck_assert_str_eq(err, want);
-	ck_assert(all_zero(&cfg));
+	ck_assert(config_all_zero(&cfg));
 
 	/* only blanks: the parser's own message, with a position */
-	rc = load_text("  \n", &cfg, err, sizeof(err), path, sizeof(path));
+	rc = config_load_text("  \n", &cfg, err, sizeof(err), path, sizeof(path));
 	ck_assert_int_eq(rc, -EINVAL);
 	snprintf(want, sizeof(want), "%s: line ", path);
 	ck_assert_msg(strncmp(err, want, strlen(want)) == 0, "got \"%s\"", err);
@@ -357,7 +288,7 @@ START_TEST(test_missing_file)
 	ck_assert_int_eq(rc, -ENOENT);
 	snprintf(want, sizeof(want), "%s: cannot open: No such file or directory", path);
 	ck_assert_str_eq(err, want);
-	ck_assert(all_zero(&cfg));
+	ck_assert(config_all_zero(&cfg));
 
 	/* no error buffer at all must not crash */
 	ck_assert_int_eq(ls_config_load(path, &cfg, NULL, 0), -ENOENT);
@@ -409,7 +340,7 @@ START_TEST(test_sync_section)
 {
 	struct ls_config cfg;
 
-	load_good("{" BASE "}", &cfg);
+	config_load_good("{" BASE "}", &cfg);
 	ck_assert(cfg.sync.enabled);
 	ck_assert_uint_eq(cfg.sync.window_ms, 2000);
 	ck_assert_uint_eq(cfg.sync.interval_ms, 250);
@@ -417,7 +348,7 @@ START_TEST(test_sync_section)
 	ck_assert_uint_eq(cfg.sync.paths, LS_MAX_PATHS);
 	ck_assert_str_eq(cfg.sync.shm, "/dev/shm/lockstep-n1.fleettime");
 	ls_config_free(&cfg);
-	load_good("{" BASE ", 'sync': {'enabled': false, 'window_ms': 4000, 'interval_ms': 100, "
+	config_load_good("{" BASE ", 'sync': {'enabled': false, 'window_ms': 4000, 'interval_ms': 100, "
 		  "'purity_tol_ns': 1500, 'outlier_ns': 300, 'reference': 3, 'holdover_ppm': 2.5, "
 		  "'wander_ns': 20, 'asym_bound_ns': 50, 'paths': 2, 'shm': '', "
 		  "'chrony_sock': '/run/chrony.sock', 'chrony_offset_ns': 37000000000}}", &cfg);
@@ -445,7 +376,7 @@ START_TEST(test_number_accepts_integer)
 {
 	struct ls_config cfg;
 
-	load_good("{" BASE ", 'clock': {'source': 'sim', 'sim': {'drift_ppm': 3, 'wander_ns': 0.25}}}",
+	config_load_good("{" BASE ", 'clock': {'source': 'sim', 'sim': {'drift_ppm': 3, 'wander_ns': 0.25}}}",
 		  &cfg);
 	ck_assert(cfg.clock.sim.drift_ppm == 3.0);
 	ck_assert(cfg.clock.sim.wander_ns == 0.25);
@@ -486,7 +417,7 @@ START_TEST(test_out_of_range)
 	BAD("{" NODE ", 'ports': [{'name': 'p0', 'dev': 'x', 'ipv4': '10.0.0.1/24'}], "
 	    "'probe': {'pad': 1329}}",
 	    "probe.pad", "1501-byte probes, over ports[0] (p0) mtu 1500");
-	ck_assert_int_eq(load_text("{" NODE ", 'ports': [{'name': 'p0', 'dev': 'x', "
+	ck_assert_int_eq(config_load_text("{" NODE ", 'ports': [{'name': 'p0', 'dev': 'x', "
 				   "'ipv4': '10.0.0.1/24'}], 'probe': {'pad': 1328}}",
 				   &cfg, err, sizeof(err), path, sizeof(path)), 0);
 	ls_config_free(&cfg);
@@ -542,7 +473,7 @@ START_TEST(test_enums)
 	BAD("{" BASE ", 'reflector': {'timestamp_format': 'unix'}}",
 	    "reflector.timestamp_format", "got \"unix\"");
 	BAD("{" BASE ", 'log': {'level': 'verbose'}}", "log.level", "got \"verbose\"");
-	load_good("{" BASE ", 'clock': {'source': 'tsc'}, 'log': {'level': 'warning'},"
+	config_load_good("{" BASE ", 'clock': {'source': 'tsc'}, 'log': {'level': 'warning'},"
 		  " 'reflector': {'timestamp_format': 'ptp'}}", &cfg);
 	ck_assert_int_eq(cfg.clock.source, LS_CLOCK_TSC);
 	ck_assert_str_eq(cfg.log_level, "warning");
@@ -560,7 +491,7 @@ START_TEST(test_enums)
 	BAD("{" BASE ", 'clock': {'rx_trailer': true}}", "clock.rx_trailer", "needs source");
 	BAD("{" BASE ", 'clock': {'source': 'tsc', 'rx_trailer': 1}}", "clock.rx_trailer",
 	    "expected");
-	load_good("{" BASE ", 'clock': {'source': 'tsc', 'rx_trailer': true}}", &cfg);
+	config_load_good("{" BASE ", 'clock': {'source': 'tsc', 'rx_trailer': true}}", &cfg);
 	ck_assert(cfg.clock.rx_trailer);
 	ls_config_free(&cfg);
 	/* send-time trailers: the same timeline, a lead within 1 us .. 1 ms */
@@ -571,7 +502,7 @@ START_TEST(test_enums)
 	    "must be between 1000 and 1000000, got 999");
 	BAD("{" BASE ", 'clock': {'source': 'tsc', 'tx_lead_ns': 1000001}}", "clock.tx_lead_ns",
 	    "got 1000001");
-	load_good("{" BASE ", 'clock': {'source': 'sim', 'tx_trailer': true, 'tx_lead_ns': 5000}}",
+	config_load_good("{" BASE ", 'clock': {'source': 'sim', 'tx_trailer': true, 'tx_lead_ns': 5000}}",
 		  &cfg);
 	ck_assert(cfg.clock.tx_trailer);
 	ck_assert_uint_eq(cfg.clock.tx_lead_ns, 5000);
@@ -582,7 +513,7 @@ START_TEST(test_enums)
 	BAD("{" BASE ", 'clock': {'tx_sched': true}}", "clock.tx_sched", "needs source");
 	BAD("{" BASE ", 'clock': {'source': 'nic', 'tx_sched': true, 'tx_trailer': true}}",
 	    "clock.tx_trailer", "needs source");
-	load_good("{" BASE ", 'clock': {'source': 'nic', 'tx_sched': true}}", &cfg);
+	config_load_good("{" BASE ", 'clock': {'source': 'nic', 'tx_sched': true}}", &cfg);
 	ck_assert(cfg.clock.tx_sched);
 	ck_assert(!cfg.clock.tx_trailer);
 	ls_config_free(&cfg);
@@ -684,117 +615,6 @@ START_TEST(test_missing_required)
 }
 END_TEST
 
-/* The data path's section: two ports with their roles, the policy checked
- * by lib/policy with the same file/key/reason messages. */
-#define BR_PORTS "'ports': [{'name': 'h', 'role': 'host', 'dev': 'x'}, " \
-	"{'name': 'f', 'dev': 'y', 'ipv4': '10.0.0.1/24'}]"
-#define BRIDGE(extra) "{" NODE ", " BR_PORTS ", 'bridge': {'host_port': 'h', " \
-	"'fabric_port': 'f', 'link_bps': 10000000000" extra "}}"
-
-START_TEST(test_bridge)
-{
-	struct ls_config cfg;
-
-	load_good(BRIDGE(""), &cfg);
-	ck_assert(cfg.bridge.enabled);
-	ck_assert_uint_eq(cfg.ports[0].role, LS_PORT_HOST);
-	ck_assert_uint_eq(cfg.bridge.link_bps, 10000000000ULL);
-	ck_assert_uint_eq(cfg.bridge.max_flows, 262144);
-	ck_assert_uint_eq(cfg.bridge.mbufs, 16384);
-	ck_assert_str_eq(cfg.bridge.policy_file, "/var/lib/lockstep/n1.policy.json");
-	ck_assert_uint_eq(cfg.bridge.policy->n_slices, 1); /* "default" */
-	ck_assert(cfg.bridge.failover.enabled);
-	ck_assert_uint_eq(cfg.bridge.failover.silence_us, 500);
-	ck_assert_uint_eq(cfg.bridge.failover.hold_ms, 2000);
-	ck_assert(!cfg.bridge.balance.enabled);
-	ck_assert_uint_eq(cfg.bridge.balance.hot_us, 0);
-	ck_assert_uint_eq(cfg.bridge.balance.interval_us, 0);
-	ck_assert_uint_eq(cfg.bridge.balance.runs, 2);
-	ck_assert_uint_eq(cfg.bridge.balance.jitter_us, 0);
-	ck_assert_uint_eq(cfg.bridge.balance.settle_us, 0);
-	ls_config_free(&cfg);
-	load_good(BRIDGE(", 'balance': {'enabled': true, 'hot_us': 20, 'runs': 3}"), &cfg);
-	ck_assert(cfg.bridge.balance.enabled);
-	ck_assert_uint_eq(cfg.bridge.balance.hot_us, 20);
-	ck_assert_uint_eq(cfg.bridge.balance.runs, 3);
-	ls_config_free(&cfg);
-	EXACT(BRIDGE(", 'balance': {'runs': 0}"),
-	      "bridge.balance.runs: must be between 1 and 100, got 0");
-	EXACT(BRIDGE(", 'balance': {'settle': 5}"),
-	      "bridge.balance.settle: unknown key");
-	EXACT(BRIDGE(", 'failover': {'silence_us': 5}"),
-	      "bridge.failover.silence_us: must be between 20 and 10000000, got 5");
-	EXACT(BRIDGE(", 'failover': {'enabled': 1}"),
-	      "bridge.failover.enabled: expected boolean, got integer");
-	load_good(BRIDGE(", 'policy': {'slices': [{'name': 'lat', 'latency': true, "
-			 "'max_bps': 2e9, 'match': {'dscp': [46]}}]}"), &cfg);
-	ck_assert_uint_eq(cfg.bridge.policy->n_slices, 2);
-	ck_assert_uint_eq(cfg.bridge.policy->slices[0].conf.max_bps, 2000000000ULL);
-	ls_config_free(&cfg);
-	EXACT(BRIDGE(", 'policy': {'slices': [{'name': 'a', 'weight': 0}]}"),
-	      "bridge.policy.slices[0].weight: 0 out of range 1..1000");
-	EXACT("{" NODE ", 'ports': [{'name': 'h', 'role': 'host', 'dev': 'x', "
-	      "'ipv4': '10.0.0.1/24'}]}", "ports[0]: a host port has no addresses of its own");
-	EXACT("{" NODE ", " BR_PORTS ", 'bridge': {'host_port': 'f', 'fabric_port': 'f', "
-	      "'link_bps': 1000000000}}", "bridge.host_port: port \"f\" needs \"role\": \"host\"");
-	EXACT("{" NODE ", " BR_PORTS ", 'bridge': {'host_port': 'h', 'fabric_port': 'z', "
-	      "'link_bps': 1000000000}}", "bridge.fabric_port: no port \"z\"");
-	EXACT("{" NODE ", 'ports': [{'name': 'h', 'role': 'host', 'dev': 'x', 'lcore': 1}, "
-	      "{'name': 'f', 'dev': 'y', 'ipv4': '10.0.0.1/24'}], 'bridge': {'host_port': 'h', "
-	      "'fabric_port': 'f', 'link_bps': 1000000000}}",
-	      "bridge.host_port: must be polled by the same lcore as the fabric port");
-	EXACT("{" NODE ", " BR_PORTS ", 'bridge': {'fabric_port': 'f', 'link_bps': 1000000000}}",
-	      "bridge.host_port: required key missing");
-	BAD(BRIDGE(", 'wheel_slots': 3000"), "bridge.wheel_slots", "must be a power of 2");
-}
-END_TEST
-
-/* bridge.lcores and bridge.spread (docs/datapath.md, "Many cores"). */
-#define LC_PORTS "'ports': [{'name': 'h', 'role': 'host', 'dev': 'x', 'lcore': 1}, " \
-	"{'name': 'f', 'dev': 'y', 'ipv4': '10.0.0.1/24', 'lcore': 1}]"
-#define LC_BRIDGE(extra) "{" NODE ", " LC_PORTS ", 'bridge': {'host_port': 'h', " \
-	"'fabric_port': 'f', 'link_bps': 10000000000" extra "}}"
-
-START_TEST(test_bridge_lcores)
-{
-	static const char *const spread[] = {"auto", "rss", "soft"};
-	static const uint8_t want[] = {LS_SPREAD_AUTO, LS_SPREAD_RSS, LS_SPREAD_SOFT};
-	struct ls_config cfg;
-	char buf[512];
-
-	for (unsigned int i = 0; i < 3; i++) {
-		snprintf(buf, sizeof(buf), LC_BRIDGE(", 'lcores': [1, 2, 3], 'spread': '%s'"),
-			 spread[i]);
-		load_good(buf, &cfg);
-		ck_assert_uint_eq(cfg.bridge.n_lcores, 3);
-		ck_assert_uint_eq(cfg.bridge.lcores[2], 3);
-		ck_assert_uint_eq(cfg.bridge.spread, want[i]);
-		ls_config_free(&cfg);
-	}
-	load_good(LC_BRIDGE(""), &cfg);
-	ck_assert_uint_eq(cfg.bridge.n_lcores, 0);
-	ck_assert_uint_eq(cfg.bridge.spread, LS_SPREAD_AUTO);
-	ls_config_free(&cfg);
-	BAD(LC_BRIDGE(", 'lcores': [1, 2], 'spread': 'hash'"), "bridge.spread", "hash");
-	EXACT(LC_BRIDGE(", 'lcores': [2, 1]"),
-	      "bridge.lcores: must start with 1, the fabric port's lcore");
-	EXACT(LC_BRIDGE(", 'lcores': [1, 1]"), "bridge.lcores[1]: lcore 1 is listed twice");
-	EXACT("{" NODE ", 'ports': [{'name': 'h', 'role': 'host', 'dev': 'x', 'lcore': 1}, "
-	      "{'name': 'f', 'dev': 'y', 'ipv4': '10.0.0.1/24', 'lcore': 1}, "
-	      "{'name': 'g', 'dev': 'z', 'ipv4': '10.0.1.1/24', 'lcore': 2}], "
-	      "'bridge': {'host_port': 'h', 'fabric_port': 'f', 'link_bps': 1000000000, "
-	      "'lcores': [1, 2]}}",
-	      "bridge.lcores[1]: lcore 2 polls port \"g\": the data path's other lcores "
-	      "poll no port");
-	BAD(LC_BRIDGE(", 'lcores': [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17]"),
-	    "bridge.lcores", "16");
-	EXACT("{" NODE ", " BR_PORTS ", 'bridge': {'host_port': 'h', 'fabric_port': 'f', "
-	      "'link_bps': 1000000000, 'lcores': [0, 1]}}",
-	      "bridge.lcores: ports[\"f\"] needs an \"lcore\" of its own to lead the data "
-	      "path's lcores");
-}
-END_TEST
-
 START_TEST(test_family_mismatch)
 {
 	struct ls_config cfg;
@@ -804,7 +624,7 @@ START_TEST(test_family_mismatch)
 	BAD("{" NODE ", 'ports': [" PORT0 ", {'name': 'p1', 'dev': 'y', 'ipv6': 'fd00::1/64'}],"
 	    " 'peers': [{'name': 'a', 'addr': '10.0.0.9', 'port': 'p1'}]}",
 	    "peers[0].addr", "has no address on port \"p1\"");
-	load_good("{" NODE ", 'ports': [" PORT0 ", {'name': 'p1', 'dev': 'y', 'ipv6': 'fd00::1/64'}],"
+	config_load_good("{" NODE ", 'ports': [" PORT0 ", {'name': 'p1', 'dev': 'y', 'ipv6': 'fd00::1/64'}],"
 		  " 'peers': [{'name': 'a', 'addr': 'fd00::9', 'port': 'p1'}]}", &cfg);
 	ck_assert_uint_eq(cfg.n_peers, 1);
 	ls_config_free(&cfg);
@@ -820,7 +640,7 @@ START_TEST(test_parse_peer)
 	json_t *o;
 	int rc;
 
-	load_good("{" NODE ", 'ports': [" PORT0 ", {'name': 'p1', 'dev': 'y', 'ipv6': 'fd00::1/64'}]}",
+	config_load_good("{" NODE ", 'ports': [" PORT0 ", {'name': 'p1', 'dev': 'y', 'ipv6': 'fd00::1/64'}]}",
 		  &cfg);
 
 	o = json_pack("{s:s, s:s}", "name", "n9", "addr", "10.0.0.9");
@@ -938,7 +758,7 @@ START_TEST(test_many_peers)
 			p += sprintf(p, "%s{'name': 'x%d', 'addr': '10.0.%d.%d'}",
 				     i ? "," : "", i, 1 + i / 250, 1 + i % 250);
 		sprintf(p, "]}");
-		rc = load_text(text, &cfg, err, sizeof(err), path, sizeof(path));
+		rc = config_load_text(text, &cfg, err, sizeof(err), path, sizeof(path));
 		if (n == LS_MAX_PEERS) {
 			ck_assert_msg(rc == 0, "%s", err);
 			ck_assert_uint_eq(cfg.n_peers, LS_MAX_PEERS);
@@ -955,11 +775,11 @@ START_TEST(test_many_peers)
 	for (int i = 0; i < 100; i++)
 		p += sprintf(p, "{'name': 'x%d', 'addr': '10.0.0.%d'},", i, i + 2);
 	sprintf(p, "{'name': 'x1', 'addr': '10.0.0.1'}]}");
-	rc = load_text(text, &cfg, err, sizeof(err), path, sizeof(path));
+	rc = config_load_text(text, &cfg, err, sizeof(err), path, sizeof(path));
 	ck_assert_int_eq(rc, -EINVAL);
 	ck_assert_msg(strstr(err, ": peers[100].name: duplicate peer name \"x1\" (also peers[1])"),
 		      "%s", err);
-	ck_assert(all_zero(&cfg));
+	ck_assert(config_all_zero(&cfg));
 	free(text);
 }
 END_TEST
@@ -1027,8 +847,7 @@ config_suite(void)
 	tcase_add_test(tc, test_family_mismatch);
 	tcase_add_test(tc, test_parse_peer);
 	tcase_add_test(tc, test_from_json);
-	tcase_add_test(tc, test_bridge);
-	tcase_add_test(tc, test_bridge_lcores);
+	config_bridge_tests(tc);
 	tcase_add_test(tc, test_many_peers);
 	config_pinglist_tests(tc);
 	tcase_add_test(tc, test_examples);

@@ -15,29 +15,7 @@
 #include "ls_test.h"
 #include "test_config.h"
 
-/* Write text (' for ") as t.json in the test's tmpdir and load it. */
-static int
-load_text(const char *text, struct ls_config *cfg, char *err, size_t errlen,
-	  char *path, size_t plen)
-{
-	ls_test_write_json("t.json", text, path, plen);
-	return ls_config_load(path, cfg, err, errlen);
-}
-
-/* Load text that must fail with "PATH: KEY: ...reason...". */
-static void
-expect_bad(const char *text, const char *key, const char *reason, int line)
-{
-	char path[512], err[LS_ERR_LEN], want[700];
-	struct ls_config cfg;
-
-	ck_assert_msg(load_text(text, &cfg, err, sizeof(err), path, sizeof(path)) == -EINVAL,
-		      "line %d: %s", line, err);
-	snprintf(want, sizeof(want), "%s: %s: ", path, key);
-	ck_assert_msg(strncmp(err, want, strlen(want)) == 0 && strstr(err, reason) != NULL,
-		      "line %d: \"%s\" is not \"%s...%s\"", line, err, want, reason);
-}
-#define BAD(text, key, reason) expect_bad(text, key, reason, __LINE__)
+#define BAD(text, key, reason) config_expect_bad(text, key, reason, __LINE__)
 
 /* --- pinglists ------------------------------------------------------------ */
 
@@ -109,7 +87,7 @@ START_TEST(test_pinglist_config)
 
 	write_fleet("fleet.json", 100, -1);
 	/* h3 is also an explicit peer; the node itself is one of the hosts */
-	ck_assert_int_eq(load_text("{'node': {'name': 'h5', 'id': 7}, " PORTS ", "
+	ck_assert_int_eq(config_load_text("{'node': {'name': 'h5', 'id': 7}, " PORTS ", "
 				   "'peers': [{'name': 'h3', 'addr': '10.1.1.4'}], "
 				   "'pinglist': {'fleet': 'fleet.json', 'k': 16}}",
 				   &cfg, err, sizeof(err), path, sizeof(path)), 0);
@@ -124,7 +102,7 @@ START_TEST(test_pinglist_config)
 	}
 	ls_config_free(&cfg);
 	/* the same node id: the same list */
-	ck_assert_int_eq(load_text("{'node': {'name': 'h5', 'id': 7}, " PORTS ", "
+	ck_assert_int_eq(config_load_text("{'node': {'name': 'h5', 'id': 7}, " PORTS ", "
 				   "'peers': [{'name': 'h3', 'addr': '10.1.1.4'}], "
 				   "'pinglist': {'fleet': 'fleet.json', 'k': 16}}",
 				   &cfg, err, sizeof(err), path, sizeof(path)), 0);
@@ -132,7 +110,7 @@ START_TEST(test_pinglist_config)
 		ck_assert_str_eq(cfg.peers[i].name, first[i - 1]);
 	ls_config_free(&cfg);
 	/* another node id: another list */
-	ck_assert_int_eq(load_text("{'node': {'name': 'h6', 'id': 8}, " PORTS ", "
+	ck_assert_int_eq(config_load_text("{'node': {'name': 'h6', 'id': 8}, " PORTS ", "
 				   "'pinglist': {'fleet': 'fleet.json', 'k': 16}}",
 				   &cfg, err, sizeof(err), path, sizeof(path)), 0);
 	ck_assert_uint_eq(cfg.n_peers, 16);
@@ -150,7 +128,7 @@ START_TEST(test_pinglist_big_fleet)
 	struct ls_config cfg;
 
 	write_fleet("big.json", 10000, -1);
-	ck_assert_int_eq(load_text("{" BASE ", 'pinglist': {'fleet': 'big.json', 'k': 5000}}",
+	ck_assert_int_eq(config_load_text("{" BASE ", 'pinglist': {'fleet': 'big.json', 'k': 5000}}",
 				   &cfg, err, sizeof(err), path, sizeof(path)), 0);
 	ck_assert_uint_eq(cfg.n_peers, 5000);
 	ls_config_free(&cfg);
@@ -163,18 +141,18 @@ START_TEST(test_pinglist_bad)
 	struct ls_config cfg;
 
 	write_fleet("badfleet.json", 10, 2);
-	ck_assert_int_eq(load_text("{" BASE ", 'pinglist': {'fleet': 'badfleet.json'}}",
+	ck_assert_int_eq(config_load_text("{" BASE ", 'pinglist': {'fleet': 'badfleet.json'}}",
 				   &cfg, err, sizeof(err), path, sizeof(path)), -EINVAL);
 	/* names the fleet file, the host's key and the reason */
 	snprintf(fleet, sizeof(fleet), "%s/badfleet.json", ls_test_tmpdir);
 	snprintf(want, sizeof(want), "%s: hosts[2].addr: not an IP address", fleet);
 	ck_assert_msg(strncmp(err, want, strlen(want)) == 0, "%s", err);
 	/* a missing fleet file is named */
-	ck_assert_int_lt(load_text("{" BASE ", 'pinglist': {'fleet': 'nope.json'}}",
+	ck_assert_int_lt(config_load_text("{" BASE ", 'pinglist': {'fleet': 'nope.json'}}",
 				   &cfg, err, sizeof(err), path, sizeof(path)), 0);
 	ck_assert_msg(strstr(err, "nope.json") != NULL, "%s", err);
 	ls_test_write_json("nohosts.json", "{'hosts': []}", fleet, sizeof(fleet));
-	ck_assert_int_eq(load_text("{" BASE ", 'pinglist': {'fleet': 'nohosts.json'}}",
+	ck_assert_int_eq(config_load_text("{" BASE ", 'pinglist': {'fleet': 'nohosts.json'}}",
 				   &cfg, err, sizeof(err), path, sizeof(path)), -EINVAL);
 	ck_assert_msg(strstr(err, "nohosts.json: hosts: expected a non-empty array") != NULL,
 		      "%s", err);
