@@ -357,7 +357,6 @@ struct lsd_lcore {
 	struct rte_ring *route_ring;       /* struct lsd_route_rec, lcore -> control */
 	struct ls_clock clock;
 	struct rte_hash *peer_hash;        /* ls_addr -> slot */
-	uint64_t peer_filter[LSD_PEER_FILTER_BITS / 64]; /* lsd_peer_filter_bit of each peer */
 	struct lsd_peer **peers;            /* LS_MAX_PEERS slots */
 	uint32_t n_peers;
 	uint32_t tick_next;                /* next peer the housekeeping visits */
@@ -376,6 +375,9 @@ struct lsd_lcore {
 	struct lsd_lcore_stats st;
 	bool active;
 	bool worker;                       /* a data-path lcore that owns no port */
+	/* lsd_peer_filter_bit of each peer: 8 KB, last, away from the
+	 * fields every probe and reply touch */
+	uint64_t peer_filter[LSD_PEER_FILTER_BITS / 64] __rte_cache_aligned;
 };
 
 /* Capture state shared by lcores (read) and the control thread (write). */
