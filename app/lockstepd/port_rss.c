@@ -74,8 +74,8 @@ lsd_rss_plan(uint16_t host_id, uint16_t fab_id)
 	unsigned int n = bc->n_lcores;
 	const char *why = NULL;
 
-	lsd.bridge_queues = 1;
-	if (!bc->enabled || n < 2 || bc->spread == LS_SPREAD_SOFT)
+	/* (port.c's bridge_plan: a bridge of two lcores or more, one queue set) */
+	if (bc->spread == LS_SPREAD_SOFT)
 		return 0;
 	if (bc->spread == LS_SPREAD_AUTO &&
 	    (!rss_able(host_id, n, &why) || !rss_able(fab_id, n, &why))) {
