@@ -20,6 +20,13 @@ this VM's scheduling); chronyc's view of the source agrees in sign and size;
 and with sync.chrony_offset_ns 1 ms off, chronyd sees it 1 ms off (the
 offset is not ignored). A socket path nobody serves costs counted errors,
 and lockstepd keeps running.
+
+Then a node that is not the reference ("fleet"): two lockstepd across
+lockstep-fabric (memif, one leaf), h1 the reference with the same clock as
+above, h2 with its own clock 40 ms behind and 80 ppm fast, wandering, and
+h2 feeding chronyd. Every sample must be fleet time (h1's clock: the same
+2.5 ms as above), not h2's clock (which would read -40 ms and move 80 us a
+second), within the tolerance plus the bound h2 reports.
 """
 import os
 import shutil
@@ -195,6 +202,70 @@ def run(c, d, chrony_offset, want_ns, tag):
                 pass
 
 
+def start_chronyd(d, tag):
+    ch = subprocess.Popen(["chronyd", "-x", "-d", "-u", "root", "-f", chrony_conf(d)],
+                          stdout=open(os.path.join(d, "chronyd-%s.log" % tag), "w"),
+                          stderr=subprocess.STDOUT)
+    return ch, lslab.wait_until(lambda: os.path.exists(os.path.join(d, "refclock.sock")), 10)
+
+
+def fleet(c, d, epoch):
+    """chronyd on a node that is not the reference: fleet time, not its clock."""
+    import json
+    topo = lslab.leaf_spine(1, 1, 2, link={"delay_ns": 10000, "rate_bps": 10_000_000_000},
+                            host_link={"delay_ns": 10000})
+    extra = {"*": {"idle": {"backoff": True}},
+             "h1": {"clock": {"source": "sim", "sim": {"offset_ns": OFFSET_NS, "drift_ppm": 0.0,
+                                                         "wander_ns": 0.0}}},
+             "h2": {"clock": {"source": "sim", "sim": {"offset_ns": -40000000, "drift_ppm": 80.0,
+                                                         "wander_ns": 20.0}},
+                    "sync": {"chrony_sock": os.path.join(d, "refclock.sock"),
+                             "chrony_offset_ns": epoch, "shm": ""}}}
+    topo_file, extra_file = os.path.join(d, "topo.json"), os.path.join(d, "extra.json")
+    json.dump(topo, open(topo_file, "w"))
+    json.dump(extra, open(extra_file, "w"))
+    ch, up = start_chronyd(d, "fleet")
+    try:
+        if not c.check(up, "fleet: chronyd is up with its SOCK refclock"):
+            return
+        d0 = sys_less_raw()
+        with lslab.FabricLab(topo_file, "chrony", ["--link", "memif", "--extra", extra_file],
+                             quiet=True) as lab:
+            h2 = lab.sock(2)
+
+            def synced():
+                try:
+                    return lslab.call(h2, "sync")["state"]["status"] == "synced"
+                except (OSError, lslab.CtlError):
+                    return False
+            if not c.check(lslab.wait_until(synced, 30), "fleet: h2 synced to h1"):
+                return
+            lslab.wait_until(lambda: len(refclock_samples(d)) >= 6, 30)
+            st = lslab.call(h2, "sync")
+            d1 = sys_less_raw()
+        samples = refclock_samples(d)
+        chs = st.get("chrony") or {}
+        half = st["reading"]["half_ns"]
+        c.check(len(samples) >= 6 and chs.get("sent", 0) >= 6 and chs.get("errors") == 0 and
+                st["state"]["ref_id"] == 1 and st["state"]["status"] == "synced",
+                "fleet: chronyd took h2's samples (%d logged; h2: %s, not the reference)" % (
+                    len(samples), chs))
+        tol = TOL_NS + max(half, 0)
+        lo = OFFSET_NS + min(0, d0 - d1) - tol
+        hi = OFFSET_NS + max(0, d0 - d1) + tol
+        offs = [round(o * 1e9) for _, o in samples]
+        c.check(bool(offs) and all(lo <= o <= hi for o in offs),
+                "fleet: every sample from h2 is fleet time (h1's clock) less the system clock, "
+                "%d ns (+-%d: %d and h2's bound %.0f), not h2's own -40 ms: %s" % (
+                    OFFSET_NS, tol, TOL_NS, half, offs[:8]))
+    finally:
+        ch.send_signal(signal.SIGTERM)
+        try:
+            ch.wait(10)
+        except subprocess.TimeoutExpired:
+            ch.kill()
+
+
 def main():
     lslab.need_root("chronyd and lockstepd need root")
     c = Checks()
@@ -219,6 +290,7 @@ def main():
                         ctl and lslab.call(ctl, "sync").get("chrony")))
         finally:
             stop(p)
+        fleet(c, d, epoch)
     finally:
         if c.failed:
             for f in sorted(os.listdir(d)):
