@@ -805,7 +805,7 @@ ctl_thread(void *arg __rte_unused)
 	uint64_t hz = rte_get_tsc_hz();
 	uint64_t next_collect = 0;
 	unsigned int cursor = 0;
-	bool collecting = false;
+	bool collecting = false, trains = false;
 
 	lsd_clock_tick(rte_rdtsc()); /* first calibration refit a second from now */
 	/* Config peers go in from here, once the lcores are polling their rings. */
@@ -816,7 +816,8 @@ ctl_thread(void *arg __rte_unused)
 	while (!lsd.quit) {
 		uint64_t now;
 
-		ls_ctl_poll(control.ctl, collecting ? 0 : 10);
+		/* a millisecond while trains go: each waits TRAIN_GAP_MS for the last */
+		ls_ctl_poll(control.ctl, collecting ? 0 : trains ? 1 : 10);
 		lsd_metrics_poll();
 		lsd_telemetry_poll();
 		if (lsd.reload) {
@@ -828,6 +829,7 @@ ctl_thread(void *arg __rte_unused)
 		lsd_bridge_events_poll();
 		lsd_route_poll();
 		lsd_links_poll();
+		trains = lsd_train_poll();
 		now = rte_rdtsc();
 		lsd_sync_poll(now);
 		if (!collecting && now >= next_collect) {
@@ -900,6 +902,7 @@ lsd_control_start(void)
 	lsd_events_register(control.ctl);
 	lsd_route_register(control.ctl);
 	lsd_mtu_register(control.ctl);
+	lsd_train_register(control.ctl);
 	lsd_links_register(control.ctl);
 	rc = lsd_bridge_register(control.ctl);
 	if (rc == 0)

@@ -77,7 +77,8 @@ extern int lsd_logtype;
 	_(REPLY_NO_PATH, "rx_reply_no_path") /* reflected, to a port that is no path */ \
 	_(REPLY_UNMATCHED, "rx_reply_unmatched") /* to no probe the path awaits, or T1 not \
 					      * ours: forged or duplicate, not believed */ \
-	_(MTU_REPLY, "rx_mtu_reply")       /* reply to one of path.mtu's probes (mtu.c) */ \
+	_(MTU_REPLY, "rx_mtu_reply")       /* reply to a probe of path.mtu or path.train \
+					    * (mtu.c, train.c) */ \
 	_(ARP, "rx_arp")                   /* ARP handled (answered or learnt) */ \
 	_(ND, "rx_nd")                     /* Neighbor Solicitation/Advertisement handled */ \
 	_(L2_OTHER, "rx_l2_not_ours")      /* Ethernet destination neither ours nor group */ \
@@ -595,6 +596,24 @@ void lsd_links_poll(void);
 void lsd_links_register(struct ls_ctl *ctl);
 void lsd_route_register(struct ls_ctl *ctl);
 void lsd_mtu_register(struct ls_ctl *ctl);
+/* (control) A padded STAMP probe of size bytes (IP header on) on path p of
+ * peer, DF, with the path's own 5-tuple and flow label, member
+ * LSD_MTU_MEMBER and pair_id; NULL when no buffer. */
+struct rte_mbuf *lsd_mtu_probe(const struct lsd_peer *peer, uint16_t p, uint16_t size,
+			       uint32_t seq, uint64_t t1, uint32_t pair_id);
+/* (control) Hand tx's probes to the lcore of the peer's port, which sends
+ * them in one burst; 0 or negative errno (-ETIMEDOUT: tx leaked). */
+int lsd_mtu_send(const struct lsd_peer *peer, struct lsd_trace_tx *tx);
+
+/* train.c: path.train, packet trains for each path's capacity (the audit) */
+#define LSD_TRAIN_FLAG 0x80u     /* pair_id bit of a train probe (path.mtu's size < 8) */
+/* A reply to a train probe: its disposition (lcore, rx_ns our receive time). */
+enum lsd_rx_disp lsd_train_on_reply(const struct lsd_peer *peer, uint32_t path,
+				    const struct ls_stamp_lockstep_tlv *t, const uint8_t *payload,
+				    const struct ls_pkt_info *pi, uint64_t rx_ns);
+/* (control) Send the trains that are due; true while a run still sends. */
+bool lsd_train_poll(void);
+void lsd_train_register(struct ls_ctl *ctl);
 
 /* neigh.c */
 void lsd_neigh_rx_arp(struct lsd_lcore *lc, struct lsd_port *p, const struct ls_pkt_info *pi);

@@ -145,9 +145,9 @@ lsd_mtu_init(void)
 	return 0;
 }
 
-/* Probe k of size s on path p, size bytes from the IP header on. */
-static struct rte_mbuf *
-build(const struct mtu_run *r, const struct lsd_peer *peer, uint16_t s, uint16_t p, uint16_t k)
+struct rte_mbuf *
+lsd_mtu_probe(const struct lsd_peer *peer, uint16_t p, uint16_t size, uint32_t seq, uint64_t t1,
+	      uint32_t pair_id)
 {
 	const struct lsd_port *port = &lsd.ports[peer->port_idx];
 	const struct lsd_peer_path *pp = &peer->path[p];
@@ -159,15 +159,14 @@ build(const struct mtu_run *r, const struct lsd_peer *peer, uint16_t s, uint16_t
 	};
 	struct ls_stamp_lockstep_tlv t = {
 		.node_id = lsd.cfg.node_id, .path_id = p, .pair_member = LSD_MTU_MEMBER,
-		.version = 1, .pair_id = r->gen << 8 | (uint32_t)s << 4 | (uint32_t)(r - runs),
+		.version = 1, .pair_id = pair_id,
 	};
 	struct ls_stamp_sender snd = {
-		.seq = r->seq0 + ((uint32_t)s * r->n_paths + p) * r->count + k,
-		.err_est = lsd.send_ee, .ssid = (uint16_t)lsd.cfg.node_id, .ts_ns = r->t1,
+		.seq = seq, .err_est = lsd.send_ee, .ssid = (uint16_t)lsd.cfg.node_id, .ts_ns = t1,
 	};
 	uint16_t hlen = ls_pkt_udp_hdr_len(h.src.family);
 	/* the UDP payload: size less the IP and UDP headers */
-	uint16_t plen = (uint16_t)(r->size[s] - (hlen - RTE_ETHER_HDR_LEN));
+	uint16_t plen = (uint16_t)(size - (hlen - RTE_ETHER_HDR_LEN));
 	uint32_t room = rte_pktmbuf_data_room_size(lsd.pool) - RTE_PKTMBUF_HEADROOM;
 	struct rte_mbuf *m;
 	uint8_t *f, *pl;
@@ -195,9 +194,16 @@ build(const struct mtu_run *r, const struct lsd_peer *peer, uint16_t s, uint16_t
 	return m;
 }
 
-/* Hand n built probes to the lcore of the peer's port; 0 or negative errno. */
-static int
-send_batch(const struct lsd_peer *peer, struct lsd_trace_tx *tx)
+/* Probe k of size s on path p of run r. */
+static struct rte_mbuf *
+build(const struct mtu_run *r, const struct lsd_peer *peer, uint16_t s, uint16_t p, uint16_t k)
+{
+	return lsd_mtu_probe(peer, p, r->size[s], r->seq0 + ((uint32_t)s * r->n_paths + p) * r->count + k,
+			     r->t1, r->gen << 8 | (uint32_t)s << 4 | (uint32_t)(r - runs));
+}
+
+int
+lsd_mtu_send(const struct lsd_peer *peer, struct lsd_trace_tx *tx)
 {
 	int rc;
 
@@ -231,11 +237,11 @@ send_run(struct mtu_run *r, const struct lsd_peer *peer)
 				tx->n++;
 				r->sent[s][p]++;
 				if (tx->n == MTU_BATCH)
-					rc = send_batch(peer, tx);
+					rc = lsd_mtu_send(peer, tx);
 			}
 	}
 	if (rc == 0 && tx->n > 0)
-		rc = send_batch(peer, tx);
+		rc = lsd_mtu_send(peer, tx);
 	if (rc != -ETIMEDOUT)
 		free(tx);
 	return rc;

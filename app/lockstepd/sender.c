@@ -591,9 +591,11 @@ lsd_sender_on_reply(struct lsd_lcore *lc, struct lsd_port *p __rte_unused,
 		d = LSD_RX_REPLY_NO_PATH;
 		goto out;
 	}
-	/* an answer to path.mtu's padded probes, not to the path's pairs */
+	/* an answer to path.mtu's or path.train's padded probes, not to the
+	 * path's pairs */
 	if (unlikely(t_ok && t.pair_member == LSD_MTU_MEMBER)) {
-		d = lsd_mtu_on_reply(peer, path, &t, payload, pi);
+		d = t.pair_id & LSD_TRAIN_FLAG ? lsd_train_on_reply(peer, path, &t, payload, pi, rx_ns) :
+		    lsd_mtu_on_reply(peer, path, &t, payload, pi);
 		goto out;
 	}
 	ls_stamp_decode_reflector(payload, pi->payload_len, &r);

@@ -95,8 +95,8 @@ def handle(req):
     if cmd == "help":
         return ok([{"cmd": c, "usage": "", "help": "fake " + c} for c in (
             "capture.start", "capture.stop", "clock", "events", "help", "links",
-            "log.level", "path", "paths", "peer.add", "peer.del", "peers", "probe.set",
-            "route", "stats.reset", "status", "sync", "sync.points")])
+            "log.level", "path", "path.train", "paths", "peer.add", "peer.del", "peers",
+            "probe.set", "route", "stats.reset", "status", "sync", "sync.points")])
     if cmd == "status":
         return ok({
             "node": node, "node_id": 7, "version": "0.1.0-fake",
@@ -227,6 +227,15 @@ def handle(req):
                    "started_ns": 1796000000000000000, "max_ttl": 8,
                    "hops": [{"ttl": 1, "addr": "10.255.1.1", "rtt_us": 12.5,
                              "icmp": "time_exceeded"}], "complete": True})
+    if cmd == "path.train":
+        # every path faster than the stamps resolve, as on the lab's 10 Gb/s links
+        return ok({"peer": a.get("peer", ""), "addr": "10.0.0.9", "family": "ipv4",
+                   "state": "done", "started_ns": 1796000000000000000, "size": 1500,
+                   "count": 32, "trains": 3, "frame_bytes": 1518, "resolution_mbps": 470.7,
+                   "resized": 0,
+                   "paths": [{"path": k, "sport": 49152 + k, "sent": 96, "back": 96,
+                              "fwd_mbps": None, "rtt_mbps": None, "fwd_unresolved": True,
+                              "rtt_unresolved": True} for k in range(2)]})
     if cmd == "capture.stop":
         return ok({"file": "/tmp/x.pcap", "packets": 10, "bytes": 1280,
                    "dropped": 0})

@@ -20,6 +20,11 @@ ports at MTU 9000, 8 paths per peer, IPv4 and IPv6 peers.
      say (1500: the dead paths; 4200 and 9000: those and the paths over
      leaf2-spine1), and the emulator counted MTU drops on that link;
    - clock fails for h4 alone; links and firmware pass.
+   - capacity (packet trains, path.train): leaf2-spine3 slowed to 20 Mb/s
+     both ways; a pair's paths that cross it fail (each measured near
+     0.02 Gb/s) when they are not the pair's majority (the judge compares a
+     path with its pair's median), dead paths fail (nothing back), and with
+     --min-gbps 1 every path over the slow link fails whatever its pair.
    The table run names the failures and exits 6; bad options exit 2.
 """
 import json
@@ -34,7 +39,7 @@ import lslab  # noqa: E402
 
 PATHS = 8
 BASE = 49152
-DEAD, SMALL = "leaf1-spine2", "leaf2-spine1"
+DEAD, SMALL, SLOW = "leaf1-spine2", "leaf2-spine1", "leaf2-spine3"
 SIZES = (1500, 4200, 9000)
 CTL = os.path.join(lslab.BUILD, "tools", "lockstepctl", "lockstepctl")
 TOPO = lslab.leaf_spine(2, 4, 2, link={"delay_ns": 20000, "rate_bps": 10_000_000_000},
@@ -142,6 +147,7 @@ def inject(lab):
     lslab.call(lab.fab, "routing.set", {"convergence_ms": 600000})
     lslab.call(lab.fab, "link.set", {"link": SMALL, "mtu": 4000})
     lslab.call(lab.fab, "link.set", {"link": DEAD, "up": False})
+    lslab.call(lab.fab, "link.set", {"link": SLOW, "rate_bps": 2e7})
     fresh_windows(lab)
     return ok
 
@@ -192,7 +198,41 @@ def faulty(c, lab, routes):
             "clock fails h4 alone: %s" % clock["h4"]["detail"])
     c.check(all(item(rep, x)["pass"] for x in ("daemons", "links", "firmware")),
             "daemons, links and firmware still pass")
+    capacity(c, lab, socks, rep, routes)
     return secs
+
+
+def capacity(c, lab, socks, rep, routes):
+    """The capacity item against the routes: dead paths fail; paths over SLOW
+    fail where they are not their pair's majority (or always, with a floor)."""
+    dead, slow, fast = {}, {}, {}
+    for (node, peer, k), links in routes.items():
+        for d in (dead, slow, fast):
+            d.setdefault((node, peer), set())
+        (dead if DEAD in links else slow if SLOW in links else fast)[(node, peer)].add(k)
+    rows = {(r["node"], r["peer"]): r for r in item(rep, "capacity")["rows"]}
+    want = {p: dead[p] | (slow[p] if len(fast[p]) >= len(slow[p]) else set()) for p in rows}
+    wrong = [(p, rows[p]["failed"], sorted(want[p]), rows[p]["detail"],
+              [(k, "dead" if k in dead[p] else "slow" if k in slow[p] else "fast", q["rtt_mbps"],
+                q["rtt_unresolved"], q["back"]) for k, q in enumerate(rows[p].get("paths", []))])
+             for p in rows if set(rows[p]["failed"]) != want[p] or rows[p]["pass"] != (not want[p])]
+    meas = [q["rtt_mbps"] for p in rows for k, q in enumerate(rows[p].get("paths", []))
+            if k in slow[p] and q["rtt_mbps"] is not None]
+    c.check(not wrong and meas,
+            "capacity: every pair fails exactly its dead paths and, where they are not its "
+            "majority, its paths over %s (20 Mb/s; measured %s Mb/s; %d pairs have some; "
+            "wrong: %s)" % (SLOW, "%.0f-%.0f" % (min(meas), max(meas)) if meas else None,
+                            sum(1 for p in slow if slow[p]), wrong[:2]))
+    skip = "reach,mtu,paths,links,firmware,clock"
+    rc, out, secs = audit(socks + ["--json", "--skip", skip, "--min-gbps", "1"])
+    rows = {(r["node"], r["peer"]): r for r in item(json.loads(out), "capacity")["rows"]}
+    wrong = [(p, rows[p]["failed"], sorted(dead[p] | slow[p]),
+              [(k, q["rtt_mbps"], q["rtt_unresolved"], q["back"])
+               for k, q in enumerate(rows[p].get("paths", []))]) for p in rows
+             if set(rows[p]["failed"]) != dead[p] | slow[p]]
+    c.check(rc == 6 and not wrong,
+            "capacity --min-gbps 1: every path over %s or %s fails, no other (%.1f s; wrong: %s)"
+            % (SLOW, DEAD, secs, wrong[:2]))
 
 
 def table_and_usage(c, lab):
@@ -202,7 +242,8 @@ def table_and_usage(c, lab):
             "mtu       skipped" in out and "not on fleet time: sync unsynced" in out,
             "the table names the failing items and h4's clock, exit 6")
     for args in (["--mtu-sizes", "1500,x"], ["--skip", "daemons"], ["--max-loss", "101"],
-                 ["--window", "5s"], ["--min-paths", "0"]):
+                 ["--window", "5s"], ["--min-paths", "0"], ["--capacity-frac", "2"],
+                 ["--min-gbps", "-1"]):
         rc, _, _ = audit(["--dir", lab.dir] + args)
         c.check(rc == 2, "audit %s: usage error, exit 2 (%d)" % (" ".join(args), rc))
 

@@ -155,7 +155,7 @@ def main():
             "events": {"max": 50},
             "links": None,
             # answered by the error cases below: no peer is resolved here
-            "route": {"peer": "a"}, "path.mtu": {"peer": "a"},
+            "route": {"peer": "a"}, "path.mtu": {"peer": "a"}, "path.train": {"peer": "a"},
         }
         c.check(sorted(valid) == names, "test covers every command: %s" % names)
         # Each command's reply carries what it is for, not just ok (what the
@@ -297,6 +297,15 @@ def main():
             ("path.mtu", {"peer": "a", "count": 9}, "bad_args", "count"),
             ("path.mtu", {"peer": "a", "fresh": 1}, "bad_args", "fresh"),
             ("path.mtu", {"peer": "a", "colour": 1}, "bad_args", "colour"),
+            ("path.train", {"peer": "a"}, "busy", "not resolved"),
+            ("path.train", {"peer": "nobody"}, "not_found", "nobody"),
+            ("path.train", {"peer": "a", "count": 33}, "bad_args", "count"),
+            ("path.train", {"peer": "a", "count": 1}, "bad_args", "count"),
+            ("path.train", {"peer": "a", "trains": 5}, "bad_args", "trains"),
+            ("path.train", {"peer": "a", "size": 127}, "bad_args", "size"),
+            ("path.train", {"peer": "a", "size": 9000}, "bad_args", "MTU"),
+            ("path.train", {"peer": "a", "fresh": "yes"}, "bad_args", "fresh"),
+            ("path.train", {"peer": "a", "colour": 1}, "bad_args", "colour"),
             ("events", {"max": 0}, "bad_args", "max"),
             ("events", {"limit": 5}, "bad_args", "limit"),
             ("capture.start", {}, "bad_args", "file"),

@@ -231,7 +231,7 @@ d = json.load(sys.stdin)
 items = {i["item"]: i for i in d["items"]}
 assert d["pass"] is False and d["daemons"] == 2 and items["mtu"]["skipped"], d
 assert [(r["node"], r["peer"]) for r in items["reach"]["rows"] if not r["pass"]] == [("n1", "n3")]
-assert all(items[k]["pass"] for k in ("daemons", "paths", "links", "firmware", "clock"))' ||
+assert all(items[k]["pass"] for k in ("daemons", "capacity", "paths", "links", "firmware", "clock"))' ||
 	fail "audit --json: $OUT"
 expect 3 audit -s "$S1" -s "$TMP/missing.sock" --skip mtu,paths && contains "no answer" out
 printf '# the fleet, relative to this file\n\nn2.sock  # n2\n' >"$TMP/fleet"
@@ -239,6 +239,7 @@ expect 0 audit --fleet "$TMP/fleet" --skip mtu && contains "audit of 1 daemon: P
 expect 2 audit --fleet "$TMP/no-such-fleet" && contains "cannot read fleet file" err
 expect 2 audit -s "$S1" --mtu-sizes 1500,x
 expect 2 audit -s "$S1" --skip bogus
+expect 2 audit -s "$S1" --capacity-frac 0 && contains "capacity-frac" err
 
 # --version, as the daemons have it; peer add --port takes the port's name
 expect 0 --version && contains "lockstepctl 0.1.0" out

@@ -8,6 +8,10 @@
  *   mtu       padded probes (DF) of each --mtu-sizes back on every path
  *             (path.mtu: the daemon sends them, the reflector answers at
  *             the same size)
+ *   capacity  every path's capacity from back-to-back packet trains
+ *             (path.train), round trip: at least --capacity-frac of its
+ *             pair's median (ECMP paths of one pair are built alike: the odd
+ *             one is a degraded link) and --min-gbps when given
  *   paths     distinct router lists per pair (route: path discovery per path)
  *   links     every port up, at the fleet's speed (status)
  *   firmware  every port on the fleet's driver, one firmware per driver
@@ -16,7 +20,9 @@
  *
  * This file asks; audit_items.c judges. What is asked is only what the
  * daemons already answer: the audit adds no state to them. path.mtu and
- * route start runs and are asked again until done, one daemon at a time,
+ * route start runs and are asked again until done, one daemon at a time
+ * (path.train one peer at a time too: trains that shared a link would
+ * widen each other),
  * so the fabric's ICMP rate limits and the daemons' jumbo buffers see one
  * node's probes at once rather than the whole fleet's.
  *
@@ -38,6 +44,8 @@
 #define POLL_MS 100
 #define MTU_POLLS 40            /* 4 s: a run waits 500 ms for its replies */
 #define ROUTE_POLLS 50          /* 5 s: a trace waits 500 ms for answers */
+#define TRAIN_POLL_MS 20
+#define TRAIN_POLLS 100         /* 2 s: a peer's trains take ~2-50 ms each */
 
 static const struct optdef audit_defs[] = {
 	{ "--dir" },
@@ -50,6 +58,8 @@ static const struct optdef audit_defs[] = {
 	{ "--max-ttl" },
 	{ "--skip" },
 	{ "--verbose", ARG_FLAG },
+	{ "--capacity-frac" },
+	{ "--min-gbps" },
 	{ NULL },
 };
 
@@ -89,14 +99,29 @@ parse_skip(const struct cli_cmd *cmd, const char *s, struct au_opts *o)
 		for (it = 0; it < AU_N && strcmp(tok, au_item_names[it]) != 0; it++)
 			;
 		if (it == AU_N || it == AU_DAEMONS) {
-			rc = usage_error(cmd, "--skip: '%s' is not one of reach, mtu, paths, links, "
-					 "firmware, clock", tok);
+			rc = usage_error(cmd, "--skip: '%s' is not one of reach, mtu, capacity, "
+					 "paths, links, firmware, clock", tok);
 			break;
 		}
 		o->skip |= 1u << it;
 	}
 	free(copy);
 	return rc;
+}
+
+/* A number in [lo, hi]; -1 when not. */
+static int
+parse_real(const char *s, double lo, double hi, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || *end || s[0] == '\0' || !(v >= lo && v <= hi))
+		return -1;
+	*out = v;
+	return 0;
 }
 
 static int
@@ -124,7 +149,8 @@ audit_parse(struct cli *cli, const struct cli_cmd *cmd, int argc, char **argv,
 	int rc = parse_args(cli, cmd, argc, argv, audit_defs, &p, 0, 0);
 
 	*o = (struct au_opts){ .window = "10s", .max_loss = 1.0, .sizes = {1500, 4200, 9000},
-			       .n_sizes = 3, .count = 2, .min_paths = 2, .max_ttl = 8 };
+			       .n_sizes = 3, .count = 2, .min_paths = 2, .max_ttl = 8,
+			       .capacity_frac = 0.5 };
 	if (rc != EX_OK || (rc = check_window(cmd, p.val[2])) != EX_OK)
 		return rc;
 	*dir = p.val[0];
@@ -147,6 +173,10 @@ audit_parse(struct cli *cli, const struct cli_cmd *cmd, int argc, char **argv,
 	    (p.val[8] != NULL && (rc = parse_skip(cmd, p.val[8], o)) != EX_OK))
 		return rc;
 	o->verbose = p.val[9] != NULL;
+	if (p.val[10] != NULL && parse_real(p.val[10], 0.01, 1, &o->capacity_frac) < 0)
+		return usage_error(cmd, "--capacity-frac: a share, 0.01 to 1");
+	if (p.val[11] != NULL && parse_real(p.val[11], 0, 1e5, &o->min_gbps) < 0)
+		return usage_error(cmd, "--min-gbps: Gb/s, 0 to 100000");
 	return EX_OK;
 }
 
@@ -283,6 +313,38 @@ collect_mtu(const struct cli *cli, const struct au_opts *o, struct au_node *nd)
 	}
 }
 
+/* path.train to each peer of the node in turn, asked again until done. */
+static void
+collect_trains(const struct cli *cli, struct au_node *nd)
+{
+	const json_t *p;
+	size_t i;
+
+	nd->trains = json_object();
+	json_array_foreach(json_object_get(nd->paths, "peers"), i, p) {
+		const char *peer = get_s(p, "name");
+		json_t *res;
+		char *why;
+		bool fresh = true;
+
+		for (int n = 0; n < TRAIN_POLLS; n++) {
+			if (ask(cli, nd->sock, "path.train",
+				json_pack("{s:s, s:b}", "peer", peer, "fresh", fresh), &res,
+				&why) != EX_OK) {
+				res = error_json(why);
+				break;
+			}
+			fresh = false;
+			if (!still(res, "probing"))
+				break;
+			if (n + 1 < TRAIN_POLLS)
+				json_decref(res);
+			nap_ms(TRAIN_POLL_MS);
+		}
+		json_object_set_new(nd->trains, peer, res);
+	}
+}
+
 static json_t *
 route_args(const struct au_opts *o, const char *peer, size_t path, bool fresh)
 {
@@ -360,6 +422,8 @@ audit_run(const struct cli *cli, const struct au_opts *o, struct au_node *nodes,
 			continue;
 		if (!(o->skip & 1u << AU_MTU))
 			collect_mtu(cli, o, &nodes[k]);
+		if (!(o->skip & 1u << AU_CAPACITY))
+			collect_trains(cli, &nodes[k]);
 		if (!(o->skip & 1u << AU_PATHS))
 			collect_routes(cli, o, &nodes[k]);
 	}
@@ -476,6 +540,7 @@ cmd_audit(struct cli *cli, const struct cli_cmd *cmd, int argc, char **argv)
 		json_decref(nd->paths);
 		json_decref(nd->sync);
 		json_decref(nd->mtu);
+		json_decref(nd->trains);
 		json_decref(nd->routes);
 	}
 	json_decref(rep);

@@ -18,6 +18,7 @@ enum au_item {
 	AU_DAEMONS,             /* every socket answers, node names unique */
 	AU_REACH,               /* every path of every pair up, loss under the bound */
 	AU_MTU,                 /* padded probes of each size back on every path */
+	AU_CAPACITY,            /* each path's capacity from packet trains (path.train) */
 	AU_PATHS,               /* distinct router lists per pair */
 	AU_LINKS,               /* ports up, at the fleet's speed */
 	AU_FIRMWARE,            /* the fleet's driver, one firmware per driver */
@@ -33,6 +34,8 @@ struct au_opts {
 	unsigned int count;     /* path.mtu probes per size and path */
 	unsigned int min_paths; /* distinct router lists a pair needs (1 through one router) */
 	unsigned int max_ttl;   /* route's */
+	double capacity_frac;   /* a path under this share of its pair's median fails */
+	double min_gbps;        /* ... or under this (0: no floor) */
 	unsigned int skip;      /* bit per enum au_item */
 	bool verbose;           /* list passing checks too */
 };
@@ -45,6 +48,7 @@ struct au_node {
 	char *why;              /* ... and why */
 	json_t *status, *paths, *sync;
 	json_t *mtu;            /* {peer: path.mtu result | {"error": why}} */
+	json_t *trains;         /* {peer: path.train result | {"error": why}} */
 	json_t *routes;         /* {peer: [route result | {"error": why}, per path]} */
 };
 

@@ -10,6 +10,7 @@
  * odd one out is the node to look at.
  */
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +22,7 @@
 
 const char *const au_item_names[AU_N] = {
 	[AU_DAEMONS] = "daemons", [AU_REACH] = "reach", [AU_MTU] = "mtu",
-	[AU_PATHS] = "paths", [AU_LINKS] = "links", [AU_FIRMWARE] = "firmware",
+	[AU_CAPACITY] = "capacity", [AU_PATHS] = "paths", [AU_LINKS] = "links", [AU_FIRMWARE] = "firmware",
 	[AU_CLOCK] = "clock",
 };
 
@@ -253,6 +254,125 @@ judge_mtu(json_t *rows, const struct au_opts *o, const struct au_node *nodes, si
 
 		FOR_PEERS(&nodes[k], i, p)
 			mtu_row(rows, o, &nodes[k], get_s(p, "name"));
+	}
+}
+
+/* ---- capacity ------------------------------------------------------------- */
+
+/*
+ * A path's figure for judging: its round trip's Mb/s (the narrower way),
+ * INFINITY when the stamps did not resolve its trains' spacing (faster than
+ * this node can tell), NAN when too little came back.
+ */
+static double
+train_mbps(const json_t *path)
+{
+	const json_t *v = json_object_get(path, "rtt_mbps");
+
+	if (json_is_number(v))
+		return json_number_value(v);
+	return json_is_true(json_object_get(path, "rtt_unresolved")) ? INFINITY : NAN;
+}
+
+static int
+cmp_mbps(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The median of the pair's figures (NAN ones left out); NAN when none. */
+static double
+pair_median(const json_t *paths)
+{
+	double v[64];
+	size_t i, n = 0;
+	const json_t *p;
+
+	json_array_foreach(paths, i, p)
+		if (n < 64 && !isnan(train_mbps(p)))
+			v[n++] = train_mbps(p);
+	if (n == 0)
+		return NAN;
+	qsort(v, n, sizeof(v[0]), cmp_mbps);
+	return n % 2 ? v[n / 2] : isinf(v[n / 2]) ? INFINITY : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* "0.10 Gb/s", "faster than the stamps resolve" or "nothing back", in buf */
+static const char *
+gbps(double v, char *buf, size_t len)
+{
+	if (isnan(v))
+		return "nothing back";
+	if (isinf(v))
+		return "faster than the stamps resolve";
+	snprintf(buf, len, "%.2f Gb/s", v / 1000);
+	return buf;
+}
+
+static void
+capacity_row(json_t *rows, const struct au_opts *o, const struct au_node *nd, const char *peer)
+{
+	const json_t *run = json_object_get(nd->trains, peer), *p;
+	json_t *r = row_new(nd, "peer", peer), *failed = json_array();
+	double med, res, lo = INFINITY, hi = 0;
+	char *d = xstrdup(""), buf[32];
+	size_t i, unresolved = 0;
+
+	if (run == NULL || json_object_get(run, "error") != NULL ||
+	    strcmp(get_s(run, "state"), "done") != 0) {
+		json_decref(failed);
+		free(d);
+		row_done(rows, r, false, run == NULL || json_object_get(run, "error") != NULL ?
+			 xasprintf("not measured: %s", run ? get_s(run, "error") : "no answer") :
+			 xstrdup("the trains did not finish in time"));
+		return;
+	}
+	med = pair_median(json_object_get(run, "paths"));
+	res = json_number_value(json_object_get(run, "resolution_mbps"));
+	json_array_foreach(json_object_get(run, "paths"), i, p) {
+		double v = train_mbps(p);
+		/* above what the stamps resolve, a figure is as good as unresolved:
+		 * no sibling out of reach of the stamps makes it slow */
+		bool bad = isnan(v) || (v < o->capacity_frac * med && !(isinf(med) && v >= res)) ||
+			   v < o->min_gbps * 1000;
+
+		unresolved += isinf(v);
+		if (!isnan(v) && !isinf(v)) {
+			lo = v < lo ? v : lo;
+			hi = v > hi ? v : hi;
+		}
+		if (!bad)
+			continue;
+		json_array_append_new(failed, json_integer((json_int_t)i));
+		d = append(d, "; ", xasprintf("path %zu %s", i, gbps(v, buf, sizeof(buf))));
+	}
+	json_object_set_new(r, "median_mbps", isnan(med) || isinf(med) ? json_null() : json_real(med));
+	json_object_set_new(r, "failed", failed);
+	json_object_set_new(r, "paths", json_deep_copy(json_object_get(run, "paths")));
+	if (json_array_size(failed) > 0) {
+		d = append(d, "", xasprintf(" (the pair's median: %s)", gbps(med, buf, sizeof(buf))));
+		row_done(rows, r, false, d);
+		return;
+	}
+	free(d);
+	d = hi > 0 ? xasprintf("%.2f-%.2f Gb/s", lo / 1000, hi / 1000) : xstrdup("");
+	if (unresolved > 0)
+		d = append(d, ", ", xasprintf("%zu path%s faster than the stamps resolve", unresolved,
+					      unresolved == 1 ? "" : "s"));
+	row_done(rows, r, true, d);
+}
+
+static void
+judge_capacity(json_t *rows, const struct au_opts *o, const struct au_node *nodes, size_t n)
+{
+	for (size_t k = 0; k < n; k++) {
+		const json_t *p;
+		size_t i;
+
+		FOR_PEERS(&nodes[k], i, p)
+			capacity_row(rows, o, &nodes[k], get_s(p, "name"));
 	}
 }
 
@@ -522,6 +642,13 @@ summary(enum au_item it, const struct au_opts *o)
 				    o->window);
 	case AU_MTU:
 		return json_sprintf("%s bytes (DF), %u probes per path", sizes, o->count);
+	case AU_CAPACITY:
+		if (o->min_gbps > 0)
+			return json_sprintf("every path at least %.0f%% of its pair's median and "
+					    "%g Gb/s (trains, round trip)", o->capacity_frac * 100,
+					    o->min_gbps);
+		return json_sprintf("every path at least %.0f%% of its pair's median (trains, "
+				    "round trip)", o->capacity_frac * 100);
 	case AU_PATHS:
 		return json_sprintf("at least %u distinct router lists (1 across one router)",
 				    o->min_paths);
@@ -540,6 +667,7 @@ au_judge(enum au_item it, const struct au_opts *o, const struct au_node *nodes, 
 	case AU_DAEMONS: judge_daemons(rows, nodes, n); break;
 	case AU_REACH: judge_reach(rows, o, nodes, n); break;
 	case AU_MTU: judge_mtu(rows, o, nodes, n); break;
+	case AU_CAPACITY: judge_capacity(rows, o, nodes, n); break;
 	case AU_PATHS: judge_paths(rows, o, nodes, n); break;
 	case AU_LINKS: judge_links(rows, item, nodes, n); break;
 	case AU_FIRMWARE: judge_firmware(rows, item, nodes, n); break;

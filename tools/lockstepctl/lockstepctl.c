@@ -189,10 +189,10 @@ static const struct cli_cmd commands[] = {
 	{ "watch", "[mesh options] [--interval SEC] [--count N]",
 	  "redraw the mesh every SEC seconds", cmd_watch },
 	{ "audit", "[-s SOCK ...] [--fleet FILE] [--dir DIR] [--window W] [--max-loss PCT] "
-	  "[--mtu-sizes N,N,...] [--mtu-count N] [--min-paths N] [--max-ttl N] "
-	  "[--skip ITEM,...] [--verbose]",
-	  "is the fleet ready for a job: reach, MTU, distinct paths, link speeds, driver and "
-	  "firmware, clock sync; pass/fail per item (exit 6 on a fail)", cmd_audit },
+	  "[--mtu-sizes N,N,...] [--mtu-count N] [--capacity-frac F] [--min-gbps G] "
+	  "[--min-paths N] [--max-ttl N] [--skip ITEM,...] [--verbose]",
+	  "is the fleet ready for a job: reach, MTU, path capacity, distinct paths, link speeds, "
+	  "driver and firmware, clock sync; pass/fail per item (exit 6 on a fail)", cmd_audit },
 };
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 
