@@ -642,6 +642,11 @@ struct lsd_peer *lsd_peer_at(unsigned int i);
 int lsd_peer_find(const char *name);
 int lsd_peer_find_addr(const struct ls_addr *a);
 int lsd_peer_arg(struct ls_ctl_req *req, struct json_t *args, const char **name);
+/* (control) path.mtu's and path.train's args.peer and args.fresh: the peer,
+ * or NULL (replied bad_args or not_found). */
+struct lsd_peer *lsd_run_peer(struct ls_ctl_req *req, struct json_t *args, bool *fresh);
+/* (control) The peer's next hop is resolved; else replied busy. */
+bool lsd_run_resolved(struct ls_ctl_req *req, const struct lsd_peer *peer);
 int lsd_peer_install(struct lsd_peer *peer);
 #define LSD_MSG_RING 1024  /* messages an lcore's ring holds */
 #define LSD_MSG_PER_LOOP 16 /* messages an lcore applies per loop: a bound on its stall */

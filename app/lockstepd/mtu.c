@@ -392,6 +392,32 @@ bad:
 	return -1;
 }
 
+struct lsd_peer *
+lsd_run_peer(struct ls_ctl_req *req, json_t *args, bool *fresh)
+{
+	json_t *jf = json_object_get(args, "fresh");
+	const char *name;
+	int idx = lsd_peer_arg(req, args, &name);
+
+	if (idx < 0)
+		return NULL;
+	if (jf != NULL && !json_is_boolean(jf)) {
+		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.fresh: expected true or false");
+		return NULL;
+	}
+	*fresh = json_is_true(jf);
+	return lsd_peer_at((unsigned int)idx);
+}
+
+bool
+lsd_run_resolved(struct ls_ctl_req *req, const struct lsd_peer *peer)
+{
+	if (__atomic_load_n(&peer->resolved, __ATOMIC_RELAXED))
+		return true;
+	ls_ctl_reply_error(req, LS_CTL_E_BUSY, "peer %s: next hop not resolved yet", peer->name);
+	return false;
+}
+
 /* The newest run to the peer named, if it probed the same sizes, count times. */
 static struct mtu_run *
 newest(const char *name, const uint16_t *size, uint16_t n_sizes, uint16_t count)
@@ -417,22 +443,17 @@ newest(const char *name, const uint16_t *size, uint16_t n_sizes, uint16_t count)
 static void
 cmd_path_mtu(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 {
-	json_t *jf = json_object_get(args, "fresh");
 	uint16_t size[MTU_SIZES], n_sizes;
 	struct lsd_peer *peer;
 	struct mtu_run *r;
-	const char *name;
 	uint64_t count = 2;
-	int idx, rc;
+	bool fresh;
+	int rc;
 
-	if ((idx = lsd_peer_arg(req, args, &name)) < 0 || sizes_arg(req, args, size, &n_sizes) < 0 ||
+	if ((peer = lsd_run_peer(req, args, &fresh)) == NULL ||
+	    sizes_arg(req, args, size, &n_sizes) < 0 ||
 	    ls_ctl_arg_uint(req, args, "count", 1, MTU_MAX_COUNT, &count) < 0)
 		return;
-	if (jf != NULL && !json_is_boolean(jf)) {
-		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.fresh: expected true or false");
-		return;
-	}
-	peer = lsd_peer_at((unsigned int)idx);
 	if ((unsigned int)n_sizes * peer->n_paths * count > MTU_MAX_PROBES) {
 		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "sizes x paths x count: %u probes, "
 				   "at most %d", (unsigned int)(n_sizes * peer->n_paths * count),
@@ -440,16 +461,13 @@ cmd_path_mtu(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 		return;
 	}
 	r = newest(peer->name, size, n_sizes, (uint16_t)count);
-	if (r != NULL && r->peer == peer && !json_is_true(jf) &&
+	if (r != NULL && r->peer == peer && !fresh &&
 	    (!run_done(r) || rte_rdtsc() - r->sent_tsc < MTU_FRESH_MS * rte_get_tsc_hz() / 1000)) {
 		ls_ctl_reply_ok(req, run_json(r));
 		return;
 	}
-	if (!__atomic_load_n(&peer->resolved, __ATOMIC_RELAXED)) {
-		ls_ctl_reply_error(req, LS_CTL_E_BUSY, "peer %s: next hop not resolved yet",
-				   peer->name);
+	if (!lsd_run_resolved(req, peer))
 		return;
-	}
 	r = free_slot();
 	if (r == NULL) {
 		ls_ctl_reply_error(req, LS_CTL_E_BUSY, "%d MTU runs started in the last %d ms: "

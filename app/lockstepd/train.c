@@ -407,40 +407,31 @@ newest(const char *name, uint16_t size, uint16_t count, uint16_t trains)
 static void
 cmd_path_train(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 {
-	json_t *jf = json_object_get(args, "fresh");
 	uint64_t size = 1500, count = TRAIN_MAX_COUNT, trains = 3;
+	const struct ls_conf_port *pc;
 	struct lsd_peer *peer;
 	struct train_run *r;
-	const char *name;
-	int idx;
+	bool fresh;
 
-	if ((idx = lsd_peer_arg(req, args, &name)) < 0 ||
+	if ((peer = lsd_run_peer(req, args, &fresh)) == NULL ||
 	    ls_ctl_arg_uint(req, args, "size", 128, LSD_MTU_MAX, &size) < 0 ||
 	    ls_ctl_arg_uint(req, args, "count", 2, TRAIN_MAX_COUNT, &count) < 0 ||
 	    ls_ctl_arg_uint(req, args, "trains", 1, TRAIN_MAX_TRAINS, &trains) < 0)
 		return;
-	if (jf != NULL && !json_is_boolean(jf)) {
-		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.fresh: expected true or false");
-		return;
-	}
-	peer = lsd_peer_at((unsigned int)idx);
-	if (size > lsd.ports[peer->port_idx].conf->mtu) {
+	pc = lsd.ports[peer->port_idx].conf;
+	if (size > pc->mtu) {
 		ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "args.size: %u is over port %s's MTU %u",
-				   (unsigned int)size, lsd.ports[peer->port_idx].conf->name,
-				   lsd.ports[peer->port_idx].conf->mtu);
+				   (unsigned int)size, pc->name, pc->mtu);
 		return;
 	}
 	r = newest(peer->name, (uint16_t)size, (uint16_t)count, (uint16_t)trains);
-	if (r != NULL && r->peer == peer && !json_is_true(jf) &&
+	if (r != NULL && r->peer == peer && !fresh &&
 	    (!run_done(r) || rte_rdtsc() - r->start_tsc < ms_tsc(TRAIN_FRESH_MS))) {
 		ls_ctl_reply_ok(req, run_json(r));
 		return;
 	}
-	if (!__atomic_load_n(&peer->resolved, __ATOMIC_RELAXED)) {
-		ls_ctl_reply_error(req, LS_CTL_E_BUSY, "peer %s: next hop not resolved yet",
-				   peer->name);
+	if (!lsd_run_resolved(req, peer))
 		return;
-	}
 	r = free_slot();
 	if (r == NULL) {
 		ls_ctl_reply_error(req, LS_CTL_E_BUSY, "%d train runs under way or done in the "

@@ -107,6 +107,23 @@ asked(const struct au_node *nd)
 /* Each peer of nd (from its paths reply) in turn. */
 #define FOR_PEERS(nd, i, p) json_array_foreach(json_object_get((nd)->paths, "peers"), i, p)
 
+/* One row per pair, by row_fn, for the items whose rows are pairs. */
+typedef void pair_row_fn(json_t *rows, const struct au_opts *o, const struct au_node *nd,
+			 const json_t *peer);
+
+static void
+judge_pairs(json_t *rows, const struct au_opts *o, const struct au_node *nodes, size_t n,
+	    pair_row_fn *row_fn)
+{
+	for (size_t k = 0; k < n; k++) {
+		const json_t *p;
+		size_t i;
+
+		FOR_PEERS(&nodes[k], i, p)
+			row_fn(rows, o, &nodes[k], p);
+	}
+}
+
 /* ---- daemons -------------------------------------------------------------- */
 
 static void
@@ -171,18 +188,6 @@ reach_row(json_t *rows, const struct au_opts *o, const struct au_node *nd, const
 	}
 }
 
-static void
-judge_reach(json_t *rows, const struct au_opts *o, const struct au_node *nodes, size_t n)
-{
-	for (size_t k = 0; k < n; k++) {
-		const json_t *p;
-		size_t i;
-
-		FOR_PEERS(&nodes[k], i, p)
-			reach_row(rows, o, &nodes[k], p);
-	}
-}
-
 /* ---- mtu ------------------------------------------------------------------ */
 
 /* What one path.mtu run says: the sizes that failed, and the largest that passed. */
@@ -218,8 +223,9 @@ mtu_verdict(const json_t *run, json_t *r, char **d)
 }
 
 static void
-mtu_row(json_t *rows, const struct au_opts *o, const struct au_node *nd, const char *peer)
+mtu_row(json_t *rows, const struct au_opts *o, const struct au_node *nd, const json_t *pe)
 {
+	const char *peer = get_s(pe, "name");
 	const json_t *run = json_object_get(nd->mtu, peer);
 	json_t *r = row_new(nd, "peer", peer);
 	char *d = xstrdup("");
@@ -243,18 +249,6 @@ mtu_row(json_t *rows, const struct au_opts *o, const struct au_node *nd, const c
 			      get_s(r, "largest_ok"));
 	}
 	row_done(rows, r, pass, d);
-}
-
-static void
-judge_mtu(json_t *rows, const struct au_opts *o, const struct au_node *nodes, size_t n)
-{
-	for (size_t k = 0; k < n; k++) {
-		const json_t *p;
-		size_t i;
-
-		FOR_PEERS(&nodes[k], i, p)
-			mtu_row(rows, o, &nodes[k], get_s(p, "name"));
-	}
 }
 
 /* ---- capacity ------------------------------------------------------------- */
@@ -312,8 +306,9 @@ gbps(double v, char *buf, size_t len)
 }
 
 static void
-capacity_row(json_t *rows, const struct au_opts *o, const struct au_node *nd, const char *peer)
+capacity_row(json_t *rows, const struct au_opts *o, const struct au_node *nd, const json_t *pe)
 {
+	const char *peer = get_s(pe, "name");
 	const json_t *run = json_object_get(nd->trains, peer), *p;
 	json_t *r = row_new(nd, "peer", peer), *failed = json_array();
 	double med, res, lo = INFINITY, hi = 0;
@@ -364,18 +359,6 @@ capacity_row(json_t *rows, const struct au_opts *o, const struct au_node *nd, co
 	row_done(rows, r, true, d);
 }
 
-static void
-judge_capacity(json_t *rows, const struct au_opts *o, const struct au_node *nodes, size_t n)
-{
-	for (size_t k = 0; k < n; k++) {
-		const json_t *p;
-		size_t i;
-
-		FOR_PEERS(&nodes[k], i, p)
-			capacity_row(rows, o, &nodes[k], get_s(p, "name"));
-	}
-}
-
 /* ---- paths ---------------------------------------------------------------- */
 
 /* A complete trace's routers as one string ("10.255.1.1 10.255.0.2 ..."),
@@ -398,8 +381,9 @@ hop_key(const json_t *t, size_t *n_hops)
 }
 
 static void
-paths_row(json_t *rows, const struct au_opts *o, const struct au_node *nd, const char *peer)
+paths_row(json_t *rows, const struct au_opts *o, const struct au_node *nd, const json_t *pe)
 {
+	const char *peer = get_s(pe, "name");
 	const json_t *traces = json_object_get(nd->routes, peer), *t;
 	json_t *r = row_new(nd, "peer", peer), *keys = json_array();
 	size_t i, complete = 0, one_router = 0, distinct = 0;
@@ -434,18 +418,6 @@ paths_row(json_t *rows, const struct au_opts *o, const struct au_node *nd, const
 		 xasprintf("%zu distinct router list%s among %zu complete trace%s of %zu paths "
 			   "(needs %u)", distinct, distinct == 1 ? "" : "s", complete,
 			   complete == 1 ? "" : "s", json_array_size(traces), need));
-}
-
-static void
-judge_paths(json_t *rows, const struct au_opts *o, const struct au_node *nodes, size_t n)
-{
-	for (size_t k = 0; k < n; k++) {
-		const json_t *p;
-		size_t i;
-
-		FOR_PEERS(&nodes[k], i, p)
-			paths_row(rows, o, &nodes[k], get_s(p, "name"));
-	}
 }
 
 /* ---- links and firmware ---------------------------------------------------- */
@@ -665,10 +637,10 @@ au_judge(enum au_item it, const struct au_opts *o, const struct au_node *nodes, 
 
 	switch (it) {
 	case AU_DAEMONS: judge_daemons(rows, nodes, n); break;
-	case AU_REACH: judge_reach(rows, o, nodes, n); break;
-	case AU_MTU: judge_mtu(rows, o, nodes, n); break;
-	case AU_CAPACITY: judge_capacity(rows, o, nodes, n); break;
-	case AU_PATHS: judge_paths(rows, o, nodes, n); break;
+	case AU_REACH: judge_pairs(rows, o, nodes, n, reach_row); break;
+	case AU_MTU: judge_pairs(rows, o, nodes, n, mtu_row); break;
+	case AU_CAPACITY: judge_pairs(rows, o, nodes, n, capacity_row); break;
+	case AU_PATHS: judge_pairs(rows, o, nodes, n, paths_row); break;
 	case AU_LINKS: judge_links(rows, item, nodes, n); break;
 	case AU_FIRMWARE: judge_firmware(rows, item, nodes, n); break;
 	case AU_CLOCK: judge_clock(rows, item, nodes, n); break;
