@@ -812,6 +812,8 @@ ctl_thread(void *arg __rte_unused)
 	if (add_config_peers() < 0) {
 		lsd.exit_code = 1;
 		lsd.quit = 1;
+	} else {
+		lsd_notify_ready();
 	}
 	while (!lsd.quit) {
 		uint64_t now;
@@ -847,7 +849,9 @@ ctl_thread(void *arg __rte_unused)
 			control.next_trim = now + hz;
 		}
 		lsd_clock_tick(now);
+		lsd_notify_poll(now);
 	}
+	lsd_notify_stopping();
 	return 0;
 }
 
@@ -870,6 +874,7 @@ lsd_control_start(void)
 	};
 	int rc;
 
+	lsd_notify_init();
 	{
 		char err[LS_ERR_LEN];
 

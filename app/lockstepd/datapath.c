@@ -119,6 +119,8 @@ apply_msg(struct lsd_lcore *lc, struct lsd_msg *msg)
 		rc = lsd_bridges[lc->lcore_id] == NULL ? -ENOENT :
 		     lsd_share_apply(lsd_bridges[lc->lcore_id], msg->ptr);
 		break;
+	case LSD_MSG_PING:
+		break;
 	case LSD_MSG_TRACE:
 	case LSD_MSG_MTU: {
 		struct lsd_trace_tx *tx = (struct lsd_trace_tx *)(uintptr_t)msg->ptr;

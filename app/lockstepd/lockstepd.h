@@ -307,6 +307,7 @@ enum lsd_msg_type {
 	LSD_MSG_BALANCE,        /* move flows off a hot path: order msg->ptr (bridge_bal.c) */
 	LSD_MSG_SHARE,          /* the lcore's share of link and slices msg->ptr (bridge_share.c) */
 	LSD_MSG_MTU,            /* send path.mtu's probes msg->ptr (mtu.c) */
+	LSD_MSG_PING,           /* nothing: the watchdog's proof of a polling lcore (notify.c) */
 };
 
 struct lsd_msg {
@@ -596,6 +597,11 @@ void lsd_links_poll(void);
 void lsd_links_register(struct ls_ctl *ctl);
 void lsd_route_register(struct ls_ctl *ctl);
 void lsd_mtu_register(struct ls_ctl *ctl);
+/* notify.c: systemd's notification protocol (control thread) */
+void lsd_notify_init(void);
+void lsd_notify_ready(void);
+void lsd_notify_poll(uint64_t now_tsc);
+void lsd_notify_stopping(void);
 /* (control) A padded STAMP probe of size bytes (IP header on) on path p of
  * peer, DF, with the path's own 5-tuple and flow label, member
  * LSD_MTU_MEMBER and pair_id; NULL when no buffer. */
@@ -633,6 +639,9 @@ uint32_t lsd_peer_track_size(uint32_t interval_us);
 uint32_t lsd_peer_probes_in(const struct lsd_peer *peer, uint32_t window_ms, uint32_t max);
 size_t lsd_peer_bytes(const struct lsd_peer *peer);
 int lsd_msg_send(unsigned int lcore, struct lsd_msg *m);
+/* Queue m for an lcore without waiting (m->done set when handled): 0 or
+ * -ENOBUFS. */
+int lsd_msg_post(unsigned int lcore, struct lsd_msg *m);
 /* A message of type carrying ptr to an lcore, and wait: the lcore's result,
  * or -ENOMEM, -ENOBUFS, -ETIMEDOUT. After -ETIMEDOUT the lcore may still
  * read ptr: the caller must leak it. */

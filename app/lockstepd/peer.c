@@ -173,9 +173,8 @@ msg_wait_us(void)
 	return wait;
 }
 
-/* Queue m for an lcore: 0 or -ENOBUFS. */
-static int
-msg_post(unsigned int lcore, struct lsd_msg *m)
+int
+lsd_msg_post(unsigned int lcore, struct lsd_msg *m)
 {
 	m->done = 0;
 	m->state = LSD_MSG_QUEUED;
@@ -212,7 +211,7 @@ msg_deadline(void)
 int
 lsd_msg_send(unsigned int lcore, struct lsd_msg *m)
 {
-	int rc = msg_post(lcore, m);
+	int rc = lsd_msg_post(lcore, m);
 
 	return rc < 0 ? rc : msg_wait(m, msg_deadline());
 }
@@ -337,7 +336,7 @@ lsd_peer_install_batch(struct lsd_peer *const *peers, unsigned int n, int *rc)
 	for (i = 0; i < n && i < LSD_PEER_BATCH; i++) {
 		m[i] = msg_new(peers[i], LSD_MSG_PEER_ADD, 0);
 		rc[i] = m[i] == NULL ? -ENOMEM :
-			msg_post(lsd.ports[peers[i]->port_idx].lcore, m[i]);
+			lsd_msg_post(lsd.ports[peers[i]->port_idx].lcore, m[i]);
 	}
 	deadline = msg_deadline();
 	for (i = 0; i < n && i < LSD_PEER_BATCH; i++) {

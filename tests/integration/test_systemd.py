@@ -8,9 +8,10 @@
 2. lockstepd@'s command line, run as systemd would run it for instance n1
    with a drop-in (`Environment="LSD_EAL=..."`, `Environment=LSD_CONFIG=...`):
    %i expanded, $LSD_EAL split into words, ${LSD_CONFIG} one word. The
-   daemon starts and answers as n1, ExecReload (SIGHUP to the main pid) makes
-   the config file's peers the peer list, the stop signal (KillSignal) ends
-   it with status 0 within TimeoutStopSec.
+   daemon starts and answers as n1, tells NOTIFY_SOCKET READY=1 (Type=notify)
+   and WATCHDOG=1 every half WATCHDOG_USEC, ExecReload (SIGHUP to the main
+   pid) makes the config file's peers the peer list, the stop signal
+   (KillSignal) ends it with status 0 within TimeoutStopSec after STOPPING=1.
 3. lockstep-hugepages' command names only options dpdk-hugepages.py has (it
    is not run: it would reserve the machine's hugepages).
 """
@@ -20,6 +21,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -127,7 +129,22 @@ def run_unit(c, tmp):
             "--" in argv and argv.index("--") > argv.index("-m"),
             "ExecStart for n1 with the drop-in: %s" % " ".join(argv[1:]))
     log = open(os.path.join(tmp, "n1.log"), "w")
-    p = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
+    # systemd's side of Type=notify: a datagram socket in NOTIFY_SOCKET, and
+    # WATCHDOG_USEC from WatchdogSec (2 s here, not the unit's 30)
+    note = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    note.bind(os.path.join(tmp, "notify"))
+    note.settimeout(0.2)
+    env_run = dict(os.environ, NOTIFY_SOCKET=os.path.join(tmp, "notify"), WATCHDOG_USEC="2000000")
+    p = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env_run)
+    heard = []
+
+    def listen(secs):
+        end = time.time() + secs
+        while time.time() < end:
+            try:
+                heard.append((time.time(), note.recv(512).decode()))
+            except socket.timeout:
+                pass
     sock = os.path.join(tmp, "n1.sock")
     try:
         up = lslab.wait_until(lambda: os.path.exists(sock) and
@@ -135,6 +152,13 @@ def run_unit(c, tmp):
         c.check(up, "lockstepd@n1 up, answering as n1")
         if not up:
             return
+        listen(3.5)
+        ready = [m for _, m in heard if m.startswith("READY=1")]
+        dogs = [t for t, m in heard if m == "WATCHDOG=1"]
+        c.check(u["Service"]["Type"] == "notify" and ready and "MAINPID=%d" % p.pid in ready[0] and
+                len(dogs) >= 2 and all(0.5 < b - a < 1.5 for a, b in zip(dogs, dogs[1:])),
+                "Type=notify: %r, then WATCHDOG=1 every half WATCHDOG_USEC (%s s apart)" % (
+                    ready[:1], [round(b - a, 2) for a, b in zip(dogs, dogs[1:])]))
         # ExecReload: kill -HUP $MAINPID, after the file gained a peer
         with open(cfg, "w") as f:
             json.dump(lsd_config(tmp, [("a", "10.251.0.2"), ("b", "10.251.0.3")]), f)
@@ -148,8 +172,12 @@ def run_unit(c, tmp):
         stop_s = float(u["Service"]["TimeoutStopSec"])
         p.send_signal(sig)
         rc = p.wait(stop_s)
-        c.check(rc == 0, "KillSignal %s: exit %d within TimeoutStopSec %.0f s" % (sig.name, rc, stop_s))
+        listen(0.3)
+        c.check(rc == 0 and heard[-1][1] == "STOPPING=1",
+                "KillSignal %s: exit %d within TimeoutStopSec %.0f s, STOPPING=1 said (last: %r)"
+                % (sig.name, rc, stop_s, heard[-1][1]))
     finally:
+        note.close()
         if p.poll() is None:
             p.kill()
             p.wait()
