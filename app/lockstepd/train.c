@@ -83,7 +83,7 @@ struct train_run {
 	uint64_t start_tsc, last_tsc;    /* first and last train's departure */
 	int64_t started_ns;              /* UTC */
 	uint32_t resized;                /* (lcore) replies of another size than sent */
-	struct train *tr;                /* n_paths * trains, freed when the slot is reused */
+	struct train *tr;                /* LS_MAX_PATHS * TRAIN_MAX_TRAINS (135 KB), the slot's */
 };
 
 static struct train_run runs[TRAIN_RUNS];
@@ -107,16 +107,20 @@ lsd_train_on_reply(const struct lsd_peer *peer, uint32_t path,
 	struct train *tr;
 	uint32_t i, k;
 
-	if (__atomic_load_n(&r->gen, __ATOMIC_ACQUIRE) != t->pair_id >> 8 || r->peer != peer ||
-	    path >= r->n_paths)
+	/* gen 0 is a slot unused or being restarted: never a run */
+	if (t->pair_id >> 8 == 0 || __atomic_load_n(&r->gen, __ATOMIC_ACQUIRE) != t->pair_id >> 8 ||
+	    r->peer != peer || path >= r->n_paths || r->count == 0 || r->trains == 0)
 		return LSD_RX_REPLY_UNMATCHED;
 	ls_stamp_decode_reflector(payload, pi->payload_len, &rf);
 	i = rf.sender_seq - r->seq0;
 	k = i % r->count;
 	i /= r->count;          /* the train: path * trains + t */
-	/* 1 ns: an NTP-format T1 comes back rounded (sender.c) */
+	/* 1 ns: an NTP-format T1 comes back rounded (sender.c). The bounds
+	 * against the block's size hold whatever a restart of the slot races
+	 * with: its block is the largest a run can need, never freed. */
 	if ((uint64_t)(rf.sender_ts_ns - r->t1 + 1) > 2 || rf.sender_seq - r->seq0 >=
-	    (uint32_t)r->n_paths * r->trains * r->count || i / r->trains != path)
+	    (uint32_t)r->n_paths * r->trains * r->count || i / r->trains != path ||
+	    i >= LS_MAX_PATHS * TRAIN_MAX_TRAINS || k >= TRAIN_MAX_COUNT)
 		return LSD_RX_REPLY_UNMATCHED;
 	if ((uint32_t)(pi->payload_off + pi->payload_len - pi->l3_off) != r->size) {
 		__atomic_fetch_add(&r->resized, 1, __ATOMIC_RELAXED);
@@ -356,14 +360,16 @@ static int
 start(struct train_run *r, const struct lsd_peer *peer, uint16_t size, uint16_t count,
       uint16_t trains)
 {
-	struct train *tr = calloc((size_t)peer->n_paths * trains, sizeof(*tr));
 	struct timespec ts;
 
-	if (tr == NULL)
+	/* the largest a run needs, once per slot and kept: a late reply racing
+	 * a restart writes into this block, never into freed memory */
+	if (r->tr == NULL)
+		r->tr = calloc(LS_MAX_PATHS * TRAIN_MAX_TRAINS, sizeof(*r->tr));
+	if (r->tr == NULL)
 		return -ENOMEM;
 	__atomic_store_n(&r->gen, 0, __ATOMIC_RELEASE);
-	free(r->tr);   /* no lcore reads it: its last train left LSD_MTU_REUSE_MS ago */
-	r->tr = tr;
+	memset(r->tr, 0, (size_t)peer->n_paths * trains * sizeof(*r->tr));
 	r->resized = 0;
 	r->peer = peer;
 	snprintf(r->name, sizeof(r->name), "%s", peer->name);
