@@ -49,6 +49,7 @@
 #define LS_SYNC_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -167,25 +168,25 @@ int ls_sync_envelope_fit(const struct ls_sync_pt *fwd, uint32_t n_fwd,
 			 const struct ls_sync_pt *rev, uint32_t n_rev,
 			 const struct ls_sync_est_conf *conf, struct ls_sync_fit *out);
 
-/** Floor samples kept per direction per fit (ls_sync_est_floor_drift). */
+/** Most floor samples kept per direction per fit (ls_sync_est_floor_drift). */
 #define LS_SYNC_FLOOR_VERTS 24
-/** Fits whose floor samples are kept: 8 s at the default 500 ms sync step. */
+/** Fits whose floor samples are kept: 4 s at the default 250 ms sync step. */
 #define LS_SYNC_FLOOR_CHUNKS 16
 /** How far back ls_sync_est_floor_drift() looks. */
 #define LS_SYNC_FLOOR_HORIZON_NS 8000000000ull
 
 /**
- * The lower hull of one direction's pure samples that arrived between two
- * fits: the only ones that can ever lie on the lower hull of a longer span
- * (the hull of a union is the hull of its parts' hulls).
+ * Per-path estimator: a ring of recent probes with their purity, and the
+ * floor chunks: per fit, the lower hull of each direction's pure samples
+ * that arrived since the fit before, the only ones that can ever lie on the
+ * lower hull of a longer span (the hull of a union is the hull of its
+ * parts' hulls). Chunk j's vertices of direction s (0 forward, 1 reverse)
+ * are floor_t / floor_d[(2 j + s) verts + i], i < floor_n[j][s].
+ *
+ * Why verts is sized and grown rather than fixed at LS_SYNC_FLOOR_VERTS: at
+ * a pair a second a fit step holds one sample a direction or none, and 24
+ * slots per chunk were 12 KiB a path, most of a Pingmesh path's memory.
  */
-struct ls_sync_floor_chunk {
-	uint32_t n[2];                      /**< vertices: [0] forward, [1] reverse */
-	uint64_t t[2][LS_SYNC_FLOOR_VERTS]; /**< their time on A's clock (t1; t4) */
-	double d[2][LS_SYNC_FLOOR_VERTS];   /**< their delay (t2 - t1; t4 - t3) */
-};
-
-/** Per-path estimator: a ring of recent probes with their purity. */
 struct ls_sync_est {
 	struct ls_sync_est_conf conf;
 	uint32_t cap;                 /**< ring capacity (power of 2) */
@@ -193,7 +194,12 @@ struct ls_sync_est {
 	uint32_t n;                   /**< stored probes */
 	struct ls_sync_probe *ring;   /**< cap probes */
 	uint8_t *pure;                /**< cap purity masks (0 for second members) */
-	struct ls_sync_floor_chunk *chunk; /**< LS_SYNC_FLOOR_CHUNKS, a ring */
+	uint64_t *floor_t;            /**< chunk vertices' time on A's clock (t1; t4) */
+	double *floor_d;              /**< their delay (t2 - t1; t4 - t3) */
+	uint32_t verts;               /**< vertices a chunk holds per direction: from
+				       *   cap at init, grown when a fit's hull has
+				       *   more, at most LS_SYNC_FLOOR_VERTS */
+	uint8_t floor_n[LS_SYNC_FLOOR_CHUNKS][2]; /**< vertices held per chunk, direction */
 	uint32_t chunk_head;          /**< next chunk written */
 	uint32_t chunk_n;             /**< chunks held */
 	uint64_t last_fit;            /**< now of the previous fit (0: none yet) */
@@ -208,12 +214,22 @@ struct ls_sync_est {
 /**
  * Set up an estimator holding up to cap probes (rounded up to a power of 2;
  * at default window 2 s and a pair per path every 10 ms, 512 is enough).
+ * The floor chunks start with cap / 32 vertices a direction (2 to
+ * LS_SYNC_FLOOR_VERTS: a ring sized to twice a window's probes at the
+ * acquisition rate, lockstepd's, spreads a quarter of its pairs over a
+ * default window's 8 fit steps) and grow when a fit's hull needs more.
  * @return 0, -EINVAL, or -ENOMEM.
  */
 int ls_sync_est_init(struct ls_sync_est *e, const struct ls_sync_est_conf *conf, uint32_t cap);
 
 /** Release the rings. */
 void ls_sync_est_free(struct ls_sync_est *e);
+
+/**
+ * Heap bytes the estimator holds (its ring, purity masks and floor chunks;
+ * not the struct itself): what one path's clock sync costs besides it.
+ */
+size_t ls_sync_est_bytes(const struct ls_sync_est *e);
 
 /** Forget all samples (counters kept): after a peer restart or clock step. */
 void ls_sync_est_reset(struct ls_sync_est *e);

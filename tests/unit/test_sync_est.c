@@ -174,6 +174,50 @@ START_TEST(test_floor_drift)
 }
 END_TEST
 
+/*
+ * Floor chunks sized small grow to what a fit step brings and give the
+ * floor drift of chunks of LS_SYNC_FLOOR_VERTS, bit for bit: one ring of
+ * 64 probes (2 vertices a chunk at first) and one of 1,024 (24), both
+ * holding the whole window (a pair every 100 ms), fitted every second.
+ */
+START_TEST(test_floor_chunks_grow)
+{
+	struct path p = mk_path(2.7 * MS, 31e-6);
+	struct ls_sync_est small, full;
+	double T, Tf = 0;
+	unsigned int sure = 0;
+
+	ck_assert_int_eq(ls_sync_est_init(&small, NULL, 64), 0);
+	ck_assert_int_eq(ls_sync_est_init(&full, NULL, 1024), 0);
+	ck_assert_uint_eq(small.verts, 2);
+	for (T = 1 * SEC; T <= 20 * SEC; T += 1 * SEC) {
+		uint64_t now = clk_at(&p.a, T);
+		struct ls_sync_fit w1, w2;
+		double s1, s2, b1, b2;
+		double Tf2 = Tf;
+
+		/* the same pairs and queues into both */
+		ls_rng_seed(517 + (uint64_t)(T / SEC));
+		feed_queued(&small, &p, &Tf, T, 100 * MS, sparse_floor_queues);
+		ls_rng_seed(517 + (uint64_t)(T / SEC));
+		feed_queued(&full, &p, &Tf2, T, 100 * MS, sparse_floor_queues);
+		ls_sync_est_fit(&small, now, &w1);
+		ls_sync_est_fit(&full, now, &w2);
+		b1 = ls_sync_est_floor_drift(&small, now, 0, &s1);
+		b2 = ls_sync_est_floor_drift(&full, now, 0, &s2);
+		ck_assert_msg((isnan(b1) && isnan(b2)) || (b1 == b2 && s1 == s2),
+			      "T %.0f s: %.6e (%.3e) against %.6e (%.3e)", T / SEC, b1, s1, b2, s2);
+		sure += !isnan(b1);
+	}
+	printf("floor chunks grown from 2 to %u vertices: floor drift as with %u, %u of 20 steps "
+	       "with one\n", small.verts, full.verts, sure);
+	ck_assert_uint_gt(small.verts, 2);
+	ck_assert_uint_gt(sure, 0);
+	ls_sync_est_free(&small);
+	ls_sync_est_free(&full);
+}
+END_TEST
+
 /* ---- 4b. per-path track of windows ------------------------------------ */
 
 /* Worst errors of a track run (track_run). */
@@ -596,6 +640,7 @@ sync_est_tests(TCase *tc)
 {
 	tcase_add_test(tc, test_combine);
 	tcase_add_test(tc, test_floor_drift);
+	tcase_add_test(tc, test_floor_chunks_grow);
 	tcase_add_test(tc, test_fit_band);
 	tcase_add_test(tc, test_track_one_sided);
 	tcase_add_test(tc, test_track_heavy_load);
