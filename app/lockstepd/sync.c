@@ -201,7 +201,8 @@ lsd_sync_peer_attach(struct lsd_peer *peer)
 	peer->owd.valid = false;
 	if (!sync_st.on)
 		return 0;
-	/* sync.paths: the first ones only (Pingmesh scale: ~20 KiB a path) */
+	/* sync.paths: the first ones only (each path's estimator and track;
+	 * tests/unit/test_sync_est.c's test_sync_bytes_* say how much) */
 	n = RTE_MIN(peer->n_paths, lsd.cfg.sync.paths);
 	ps = calloc(1, sizeof(*ps) + n * sizeof(ps->path[0]));
 	if (ps == NULL)
@@ -218,6 +219,7 @@ lsd_sync_peer_attach(struct lsd_peer *peer)
 				     lsd_peer_probes_in(peer, lsd.cfg.sync.window_ms, LS_SYNC_EST_CAP)) != 0) {
 			while (i-- > 0)
 				ls_sync_est_free(&ps->path[i].est);
+			/* no track holds memory before its first window */
 			free(ps);
 			return -ENOMEM;
 		}
@@ -242,8 +244,10 @@ lsd_sync_peer_detach(struct lsd_peer *peer)
 		}
 	/* records already queued for this peer name it: take them out first */
 	lsd_sync_drain();
-	for (uint16_t i = 0; i < ps->n_paths; i++)
+	for (uint16_t i = 0; i < ps->n_paths; i++) {
 		ls_sync_est_free(&ps->path[i].est);
+		ls_sync_track_free(&ps->path[i].track);
+	}
 	free(ps);
 	peer->sync = NULL;
 }

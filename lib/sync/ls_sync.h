@@ -327,7 +327,7 @@ int ls_sync_combine(const struct ls_sync_fit *fits, unsigned int n, uint64_t t_r
 /* ---- per-path history of window fits ---- */
 
 /**
- * Windows kept per path: 60 s at the default 500 ms sync step. Used for the
+ * Windows kept per path: 30 s at the default 250 ms sync step. Used for the
  * drift (a slope through many windows' offsets is steadier than one 2 s
  * window's) and to carry a clean window's offset forward (below).
  */
@@ -353,23 +353,68 @@ int ls_sync_combine(const struct ls_sync_fit *fits, unsigned int n, uint64_t t_r
  * look clean while all of them were off by that much.
  */
 struct ls_sync_track {
-	uint64_t t[LS_SYNC_TRACK_LEN];   /**< window's t_ref (our clock) */
-	double off[LS_SYNC_TRACK_LEN];   /**< its offset at t_ref */
-	double gap[LS_SYNC_TRACK_LEN];   /**< its band_ns (the widest half gap) */
-	double sig[LS_SYNC_TRACK_LEN];   /**< its sigma */
-	struct ls_sync_pt sf[LS_SYNC_TRACK_LEN]; /**< its forward support sample (t from t_ref) */
-	struct ls_sync_pt sr[LS_SYNC_TRACK_LEN]; /**< its reverse one */
-	bool sup[LS_SYNC_TRACK_LEN];     /**< sf and sr are set */
-	double floor;                    /**< least band since reset, held or not */
+	struct ls_sync_track_win *w;     /**< cap windows, a ring (NULL: none yet) */
+	uint32_t cap;                    /**< grows as windows come, to LS_SYNC_TRACK_LEN */
 	uint32_t n;                      /**< entries held */
 	uint32_t head;                   /**< next write */
+	double floor;                    /**< least band since reset, held or not */
 };
 
-/** Forget every window (after a clock step or a peer restart). */
+/**
+ * One window as a track holds it, 40 bytes (it was 65: at a window every
+ * 250 ms, 120 of them were 7.8 KiB a path, most of a Pingmesh path's
+ * memory). Floats where what they round cannot matter:
+ *  - gap and sig: ns, a float's 24 bits keep 6e-8 of them (0.001 ns of a
+ *    20 us half gap); they weigh windows against each other.
+ *  - the support samples' times, relative to t: whole ns within the window,
+ *    exact up to 2^24 ns (16.7 ms), beyond that rounded by at most 64 ns in
+ *    a 2 s window; a delay moves along the envelope's line by at most the
+ *    drift (<= 500 ppm) times that: 0.03 ns.
+ *  - their delays, less the offset rounded to whole ns (forward) or plus it
+ *    (reverse). The raw delays carry the clocks' offset, up to seconds, and
+ *    would not fit; what is left is a one-way delay (the path's floor and
+ *    queueing), and whole ns, since the delays are differences of
+ *    timestamps: exact below 16.7 ms, 1 part in 2^24 beyond.
+ * With whole-ns offsets left out the round trip is exact, which matters
+ * more than it seems: in the unit tests' synthetic data many samples lie
+ * exactly on one line, and a 1e-9 ns difference breaks the ties the other
+ * way (test_sync's track runs read 0.17 sigma for 0.08).
+ * t and off stay 64-bit: absolute clock values, and offsets of up to
+ * seconds that windows agree on to the nanosecond.
+ */
+struct ls_sync_track_win {
+	uint64_t t;    /**< window's t_ref (our clock) */
+	double off;    /**< its offset at t_ref */
+	float gap;     /**< its band_ns (the widest half gap) */
+	float sig;     /**< its sigma */
+	float sf_t;    /**< forward support sample: time from t */
+	float sf_d;    /**< ... its delay less round(off) (NaN: no support samples) */
+	float sr_t;    /**< reverse support sample: time from t */
+	float sr_d;    /**< ... its delay plus round(off) */
+};
+
+/** An empty track holding no memory (a zeroed one is the same). */
+void ls_sync_track_init(struct ls_sync_track *k);
+
+/** Release the windows' memory; k is empty (as after ls_sync_track_init). */
+void ls_sync_track_free(struct ls_sync_track *k);
+
+/** Forget every window (after a clock step or a peer restart); the memory
+ * is kept for the windows to come. */
 void ls_sync_track_reset(struct ls_sync_track *k);
 
-/** Append a window fit (ignored unless ok); the oldest falls out when full. */
+/**
+ * Append a window fit (ignored unless ok); the oldest falls out when full.
+ * The ring grows as windows come (by half, at least 8 at a time), so a path
+ * whose windows seldom fit (a pair a second: only while acquiring) holds
+ * a few, and every track holds the same windows as one of
+ * LS_SYNC_TRACK_LEN would. Control thread: it may allocate; if that fails
+ * the oldest falls out early.
+ */
 void ls_sync_track_add(struct ls_sync_track *k, const struct ls_sync_fit *f);
+
+/** Heap bytes the track holds (its windows; not the struct itself). */
+size_t ls_sync_track_bytes(const struct ls_sync_track *k);
 
 /**
  * Drift, two ways, and whichever is surer:

@@ -248,7 +248,7 @@ track_run(struct path *p, uint64_t seed, double gap_ns, double secs, double t_st
 	ls_sync_est_conf_default(&conf);
 	conf.purity_tol_ns = 200;
 	ck_assert_int_eq(ls_sync_est_init(&e, &conf, 1024), 0);
-	ls_sync_track_reset(&k);
+	ls_sync_track_init(&k);
 	for (T = 500 * MS; T <= secs * SEC; T += 500 * MS) {
 		struct ls_sync_fit win, fit;
 		double sig, b, truth, de;
@@ -280,6 +280,7 @@ track_run(struct path *p, uint64_t seed, double gap_ns, double secs, double t_st
 		w->steps++;
 	}
 	ls_sync_est_free(&e);
+	ls_sync_track_free(&k);
 }
 
 /*
@@ -469,7 +470,7 @@ START_TEST(test_track_many)
 	conf.purity_tol_ns = 200;
 	for (int j = 0; j < NP; j++) {
 		ck_assert_int_eq(ls_sync_est_init(&e[j], &conf, 1024), 0);
-		ls_sync_track_reset(&k[j]);
+		ls_sync_track_init(&k[j]);
 		kp[j] = &k[j];
 		cp[j] = &e[j].conf;
 		b[j] = sig[j] = 0;
@@ -533,8 +534,10 @@ START_TEST(test_track_many)
 	ck_assert_uint_ge(n, 80);
 	ck_assert_msg(sq_many < sq_avg, "one filter %.1f ns, averaged %.1f ns", sqrt(sq_many / n),
 		      sqrt(sq_avg / n));
-	for (int j = 0; j < NP; j++)
+	for (int j = 0; j < NP; j++) {
 		ls_sync_est_free(&e[j]);
+		ls_sync_track_free(&k[j]);
+	}
 	ls_sync_track_ws_free(ws);
 }
 END_TEST
@@ -571,7 +574,7 @@ START_TEST(test_track_basics)
 			   out;
 	double sig;
 
-	ls_sync_track_reset(&k);
+	ls_sync_track_init(&k);
 	ck_assert_int_eq(ls_sync_track_fit(&k, BASE, 0, 0, 10, NULL, &out), -ENODATA);
 	ck_assert(!out.ok);
 	f.ok = false;
@@ -603,6 +606,7 @@ START_TEST(test_track_basics)
 	ck_assert_int_eq(ls_sync_track_fit(&k, f.t_ref, 2e-6, 0, 10, NULL, &out), 0);
 	ck_assert_msg(fabs(out.offset_ns - (f.offset_ns + 5000)) < 0.1, "%.6f", out.offset_ns);
 	ck_assert(out.half_gap_ns == 10000);
+	ls_sync_track_free(&k);
 }
 END_TEST
 
@@ -617,7 +621,7 @@ START_TEST(test_track_overlap)
 	struct ls_sync_est_conf conf;
 	struct ls_sync_track k;
 
-	ls_sync_track_reset(&k);
+	ls_sync_track_init(&k);
 	for (int i = 0; i < 40; i++) {
 		f.t_ref = BASE + (uint64_t)i * 250000000ULL;
 		f.offset_ns = 777 + ((i & 1) ? 100 : -100);
@@ -632,6 +636,7 @@ START_TEST(test_track_overlap)
 	ck_assert_msg(out[0].offset_ns > 777 && out[1].offset_ns > 777 &&
 		      out[1].offset_ns < out[0].offset_ns - 5,
 		      "overlap 1 %.3f, overlap 2 %.3f", out[0].offset_ns, out[1].offset_ns);
+	ls_sync_track_free(&k);
 }
 END_TEST
 
