@@ -640,6 +640,97 @@ START_TEST(test_track_overlap)
 }
 END_TEST
 
+/* ---- 4c. memory per path -------------------------------------------- */
+
+/*
+ * Heap and struct bytes of one path's clock sync state (estimator, floor
+ * chunks, track) after secs of pairs every gap_ns, 4x as often for the
+ * first 4 s (lockstepd's acquisition), fitted every 250 ms as lockstepd's
+ * path_fit does (window at the surer of the track's and the floor
+ * samples' drift, into the track, the track's fit). cap is the ring
+ * lsd_peer_probes_in gives such a path. *windows: windows the track took.
+ */
+static size_t
+path_bytes(double gap_ns, uint32_t cap, double secs, struct ls_sync_est *e, unsigned int *windows)
+{
+	struct path p = {.a = {.c = 0}, .b = {.c = 3 * MS, .r = 20e-6}, .df = 20 * US,
+			 .dr = 20 * US, .turn = 2 * US};
+	struct ls_sync_track k;
+	double T, Tf = 0;
+	size_t bytes;
+
+	ls_rng_seed(28);
+	ck_assert_int_eq(ls_sync_est_init(e, NULL, cap), 0);
+	ls_sync_track_init(&k);
+	*windows = 0;
+	for (T = 250 * MS; T <= secs * SEC; T += 250 * MS) {
+		uint64_t now = clk_at(&p.a, T);
+		struct ls_sync_fit win, fit;
+		double sig, fs, b = ls_sync_track_drift(&k, 2500000000ULL, &e->conf, 10, &sig);
+		double fb = ls_sync_est_floor_drift(e, now, 10, &fs);
+
+		feed_queued(e, &p, &Tf, fmin(T, 4 * SEC), gap_ns / 4, light_queues);
+		feed_queued(e, &p, &Tf, T, gap_ns, light_queues); /* 30% meet no queue */
+		if (!isnan(fb) && (isnan(b) || fs < sig)) {
+			b = fb;
+			sig = fs;
+		}
+		e->conf.fixed_drift = b;
+		if (ls_sync_est_fit(e, now, &win) != 0)
+			continue;
+		ls_sync_track_add(&k, &win);
+		(*windows)++;
+		if (!isnan(b))
+			ck_assert_int_eq(ls_sync_track_fit(&k, now, b, sig, 10, &e->conf, &fit), 0);
+	}
+	bytes = sizeof(*e) + ls_sync_est_bytes(e) + sizeof(k) + ls_sync_track_bytes(&k);
+	ls_sync_track_free(&k);
+	return bytes;
+}
+
+/*
+ * Issue 28 C: 10,000 peers x 8 paths at <= 8 KiB a peer-path all told, of
+ * which the rest of a path takes ~6.5 KiB. At a pair a second a path's
+ * sync state was 22,528 B (a 64-probe ring, 16 floor chunks of 24 vertices
+ * a direction, a 120-window track of 65 B each, all held from peer.add);
+ * now the ring is the 32 probes the rate needs, the chunks hold 2 vertices
+ * a direction, and the track holds the windows that fit, 40 B each: with a
+ * 2 s window only those of acquisition, since a pair a second leaves fewer
+ * than min_points in a window. Measured 3,304 B (ring 1,056, chunks 1,024,
+ * track 960 for 18 windows, the two structs 264).
+ */
+START_TEST(test_sync_bytes_pingmesh)
+{
+	struct ls_sync_est e;
+	unsigned int windows;
+	size_t bytes = path_bytes(1 * SEC, 32, 120, &e, &windows);
+
+	printf("sync bytes a path at a pair a second: %zu (ring %u probes, %u floor vertices a "
+	       "chunk, %u windows)\n", bytes, e.cap, e.verts, windows);
+	ck_assert_uint_gt(windows, 0);
+	ck_assert_uint_le(bytes, 3584);
+	ls_sync_est_free(&e);
+}
+END_TEST
+
+/* The lab's rate, a pair every 10 ms: the ring's 1,024 probes, the chunks
+ * at their full LS_SYNC_FLOOR_VERTS (the floor drift as it always was), a
+ * full track. Measured 51,144 B (was 54,208: the track's 65 B a window). */
+START_TEST(test_sync_bytes_lab)
+{
+	struct ls_sync_est e;
+	unsigned int windows;
+	size_t bytes = path_bytes(10 * MS, 1024, 60, &e, &windows);
+
+	printf("sync bytes a path at a pair every 10 ms: %zu (ring %u probes, %u floor vertices "
+	       "a chunk, %u windows)\n", bytes, e.cap, e.verts, windows);
+	ck_assert_uint_eq(e.verts, LS_SYNC_FLOOR_VERTS);
+	ck_assert_uint_ge(windows, LS_SYNC_TRACK_LEN);
+	ck_assert_uint_le(bytes, 52 * 1024);
+	ls_sync_est_free(&e);
+}
+END_TEST
+
 void
 sync_est_tests(TCase *tc)
 {
@@ -654,4 +745,6 @@ sync_est_tests(TCase *tc)
 	tcase_add_test(tc, test_track_many);
 	tcase_add_test(tc, test_track_basics);
 	tcase_add_test(tc, test_track_overlap);
+	tcase_add_test(tc, test_sync_bytes_pingmesh);
+	tcase_add_test(tc, test_sync_bytes_lab);
 }
