@@ -805,7 +805,7 @@ ctl_thread(void *arg __rte_unused)
 	uint64_t hz = rte_get_tsc_hz();
 	uint64_t next_collect = 0;
 	unsigned int cursor = 0;
-	bool collecting = false;
+	bool collecting = false, syncing = false;
 
 	lsd_clock_tick(rte_rdtsc()); /* first calibration refit a second from now */
 	/* Config peers go in from here, once the lcores are polling their rings. */
@@ -816,7 +816,7 @@ ctl_thread(void *arg __rte_unused)
 	while (!lsd.quit) {
 		uint64_t now;
 
-		ls_ctl_poll(control.ctl, collecting ? 0 : 10);
+		ls_ctl_poll(control.ctl, collecting || syncing ? 0 : 10);
 		lsd_metrics_poll();
 		lsd_telemetry_poll();
 		if (lsd.reload) {
@@ -829,7 +829,7 @@ ctl_thread(void *arg __rte_unused)
 		lsd_route_poll();
 		lsd_links_poll();
 		now = rte_rdtsc();
-		lsd_sync_poll(now);
+		syncing = lsd_sync_poll(now);
 		if (!collecting && now >= next_collect) {
 			collecting = true;
 			cursor = 0;
