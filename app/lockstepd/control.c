@@ -805,7 +805,7 @@ ctl_thread(void *arg __rte_unused)
 	uint64_t hz = rte_get_tsc_hz();
 	uint64_t next_collect = 0;
 	unsigned int cursor = 0;
-	bool collecting = false, trains = false;
+	bool collecting = false, syncing = false, trains = false;
 
 	lsd_clock_tick(rte_rdtsc()); /* first calibration refit a second from now */
 	/* Config peers go in from here, once the lcores are polling their rings. */
@@ -819,7 +819,7 @@ ctl_thread(void *arg __rte_unused)
 		uint64_t now;
 
 		/* a millisecond while trains go: each waits TRAIN_GAP_MS for the last */
-		ls_ctl_poll(control.ctl, collecting ? 0 : trains ? 1 : 10);
+		ls_ctl_poll(control.ctl, collecting || syncing ? 0 : trains ? 1 : 10);
 		lsd_metrics_poll();
 		lsd_telemetry_poll();
 		if (lsd.reload) {
@@ -833,7 +833,7 @@ ctl_thread(void *arg __rte_unused)
 		lsd_links_poll();
 		trains = lsd_train_poll();
 		now = rte_rdtsc();
-		lsd_sync_poll(now);
+		syncing = lsd_sync_poll(now);
 		if (!collecting && now >= next_collect) {
 			collecting = true;
 			cursor = 0;

@@ -709,7 +709,9 @@ void lsd_sync_fini(void);
 int lsd_sync_peer_attach(struct lsd_peer *peer);
 void lsd_sync_peer_detach(struct lsd_peer *peer);
 void lsd_sync_drain(void);
-void lsd_sync_poll(uint64_t tsc);
+/* One control-loop pass of sync's work; true while a fit step is under way
+ * (the loop should come back without waiting). */
+bool lsd_sync_poll(uint64_t tsc);
 struct json_t *lsd_sync_json(uint64_t tsc);
 struct json_t *lsd_sync_peer_json(const struct lsd_peer *peer);
 struct json_t *lsd_sync_points_json(const struct lsd_peer *peer, uint16_t path);

@@ -58,13 +58,14 @@ lsd_peer_track_size(uint32_t interval_us)
 }
 
 /* Probes a path sends in window_ms at the acquisition rate, twice over, as
- * a power of 2 in [64, max] (the clock-sync estimators' size: a pair a
- * second needs 64, not 1024, so 2 KiB a path instead of 33). */
+ * a power of 2 in [16, max] (the clock-sync estimators' size: a pair a
+ * second needs 32, not 1024, so 1 KiB a path instead of 33; the floor was
+ * 64, which doubled that for nothing). */
 uint32_t
 lsd_peer_probes_in(const struct lsd_peer *peer, uint32_t window_ms, uint32_t max)
 {
 	double n = 4.0 * lsd.cfg.probe.acquire_rate * window_ms * 1e3 / (double)peer->interval_us;
-	uint32_t c = 64;
+	uint32_t c = 16;
 
 	while (c < max && (double)c < n)
 		c <<= 1;

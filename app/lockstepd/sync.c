@@ -11,9 +11,11 @@
  *    latest announced state; resets a peer's estimators when a probe no
  *    longer fits its edge (the peer's clock stepped) or when it announces
  *    that it restarted, and the next step acquires it again.
- *  - lsd_sync_poll(), every sync.interval_ms: fits every path, combines the
- *    paths of all peers that are the same node (IPv4 and IPv6 peers to one
- *    host are one edge), runs one network-effect step
+ *  - lsd_sync_poll(), every sync.interval_ms: fits every path (at most
+ *    200 us of it per control-loop pass: a command waits for a slice, not
+ *    for every peer), combines the paths of all peers that are the same
+ *    node (IPv4 and IPv6 peers to one host are one edge), runs one
+ *    network-effect step
  *    (ls_sync_node_update) and publishes the result three ways: our state
  *    for the reflector to put into sync TLVs (lsd.sync_pub), each peer's
  *    clock relative to ours for synced one-way delays (peer->owd), and
@@ -47,6 +49,7 @@
 
 #include "lockstepd.h"
 #include "ls_sync.h"
+#include "sync_priv.h"
 
 #define LS_SYNC_EST_CAP 1024        /* probes per path estimator, at most */
 #define LS_SYNC_DRAIN_MAX 256       /* records per ring per drain call */
@@ -64,32 +67,6 @@ _Static_assert(LS_STAMP_SYNC_LEN == LS_SYNC_WIRE_LEN, "sync TLV carries one wire
 #define LS_SYNC_DRIFT_SPAN_NS 2500000000ULL /* drift from the track once it spans 2.5 s */
 #define EDGE_MAX_TRACKS (LS_MAX_PATHS * 4)   /* an edge's paths: a node's peers (v4, v6) */
 #define NET_STEPS_PER_FIT 5 /* network steps per sync.interval_ms (net_step) */
-
-struct sync_path {
-	struct ls_sync_est est;
-	bool have_a;                /* first member of a pair waiting for the second */
-	uint32_t a_pair;
-	struct ls_sync_probe a;
-	struct ls_sync_fit fit;     /* last estimate: from the track */
-	struct ls_sync_fit win;     /* last window's own fit */
-	struct ls_sync_track track; /* recent window fits (lib/sync) */
-	double carry, carry_sigma;  /* the drift the track was carried at (NaN: none yet) */
-};
-
-struct lsd_peer_sync {
-	uint32_t node_id;           /* the peer's node id, from its sync TLV (0 unknown) */
-	bool has_state;
-	struct ls_sync_state st;    /* its latest announcement */
-	uint64_t st_rx;             /* our local time it arrived */
-	struct ls_sync_fit edge;    /* this peer's paths combined */
-	uint64_t resets;            /* estimators reset after a clock step */
-	bool reacquire;             /* reset since the last step: acquire it again */
-	uint64_t reacquired;        /* ... asked of its lcore and done */
-	uint32_t step_run;          /* probes in a row that did not fit the edge */
-	uint64_t edge_since;        /* local ns the edge became ok (0: it is not) */
-	uint16_t n_paths;
-	struct sync_path path[];
-};
 
 /* One neighbour node: every peer that is the same node, one edge. */
 struct sync_node {
@@ -110,6 +87,11 @@ static struct {
 	struct ls_clock *q_clock;   /*   runs there too; q_clock for queries at a TSC */
 	uint64_t next_step_tsc, next_net_tsc;
 	uint64_t step_tsc;          /* sync interval in TSC ticks */
+	bool stepping;              /* a fit step is under way (fit_slice) */
+	unsigned int step_cursor;   /* ... the next peer it fits */
+	unsigned int step_passes;   /* ... control-loop passes it took so far */
+	uint64_t step_at;           /* ... its instant: TSC */
+	uint64_t step_now;          /* ... and local time, every path's fit's t_ref */
 	uint64_t steps;             /* fit steps (each also a network step) */
 	uint64_t net_steps;         /* network steps */
 	uint64_t last_step_tsc;     /* when the last step ran (its "now") */
@@ -201,7 +183,8 @@ lsd_sync_peer_attach(struct lsd_peer *peer)
 	peer->owd.valid = false;
 	if (!sync_st.on)
 		return 0;
-	/* sync.paths: the first ones only (Pingmesh scale: ~20 KiB a path) */
+	/* sync.paths: the first ones only (each path's estimator and track;
+	 * tests/unit/test_sync_est.c's test_sync_bytes_* say how much) */
 	n = RTE_MIN(peer->n_paths, lsd.cfg.sync.paths);
 	ps = calloc(1, sizeof(*ps) + n * sizeof(ps->path[0]));
 	if (ps == NULL)
@@ -218,6 +201,7 @@ lsd_sync_peer_attach(struct lsd_peer *peer)
 				     lsd_peer_probes_in(peer, lsd.cfg.sync.window_ms, LS_SYNC_EST_CAP)) != 0) {
 			while (i-- > 0)
 				ls_sync_est_free(&ps->path[i].est);
+			/* no track holds memory before its first window */
 			free(ps);
 			return -ENOMEM;
 		}
@@ -242,8 +226,10 @@ lsd_sync_peer_detach(struct lsd_peer *peer)
 		}
 	/* records already queued for this peer name it: take them out first */
 	lsd_sync_drain();
-	for (uint16_t i = 0; i < ps->n_paths; i++)
+	for (uint16_t i = 0; i < ps->n_paths; i++) {
 		ls_sync_est_free(&ps->path[i].est);
+		ls_sync_track_free(&ps->path[i].track);
+	}
 	free(ps);
 	peer->sync = NULL;
 }
@@ -631,43 +617,74 @@ edge_fit(const struct lsd_peer_sync *one, uint32_t node, uint64_t now, struct ls
 
 static void net_step(uint64_t now);
 
-/* The fit step: every path's window and track, the edges, then a network
- * step on them. */
+/* Fit step work per control-loop pass (fit_slice). */
+#define STEP_SLICE_US 200
+
+/* One peer's part of the fit step: its paths' windows and tracks, then
+ * its edge. */
 static void
-step(void)
+fit_peer(struct lsd_peer *peer, uint64_t now)
 {
-	uint64_t tsc = rte_rdtsc();
-	uint64_t now = ls_clock_from_tsc(sync_st.clock, tsc);
+	struct lsd_peer_sync *ps = peer->sync;
+	double md = NAN, msig = NAN;
+
+	if (ps == NULL)
+		return;
+	/*
+	 * Estimators that started over (the peer restarted) need what
+	 * they needed at first: floor samples in both directions, rare
+	 * under load. Neighbours of a restarted node probe it faster
+	 * for probe.acquire_ms, as they did when it was added.
+	 */
+	if (ps->reacquire && lsd_acquire_on() && lsd_peer_acquire(peer) == 0)
+		ps->reacquired++;
+	ps->reacquire = false;
+	if (!mesh_drift(ps, &md, &msig))
+		md = msig = NAN;
+	for (uint16_t k = 0; k < ps->n_paths; k++)
+		path_fit(&ps->path[k], now, md, msig);
+	if (edge_fit(ps, 0, now, &ps->edge) != 0)
+		ps->edge.ok = false;
+	if (!ps->edge.ok)
+		ps->edge_since = 0;
+	else if (ps->edge_since == 0)
+		ps->edge_since = now;
+}
+
+/*
+ * The fit step's per-peer part, at most STEP_SLICE_US of it per pass,
+ * resumed from where the last pass stopped: with 10,000 peers x 8 paths a
+ * whole step took milliseconds, and a command arriving during it waited
+ * that long (peer.add p99 1.9 to 8.7 ms against 1 ms). Every path is
+ * fitted at the step's instant, as when the step ran in one go. A peer
+ * attached mid-step is fitted if the cursor has not passed it; one
+ * detached moves the last into its place, which may then wait for the
+ * next step: one step late, as a peer added just after a step is.
+ * Returns whether every peer is done.
+ */
+static bool
+fit_slice(void)
+{
+	uint64_t end = rte_rdtsc() + rte_get_tsc_hz() / 1000000 * STEP_SLICE_US;
+
+	sync_st.step_passes++;
+	while (sync_st.step_cursor < sync_st.n_peers) {
+		fit_peer(sync_st.peers[sync_st.step_cursor++], sync_st.step_now);
+		if (rte_rdtsc() > end)
+			return sync_st.step_cursor >= sync_st.n_peers;
+	}
+	return true;
+}
+
+/* The fit step's end, once every peer is fitted: the nodes' edges from
+ * their peers', then a network step on them. */
+static void
+step_end(void)
+{
+	uint64_t now = sync_st.step_now;
 	unsigned int np = sync_st.n_peers;
 
 	sync_st.n_nodes = 0;
-	for (unsigned int i = 0; i < np; i++) {
-		struct lsd_peer_sync *ps = sync_st.peers[i]->sync;
-		double md = NAN, msig = NAN;
-
-		if (ps == NULL)
-			continue;
-		/*
-		 * Estimators that started over (the peer restarted) need what
-		 * they needed at first: floor samples in both directions, rare
-		 * under load. Neighbours of a restarted node probe it faster
-		 * for probe.acquire_ms, as they did when it was added.
-		 */
-		if (ps->reacquire && lsd_acquire_on() &&
-		    lsd_peer_acquire(sync_st.peers[i]) == 0)
-			ps->reacquired++;
-		ps->reacquire = false;
-		if (!mesh_drift(ps, &md, &msig))
-			md = msig = NAN;
-		for (uint16_t k = 0; k < ps->n_paths; k++)
-			path_fit(&ps->path[k], now, md, msig);
-		if (edge_fit(ps, 0, now, &ps->edge) != 0)
-			ps->edge.ok = false;
-		if (!ps->edge.ok)
-			ps->edge_since = 0;
-		else if (ps->edge_since == 0)
-			ps->edge_since = now;
-	}
 	/* one neighbour per node id: IPv4 and IPv6 peers of a host are one edge */
 	for (unsigned int i = 0; i < np; i++) {
 		struct lsd_peer_sync *ps = sync_st.peers[i]->sync;
@@ -712,8 +729,11 @@ step(void)
 		}
 	}
 	sync_st.steps++;
-	sync_st.last_step_tsc = tsc;
-	net_step(now);
+	sync_st.last_step_tsc = sync_st.step_at;
+	/* a step done in one pass announces at its own instant (as before
+	 * slicing); one spread over passes at the time it ends, its edges
+	 * carried there along their drifts */
+	net_step(sync_st.step_passes > 1 ? ls_clock_from_tsc(sync_st.clock, rte_rdtsc()) : now);
 }
 
 /*
@@ -784,16 +804,26 @@ net_fast(void)
 	       sync_st.self.sigma_ns <= 10.0 * walk;
 }
 
-void
+bool
 lsd_sync_poll(uint64_t tsc)
 {
 	if (!sync_st.on)
-		return;
+		return false;
 	lsd_sync_drain();
-	if (tsc >= sync_st.next_step_tsc) {
-		step();
+	if (!sync_st.stepping && tsc >= sync_st.next_step_tsc) {
+		sync_st.stepping = true;
+		sync_st.step_cursor = 0;
+		sync_st.step_passes = 0;
+		sync_st.step_at = rte_rdtsc();
+		sync_st.step_now = ls_clock_from_tsc(sync_st.clock, sync_st.step_at);
 		sync_st.next_step_tsc = tsc + sync_st.step_tsc;
 		sync_st.next_net_tsc = tsc + sync_st.step_tsc / NET_STEPS_PER_FIT;
+	}
+	if (sync_st.stepping) {
+		if (fit_slice()) {
+			step_end();
+			sync_st.stepping = false;
+		}
 	} else if (tsc >= sync_st.next_net_tsc) {
 		if (net_fast())
 			net_step(ls_clock_from_tsc(sync_st.clock, rte_rdtsc()));
@@ -801,59 +831,10 @@ lsd_sync_poll(uint64_t tsc)
 	}
 	lsd_fleettime_poll(tsc, sync_st.clock, &sync_st.self, &sync_st.nconf);
 	lsd_chrony_poll(tsc, sync_st.clock, &sync_st.self, &sync_st.nconf);
+	return sync_st.stepping;
 }
 
 /* ---- reporting ---------------------------------------------------------- */
-
-static const char *
-status_name(uint8_t flags)
-{
-	if (flags & LS_SYNC_F_REF)
-		return "reference";
-	if (flags & LS_SYNC_F_HOLDOVER)
-		return "holdover";
-	if (flags & LS_SYNC_F_SYNCED)
-		return "synced";
-	return "unsynced";
-}
-
-static json_t *
-fit_json(const struct ls_sync_fit *f)
-{
-	if (!f->ok)
-		return json_null();
-	return json_pack("{s:I, s:f, s:f, s:f, s:f, s:f, s:i, s:i, s:i}",
-			 "t_ref_ns", (json_int_t)f->t_ref,
-			 "offset_ns", f->offset_ns, "drift_ppm", f->drift * 1e6,
-			 "sigma_ns", f->sigma_ns, "drift_sigma_ppm", f->drift_sigma * 1e6,
-			 "half_gap_ns", f->half_gap_ns,
-			 "n_fwd", (int)f->n_fwd, "n_rev", (int)f->n_rev,
-			 "outliers", (int)f->n_outliers);
-}
-
-static json_t *
-state_json(const struct ls_sync_state *s, uint64_t now)
-{
-	json_t *o = json_pack("{s:i, s:s, s:i, s:i, s:i, s:f, s:f, s:f, s:f, s:f}",
-			      "node_id", (int)s->node_id, "status", status_name(s->flags),
-			      "ref_id", (int)s->ref_id, "ref_seq", (int)s->ref_seq,
-			      "hops", (int)s->hops, "theta_ns", s->theta_ns,
-			      "phi_ppm", s->phi * 1e6, "sigma_ns", s->sigma_ns,
-			      "phi_sigma_ppm", s->phi_sigma * 1e6,
-			      "age_ms", s->t_good && now > s->t_good ?
-					(double)(now - s->t_good) / 1e6 : -1.0);
-
-	/* our own state only: a neighbour's comes off the wire without it */
-	if (s == &sync_st.self) {
-		json_object_set_new(o, "bound_sigma_ns", json_real(s->bound_sigma_ns));
-		json_object_set_new(o, "wander_obs_ns", isfinite(s->wander_obs_ns) ?
-				    json_real(s->wander_obs_ns) : json_null());
-		json_object_set_new(o, "lag_ms", json_real(s->lag_ns / 1e6));
-		json_object_set_new(o, "cluster_ns", json_real(s->cluster_ns));
-		json_object_set_new(o, "cluster_n", json_integer(s->cluster_n));
-	}
-	return o;
-}
 
 json_t *
 lsd_sync_json(uint64_t tsc)
@@ -871,7 +852,7 @@ lsd_sync_json(uint64_t tsc)
 	local = ls_clock_from_tsc(sync_st.q_clock, tsc);
 	ls_sync_fleet_read(&sync_st.self, &sync_st.nconf, local, &r);
 	o = json_pack("{s:b, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:f}, s:{s:I, s:I, s:I, s:I, s:I}}",
-		      "enabled", 1, "state", state_json(&sync_st.self, now),
+		      "enabled", 1, "state", lsd_sync_state_json(&sync_st.self, now, true),
 		      "reading", "tsc", (json_int_t)tsc, "local_ns", (json_int_t)local,
 		      "fleet_ns", (json_int_t)r.fleet_ns,
 		      "earliest_ns", (json_int_t)r.earliest_ns,
@@ -902,8 +883,9 @@ lsd_sync_json(uint64_t tsc)
 		n = json_pack("{s:i, s:o, s:o, s:o, s:f, s:b, s:f, s:f, s:f, s:f, s:b, "
 			      "s:{s:I, s:I, s:I, s:I}}",
 			      "node_id", (int)nd->nbr.id, "peers", names,
-			      "edge", nd->nbr.has_edge ? fit_json(&nd->nbr.edge) : json_null(),
-			      "state", nd->nbr.has_state ? state_json(&nd->nbr.st, 0) : json_null(),
+			      "edge", nd->nbr.has_edge ? lsd_sync_fit_json(&nd->nbr.edge) : json_null(),
+			      "state", nd->nbr.has_state ? lsd_sync_state_json(&nd->nbr.st, 0, false) :
+							 json_null(),
 			      "state_age_ms", nd->nbr.has_state && now > nd->nbr.st_rx ?
 				      (double)(now - nd->nbr.st_rx) / 1e6 : -1.0,
 			      "used", nd->use.used, "weight", nd->use.weight,
@@ -927,68 +909,4 @@ lsd_sync_json(uint64_t tsc)
 	/* edges and baselines refer to this instant */
 	json_object_set_new(o, "step_tsc", json_integer((json_int_t)sync_st.last_step_tsc));
 	return o;
-}
-
-/*
- * One path's estimator as it stands: every stored probe (oldest first, four
- * stamps in their own clocks and the pair's purity mask, 0 for second
- * members and single probes), the drift its last window was fitted at and
- * both of its fits. What an operator (or a diagnosis against the lab's
- * ground truth) needs to see why a path's offset is what it is.
- */
-json_t *
-lsd_sync_points_json(const struct lsd_peer *peer, uint16_t k)
-{
-	const struct lsd_peer_sync *ps = peer->sync;
-	const struct sync_path *sp;
-	const struct ls_sync_est *e;
-	json_t *pts;
-
-	if (ps == NULL || k >= ps->n_paths)
-		return NULL;
-	sp = &ps->path[k];
-	e = &sp->est;
-	pts = json_array();
-	for (uint32_t i = 0; i < e->n; i++) {
-		uint32_t j = (e->head - e->n + i) & (e->cap - 1);
-		const struct ls_sync_probe *p = &e->ring[j];
-
-		json_array_append_new(pts, json_pack("[I, I, I, I, i]", (json_int_t)p->t1,
-			(json_int_t)p->t2, (json_int_t)p->t3, (json_int_t)p->t4, (int)e->pure[j]));
-	}
-	/* jansson takes no NaN: a window fitted free has no fixed drift */
-	return json_pack("{s:i, s:I, s:o, s:o, s:o, s:o}", "path", (int)k,
-			 "window_ns", (json_int_t)e->conf.window_ns,
-			 "fixed_drift_ppm", isfinite(e->conf.fixed_drift) ?
-				json_real(e->conf.fixed_drift * 1e6) : json_null(),
-			 "fit", fit_json(&sp->fit), "window", fit_json(&sp->win), "probes", pts);
-}
-
-json_t *
-lsd_sync_peer_json(const struct lsd_peer *peer)
-{
-	const struct lsd_peer_sync *ps = peer->sync;
-	struct lsd_peer_owd w;
-	json_t *paths;
-	uint32_t sn;
-
-	if (ps == NULL)
-		return json_null();
-	do {
-		sn = rte_seqlock_read_begin(&peer->owd.lock);
-		w = peer->owd;
-	} while (rte_seqlock_read_retry(&peer->owd.lock, sn));
-	paths = json_array();
-	for (uint16_t k = 0; k < ps->n_paths; k++) {
-		const struct ls_sync_est *e = &ps->path[k].est;
-
-		json_array_append_new(paths, json_pack("{s:o, s:o, s:I, s:I, s:I, s:I}",
-			"fit", fit_json(&ps->path[k].fit), "window", fit_json(&ps->path[k].win),
-			"fwd_kept", (json_int_t)e->fwd_kept, "fwd_rejected", (json_int_t)e->fwd_rejected,
-			"rev_kept", (json_int_t)e->rev_kept, "rev_rejected", (json_int_t)e->rev_rejected));
-	}
-	return json_pack("{s:i, s:b, s:f, s:f, s:I, s:I, s:o}", "node_id", (int)ps->node_id,
-			 "owd_synced", w.valid, "peer_offset_ns", w.off_ns,
-			 "peer_drift_ppm", w.drift * 1e6, "resets", (json_int_t)ps->resets,
-			 "reacquired", (json_int_t)ps->reacquired, "paths", paths);
 }

@@ -49,6 +49,7 @@
 #define LS_SYNC_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -167,25 +168,25 @@ int ls_sync_envelope_fit(const struct ls_sync_pt *fwd, uint32_t n_fwd,
 			 const struct ls_sync_pt *rev, uint32_t n_rev,
 			 const struct ls_sync_est_conf *conf, struct ls_sync_fit *out);
 
-/** Floor samples kept per direction per fit (ls_sync_est_floor_drift). */
+/** Most floor samples kept per direction per fit (ls_sync_est_floor_drift). */
 #define LS_SYNC_FLOOR_VERTS 24
-/** Fits whose floor samples are kept: 8 s at the default 500 ms sync step. */
+/** Fits whose floor samples are kept: 4 s at the default 250 ms sync step. */
 #define LS_SYNC_FLOOR_CHUNKS 16
 /** How far back ls_sync_est_floor_drift() looks. */
 #define LS_SYNC_FLOOR_HORIZON_NS 8000000000ull
 
 /**
- * The lower hull of one direction's pure samples that arrived between two
- * fits: the only ones that can ever lie on the lower hull of a longer span
- * (the hull of a union is the hull of its parts' hulls).
+ * Per-path estimator: a ring of recent probes with their purity, and the
+ * floor chunks: per fit, the lower hull of each direction's pure samples
+ * that arrived since the fit before, the only ones that can ever lie on the
+ * lower hull of a longer span (the hull of a union is the hull of its
+ * parts' hulls). Chunk j's vertices of direction s (0 forward, 1 reverse)
+ * are floor_t / floor_d[(2 j + s) verts + i], i < floor_n[j][s].
+ *
+ * Why verts is sized and grown rather than fixed at LS_SYNC_FLOOR_VERTS: at
+ * a pair a second a fit step holds one sample a direction or none, and 24
+ * slots per chunk were 12 KiB a path, most of a Pingmesh path's memory.
  */
-struct ls_sync_floor_chunk {
-	uint32_t n[2];                      /**< vertices: [0] forward, [1] reverse */
-	uint64_t t[2][LS_SYNC_FLOOR_VERTS]; /**< their time on A's clock (t1; t4) */
-	double d[2][LS_SYNC_FLOOR_VERTS];   /**< their delay (t2 - t1; t4 - t3) */
-};
-
-/** Per-path estimator: a ring of recent probes with their purity. */
 struct ls_sync_est {
 	struct ls_sync_est_conf conf;
 	uint32_t cap;                 /**< ring capacity (power of 2) */
@@ -193,7 +194,12 @@ struct ls_sync_est {
 	uint32_t n;                   /**< stored probes */
 	struct ls_sync_probe *ring;   /**< cap probes */
 	uint8_t *pure;                /**< cap purity masks (0 for second members) */
-	struct ls_sync_floor_chunk *chunk; /**< LS_SYNC_FLOOR_CHUNKS, a ring */
+	uint64_t *floor_t;            /**< chunk vertices' time on A's clock (t1; t4) */
+	double *floor_d;              /**< their delay (t2 - t1; t4 - t3) */
+	uint32_t verts;               /**< vertices a chunk holds per direction: from
+				       *   cap at init, grown when a fit's hull has
+				       *   more, at most LS_SYNC_FLOOR_VERTS */
+	uint8_t floor_n[LS_SYNC_FLOOR_CHUNKS][2]; /**< vertices held per chunk, direction */
 	uint32_t chunk_head;          /**< next chunk written */
 	uint32_t chunk_n;             /**< chunks held */
 	uint64_t last_fit;            /**< now of the previous fit (0: none yet) */
@@ -208,12 +214,22 @@ struct ls_sync_est {
 /**
  * Set up an estimator holding up to cap probes (rounded up to a power of 2;
  * at default window 2 s and a pair per path every 10 ms, 512 is enough).
+ * The floor chunks start with cap / 32 vertices a direction (2 to
+ * LS_SYNC_FLOOR_VERTS: a ring sized to twice a window's probes at the
+ * acquisition rate, lockstepd's, spreads a quarter of its pairs over a
+ * default window's 8 fit steps) and grow when a fit's hull needs more.
  * @return 0, -EINVAL, or -ENOMEM.
  */
 int ls_sync_est_init(struct ls_sync_est *e, const struct ls_sync_est_conf *conf, uint32_t cap);
 
 /** Release the rings. */
 void ls_sync_est_free(struct ls_sync_est *e);
+
+/**
+ * Heap bytes the estimator holds (its ring, purity masks and floor chunks;
+ * not the struct itself): what one path's clock sync costs besides it.
+ */
+size_t ls_sync_est_bytes(const struct ls_sync_est *e);
 
 /** Forget all samples (counters kept): after a peer restart or clock step. */
 void ls_sync_est_reset(struct ls_sync_est *e);
@@ -311,7 +327,7 @@ int ls_sync_combine(const struct ls_sync_fit *fits, unsigned int n, uint64_t t_r
 /* ---- per-path history of window fits ---- */
 
 /**
- * Windows kept per path: 60 s at the default 500 ms sync step. Used for the
+ * Windows kept per path: 30 s at the default 250 ms sync step. Used for the
  * drift (a slope through many windows' offsets is steadier than one 2 s
  * window's) and to carry a clean window's offset forward (below).
  */
@@ -337,23 +353,68 @@ int ls_sync_combine(const struct ls_sync_fit *fits, unsigned int n, uint64_t t_r
  * look clean while all of them were off by that much.
  */
 struct ls_sync_track {
-	uint64_t t[LS_SYNC_TRACK_LEN];   /**< window's t_ref (our clock) */
-	double off[LS_SYNC_TRACK_LEN];   /**< its offset at t_ref */
-	double gap[LS_SYNC_TRACK_LEN];   /**< its band_ns (the widest half gap) */
-	double sig[LS_SYNC_TRACK_LEN];   /**< its sigma */
-	struct ls_sync_pt sf[LS_SYNC_TRACK_LEN]; /**< its forward support sample (t from t_ref) */
-	struct ls_sync_pt sr[LS_SYNC_TRACK_LEN]; /**< its reverse one */
-	bool sup[LS_SYNC_TRACK_LEN];     /**< sf and sr are set */
-	double floor;                    /**< least band since reset, held or not */
+	struct ls_sync_track_win *w;     /**< cap windows, a ring (NULL: none yet) */
+	uint32_t cap;                    /**< grows as windows come, to LS_SYNC_TRACK_LEN */
 	uint32_t n;                      /**< entries held */
 	uint32_t head;                   /**< next write */
+	double floor;                    /**< least band since reset, held or not */
 };
 
-/** Forget every window (after a clock step or a peer restart). */
+/**
+ * One window as a track holds it, 40 bytes (it was 65: at a window every
+ * 250 ms, 120 of them were 7.8 KiB a path, most of a Pingmesh path's
+ * memory). Floats where what they round cannot matter:
+ *  - gap and sig: ns, a float's 24 bits keep 6e-8 of them (0.001 ns of a
+ *    20 us half gap); they weigh windows against each other.
+ *  - the support samples' times, relative to t: whole ns within the window,
+ *    exact up to 2^24 ns (16.7 ms), beyond that rounded by at most 64 ns in
+ *    a 2 s window; a delay moves along the envelope's line by at most the
+ *    drift (<= 500 ppm) times that: 0.03 ns.
+ *  - their delays, less the offset rounded to whole ns (forward) or plus it
+ *    (reverse). The raw delays carry the clocks' offset, up to seconds, and
+ *    would not fit; what is left is a one-way delay (the path's floor and
+ *    queueing), and whole ns, since the delays are differences of
+ *    timestamps: exact below 16.7 ms, 1 part in 2^24 beyond.
+ * With whole-ns offsets left out the round trip is exact, which matters
+ * more than it seems: in the unit tests' synthetic data many samples lie
+ * exactly on one line, and a 1e-9 ns difference breaks the ties the other
+ * way (test_sync's track runs read 0.17 sigma for 0.08).
+ * t and off stay 64-bit: absolute clock values, and offsets of up to
+ * seconds that windows agree on to the nanosecond.
+ */
+struct ls_sync_track_win {
+	uint64_t t;    /**< window's t_ref (our clock) */
+	double off;    /**< its offset at t_ref */
+	float gap;     /**< its band_ns (the widest half gap) */
+	float sig;     /**< its sigma */
+	float sf_t;    /**< forward support sample: time from t */
+	float sf_d;    /**< ... its delay less round(off) (NaN: no support samples) */
+	float sr_t;    /**< reverse support sample: time from t */
+	float sr_d;    /**< ... its delay plus round(off) */
+};
+
+/** An empty track holding no memory (a zeroed one is the same). */
+void ls_sync_track_init(struct ls_sync_track *k);
+
+/** Release the windows' memory; k is empty (as after ls_sync_track_init). */
+void ls_sync_track_free(struct ls_sync_track *k);
+
+/** Forget every window (after a clock step or a peer restart); the memory
+ * is kept for the windows to come. */
 void ls_sync_track_reset(struct ls_sync_track *k);
 
-/** Append a window fit (ignored unless ok); the oldest falls out when full. */
+/**
+ * Append a window fit (ignored unless ok); the oldest falls out when full.
+ * The ring grows as windows come (by half, at least 8 at a time), so a path
+ * whose windows seldom fit (a pair a second: only while acquiring) holds
+ * a few, and every track holds the same windows as one of
+ * LS_SYNC_TRACK_LEN would. Control thread: it may allocate; if that fails
+ * the oldest falls out early.
+ */
 void ls_sync_track_add(struct ls_sync_track *k, const struct ls_sync_fit *f);
+
+/** Heap bytes the track holds (its windows; not the struct itself). */
+size_t ls_sync_track_bytes(const struct ls_sync_track *k);
 
 /**
  * Drift, two ways, and whichever is surer:

@@ -18,6 +18,43 @@
 
 /* ---- per-path estimator ----------------------------------------------- */
 
+/* Floor chunk vertices a direction for a ring of cap probes (ls_sync.h). */
+static uint32_t
+floor_verts_for(uint32_t cap)
+{
+	uint32_t v = cap / 32;
+
+	return v < 2 ? 2 : v > LS_SYNC_FLOOR_VERTS ? LS_SYNC_FLOOR_VERTS : v;
+}
+
+/*
+ * Room for verts vertices per chunk and direction, the held ones moved
+ * over. On failure the old layout stays and the caller keeps fewer.
+ */
+static int
+floor_resize(struct ls_sync_est *e, uint32_t verts)
+{
+	size_t slots = (size_t)LS_SYNC_FLOOR_CHUNKS * 2 * verts;
+	uint64_t *t = malloc(slots * (sizeof(*t) + sizeof(double)));
+	double *d;
+
+	if (t == NULL)
+		return -ENOMEM;
+	d = (double *)(t + slots);
+	for (uint32_t j = 0; j < LS_SYNC_FLOOR_CHUNKS && e->floor_t != NULL; j++)
+		for (int s = 0; s < 2; s++) {
+			size_t from = (2 * (size_t)j + s) * e->verts, to = (2 * (size_t)j + s) * verts;
+
+			memcpy(&t[to], &e->floor_t[from], e->floor_n[j][s] * sizeof(*t));
+			memcpy(&d[to], &e->floor_d[from], e->floor_n[j][s] * sizeof(*d));
+		}
+	free(e->floor_t);
+	e->floor_t = t;
+	e->floor_d = d;
+	e->verts = verts;
+	return 0;
+}
+
 int
 ls_sync_est_init(struct ls_sync_est *e, const struct ls_sync_est_conf *conf, uint32_t cap)
 {
@@ -34,8 +71,7 @@ ls_sync_est_init(struct ls_sync_est *e, const struct ls_sync_est_conf *conf, uin
 		c <<= 1;
 	e->ring = calloc(c, sizeof(*e->ring));
 	e->pure = calloc(c, sizeof(*e->pure));
-	e->chunk = calloc(LS_SYNC_FLOOR_CHUNKS, sizeof(*e->chunk));
-	if (e->ring != NULL && e->pure != NULL && e->chunk != NULL) {
+	if (e->ring != NULL && e->pure != NULL && floor_resize(e, floor_verts_for(c)) == 0) {
 		e->cap = c;
 		return 0;
 	}
@@ -48,12 +84,22 @@ ls_sync_est_free(struct ls_sync_est *e)
 {
 	free(e->ring);
 	free(e->pure);
-	free(e->chunk);
+	free(e->floor_t);
 	e->ring = NULL;
 	e->pure = NULL;
-	e->chunk = NULL;
+	e->floor_t = NULL;
+	e->floor_d = NULL;
 	e->cap = e->head = e->n = 0;
+	e->verts = 0;
 	e->chunk_head = e->chunk_n = 0;
+	memset(e->floor_n, 0, sizeof(e->floor_n));
+}
+
+size_t
+ls_sync_est_bytes(const struct ls_sync_est *e)
+{
+	return (size_t)e->cap * (sizeof(*e->ring) + sizeof(*e->pure)) +
+	       (size_t)LS_SYNC_FLOOR_CHUNKS * 2 * e->verts * (sizeof(*e->floor_t) + sizeof(*e->floor_d));
 }
 
 void
@@ -63,6 +109,7 @@ ls_sync_est_reset(struct ls_sync_est *e)
 	e->n = 0;
 	e->chunk_head = 0;
 	e->chunk_n = 0;
+	memset(e->floor_n, 0, sizeof(e->floor_n));
 	e->last_fit = 0;
 }
 
@@ -119,19 +166,24 @@ in_window(int64_t dt, int64_t win)
 /* ---- floor drift ------------------------------------------------------ */
 
 /*
- * One direction's new floor samples into chunk c: the lower hull of the
- * pure samples newer than the previous fit (times relative to now), at
- * most LS_SYNC_FLOOR_VERTS of its vertices (evenly, ends kept, in the rare
- * case of more: the hull of the rest lies at most a sample's jitter above).
- * tmp holds n points, h n indices.
+ * One direction's new floor samples into chunk j: the lower hull of the
+ * pure samples newer than the previous fit (times relative to now). A hull
+ * of more vertices than the chunks hold grows them (to
+ * LS_SYNC_FLOOR_VERTS), so every vertex is kept as it would be with the
+ * full size from the start. Past LS_SYNC_FLOOR_VERTS, or when growing
+ * fails, evenly spaced vertices are kept, ends included: the rare case of
+ * a hull that dense, whose dropped vertices lie at most a sample's jitter
+ * below the chords between the kept ones (the rule before the chunks were
+ * sized). tmp holds n points, h n indices.
  */
 static void
-keep_side(struct ls_sync_floor_chunk *c, int side, uint64_t now, double since,
+keep_side(struct ls_sync_est *e, uint32_t j, int side, uint64_t now, double since,
 	  const struct ls_sync_pt *p, uint32_t n, struct ls_sync_pt *tmp, uint32_t *h)
 {
-	uint32_t m = 0, nh;
+	uint32_t m = 0, nh, v;
+	size_t base;
 
-	c->n[side] = 0;
+	e->floor_n[j][side] = 0;
 	for (uint32_t i = 0; i < n; i++)
 		if (p[i].t > since)
 			tmp[m++] = p[i];
@@ -139,14 +191,19 @@ keep_side(struct ls_sync_floor_chunk *c, int side, uint64_t now, double since,
 		return;
 	qsort(tmp, m, sizeof(*tmp), ls_sync_pt_cmp);
 	nh = ls_sync_lower_hull(tmp, m, h);
-	for (uint32_t i = 0; i < LS_SYNC_FLOOR_VERTS && i < nh; i++) {
-		uint32_t k = nh <= LS_SYNC_FLOOR_VERTS ? i :
-			     (uint32_t)((uint64_t)i * (nh - 1) / (LS_SYNC_FLOOR_VERTS - 1));
-		const struct ls_sync_pt *v = &tmp[h[k]];
+	if (nh > e->verts && e->verts < LS_SYNC_FLOOR_VERTS) {
+		v = nh > 2 * e->verts ? nh : 2 * e->verts;
+		(void)floor_resize(e, v < LS_SYNC_FLOOR_VERTS ? v : LS_SYNC_FLOOR_VERTS);
+	}
+	v = e->verts;
+	base = (2 * (size_t)j + side) * v;
+	for (uint32_t i = 0; i < v && i < nh; i++) {
+		uint32_t k = nh <= v ? i : (uint32_t)((uint64_t)i * (nh - 1) / (v - 1));
+		const struct ls_sync_pt *q = &tmp[h[k]];
 
-		c->t[side][c->n[side]] = ns_add(now, (int64_t)llround(v->t));
-		c->d[side][c->n[side]] = v->d;
-		c->n[side]++;
+		e->floor_t[base + i] = ns_add(now, (int64_t)llround(q->t));
+		e->floor_d[base + i] = q->d;
+		e->floor_n[j][side]++;
 	}
 }
 
@@ -156,13 +213,12 @@ static void
 keep_floor(struct ls_sync_est *e, uint64_t now, const struct ls_sync_pt *fp, uint32_t nf,
 	   const struct ls_sync_pt *rp, uint32_t nr, struct ls_sync_pt *tmp, uint32_t *h)
 {
-	struct ls_sync_floor_chunk *c = &e->chunk[e->chunk_head];
 	double since = e->last_fit != 0 ? (double)ns_diff(e->last_fit, now) : -INFINITY;
 
 	if (e->last_fit != 0 && ns_diff(now, e->last_fit) <= 0)
 		return; /* nothing new (the same instant fitted twice) */
-	keep_side(c, 0, now, since, fp, nf, tmp, h);
-	keep_side(c, 1, now, since, rp, nr, tmp, h);
+	keep_side(e, e->chunk_head, 0, now, since, fp, nf, tmp, h);
+	keep_side(e, e->chunk_head, 1, now, since, rp, nr, tmp, h);
 	e->chunk_head = (e->chunk_head + 1) % LS_SYNC_FLOOR_CHUNKS;
 	if (e->chunk_n < LS_SYNC_FLOOR_CHUNKS)
 		e->chunk_n++;
@@ -220,15 +276,15 @@ side_slope(const struct ls_sync_est *e, int side, uint64_t now, double wander_ns
 
 	*span = 0;
 	for (uint32_t j = 0; j < e->chunk_n; j++) {
-		const struct ls_sync_floor_chunk *c = &e->chunk[j];
+		size_t base = (2 * (size_t)j + side) * e->verts;
 
-		for (uint32_t i = 0; i < c->n[side]; i++) {
-			int64_t dt = ns_diff(c->t[side][i], now);
+		for (uint32_t i = 0; i < e->floor_n[j][side]; i++) {
+			int64_t dt = ns_diff(e->floor_t[base + i], now);
 
 			if (dt > 0 || dt <= -(int64_t)LS_SYNC_FLOOR_HORIZON_NS)
 				continue;
 			p[n].t = (double)dt;
-			p[n].d = c->d[side][i];
+			p[n].d = e->floor_d[base + i];
 			n++;
 		}
 	}

@@ -46,35 +46,111 @@
 static inline uint32_t
 slot(const struct ls_sync_track *k, uint32_t i)
 {
-	return (k->head + LS_SYNC_TRACK_LEN - k->n + i) % LS_SYNC_TRACK_LEN;
+	return (k->head + k->cap - k->n + i) % k->cap;
+}
+
+/* The forward and reverse support samples of entry s (t from its t_ref),
+ * their delays back on the raw scale (struct ls_sync_track_win). */
+static inline struct ls_sync_pt
+sup_fwd(const struct ls_sync_track *k, uint32_t s)
+{
+	const struct ls_sync_track_win *w = &k->w[s];
+
+	return (struct ls_sync_pt){.t = w->sf_t, .d = (double)w->sf_d + round(w->off)};
+}
+
+static inline struct ls_sync_pt
+sup_rev(const struct ls_sync_track *k, uint32_t s)
+{
+	const struct ls_sync_track_win *w = &k->w[s];
+
+	return (struct ls_sync_pt){.t = w->sr_t, .d = (double)w->sr_d - round(w->off)};
+}
+
+static inline bool
+has_sup(const struct ls_sync_track *k, uint32_t s)
+{
+	return !isnan(k->w[s].sf_d);
 }
 
 void
-ls_sync_track_reset(struct ls_sync_track *k)
+ls_sync_track_init(struct ls_sync_track *k)
 {
 	memset(k, 0, sizeof(*k));
 	k->floor = INFINITY;
 }
 
 void
+ls_sync_track_free(struct ls_sync_track *k)
+{
+	free(k->w);
+	ls_sync_track_init(k);
+}
+
+void
+ls_sync_track_reset(struct ls_sync_track *k)
+{
+	k->n = 0;
+	k->head = 0;
+	k->floor = INFINITY;
+}
+
+size_t
+ls_sync_track_bytes(const struct ls_sync_track *k)
+{
+	return (size_t)k->cap * sizeof(*k->w);
+}
+
+/* Room for more windows, the held ones moved over oldest first; false
+ * when there is none (the caller overwrites the oldest). */
+static bool
+grow(struct ls_sync_track *k)
+{
+	uint32_t cap = k->cap + (k->cap / 2 > 8 ? k->cap / 2 : 8);
+	struct ls_sync_track_win *w;
+
+	if (cap > LS_SYNC_TRACK_LEN)
+		cap = LS_SYNC_TRACK_LEN;
+	w = malloc((size_t)cap * sizeof(*w));
+	if (w == NULL)
+		return false;
+	for (uint32_t i = 0; i < k->n; i++)
+		w[i] = k->w[slot(k, i)];
+	free(k->w);
+	k->w = w;
+	k->cap = cap;
+	k->head = k->n;
+	return true;
+}
+
+void
 ls_sync_track_add(struct ls_sync_track *k, const struct ls_sync_fit *f)
 {
+	struct ls_sync_track_win *w;
+	bool sup;
+
 	if (!f->ok || !isfinite(f->offset_ns) || !isfinite(f->band_ns))
 		return;
-	k->t[k->head] = f->t_ref;
-	k->off[k->head] = f->offset_ns;
+	if (k->n == k->cap && k->cap < LS_SYNC_TRACK_LEN && !grow(k) && k->cap == 0)
+		return;
+	w = &k->w[k->head];
+	w->t = f->t_ref;
+	w->off = f->offset_ns;
 	/* The widest band, not the gap at the fixed slope: a window fitted at
 	 * a wrong slope has a narrower gap and would look cleaner than it is. */
-	k->gap[k->head] = f->band_ns;
-	k->sig[k->head] = f->sigma_ns;
-	k->sup[k->head] = f->has_sup && isfinite(f->sup_fwd.d) && isfinite(f->sup_rev.d);
-	k->sf[k->head] = f->sup_fwd;
-	k->sr[k->head] = f->sup_rev;
-	/* A zeroed track (never reset) has floor 0: treat it as unset. */
-	if (k->n == 0 || f->band_ns < k->floor)
-		k->floor = f->band_ns;
-	k->head = (k->head + 1) % LS_SYNC_TRACK_LEN;
-	if (k->n < LS_SYNC_TRACK_LEN)
+	w->gap = (float)f->band_ns;
+	w->sig = (float)f->sigma_ns;
+	sup = f->has_sup && isfinite(f->sup_fwd.d) && isfinite(f->sup_rev.d);
+	w->sf_t = sup ? (float)f->sup_fwd.t : 0;
+	w->sf_d = sup ? (float)(f->sup_fwd.d - round(f->offset_ns)) : NAN;
+	w->sr_t = sup ? (float)f->sup_rev.t : 0;
+	w->sr_d = sup ? (float)(f->sup_rev.d + round(f->offset_ns)) : NAN;
+	/* A zeroed track (never reset) has floor 0: treat it as unset. The
+	 * floor as held, so that the window that set it has no excess. */
+	if (k->n == 0 || w->gap < k->floor)
+		k->floor = w->gap;
+	k->head = (k->head + 1) % k->cap;
+	if (k->n < k->cap)
 		k->n++;
 }
 
@@ -84,7 +160,7 @@ least_gap(const struct ls_sync_track *k)
 	double g = k->floor;
 
 	for (uint32_t i = 0; i < k->n; i++)
-		g = fmin(g, k->gap[slot(k, i)]);
+		g = fmin(g, k->w[slot(k, i)].gap);
 	return g;
 }
 
@@ -92,7 +168,7 @@ least_gap(const struct ls_sync_track *k)
 static inline double
 span_ns(const struct ls_sync_track *k)
 {
-	return (double)ns_diff(k->t[slot(k, k->n - 1)], k->t[slot(k, 0)]);
+	return (double)ns_diff(k->w[slot(k, k->n - 1)].t, k->w[slot(k, 0)].t);
 }
 
 /*
@@ -113,9 +189,9 @@ carried_var(double own, double age, double tf, double tr, double drift_sigma, do
 static double
 own_var(const struct ls_sync_track *k, uint32_t s, double g0)
 {
-	double e = k->gap[s] - g0;
+	double e = k->w[s].gap - g0, sig = k->w[s].sig;
 
-	return k->sig[s] * k->sig[s] + e * e;
+	return sig * sig + e * e;
 }
 
 /*
@@ -130,12 +206,15 @@ support_points(const struct ls_sync_track *k, uint32_t from, struct ls_sync_pt *
 
 	for (uint32_t i = from; i < k->n; i++) {
 		uint32_t s = slot(k, i);
-		double dt = (double)ns_diff(k->t[s], k->t[last]);
+		double dt = (double)ns_diff(k->w[s].t, k->w[last].t);
+		struct ls_sync_pt sf, sr;
 
-		if (!k->sup[s])
+		if (!has_sup(k, s))
 			continue;
-		f[n] = (struct ls_sync_pt){.t = dt + k->sf[s].t, .d = k->sf[s].d};
-		r[n] = (struct ls_sync_pt){.t = dt + k->sr[s].t, .d = k->sr[s].d};
+		sf = sup_fwd(k, s);
+		sr = sup_rev(k, s);
+		f[n] = (struct ls_sync_pt){.t = dt + sf.t, .d = sf.d};
+		r[n] = (struct ls_sync_pt){.t = dt + sr.t, .d = sr.d};
 		n++;
 	}
 	return n;
@@ -235,8 +314,8 @@ ls_slope(const struct ls_sync_track *k, double g0, double *sigma)
 	for (uint32_t i = 0; i < k->n; i++) {
 		uint32_t s = slot(k, i);
 		double w = 1.0 / fmax(own_var(k, s, g0), 1e-6);
-		double t = (double)ns_diff(k->t[s], k->t[last]);
-		double o = k->off[s] - k->off[last];
+		double t = (double)ns_diff(k->w[s].t, k->w[last].t);
+		double o = k->w[s].off - k->w[last].off;
 
 		sw += w;
 		st += w * t;
@@ -252,8 +331,8 @@ ls_slope(const struct ls_sync_track *k, double g0, double *sigma)
 	for (uint32_t i = 0; i < k->n; i++) {
 		uint32_t s = slot(k, i);
 		double v = fmax(own_var(k, s, g0), 1e-6), w = 1.0 / v;
-		double t = (double)ns_diff(k->t[s], k->t[last]);
-		double r = k->off[s] - k->off[last] - (a + b * t);
+		double t = (double)ns_diff(k->w[s].t, k->w[last].t);
+		double r = k->w[s].off - k->w[last].off - (a + b * t);
 
 		chi += w * r * r;
 		/* b = sum c_i off_i with c_i = w_i (sw t_i - st) / den */
@@ -411,10 +490,10 @@ joint_entry(const struct ls_sync_track *k, const struct ls_sync_fit *j, uint64_t
 	    double shift, double drift_sigma, double wander_ns, struct entry *en)
 {
 	uint32_t last = slot(k, k->n - 1);
-	double age = fmax((double)ns_diff(now, k->t[last]), 0.0);
+	double age = fmax((double)ns_diff(now, k->w[last].t), 0.0);
 	double e = fmax(j->half_gap_ns - g0, 0.0);
 
-	set_entry(en, j->offset_ns - k->off[last] + shift, j->sigma_ns, e,
+	set_entry(en, j->offset_ns - k->w[last].off + shift, j->sigma_ns, e,
 		  j->half_gap_ns, age, fabs(j->sup_fwd.t), fabs(j->sup_rev.t), drift_sigma,
 		  wander_ns, 1.0);
 }
@@ -476,7 +555,7 @@ window_overlap(const struct ls_sync_track *k, const struct ls_sync_est_conf *con
 
 	if (conf == NULL || k->n < 2)
 		return 1.0;
-	spacing = (double)ns_diff(k->t[slot(k, k->n - 1)], k->t[slot(k, 0)]) / (k->n - 1);
+	spacing = (double)ns_diff(k->w[slot(k, k->n - 1)].t, k->w[slot(k, 0)].t) / (k->n - 1);
 	return spacing > 0 ? fmax(1.0, (double)conf->window_ns / spacing / 4.0) : 1.0;
 }
 
@@ -499,7 +578,7 @@ recent_joints(const struct ls_sync_track *k, uint64_t now, double drift, double 
 		uint32_t from = k->n - 1;
 		struct ls_sync_fit q;
 
-		while (from > 0 && ns_diff(k->t[last], k->t[slot(k, from - 1)]) <= (int64_t)horizon)
+		while (from > 0 && ns_diff(k->w[last].t, k->w[slot(k, from - 1)].t) <= (int64_t)horizon)
 			from--;
 		if (from == 0 || from == prev_from || k->n - from < 2)
 			continue;
@@ -533,14 +612,13 @@ track_entries(const struct ls_sync_track *k, uint64_t now, double drift, double 
 	 * are ~1e7 ns and agree to ~1 ns, the differences keep the digits. */
 	for (i = 0; i < k->n; i++) {
 		uint32_t s = slot(k, i);
-		double age = fmax((double)ns_diff(now, k->t[s]), 0.0);
-		double tf = k->sup[s] ? fabs(k->sf[s].t) : 0, tr = k->sup[s] ? fabs(k->sr[s].t) : 0;
+		const struct ls_sync_track_win *w = &k->w[s];
+		double age = fmax((double)ns_diff(now, w->t), 0.0);
+		double tf = has_sup(k, s) ? fabs(w->sf_t) : 0, tr = has_sup(k, s) ? fabs(w->sr_t) : 0;
 
 		set_entry(&en[i],
-			  k->off[s] - k->off[last] + drift * (double)ns_diff(k->t[last], k->t[s]) +
-				  shift,
-			  k->sig[s], k->gap[s] - g0, k->gap[s], age, tf, tr, drift_sigma, wander_ns,
-			  overlap);
+			  w->off - k->w[last].off + drift * (double)ns_diff(k->w[last].t, w->t) + shift,
+			  w->sig, w->gap - g0, w->gap, age, tf, tr, drift_sigma, wander_ns, overlap);
 	}
 	m = k->n;
 	if (has_joint) {
@@ -639,7 +717,7 @@ fit_tracks(const struct ls_sync_track *const *k, const double *drift, const doub
 		last = slot(k[j], k[j]->n - 1);
 		/* each track's entries relative to the first track's newest
 		 * window carried to now: the tracks differ by nanoseconds */
-		shift = k[j]->off[last] + b * (double)ns_diff(now, k[j]->t[last]);
+		shift = k[j]->w[last].off + b * (double)ns_diff(now, k[j]->w[last].t);
 		if (isnan(base))
 			base = shift;
 		m += track_entries(k[j], now, b, dsig[j], wander_ns, conf[j], shift - base, j,

@@ -174,6 +174,50 @@ START_TEST(test_floor_drift)
 }
 END_TEST
 
+/*
+ * Floor chunks sized small grow to what a fit step brings and give the
+ * floor drift of chunks of LS_SYNC_FLOOR_VERTS, bit for bit: one ring of
+ * 64 probes (2 vertices a chunk at first) and one of 1,024 (24), both
+ * holding the whole window (a pair every 100 ms), fitted every second.
+ */
+START_TEST(test_floor_chunks_grow)
+{
+	struct path p = mk_path(2.7 * MS, 31e-6);
+	struct ls_sync_est small, full;
+	double T, Tf = 0;
+	unsigned int sure = 0;
+
+	ck_assert_int_eq(ls_sync_est_init(&small, NULL, 64), 0);
+	ck_assert_int_eq(ls_sync_est_init(&full, NULL, 1024), 0);
+	ck_assert_uint_eq(small.verts, 2);
+	for (T = 1 * SEC; T <= 20 * SEC; T += 1 * SEC) {
+		uint64_t now = clk_at(&p.a, T);
+		struct ls_sync_fit w1, w2;
+		double s1, s2, b1, b2;
+		double Tf2 = Tf;
+
+		/* the same pairs and queues into both */
+		ls_rng_seed(517 + (uint64_t)(T / SEC));
+		feed_queued(&small, &p, &Tf, T, 100 * MS, sparse_floor_queues);
+		ls_rng_seed(517 + (uint64_t)(T / SEC));
+		feed_queued(&full, &p, &Tf2, T, 100 * MS, sparse_floor_queues);
+		ls_sync_est_fit(&small, now, &w1);
+		ls_sync_est_fit(&full, now, &w2);
+		b1 = ls_sync_est_floor_drift(&small, now, 0, &s1);
+		b2 = ls_sync_est_floor_drift(&full, now, 0, &s2);
+		ck_assert_msg((isnan(b1) && isnan(b2)) || (b1 == b2 && s1 == s2),
+			      "T %.0f s: %.6e (%.3e) against %.6e (%.3e)", T / SEC, b1, s1, b2, s2);
+		sure += !isnan(b1);
+	}
+	printf("floor chunks grown from 2 to %u vertices: floor drift as with %u, %u of 20 steps "
+	       "with one\n", small.verts, full.verts, sure);
+	ck_assert_uint_gt(small.verts, 2);
+	ck_assert_uint_gt(sure, 0);
+	ls_sync_est_free(&small);
+	ls_sync_est_free(&full);
+}
+END_TEST
+
 /* ---- 4b. per-path track of windows ------------------------------------ */
 
 /* Worst errors of a track run (track_run). */
@@ -204,7 +248,7 @@ track_run(struct path *p, uint64_t seed, double gap_ns, double secs, double t_st
 	ls_sync_est_conf_default(&conf);
 	conf.purity_tol_ns = 200;
 	ck_assert_int_eq(ls_sync_est_init(&e, &conf, 1024), 0);
-	ls_sync_track_reset(&k);
+	ls_sync_track_init(&k);
 	for (T = 500 * MS; T <= secs * SEC; T += 500 * MS) {
 		struct ls_sync_fit win, fit;
 		double sig, b, truth, de;
@@ -236,6 +280,7 @@ track_run(struct path *p, uint64_t seed, double gap_ns, double secs, double t_st
 		w->steps++;
 	}
 	ls_sync_est_free(&e);
+	ls_sync_track_free(&k);
 }
 
 /*
@@ -425,7 +470,7 @@ START_TEST(test_track_many)
 	conf.purity_tol_ns = 200;
 	for (int j = 0; j < NP; j++) {
 		ck_assert_int_eq(ls_sync_est_init(&e[j], &conf, 1024), 0);
-		ls_sync_track_reset(&k[j]);
+		ls_sync_track_init(&k[j]);
 		kp[j] = &k[j];
 		cp[j] = &e[j].conf;
 		b[j] = sig[j] = 0;
@@ -489,8 +534,10 @@ START_TEST(test_track_many)
 	ck_assert_uint_ge(n, 80);
 	ck_assert_msg(sq_many < sq_avg, "one filter %.1f ns, averaged %.1f ns", sqrt(sq_many / n),
 		      sqrt(sq_avg / n));
-	for (int j = 0; j < NP; j++)
+	for (int j = 0; j < NP; j++) {
 		ls_sync_est_free(&e[j]);
+		ls_sync_track_free(&k[j]);
+	}
 	ls_sync_track_ws_free(ws);
 }
 END_TEST
@@ -527,7 +574,7 @@ START_TEST(test_track_basics)
 			   out;
 	double sig;
 
-	ls_sync_track_reset(&k);
+	ls_sync_track_init(&k);
 	ck_assert_int_eq(ls_sync_track_fit(&k, BASE, 0, 0, 10, NULL, &out), -ENODATA);
 	ck_assert(!out.ok);
 	f.ok = false;
@@ -559,6 +606,7 @@ START_TEST(test_track_basics)
 	ck_assert_int_eq(ls_sync_track_fit(&k, f.t_ref, 2e-6, 0, 10, NULL, &out), 0);
 	ck_assert_msg(fabs(out.offset_ns - (f.offset_ns + 5000)) < 0.1, "%.6f", out.offset_ns);
 	ck_assert(out.half_gap_ns == 10000);
+	ls_sync_track_free(&k);
 }
 END_TEST
 
@@ -573,7 +621,7 @@ START_TEST(test_track_overlap)
 	struct ls_sync_est_conf conf;
 	struct ls_sync_track k;
 
-	ls_sync_track_reset(&k);
+	ls_sync_track_init(&k);
 	for (int i = 0; i < 40; i++) {
 		f.t_ref = BASE + (uint64_t)i * 250000000ULL;
 		f.offset_ns = 777 + ((i & 1) ? 100 : -100);
@@ -588,6 +636,98 @@ START_TEST(test_track_overlap)
 	ck_assert_msg(out[0].offset_ns > 777 && out[1].offset_ns > 777 &&
 		      out[1].offset_ns < out[0].offset_ns - 5,
 		      "overlap 1 %.3f, overlap 2 %.3f", out[0].offset_ns, out[1].offset_ns);
+	ls_sync_track_free(&k);
+}
+END_TEST
+
+/* ---- 4c. memory per path -------------------------------------------- */
+
+/*
+ * Heap and struct bytes of one path's clock sync state (estimator, floor
+ * chunks, track) after secs of pairs every gap_ns, 4x as often for the
+ * first 4 s (lockstepd's acquisition), fitted every 250 ms as lockstepd's
+ * path_fit does (window at the surer of the track's and the floor
+ * samples' drift, into the track, the track's fit). cap is the ring
+ * lsd_peer_probes_in gives such a path. *windows: windows the track took.
+ */
+static size_t
+path_bytes(double gap_ns, uint32_t cap, double secs, struct ls_sync_est *e, unsigned int *windows)
+{
+	struct path p = {.a = {.c = 0}, .b = {.c = 3 * MS, .r = 20e-6}, .df = 20 * US,
+			 .dr = 20 * US, .turn = 2 * US};
+	struct ls_sync_track k;
+	double T, Tf = 0;
+	size_t bytes;
+
+	ls_rng_seed(28);
+	ck_assert_int_eq(ls_sync_est_init(e, NULL, cap), 0);
+	ls_sync_track_init(&k);
+	*windows = 0;
+	for (T = 250 * MS; T <= secs * SEC; T += 250 * MS) {
+		uint64_t now = clk_at(&p.a, T);
+		struct ls_sync_fit win, fit;
+		double sig, fs, b = ls_sync_track_drift(&k, 2500000000ULL, &e->conf, 10, &sig);
+		double fb = ls_sync_est_floor_drift(e, now, 10, &fs);
+
+		feed_queued(e, &p, &Tf, fmin(T, 4 * SEC), gap_ns / 4, light_queues);
+		feed_queued(e, &p, &Tf, T, gap_ns, light_queues); /* 30% meet no queue */
+		if (!isnan(fb) && (isnan(b) || fs < sig)) {
+			b = fb;
+			sig = fs;
+		}
+		e->conf.fixed_drift = b;
+		if (ls_sync_est_fit(e, now, &win) != 0)
+			continue;
+		ls_sync_track_add(&k, &win);
+		(*windows)++;
+		if (!isnan(b))
+			ck_assert_int_eq(ls_sync_track_fit(&k, now, b, sig, 10, &e->conf, &fit), 0);
+	}
+	bytes = sizeof(*e) + ls_sync_est_bytes(e) + sizeof(k) + ls_sync_track_bytes(&k);
+	ls_sync_track_free(&k);
+	return bytes;
+}
+
+/*
+ * Issue 28 C: 10,000 peers x 8 paths at <= 8 KiB a peer-path all told, of
+ * which the rest of a path takes ~6.5 KiB. At a pair a second a path's
+ * sync state was 22,528 B (a 64-probe ring, 16 floor chunks of 24 vertices
+ * a direction, a 120-window track of 65 B each, all held from peer.add);
+ * now the ring is the 32 probes the rate needs, the chunks hold 2 vertices
+ * a direction, and the track holds the windows that fit, 40 B each: with a
+ * 2 s window only those of acquisition, since a pair a second leaves fewer
+ * than min_points in a window. Measured 3,304 B (ring 1,056, chunks 1,024,
+ * track 960 for 18 windows, the two structs 264).
+ */
+START_TEST(test_sync_bytes_pingmesh)
+{
+	struct ls_sync_est e;
+	unsigned int windows;
+	size_t bytes = path_bytes(1 * SEC, 32, 120, &e, &windows);
+
+	printf("sync bytes a path at a pair a second: %zu (ring %u probes, %u floor vertices a "
+	       "chunk, %u windows)\n", bytes, e.cap, e.verts, windows);
+	ck_assert_uint_gt(windows, 0);
+	ck_assert_uint_le(bytes, 3584);
+	ls_sync_est_free(&e);
+}
+END_TEST
+
+/* The lab's rate, a pair every 10 ms: the ring's 1,024 probes, the chunks
+ * at their full LS_SYNC_FLOOR_VERTS (the floor drift as it always was), a
+ * full track. Measured 51,144 B (was 54,208: the track's 65 B a window). */
+START_TEST(test_sync_bytes_lab)
+{
+	struct ls_sync_est e;
+	unsigned int windows;
+	size_t bytes = path_bytes(10 * MS, 1024, 60, &e, &windows);
+
+	printf("sync bytes a path at a pair every 10 ms: %zu (ring %u probes, %u floor vertices "
+	       "a chunk, %u windows)\n", bytes, e.cap, e.verts, windows);
+	ck_assert_uint_eq(e.verts, LS_SYNC_FLOOR_VERTS);
+	ck_assert_uint_ge(windows, LS_SYNC_TRACK_LEN);
+	ck_assert_uint_le(bytes, 52 * 1024);
+	ls_sync_est_free(&e);
 }
 END_TEST
 
@@ -596,6 +736,7 @@ sync_est_tests(TCase *tc)
 {
 	tcase_add_test(tc, test_combine);
 	tcase_add_test(tc, test_floor_drift);
+	tcase_add_test(tc, test_floor_chunks_grow);
 	tcase_add_test(tc, test_fit_band);
 	tcase_add_test(tc, test_track_one_sided);
 	tcase_add_test(tc, test_track_heavy_load);
@@ -604,4 +745,6 @@ sync_est_tests(TCase *tc)
 	tcase_add_test(tc, test_track_many);
 	tcase_add_test(tc, test_track_basics);
 	tcase_add_test(tc, test_track_overlap);
+	tcase_add_test(tc, test_sync_bytes_pingmesh);
+	tcase_add_test(tc, test_sync_bytes_lab);
 }

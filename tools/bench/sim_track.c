@@ -287,6 +287,8 @@ run_seeds(double wander, int seeds, int steps, int npaths, step_fn *step, void *
 		for (int j = 0; j < npaths; j++)
 			ls_sync_est_free(&p.e[j]);
 	}
+	for (int j = 0; j < npaths; j++)
+		ls_sync_track_free(&p.k[j]);
 	ls_sync_track_ws_free(p.ws);
 	return 0;
 }
