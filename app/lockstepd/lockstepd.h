@@ -346,6 +346,7 @@ struct lsd_sync_rec {
 struct lsd_sync_pub {
 	rte_seqlock_t lock;
 	bool valid;
+	uint16_t wire_sum;      /* ls_reflect_sum() of wire: the fast path's checksum */
 	uint8_t wire[LS_STAMP_SYNC_LEN];
 };
 

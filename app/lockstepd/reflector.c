@@ -202,11 +202,12 @@ lsd_reflector_sweep(struct lsd_lcore *lc, uint64_t now_ns)
  * Fill a sync TLV's value with our clock-sync state (RFC 8972 style: the
  * reflector fills a TLV the sender sent zeroed): from start-up on, first as
  * "not synced yet". False (value untouched) while nothing is published.
- * The generic path fills the packet in place; the fast path a copy, which
- * lib/reflect writes and folds into the checksum.
+ * Both paths fill the packet in place; *sum is the value's ones'-complement
+ * sum (the published one's unless a peer's edge went in), which the fast
+ * path folds into the checksum (lib/reflect) without reading the frame back.
  */
 static inline bool
-sync_fill(struct lsd_lcore *lc, uint8_t *value, const struct ls_addr *src)
+sync_fill(struct lsd_lcore *lc, uint8_t *value, const struct ls_addr *src, uint16_t *sum)
 {
 	struct lsd_peer *peer = NULL;
 	struct lsd_addr_key key;
@@ -217,8 +218,10 @@ sync_fill(struct lsd_lcore *lc, uint8_t *value, const struct ls_addr *src)
 	do {
 		sn = rte_seqlock_read_begin(&lsd.sync_pub.lock);
 		valid = lsd.sync_pub.valid;
-		if (valid)
+		if (valid) {
 			memcpy(value, lsd.sync_pub.wire, LS_STAMP_SYNC_LEN);
+			*sum = lsd.sync_pub.wire_sum;
+		}
 	} while (rte_seqlock_read_retry(&lsd.sync_pub.lock, sn));
 	if (!valid)
 		return false;
@@ -237,8 +240,10 @@ sync_fill(struct lsd_lcore *lc, uint8_t *value, const struct ls_addr *src)
 		sn = rte_seqlock_read_begin(&peer->owd.lock);
 		w = peer->owd;
 	} while (rte_seqlock_read_retry(&peer->owd.lock, sn));
-	if (w.edge_valid)
+	if (w.edge_valid) {
 		ls_sync_wire_put_edge(value, w.edge_ns, w.edge_drift, w.edge_sigma);
+		*sum = ls_reflect_sum(value, LS_STAMP_SYNC_LEN);
+	}
 	return true;
 }
 
@@ -250,6 +255,7 @@ lsd_reflector_handle(struct lsd_lcore *lc, struct lsd_port *p, struct rte_mbuf *
 	uint8_t *payload = f + pi->payload_off;
 	struct ls_stamp_tlv_result tr;
 	enum lsd_rx_disp d;
+	uint16_t sum;
 
 	if (!lsd.cfg.reflector.enabled) {
 		d = LSD_RX_REFL_DISABLED;
@@ -277,7 +283,7 @@ lsd_reflector_handle(struct lsd_lcore *lc, struct lsd_port *p, struct rte_mbuf *
 	if (unlikely(tr.n_malformed != 0))
 		lc->st.tlv_malformed += tr.n_malformed;
 	if (tr.sync_off >= 0)
-		sync_fill(lc, payload + LS_STAMP_BASE_LEN + tr.sync_off, &pi->src);
+		sync_fill(lc, payload + LS_STAMP_BASE_LEN + tr.sync_off, &pi->src, &sum);
 	ls_pkt_udp_turnaround(f, pi, &p->mac, lsd.cfg.probe.ttl);
 	/* Trailing Ethernet padding is not ours to echo. */
 	rte_pktmbuf_trim(m, (uint16_t)(m->data_len - (pi->payload_off + pi->payload_len)));
@@ -311,12 +317,14 @@ lsd_reflector_fast(struct lsd_lcore *lc, struct lsd_port *p, struct rte_mbuf *m,
 	}
 	ls_reflect_v4_apply_ts(rte_pktmbuf_mtod(m, uint8_t *), r, &p->fast, lc->t2,
 			       lsd.refl_ee, lsd.cfg.probe.ttl);
+	/* the value straight into the frame; the checksum from two sums: the
+	 * old value's (check() summed it anyway) and the published one's */
 	if (r->sync_off != 0) {
-		uint8_t v[LS_STAMP_SYNC_LEN];
+		uint8_t *f = rte_pktmbuf_mtod(m, uint8_t *);
+		uint16_t sum;
 
-		if (sync_fill(lc, v, &src))
-			ls_reflect_v4_fill(rte_pktmbuf_mtod(m, uint8_t *), r->sync_off, v,
-					   sizeof(v));
+		if (sync_fill(lc, f + LS_REFLECT_V4_PAYLOAD_OFF + r->sync_off, &src, &sum))
+			ls_reflect_v4_fill_sums(f, r->sync_sum, sum);
 	}
 	/* Trailing Ethernet padding is not ours to echo. */
 	rte_pktmbuf_trim(m, (uint16_t)(m->data_len -

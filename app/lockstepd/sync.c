@@ -48,6 +48,7 @@
 #include <rte_seqlock.h>
 
 #include "lockstepd.h"
+#include "ls_reflect.h"
 #include "ls_sync.h"
 #include "sync_priv.h"
 
@@ -151,6 +152,7 @@ lsd_sync_init(struct ls_clock *clock, struct ls_clock *q_clock)
 	 * once that we speak sync (their one-way delays wait for an offset
 	 * instead of going in raw) and who we are. */
 	ls_sync_wire_encode(&sync_st.self, lsd.sync_pub.wire);
+	lsd.sync_pub.wire_sum = ls_reflect_sum(lsd.sync_pub.wire, LS_STAMP_SYNC_LEN);
 	lsd.sync_pub.valid = true;
 	sync_st.step_tsc = rte_get_tsc_hz() / 1000 * c->interval_ms;
 	sync_st.next_step_tsc = rte_rdtsc() + sync_st.step_tsc;
@@ -782,6 +784,7 @@ net_step(uint64_t now)
 	ls_sync_wire_encode(&sync_st.self, wire);
 	rte_seqlock_write_lock(&lsd.sync_pub.lock);
 	memcpy(lsd.sync_pub.wire, wire, sizeof(wire));
+	lsd.sync_pub.wire_sum = ls_reflect_sum(wire, sizeof(wire));
 	lsd.sync_pub.valid = true;
 	rte_seqlock_write_unlock(&lsd.sync_pub.lock);
 	for (unsigned int i = 0; i < np; i++)

@@ -157,7 +157,19 @@ ls_reflect_v4_check(const uint8_t *frame, uint32_t len,
 	sum = ls_csum_add(sum, rte_cpu_to_be_16((uint16_t)(tlen - 20)));
 	sum = ls_csum_bytes(uh, 8, sum);
 	sum = ls_csum_add(sum, base);
-	sum = ls_csum_bytes(pl + LS_STAMP_BASE_LEN, plen - LS_STAMP_BASE_LEN, sum);
+	if (sync == 0) {
+		sum = ls_csum_bytes(pl + LS_STAMP_BASE_LEN, plen - LS_STAMP_BASE_LEN, sum);
+		r->sync_sum = 0;
+	} else {
+		/* the sync value apart (even offsets: the same words), its sum kept */
+		uint64_t v = ls_csum_bytes(pl + sync, LS_STAMP_SYNC_LEN, 0);
+
+		sum = ls_csum_bytes(pl + LS_STAMP_BASE_LEN, sync - LS_STAMP_BASE_LEN, sum);
+		sum = ls_csum_add(sum, v);
+		sum = ls_csum_bytes(pl + sync + LS_STAMP_SYNC_LEN,
+				    plen - sync - LS_STAMP_SYNC_LEN, sum);
+		r->sync_sum = ls_csum_fold(v);
+	}
 	if (ls_csum_fold(sum) != 0xffff)
 		return false;
 	r->src = src;
@@ -230,6 +242,23 @@ ls_reflect_v4_fill(uint8_t *frame, uint16_t off, const uint8_t *value, uint16_t 
 	part += (uint16_t)~ls_csum_fold(ls_csum_bytes(p, n, 0));
 	part += ls_csum_fold(ls_csum_bytes(value, n, 0));
 	memcpy(p, value, n);
+	st16(uh + 6, (uint16_t)~ls_csum_fold(part));
+}
+
+uint16_t
+ls_reflect_sum(const uint8_t *p, uint16_t n)
+{
+	return ls_csum_fold(ls_csum_bytes(p, n, 0));
+}
+
+void
+ls_reflect_v4_fill_sums(uint8_t *frame, uint16_t old_sum, uint16_t new_sum)
+{
+	uint8_t *uh = frame + UDP_OFF;
+	uint64_t part = (uint16_t)~ld16(uh + 6);
+
+	part += (uint16_t)~old_sum;
+	part += new_sum;
 	st16(uh + 6, (uint16_t)~ls_csum_fold(part));
 }
 

@@ -19,7 +19,9 @@
  *    just wrote (which stalls on store forwarding);
  *  - ls_reflect_v4_fill() writes the caller's value into the sync TLV (the
  *    reflector's clock-sync state, RFC 8972 style) and folds the change
- *    into the UDP checksum;
+ *    into the UDP checksum; ls_reflect_v4_fill_sums() folds it in from the
+ *    two values' sums when the caller wrote the value itself (check() keeps
+ *    the old one's, summed while verifying);
  *  - ls_reflect_v4_put_t3() writes the transmit timestamp last and folds it
  *    into the UDP checksum.
  * The result is byte-identical to the generic path's; the unit test checks
@@ -53,6 +55,8 @@ struct ls_reflect_v4 {
 	uint16_t base_sum;     /**< ones'-complement sum of the 44 base bytes, as loaded */
 	uint16_t sync_off;     /**< the first sync TLV's value, from the payload's start
 				*   (even); 0: none */
+	uint16_t sync_sum;     /**< ones'-complement sum of that value as received
+				*   (ls_reflect_sum()), for ls_reflect_v4_fill_sums() */
 	uint8_t ttl;           /**< TTL the packet arrived with */
 };
 
@@ -125,6 +129,21 @@ ls_reflect_v4_apply(uint8_t *frame, const struct ls_reflect_v4 *r,
  * sync TLV fill. Call after apply() and before put_t3().
  */
 void ls_reflect_v4_fill(uint8_t *frame, uint16_t off, const uint8_t *value, uint16_t n);
+
+/**
+ * The ones'-complement sum of n bytes, folded to 16 bits, as loaded: what
+ * check() keeps of the sync TLV's value (r->sync_sum) and what a caller that
+ * writes the same value into many frames computes once.
+ */
+uint16_t ls_reflect_sum(const uint8_t *p, uint16_t n);
+
+/**
+ * The sync TLV's value was changed in place (the caller wrote it straight
+ * into the frame): fold the change into the checksum apply() left, from the
+ * sums of the old value (r->sync_sum) and the new (ls_reflect_sum()). Nothing
+ * is read back: two adds instead of summing both values per frame.
+ */
+void ls_reflect_v4_fill_sums(uint8_t *frame, uint16_t old_sum, uint16_t new_sum);
 
 /** Write T3 (ls_reflect_ts()) and complete the UDP checksum. Call once,
  * after apply(). */

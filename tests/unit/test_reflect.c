@@ -141,6 +141,8 @@ generic(uint8_t *f, uint32_t len, uint64_t rx, uint64_t tx, uint16_t ee, uint8_t
 	return (int)len;
 }
 
+static unsigned int fills_by_sums;
+
 static int
 fast(uint8_t *f, uint32_t len, uint64_t rx, uint64_t tx, uint16_t ee, uint8_t reply_ttl)
 {
@@ -151,8 +153,14 @@ fast(uint8_t *f, uint32_t len, uint64_t rx, uint64_t tx, uint16_t ee, uint8_t re
 	if (!ls_reflect_v4_check(f, len, &p, &r))
 		return -1;
 	ls_reflect_v4_apply(f, &r, &p, rx, ee, ptp, reply_ttl);
-	if (r.sync_off != 0 && sync_value != NULL)
+	/* both ways to fill, in turn: by value, and as lockstepd's fast path
+	 * does (the value written in place, the checksum from the two sums) */
+	if (r.sync_off != 0 && sync_value != NULL && (fills_by_sums++ & 1)) {
+		memcpy(f + LS_REFLECT_V4_PAYLOAD_OFF + r.sync_off, sync_value, LS_STAMP_SYNC_LEN);
+		ls_reflect_v4_fill_sums(f, r.sync_sum, ls_reflect_sum(sync_value, LS_STAMP_SYNC_LEN));
+	} else if (r.sync_off != 0 && sync_value != NULL) {
 		ls_reflect_v4_fill(f, r.sync_off, sync_value, LS_STAMP_SYNC_LEN);
+	}
 	ls_reflect_v4_put_t3(f, tx, ptp);
 	return LS_REFLECT_V4_PAYLOAD_OFF + r.payload_len;
 }
@@ -210,6 +218,8 @@ START_TEST(test_valid_identical)
 	ck_assert_uint_eq(acc, 100000 - odd);
 	ck_assert_uint_gt(odd, 0);
 	ck_assert_uint_lt(odd, 20000);
+	/* the sync TLV filled both ways, thousands of times each */
+	ck_assert_uint_gt(fills_by_sums, 10000);
 }
 END_TEST
 
