@@ -484,6 +484,24 @@ def check(args):
     print()
 
 
+def split(args):
+    """IN over N files (IN.0 ...) by a hash of each whole frame: a queue per
+    lcore for the RSS spread, each flow's frames on every queue, so most
+    arrive where their owner is not (the hand-over between lcores)."""
+    frames = read_pcap(args.input)
+    parts = [[] for _ in range(args.n)]
+    for f in frames:
+        parts[zlib.crc32(f) % args.n].append(f)
+    for i, part in enumerate(parts):
+        gf.write_pcap("%s.%d" % (args.input, i), part)
+    print(" ".join(str(len(x)) for x in parts))
+
+
+def cat(args):
+    """The frames of the files IN... in one pcap OUT (queue outputs merged)."""
+    gf.write_pcap(args.output, [f for path in args.inputs for f in read_pcap(path)])
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -495,8 +513,14 @@ def main():
     c = sub.add_parser("check")
     for a in ("host", "fab", "hostout", "fabout"):
         c.add_argument(a)
+    sp = sub.add_parser("split")
+    sp.add_argument("input")
+    sp.add_argument("n", type=int)
+    ct = sub.add_parser("cat")
+    ct.add_argument("output")
+    ct.add_argument("inputs", nargs="+")
     args = ap.parse_args()
-    return gen(args) if args.cmd == "gen" else check(args)
+    return {"gen": gen, "check": check, "split": split, "cat": cat}[args.cmd](args)
 
 
 if __name__ == "__main__":
