@@ -223,16 +223,17 @@ def capacity(c, lab, socks, rep, routes):
             "majority, its paths over %s (20 Mb/s; measured %s Mb/s; %d pairs have some; "
             "wrong: %s)" % (SLOW, "%.0f-%.0f" % (min(meas), max(meas)) if meas else None,
                             sum(1 for p in slow if slow[p]), wrong[:2]))
+    # the floor on two nodes (every pair of theirs), not four: CI's time
     skip = "reach,mtu,paths,links,firmware,clock"
-    rc, out, secs = audit(socks + ["--json", "--skip", skip, "--min-gbps", "1"])
+    rc, out, secs = audit(socks[:4] + ["--json", "--skip", skip, "--min-gbps", "1"])
     rows = {(r["node"], r["peer"]): r for r in item(json.loads(out), "capacity")["rows"]}
     wrong = [(p, rows[p]["failed"], sorted(dead[p] | slow[p]),
               [(k, q["rtt_mbps"], q["rtt_unresolved"], q["back"])
                for k, q in enumerate(rows[p].get("paths", []))]) for p in rows
              if set(rows[p]["failed"]) != dead[p] | slow[p]]
     c.check(rc == 6 and not wrong,
-            "capacity --min-gbps 1: every path over %s or %s fails, no other (%.1f s; wrong: %s)"
-            % (SLOW, DEAD, secs, wrong[:2]))
+            "capacity --min-gbps 1 (h1, h2): every path over %s or %s fails, no other (%.1f s; "
+            "wrong: %s)" % (SLOW, DEAD, secs, wrong[:2]))
 
 
 def table_and_usage(c, lab):
