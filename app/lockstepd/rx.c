@@ -70,8 +70,8 @@ rx_one(struct lsd_lcore *lc, struct lsd_port *p, struct rte_mbuf *m, uint64_t rx
 	if (p->fast_ok) {
 		struct ls_reflect_v4 r;
 
-		if (ls_reflect_v4_check(rte_pktmbuf_mtod(m, const uint8_t *), m->data_len,
-					&p->fast, &r))
+		if (ls_reflect_v4_check_l4(rte_pktmbuf_mtod(m, const uint8_t *), m->data_len,
+					   &p->fast, &r, !verify))
 			return lsd_reflector_fast(lc, p, m, &r, rx_ns);
 	}
 	cls = ls_pkt_parse(rte_pktmbuf_mtod(m, const uint8_t *), m->data_len, verify, &pi);

@@ -109,6 +109,14 @@ bool
 ls_reflect_v4_check(const uint8_t *frame, uint32_t len,
 		    const struct ls_reflect_port *port, struct ls_reflect_v4 *r)
 {
+	return ls_reflect_v4_check_l4(frame, len, port, r, false);
+}
+
+bool
+ls_reflect_v4_check_l4(const uint8_t *frame, uint32_t len,
+		       const struct ls_reflect_port *port, struct ls_reflect_v4 *r,
+		       bool l4_verified)
+{
 	const uint8_t *ip = frame + IP_OFF, *uh = frame + UDP_OFF, *pl = frame + PL_OFF;
 	struct ls_stamp_tlv tlv;
 	uint16_t tlen, plen, sync = 0;
@@ -152,6 +160,11 @@ ls_reflect_v4_check(const uint8_t *frame, uint32_t len,
 	if (rc < 0)
 		return false;
 	base = ls_csum_bytes(pl, LS_STAMP_BASE_LEN, 0);
+	if (l4_verified) {
+		/* the NIC summed the datagram: only what apply() and fill need */
+		r->sync_sum = sync ? ls_csum_fold(ls_csum_bytes(pl + sync, LS_STAMP_SYNC_LEN, 0)) : 0;
+		goto ok;
+	}
 	sum = ls_csum_bytes(ip + 12, 8, 0);
 	sum = ls_csum_add(sum, rte_cpu_to_be_16(17));
 	sum = ls_csum_add(sum, rte_cpu_to_be_16((uint16_t)(tlen - 20)));
@@ -172,6 +185,7 @@ ls_reflect_v4_check(const uint8_t *frame, uint32_t len,
 	}
 	if (ls_csum_fold(sum) != 0xffff)
 		return false;
+ok:
 	r->src = src;
 	r->payload_len = plen;
 	r->base_sum = ls_csum_fold(base);

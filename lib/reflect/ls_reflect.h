@@ -86,6 +86,16 @@ bool ls_reflect_v4_check(const uint8_t *frame, uint32_t len,
 			 const struct ls_reflect_port *port, struct ls_reflect_v4 *r);
 
 /**
+ * check() for a frame whose UDP checksum the NIC verified (l4_verified: its
+ * mbuf says RTE_MBUF_F_RX_L4_CKSUM_GOOD, as the generic path trusts it):
+ * the datagram is not summed again, only the base and the sync value, which
+ * apply() and fill need. The IPv4 header checksum is still checked.
+ */
+bool ls_reflect_v4_check_l4(const uint8_t *frame, uint32_t len,
+			    const struct ls_reflect_port *port, struct ls_reflect_v4 *r,
+			    bool l4_verified);
+
+/**
  * A timestamp's 8 bytes as one big-endian value, exactly as lib/stamp
  * writes them (ls_stamp_ts_put_ptp / ls_stamp_ts_put_ntp): what apply_ts()
  * and put_t3_ts() take, computed once for a burst's frames that share it.

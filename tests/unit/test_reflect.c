@@ -223,6 +223,40 @@ START_TEST(test_valid_identical)
 }
 END_TEST
 
+/* A NIC that verified the UDP checksum (check_l4): the same verdict and sums
+ * on every valid probe, and a bad checksum is the NIC's to catch, not ours;
+ * the IPv4 header checksum is still ours. */
+START_TEST(test_l4_verified)
+{
+	const struct ls_reflect_port p = port();
+	unsigned int same = 0, trusted = 0, hdr_refused = 0;
+	uint8_t f[320];
+
+	for (int i = 0; i < 20000; i++) {
+		int len = make_probe(f, sizeof(f));
+		struct ls_reflect_v4 a, b;
+		bool ka, kb;
+
+		if (len < 60) {
+			memset(f + len, 0, 60 - (size_t)len);
+			len = 60;
+		}
+		ka = ls_reflect_v4_check(f, (uint32_t)len, &p, &a);
+		kb = ls_reflect_v4_check_l4(f, (uint32_t)len, &p, &b, true);
+		same += ka == kb && (!ka || (a.base_sum == b.base_sum && a.sync_sum == b.sync_sum &&
+					     a.sync_off == b.sync_off && a.payload_len == b.payload_len));
+		f[42 + 2] ^= 0x40;      /* the STAMP payload: the UDP checksum no longer holds */
+		trusted += !ls_reflect_v4_check(f, (uint32_t)len, &p, &a) &&
+			   ls_reflect_v4_check_l4(f, (uint32_t)len, &p, &b, true) == kb;
+		f[14 + 10] ^= 0x01;     /* and the IPv4 header checksum */
+		hdr_refused += !ls_reflect_v4_check_l4(f, (uint32_t)len, &p, &b, true);
+	}
+	ck_assert_uint_eq(same, 20000);
+	ck_assert_uint_eq(trusted, 20000);
+	ck_assert_uint_eq(hdr_refused, 20000);
+}
+END_TEST
+
 START_TEST(test_mutated_never_disagree)
 {
 	uint8_t f[320];
@@ -345,6 +379,7 @@ reflect_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_valid_identical);
 	tcase_add_test(tc, test_mutated_never_disagree);
+	tcase_add_test(tc, test_l4_verified);
 	tcase_add_test(tc, test_refuses_what_needs_the_generic_path);
 	tcase_add_test(tc, test_unknown_tlv_goes_generic);
 	tcase_add_test(tc, test_refuses_loops_and_martians);
