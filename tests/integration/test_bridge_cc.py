@@ -255,21 +255,23 @@ def pair_ageing(c, br, policy):
     path = br.config(policy)
     with open(path) as f:
         cfg = json.load(f)
-    cfg["bridge"]["flow_idle_ms"] = 2000
+    cfg["bridge"]["flow_idle_ms"] = 6000
     with open(path, "w") as f:
         json.dump(cfg, f)
     br.stop()
-    if not c.check(br.start(path), "lockstepd restarted with flow_idle_ms 2000"):
+    if not c.check(br.start(path), "lockstepd restarted with flow_idle_ms 6000"):
         return
-    # requests from P to the host's QP Y every 0.25 s for 4 s, no ACK: the
-    # flow stays, its pair (touched once, when Y registered) ages
+    # requests from P to the host's QP Y every 0.5 s for 8 s, no ACK: the
+    # flow stays, its pair (touched once, when Y registered) ages (2 s and
+    # 0.25 s made it 4 s shorter, and failed under a loaded CI: the steps
+    # after it outlived the flow itself)
     psn = 9000 + 16
-    # (the pair, made at the first request, ages at ~2 s; the living flow
+    # (the pair, made at the first request, ages at ~6 s; the living flow
     # registers Y again with the next request, so the pair the ACK below
     # finds, a few seconds later, is young)
-    send(br, "p", [(0x04, QP_Y, 9000 + i, 2, BASE + 3) for i in range(16)], inter=0.25)
+    send(br, "p", [(0x04, QP_Y, 9000 + i, 2, BASE + 3) for i in range(16)], inter=0.5)
     st = counters(br)
-    c.check(st["qp_pairs_aged"] >= 1, "a pair unused for 2 s is forgotten: qp_pairs_aged %d"
+    c.check(st["qp_pairs_aged"] >= 1, "a pair unused for 6 s is forgotten: qp_pairs_aged %d"
             % st["qp_pairs_aged"])
     # traffic resumes: a request (its living flow registers Y again, in the
     # new epoch), the host's ACK for it (pairs X and Y), a CE-marked request
