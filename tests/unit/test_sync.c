@@ -36,10 +36,8 @@
 START_TEST(test_long_run)
 {
 	enum { N = 3 };
-	/* a day natively; six hours where LS_TEST_SMALL asks (the sanitizer
-	 * job: the fits' sorting is most of this test), two under qemu-aarch64
-	 * (LS_TEST_SMALL=qemu: ten times slower; the arithmetic is what it
-	 * checks there, and two hours hold 720 fits at +-100 ppm) */
+	/* a day natively; six hours for the sanitizer job (LS_TEST_SMALL), two
+	 * under qemu-aarch64 (=qemu: 720 fits, ten times slower there) */
 	const char *small = getenv("LS_TEST_SMALL");
 	const double step = 10 * SEC,
 		     day = (small == NULL ? 86400 : strcmp(small, "qemu") == 0 ? 2 * 3600 :
