@@ -172,11 +172,29 @@ lsd_sync_fini(void)
 	sync_st.ws = NULL;
 }
 
+/*
+ * A path's window and ring for the peer's interval: the window at least
+ * LS_SYNC_WINDOW_PAIRS x min_points pairs (ls_sync_est_window_for: 12 s
+ * at a pair a second, where the 2 s default fits nothing after
+ * acquisition), the ring the probes of a window and a step more (probes
+ * expire only when a step fits).
+ */
+static uint64_t
+peer_window(const struct lsd_peer *peer, uint32_t *cap)
+{
+	uint64_t w = ls_sync_est_window_for(&sync_st.econf, (uint64_t)peer->interval_us * 1000);
+	uint64_t ms = w / 1000000 + lsd.cfg.sync.interval_ms;
+
+	*cap = lsd_peer_probes_in(peer, (uint32_t)RTE_MIN(ms, UINT32_MAX), LS_SYNC_EST_CAP);
+	return w;
+}
+
 int
 lsd_sync_peer_attach(struct lsd_peer *peer)
 {
 	struct lsd_peer_sync *ps;
 	struct ls_sync_est_conf ec;
+	uint32_t cap;
 	uint16_t n;
 
 	rte_seqlock_init(&peer->owd.lock);
@@ -196,9 +214,10 @@ lsd_sync_peer_attach(struct lsd_peer *peer)
 	ps->n_paths = n;
 	ec = sync_st.econf;
 	ec.asym_ns = peer->asym_ns;
+	ec.window_ns = peer_window(peer, &cap);
+	ps->window_ns = ec.window_ns;
 	for (uint16_t i = 0; i < n; i++)
-		if (ls_sync_est_init(&ps->path[i].est, &ec,
-				     lsd_peer_probes_in(peer, lsd.cfg.sync.window_ms, LS_SYNC_EST_CAP)) != 0) {
+		if (ls_sync_est_init(&ps->path[i].est, &ec, cap) != 0) {
 			while (i-- > 0)
 				ls_sync_est_free(&ps->path[i].est);
 			/* no track holds memory before its first window */
@@ -208,6 +227,26 @@ lsd_sync_peer_attach(struct lsd_peer *peer)
 	peer->sync = ps;
 	sync_st.peers[sync_st.n_peers++] = peer;
 	return 0;
+}
+
+int
+lsd_sync_peer_interval(struct lsd_peer *peer)
+{
+	struct lsd_peer_sync *ps = peer->sync;
+	uint64_t w;
+	uint32_t cap;
+	int rc = 0;
+
+	if (ps == NULL)
+		return 0;
+	w = peer_window(peer, &cap);
+	/* a path that cannot grow its ring keeps the old one (and window) */
+	for (uint16_t i = 0; i < ps->n_paths; i++)
+		if (ls_sync_est_resize(&ps->path[i].est, w, cap) != 0)
+			rc = -ENOMEM;
+	if (rc == 0)
+		ps->window_ns = w;
+	return rc;
 }
 
 void
@@ -525,7 +564,7 @@ publish_owd(struct lsd_peer *peer, uint64_t now)
 	 * stayed in the 10 s and 60 s windows (a CI failure). Two windows
 	 * on, the fit's samples all come from after the first window.
 	 */
-	if (ps != NULL && ps->edge.ok && now - ps->edge_since >= 2 * sync_st.econf.window_ns) {
+	if (ps != NULL && ps->edge.ok && now - ps->edge_since >= 2 * ps->window_ns) {
 		double e = ps->edge.offset_ns + ps->edge.drift * (double)(int64_t)(now - ps->edge.t_ref);
 
 		o.valid = true;

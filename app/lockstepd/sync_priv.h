@@ -37,6 +37,7 @@ struct lsd_peer_sync {
 	uint64_t reacquired;        /* ... asked of its lcore and done */
 	uint32_t step_run;          /* probes in a row that did not fit the edge */
 	uint64_t edge_since;        /* local ns the edge became ok (0: it is not) */
+	uint64_t window_ns;         /* its paths' window (ls_sync_est_window_for) */
 	uint16_t n_paths;
 	struct sync_path path[];
 };
