@@ -541,17 +541,15 @@ lsd_sync_poll(uint64_t tsc)
 		st->step_passes++;
 		if (fit_slice(end) && lsd_sync_nodes_slice(end)) {
 			st->stepping = false;
-			st->steps++;
-			st->last_step_tsc = st->step_at;
 			/* a step done in one pass announces at its own instant
 			 * (as before slicing); one spread over passes at the time
 			 * it ends, its edges carried there along their drifts */
 			lsd_sync_net_begin(st->step_passes == 1 ? st->step_now :
-					   ls_clock_from_tsc(st->clock, rte_rdtsc()));
+					   ls_clock_from_tsc(st->clock, rte_rdtsc()), true);
 		}
 	} else if (st->net == NET_IDLE && tsc >= st->next_net_tsc) {
 		if (lsd_sync_net_fast())
-			lsd_sync_net_begin(ls_clock_from_tsc(st->clock, rte_rdtsc()));
+			lsd_sync_net_begin(ls_clock_from_tsc(st->clock, rte_rdtsc()), false);
 		st->next_net_tsc = tsc + st->step_tsc / NET_STEPS_PER_FIT;
 	}
 	if (st->net != NET_IDLE)

@@ -7,10 +7,11 @@
  * and IPv6 peers) is one neighbour with one edge. A fit step builds the
  * next table of them as it fits each peer (lsd_sync_node_take: the node's
  * counters, baselines and list of peers), then sets each node's edge
- * (lsd_sync_nodes_slice), and the table takes over from the last step's,
- * which commands read meanwhile. The network step then gathers each
- * node's newest announcement, updates our state (ls_sync_node_update) and
- * publishes each peer's clock for synced one-way delays.
+ * (lsd_sync_nodes_slice). The network step then gathers each node's
+ * newest announcement, updates our state (ls_sync_node_update), takes the
+ * new table into use (commands read the last step's until then, never one
+ * with edges and no states) and publishes each peer's clock for synced
+ * one-way delays.
  *
  * Why an index and slices: at 10,000 peers replying with distinct node
  * ids, finding a node was a scan of up to LS_SYNC_MAX_NBRS (per peer when
@@ -111,7 +112,7 @@ node_slot(struct sync_nodes *t, uint32_t id)
 void
 lsd_sync_nodes_begin(void)
 {
-	/* O(the table), not O(peers): tens of microseconds at most */
+	/* O(the table's size), not O(peers) */
 	rte_hash_reset(lsd_sync_st.next->ids);
 	lsd_sync_st.next->n = 0;
 	lsd_sync_st.edge_cursor = 0;
@@ -255,7 +256,8 @@ lsd_sync_node_drop(struct lsd_peer_sync *ps)
  * Each node's edge, until the TSC end (at least one node a call): one
  * peer's (the usual case) as it is, several peers' from one filter over
  * all their paths (lsd_sync_edge_fit along the node's list: it scanned
- * every peer per node before). Then the table takes over.
+ * every peer per node before). The network step then takes the table
+ * into use.
  */
 bool
 lsd_sync_nodes_slice(uint64_t end)
@@ -277,8 +279,6 @@ lsd_sync_nodes_slice(uint64_t end)
 		if (rte_rdtsc() > end && st->edge_cursor < t->n)
 			return false;
 	}
-	st->next = st->nodes;
-	st->nodes = t;
 	return true;
 }
 
@@ -361,11 +361,13 @@ publish_owd(struct lsd_peer *peer, uint64_t now)
  * the update on all nodes at once, then each peer's clock.
  */
 void
-lsd_sync_net_begin(uint64_t now)
+lsd_sync_net_begin(uint64_t now, bool fresh)
 {
 	lsd_sync_st.net = NET_GATHER;
 	lsd_sync_st.net_cursor = 0;
 	lsd_sync_st.net_now = now;
+	lsd_sync_st.net_spread = false;
+	lsd_sync_st.net_tab = fresh ? lsd_sync_st.next : lsd_sync_st.nodes;
 }
 
 /* The peer's announcement, if it is its node's newest. */
@@ -414,11 +416,25 @@ lsd_sync_net_slice(uint64_t end)
 
 	if (st->net == NET_GATHER) {
 		while (st->net_cursor < st->n_peers) {
-			gather(st->peers[st->net_cursor++]->sync, st->nodes);
-			if (rte_rdtsc() > end)
+			gather(st->peers[st->net_cursor++]->sync, st->net_tab);
+			if (rte_rdtsc() > end && st->net_cursor < st->n_peers) {
+				st->net_spread = true;
 				return false;
+			}
 		}
-		net_update(st->nodes, st->net_now);
+		/* announcements taken in later passes may be newer than the
+		 * instant the step began: the update runs at its own (as a
+		 * step spread over passes announces when it ends) */
+		if (st->net_spread)
+			st->net_now = ls_clock_from_tsc(st->clock, rte_rdtsc());
+		net_update(st->net_tab, st->net_now);
+		/* a fit step's table, complete: it takes over */
+		if (st->net_tab == st->next) {
+			st->next = st->nodes;
+			st->nodes = st->net_tab;
+			st->steps++;
+			st->last_step_tsc = st->step_at;
+		}
 		st->net = NET_PUBLISH;
 		st->net_cursor = 0;
 		if (rte_rdtsc() > end)

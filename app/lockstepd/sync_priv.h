@@ -101,6 +101,10 @@ struct lsd_sync_ctx {
 	enum sync_net_phase net;    /* a network step under way (NET_IDLE: none) */
 	unsigned int net_cursor;    /* ... the next peer it gathers or publishes */
 	uint64_t net_now;           /* ... its instant, local time */
+	bool net_spread;            /* ... its gather took more than one pass */
+	struct sync_nodes *net_tab; /* ... its table: a fit step's new one takes
+				     * over once updated (commands never see one
+				     * with edges and no states) */
 	uint64_t steps;             /* fit steps (each also a network step) */
 	uint64_t net_steps;         /* network steps */
 	uint64_t last_step_tsc;     /* when the last step ran (its "now") */
@@ -130,11 +134,11 @@ void lsd_sync_nodes_begin(void);
 void lsd_sync_node_take(struct lsd_peer_sync *ps, uint64_t now);
 /* A peer leaves mid-step: off its node's list in the table being built. */
 void lsd_sync_node_drop(struct lsd_peer_sync *ps);
-/* The nodes' edges, until the TSC end; true when all are set (the table
- * is then in use). */
+/* The nodes' edges, until the TSC end; true when all are set. */
 bool lsd_sync_nodes_slice(uint64_t end);
-/* A network step at now (local time), run by lsd_sync_net_slice. */
-void lsd_sync_net_begin(uint64_t now);
+/* A network step at now (local time) on the table in use, or after a fit
+ * step (fresh) on the one it built, run by lsd_sync_net_slice. */
+void lsd_sync_net_begin(uint64_t now, bool fresh);
 /* The network step under way, until the TSC end; true when done. */
 bool lsd_sync_net_slice(uint64_t end);
 /* Whether network steps between fit steps pay. */
