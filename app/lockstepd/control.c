@@ -675,6 +675,8 @@ peer_replace_paths(unsigned int idx, uint16_t paths, uint32_t interval_us)
 static int
 probe_set_one(struct lsd_peer *peer, uint64_t paths, uint64_t interval)
 {
+	int rc;
+
 	if (paths == 0 && interval &&
 	    lsd_peer_track_size((uint32_t)interval) > peer->n_track)
 		paths = peer->n_paths;
@@ -685,7 +687,14 @@ probe_set_one(struct lsd_peer *peer, uint64_t paths, uint64_t interval)
 				return peer_replace_paths(i, (uint16_t)paths, (uint32_t)interval);
 		return 0;
 	}
-	return interval ? lsd_peer_set_interval(peer, (uint32_t)interval) : 0;
+	if (interval == 0)
+		return 0;
+	rc = lsd_peer_set_interval(peer, (uint32_t)interval);
+	/* the lcore set peer->interval_us: sync's windows follow (a failed
+	 * resize keeps the old ones, which fit less often; not an error) */
+	if (rc == 0 && lsd_sync_peer_interval(peer) != 0)
+		LSD_LOG(WARNING, "peer %s: sync kept its old window (out of memory)", peer->name);
+	return rc;
 }
 
 static void

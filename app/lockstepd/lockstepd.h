@@ -709,6 +709,9 @@ int lsd_sync_init(struct ls_clock *clock, struct ls_clock *q_clock);
 void lsd_sync_fini(void);
 int lsd_sync_peer_attach(struct lsd_peer *peer);
 void lsd_sync_peer_detach(struct lsd_peer *peer);
+/* (control) The peer's interval changed: its paths' windows and rings
+ * follow it. 0, or -ENOMEM (a path kept its old ring and window). */
+int lsd_sync_peer_interval(struct lsd_peer *peer);
 void lsd_sync_drain(void);
 /* One control-loop pass of sync's work; true while a fit step is under way
  * (the loop should come back without waiting). */

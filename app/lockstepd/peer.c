@@ -57,14 +57,24 @@ lsd_peer_track_size(uint32_t interval_us)
 	return ls_path_track_size(pps, lsd_peer_loss_timeout_ns(&tmp));
 }
 
-/* Probes a path sends in window_ms at the acquisition rate, twice over, as
- * a power of 2 in [16, max] (the clock-sync estimators' size: a pair a
- * second needs 32, not 1024, so 1 KiB a path instead of 33; the floor was
- * 64, which doubled that for nothing). */
+/*
+ * Probes a path sends in window_ms, as a power of 2 in [16, max] (the
+ * clock-sync estimators' size): two a pair, acquire_rate x as many for
+ * the part of the window acquisition lasts, each interval as short as the
+ * jitter makes it, and a pair more at each end. A pair a second needs 32
+ * with a 2 s window, not 1024. A window longer than acquisition (sync's
+ * window follows the rate: ls_sync_est_window_for) counts it only for
+ * acquire_ms: "all of it at the acquisition rate, twice over", the rule
+ * before, gave a 12 s window at a pair a second 256 probes, 8 KiB a path.
+ */
 uint32_t
 lsd_peer_probes_in(const struct lsd_peer *peer, uint32_t window_ms, uint32_t max)
 {
-	double n = 4.0 * lsd.cfg.probe.acquire_rate * window_ms * 1e3 / (double)peer->interval_us;
+	double acq = lsd_acquire_on() ? RTE_MIN(window_ms, lsd.cfg.probe.acquire_ms) : 0;
+	double fast = lsd_acquire_on() ? lsd.cfg.probe.acquire_rate : 1;
+	double pairs = (acq * fast + (window_ms - acq)) * 1e3 / (double)peer->interval_us /
+		       (1.0 - lsd.cfg.probe.jitter_pct / 100.0) + 2;
+	double n = 2 * pairs;
 	uint32_t c = 16;
 
 	while (c < max && (double)c < n)

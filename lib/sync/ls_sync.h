@@ -107,6 +107,27 @@ struct ls_sync_est_conf {
 /** Fill c with the defaults above. */
 void ls_sync_est_conf_default(struct ls_sync_est_conf *c);
 
+/** Pair intervals, per pure sample a side needs (min_points), that a
+ *  window spans at least (ls_sync_est_window_for). */
+#define LS_SYNC_WINDOW_PAIRS 3
+
+/**
+ * The window a path sending a pair every pair_ns needs: c->window_ns, or
+ * LS_SYNC_WINDOW_PAIRS x c->min_points pair intervals when that is longer.
+ *
+ * Why: a fit fails the moment one side holds fewer than min_points pure
+ * samples, and the path's estimate goes with it. At a pair a second the
+ * default 2 s window holds two pairs: no window fitted after acquisition.
+ * Three intervals a point leave room for the jitter (probe.jitter_pct,
+ * +-10%: a pair fewer), lost replies and impure pairs: 3 x 4 intervals
+ * hold about 11 pairs, so a side falls short only when 8 of them are lost
+ * or impure, binomially 1 window a side in 800 with a quarter of the pairs
+ * impure; twice min_points (7 pairs) would fall short in 1 in 14.
+ * @param pair_ns  the path's steady pair interval, ns (0: c->window_ns)
+ * @return the window, ns
+ */
+uint64_t ls_sync_est_window_for(const struct ls_sync_est_conf *c, uint64_t pair_ns);
+
 /** Result of an envelope fit: the edge offset B - A as a line in A's time. */
 struct ls_sync_fit {
 	bool ok;                /**< false: too few samples (other fields unset) */
@@ -170,9 +191,12 @@ int ls_sync_envelope_fit(const struct ls_sync_pt *fwd, uint32_t n_fwd,
 
 /** Most floor samples kept per direction per fit (ls_sync_est_floor_drift). */
 #define LS_SYNC_FLOOR_VERTS 24
-/** Fits whose floor samples are kept: 4 s at the default 250 ms sync step. */
+/** Fits whose floor samples are kept: 4 s at the default 250 ms sync step
+ *  (8 s at the 500 ms the floor drift was tuned at, before 523a2bc). */
 #define LS_SYNC_FLOOR_CHUNKS 16
-/** How far back ls_sync_est_floor_drift() looks. */
+/** How far back ls_sync_est_floor_drift() looks at most. The chunks bound
+ *  it first at steps under 500 ms: it is 16 steps, 4 s at the default
+ *  250 ms, and this cap only counts at slower steps. */
 #define LS_SYNC_FLOOR_HORIZON_NS 8000000000ull
 
 /**
@@ -233,6 +257,14 @@ size_t ls_sync_est_bytes(const struct ls_sync_est *e);
 
 /** Forget all samples (counters kept): after a peer restart or clock step. */
 void ls_sync_est_reset(struct ls_sync_est *e);
+
+/**
+ * A new window and ring capacity (cap rounded up to a power of 2) for a
+ * path whose probe rate changed: the newest probes the ring held are kept
+ * (as many as fit), and so are the floor chunks and counters.
+ * @return 0, -EINVAL, or -ENOMEM (the estimator unchanged).
+ */
+int ls_sync_est_resize(struct ls_sync_est *e, uint64_t window_ns, uint32_t cap);
 
 /**
  * Offer a coded pair: both probes are stored (both feed the baselines); the

@@ -113,6 +113,45 @@ ls_sync_est_reset(struct ls_sync_est *e)
 	e->last_fit = 0;
 }
 
+int
+ls_sync_est_resize(struct ls_sync_est *e, uint64_t window_ns, uint32_t cap)
+{
+	struct ls_sync_probe *ring;
+	uint8_t *pure;
+	uint32_t c = 1, n;
+
+	if (e == NULL || window_ns == 0 || cap == 0 || cap > (1u << 30))
+		return -EINVAL;
+	while (c < cap)
+		c <<= 1;
+	if (c != e->cap) {
+		ring = calloc(c, sizeof(*ring));
+		pure = calloc(c, sizeof(*pure));
+		if (ring == NULL || pure == NULL) {
+			free(ring);
+			free(pure);
+			return -ENOMEM;
+		}
+		/* the newest n, oldest first, at 0..n-1 */
+		n = e->n < c ? e->n : c;
+		for (uint32_t i = 0; i < n; i++) {
+			uint32_t k = (e->head - n + i) & (e->cap - 1);
+
+			ring[i] = e->ring[k];
+			pure[i] = e->pure[k];
+		}
+		free(e->ring);
+		free(e->pure);
+		e->ring = ring;
+		e->pure = pure;
+		e->cap = c;
+		e->n = n;
+		e->head = n & (c - 1);
+	}
+	e->conf.window_ns = window_ns;
+	return 0;
+}
+
 /* Append one probe; a full ring forgets its oldest. */
 static void
 est_push(struct ls_sync_est *e, const struct ls_sync_probe *p, uint8_t pure)

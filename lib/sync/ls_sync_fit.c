@@ -81,6 +81,14 @@ ls_sync_est_conf_default(struct ls_sync_est_conf *c)
 	c->fixed_drift = NAN;
 }
 
+uint64_t
+ls_sync_est_window_for(const struct ls_sync_est_conf *c, uint64_t pair_ns)
+{
+	uint64_t need = (uint64_t)LS_SYNC_WINDOW_PAIRS * c->min_points * pair_ns;
+
+	return need > c->window_ns ? need : c->window_ns;
+}
+
 /*
  * One side of the fit. sign is -1 for forward samples (envelope of d - b t)
  * and +1 for reverse samples (envelope of d + b t), so one set of helpers

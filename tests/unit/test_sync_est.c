@@ -640,48 +640,108 @@ START_TEST(test_track_overlap)
 }
 END_TEST
 
-/* ---- 4c. memory per path -------------------------------------------- */
+/* ---- 4c. a Pingmesh path: its window, and memory per path ------------ */
 
 /*
- * Heap and struct bytes of one path's clock sync state (estimator, floor
- * chunks, track) after secs of pairs every gap_ns, 4x as often for the
- * first 4 s (lockstepd's acquisition), fitted every 250 ms as lockstepd's
- * path_fit does (window at the surer of the track's and the floor
- * samples' drift, into the track, the track's fit). cap is the ring
- * lsd_peer_probes_in gives such a path. *windows: windows the track took.
+ * As feed_queued, each gap jittered by +-jitter (a fraction, as
+ * probe.jitter_pct), and each side of a pair's second member queued 1 to
+ * 21 us more with probability impure, so the pair is impure that side.
+ * With both 0 it draws what feed_queued draws.
+ */
+static void
+feed_pm(struct ls_sync_est *e, const struct path *p, double *Tf, double T, double gap_ns,
+	double jitter, double impure)
+{
+	while (*Tf < T) {
+		struct ls_sync_probe a, b;
+		double qf, qr, xf = 0, xr = 0;
+
+		light_queues(*Tf, &qf, &qr); /* 30% meet no queue */
+		if (impure > 0 && ls_rng_unit() < impure)
+			xf = 1 * US + 20 * US * ls_rng_unit();
+		if (impure > 0 && ls_rng_unit() < impure)
+			xr = 1 * US + 20 * US * ls_rng_unit();
+		probe_at(p, *Tf, qf, qr, &a);
+		probe_at(p, *Tf + 10 * US, qf + xf, qr + xr, &b);
+		ls_sync_est_add_pair(e, &a, &b);
+		*Tf += jitter > 0 ? gap_ns * (1 + jitter * (2 * ls_rng_unit() - 1)) : gap_ns;
+	}
+}
+
+/* What path_run saw from settle on. */
+struct path_seen {
+	unsigned int windows; /* windows the track took, all told */
+	unsigned int steps;   /* steps from settle on */
+	unsigned int not_ok;  /* ... whose estimate was not ok */
+	double worst_z;       /* ... the worst |error| / sigma of the others */
+	double worst_ns;      /* ... the worst |error| from 60 s on */
+	unsigned int late, late_over_20; /* steps from 60 s on, of them > 20 ns off */
+};
+
+/*
+ * One path's clock sync as lockstepd's path_fit runs it, for secs: pairs
+ * every gap_ns (feed_pm's jitter and impure), 4x as often for the first
+ * 4 s (acquisition), a step every 250 ms (the window fitted at the surer
+ * of the track's and the floor samples' drift, into the track, the
+ * estimate the track's fit, or the window's before there is a drift).
+ * window_ns is the estimator's window, cap its ring (what sync.c's
+ * peer_window gives such a path). Returns the heap and struct bytes of the
+ * estimator (left in e) and the track at the end.
  */
 static size_t
-path_bytes(double gap_ns, uint32_t cap, double secs, struct ls_sync_est *e, unsigned int *windows)
+path_run(double gap_ns, uint32_t cap, uint64_t window_ns, double jitter, double impure,
+	 double secs, double settle, struct ls_sync_est *e, struct path_seen *seen)
 {
 	struct path p = {.a = {.c = 0}, .b = {.c = 3 * MS, .r = 20e-6}, .df = 20 * US,
 			 .dr = 20 * US, .turn = 2 * US};
+	struct ls_sync_est_conf conf;
 	struct ls_sync_track k;
 	double T, Tf = 0;
 	size_t bytes;
 
 	ls_rng_seed(28);
-	ck_assert_int_eq(ls_sync_est_init(e, NULL, cap), 0);
+	ls_sync_est_conf_default(&conf);
+	conf.window_ns = window_ns;
+	ck_assert_int_eq(ls_sync_est_init(e, &conf, cap), 0);
 	ls_sync_track_init(&k);
-	*windows = 0;
+	memset(seen, 0, sizeof(*seen));
 	for (T = 250 * MS; T <= secs * SEC; T += 250 * MS) {
 		uint64_t now = clk_at(&p.a, T);
 		struct ls_sync_fit win, fit;
 		double sig, fs, b = ls_sync_track_drift(&k, 2500000000ULL, &e->conf, 10, &sig);
 		double fb = ls_sync_est_floor_drift(e, now, 10, &fs);
+		bool ok;
 
-		feed_queued(e, &p, &Tf, fmin(T, 4 * SEC), gap_ns / 4, light_queues);
-		feed_queued(e, &p, &Tf, T, gap_ns, light_queues); /* 30% meet no queue */
+		feed_pm(e, &p, &Tf, fmin(T, 4 * SEC), gap_ns / 4, jitter, impure);
+		feed_pm(e, &p, &Tf, T, gap_ns, jitter, impure);
 		if (!isnan(fb) && (isnan(b) || fs < sig)) {
 			b = fb;
 			sig = fs;
 		}
 		e->conf.fixed_drift = b;
-		if (ls_sync_est_fit(e, now, &win) != 0)
+		ok = ls_sync_est_fit(e, now, &win) == 0;
+		if (ok) {
+			ls_sync_track_add(&k, &win);
+			seen->windows++;
+			fit = win;
+			if (!isnan(b))
+				ok = ls_sync_track_fit(&k, now, b, sig, 10, &e->conf, &fit) == 0;
+		}
+		if (T < settle * SEC)
 			continue;
-		ls_sync_track_add(&k, &win);
-		(*windows)++;
-		if (!isnan(b))
-			ck_assert_int_eq(ls_sync_track_fit(&k, now, b, sig, 10, &e->conf, &fit), 0);
+		seen->steps++;
+		if (!ok)
+			seen->not_ok++;
+		else {
+			double err = fabs(fit.offset_ns - path_offset(&p, T));
+
+			seen->worst_z = fmax(seen->worst_z, err / fit.sigma_ns);
+			if (T >= 60 * SEC) {
+				seen->worst_ns = fmax(seen->worst_ns, err);
+				seen->late++;
+				seen->late_over_20 += err > 20;
+			}
+		}
 	}
 	bytes = sizeof(*e) + ls_sync_est_bytes(e) + sizeof(k) + ls_sync_track_bytes(&k);
 	ls_sync_track_free(&k);
@@ -689,26 +749,103 @@ path_bytes(double gap_ns, uint32_t cap, double secs, struct ls_sync_est *e, unsi
 }
 
 /*
+ * Issue 28 C, Pingmesh rates: a pair a second a path. With the default 2 s
+ * window no window held min_points pure samples a side once acquisition
+ * ended, and the path's estimate went ~2 s later; the window now follows
+ * the rate (ls_sync_est_window_for: 12 s). Four minutes after acquisition
+ * with +-10% jitter and a fifth of the pairs impure each way, every step's
+ * estimate is ok and its sigma covers its error. The first ~40 s are
+ * microseconds off (29.8 us at 11.5 s, sigma 35 us: a drift 4 ppm off
+ * from a few floor samples a side); from 60 s on within 20 ns but for
+ * the few windows that met no floor (282 ns, sigma 21 us, at 239 s).
+ * Light queues (30% of samples meet none), no wander.
+ */
+START_TEST(test_sync_pingmesh_window)
+{
+	struct ls_sync_est_conf conf;
+	struct ls_sync_est e;
+	struct path_seen old, now;
+	uint64_t w;
+
+	ls_sync_est_conf_default(&conf);
+	w = ls_sync_est_window_for(&conf, 1000000000ULL);
+	ck_assert_uint_eq(w, 12000000000ULL);
+	ck_assert_uint_eq(ls_sync_est_window_for(&conf, 10000000ULL), conf.window_ns);
+	path_run(1 * SEC, 32, conf.window_ns, 0.1, 0.2, 60, 8, &e, &old);
+	ls_sync_est_free(&e);
+	path_run(1 * SEC, 64, w, 0.1, 0.2, 244, 4, &e, &now);
+	ls_sync_est_free(&e);
+	printf("pingmesh window: 2 s: %u of %u steps not ok; %.0f s: %u of %u, worst |error| "
+	       "%.2f sigma; from 60 s on %u of %u steps over 20 ns, worst %.1f ns\n", old.not_ok,
+	       old.steps, w / 1e9, now.not_ok, now.steps, now.worst_z, now.late_over_20, now.late,
+	       now.worst_ns);
+	ck_assert_uint_eq(old.not_ok, old.steps); /* the bug this pins */
+	ck_assert_uint_ge(now.steps, 960);
+	ck_assert_uint_eq(now.not_ok, 0);
+	ck_assert_msg(now.worst_z < 3, "worst %.2f sigma", now.worst_z);
+	ck_assert_uint_le(now.late_over_20 * 100, now.late); /* <= 1% */
+	ck_assert_msg(now.worst_ns < 1000, "worst %.1f ns", now.worst_ns);
+}
+END_TEST
+
+/* probe.set: a ring resized keeps its newest probes, oldest first, and
+ * takes the new window; a bad size changes nothing. */
+START_TEST(test_est_resize)
+{
+	struct ls_sync_est e;
+	struct ls_sync_probe p = {0};
+
+	ck_assert_int_eq(ls_sync_est_init(&e, NULL, 16), 0);
+	for (uint64_t i = 1; i <= 20; i++) {
+		p.t1 = i;
+		ls_sync_est_add_probe(&e, &p);
+	}
+	ck_assert_int_eq(ls_sync_est_resize(&e, 12000000000ULL, 40), 0);
+	ck_assert_uint_eq(e.cap, 64);
+	ck_assert_uint_eq(e.n, 16);
+	ck_assert_uint_eq(e.conf.window_ns, 12000000000ULL);
+	for (uint32_t i = 0; i < e.n; i++)
+		ck_assert_uint_eq(e.ring[(e.head - e.n + i) & (e.cap - 1)].t1, 5 + i);
+	ck_assert_int_eq(ls_sync_est_resize(&e, 2000000000ULL, 8), 0);
+	ck_assert_uint_eq(e.n, 8);
+	ck_assert_uint_eq(e.ring[(e.head - 1) & (e.cap - 1)].t1, 20);
+	ck_assert_uint_eq(e.ring[(e.head - e.n) & (e.cap - 1)].t1, 13);
+	p.t1 = 21;
+	ls_sync_est_add_probe(&e, &p);
+	ck_assert_uint_eq(e.ring[(e.head - e.n) & (e.cap - 1)].t1, 14);
+	ck_assert_int_eq(ls_sync_est_resize(&e, 0, 8), -EINVAL);
+	ck_assert_uint_eq(e.conf.window_ns, 2000000000ULL);
+	ls_sync_est_free(&e);
+}
+END_TEST
+
+/*
  * Issue 28 C: 10,000 peers x 8 paths at <= 8 KiB a peer-path all told, of
  * which the rest of a path takes ~6.5 KiB. At a pair a second a path's
  * sync state was 22,528 B (a 64-probe ring, 16 floor chunks of 24 vertices
- * a direction, a 120-window track of 65 B each, all held from peer.add);
- * now the ring is the 32 probes the rate needs, the chunks hold 2 vertices
- * a direction, and the track holds the windows that fit, 40 B each: with a
- * 2 s window only those of acquisition, since a pair a second leaves fewer
- * than min_points in a window. Measured 3,304 B (ring 1,056, chunks 1,024,
- * track 960 for 18 windows, the two structs 264).
+ * a direction, a 120-window track of 65 B each, all held from peer.add).
+ * With the 2 s window (3,304 B) the track held only acquisition's windows:
+ * nothing fitted after it. With the window following the rate (12 s) every
+ * step fits and the track fills: the ring is the 64 probes a 12 s window
+ * needs (lsd_peer_probes_in), the chunks hold 2 vertices a direction.
+ * Measured 8,200 B (<= 8.25 KiB): ring 2,112, chunks 1,024, a full track
+ * 4,800 (120 windows), the two structs 264. A sync path, not a peer-path:
+ * with sync.paths 1 of 8 paths, ~1 KiB a peer-path.
  */
 START_TEST(test_sync_bytes_pingmesh)
 {
 	struct ls_sync_est e;
-	unsigned int windows;
-	size_t bytes = path_bytes(1 * SEC, 32, 120, &e, &windows);
+	struct ls_sync_est_conf conf;
+	struct path_seen seen;
+	size_t bytes;
 
+	ls_sync_est_conf_default(&conf);
+	bytes = path_run(1 * SEC, 64, ls_sync_est_window_for(&conf, 1000000000ULL), 0.1, 0.2, 120,
+			 4, &e, &seen);
 	printf("sync bytes a path at a pair a second: %zu (ring %u probes, %u floor vertices a "
-	       "chunk, %u windows)\n", bytes, e.cap, e.verts, windows);
-	ck_assert_uint_gt(windows, 0);
-	ck_assert_uint_le(bytes, 3584);
+	       "chunk, %u windows)\n", bytes, e.cap, e.verts, seen.windows);
+	ck_assert_uint_ge(seen.windows, LS_SYNC_TRACK_LEN);
+	ck_assert_uint_le(bytes, 8448);
 	ls_sync_est_free(&e);
 }
 END_TEST
@@ -719,13 +856,13 @@ END_TEST
 START_TEST(test_sync_bytes_lab)
 {
 	struct ls_sync_est e;
-	unsigned int windows;
-	size_t bytes = path_bytes(10 * MS, 1024, 60, &e, &windows);
+	struct path_seen seen;
+	size_t bytes = path_run(10 * MS, 1024, 2000000000ULL, 0, 0, 60, 60, &e, &seen);
 
 	printf("sync bytes a path at a pair every 10 ms: %zu (ring %u probes, %u floor vertices "
-	       "a chunk, %u windows)\n", bytes, e.cap, e.verts, windows);
+	       "a chunk, %u windows)\n", bytes, e.cap, e.verts, seen.windows);
 	ck_assert_uint_eq(e.verts, LS_SYNC_FLOOR_VERTS);
-	ck_assert_uint_ge(windows, LS_SYNC_TRACK_LEN);
+	ck_assert_uint_ge(seen.windows, LS_SYNC_TRACK_LEN);
 	ck_assert_uint_le(bytes, 52 * 1024);
 	ls_sync_est_free(&e);
 }
@@ -745,6 +882,8 @@ sync_est_tests(TCase *tc)
 	tcase_add_test(tc, test_track_many);
 	tcase_add_test(tc, test_track_basics);
 	tcase_add_test(tc, test_track_overlap);
+	tcase_add_test(tc, test_est_resize);
+	tcase_add_test(tc, test_sync_pingmesh_window);
 	tcase_add_test(tc, test_sync_bytes_pingmesh);
 	tcase_add_test(tc, test_sync_bytes_lab);
 }
