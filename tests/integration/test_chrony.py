@@ -148,17 +148,22 @@ def refclock_samples(d):
     return out
 
 
+def offsets_within(samples, want_ns, tol_ns, d0, d1):
+    """(every sample is want_ns within tol_ns, the offsets in ns): true less
+    system is want + (d0 - d(t)), d having moved from d0 to d1 meanwhile."""
+    lo = want_ns + min(0, d0 - d1) - tol_ns
+    hi = want_ns + max(0, d0 - d1) + tol_ns
+    offs = [round(o * 1e9) for _, o in samples]
+    return bool(offs) and all(lo <= o <= hi for o in offs), offs
+
+
 def run(c, d, chrony_offset, want_ns, tag):
     """chronyd and lockstepd with chrony_offset; every sample chronyd logs
     must be want_ns (plus the clocks' own parting) within TOL_NS."""
-    ch = subprocess.Popen(["chronyd", "-x", "-d", "-u", "root", "-f", chrony_conf(d)],
-                          stdout=open(os.path.join(d, "chronyd-%s.log" % tag), "w"),
-                          stderr=subprocess.STDOUT)
+    ch, up = start_chronyd(d, tag)
     p = None
     try:
-        if not c.check(lslab.wait_until(
-                lambda: os.path.exists(os.path.join(d, "refclock.sock")), 10),
-                "%s: chronyd is up with its SOCK refclock" % tag):
+        if not c.check(up, "%s: chronyd is up with its SOCK refclock" % tag):
             return
         d0 = sys_less_raw()
         p, ctl = start_lsd(d, os.path.join(d, "refclock.sock"), chrony_offset, tag)
@@ -172,11 +177,8 @@ def run(c, d, chrony_offset, want_ns, tag):
         c.check(len(samples) >= 6 and chs.get("sent", 0) >= 6 and chs.get("errors") == 0,
                 "%s: chronyd took lockstepd's samples (%d logged; lockstepd: %s)" % (
                     tag, len(samples), chs))
-        # true - system = want + (d0 - d(t)); d moved from d0 to d1 meanwhile
-        lo = want_ns + min(0, d0 - d1) - TOL_NS
-        hi = want_ns + max(0, d0 - d1) + TOL_NS
-        offs = [round(o * 1e9) for _, o in samples]
-        c.check(bool(offs) and all(lo <= o <= hi for o in offs),
+        ok, offs = offsets_within(samples, want_ns, TOL_NS, d0, d1)
+        c.check(ok,
                 "%s: every sample chronyd logged is fleet time less the system clock, "
                 "%d ns (+-%d; the clocks parted %d ns): %s" % (
                     tag, want_ns, TOL_NS, d1 - d0, offs[:8]))
@@ -251,10 +253,8 @@ def fleet(c, d, epoch):
                 "fleet: chronyd took h2's samples (%d logged; h2: %s, not the reference)" % (
                     len(samples), chs))
         tol = TOL_NS + max(half, 0)
-        lo = OFFSET_NS + min(0, d0 - d1) - tol
-        hi = OFFSET_NS + max(0, d0 - d1) + tol
-        offs = [round(o * 1e9) for _, o in samples]
-        c.check(bool(offs) and all(lo <= o <= hi for o in offs),
+        ok, offs = offsets_within(samples, OFFSET_NS, tol, d0, d1)
+        c.check(ok,
                 "fleet: every sample from h2 is fleet time (h1's clock) less the system clock, "
                 "%d ns (+-%d: %d and h2's bound %.0f), not h2's own -40 ms: %s" % (
                     OFFSET_NS, tol, TOL_NS, half, offs[:8]))
