@@ -243,7 +243,7 @@ delay_rate(struct lsd_bridge *b, const struct ls_flow *f, struct lsd_cc_flow *c,
 	else
 		memcpy(a.a, pk->key.dst + 12, 4);
 	/* samples older than 50 ms describe a queue that may be gone */
-	q = lsd_peer_queue_ns(b->lc, &a, f->path, now, b->hz / 20, &at);
+	q = lsd_peer_queue_ns(b->lc, &a, f->path, now, b->hz / 20, (int64_t)p->target_ns, &at);
 	if (q < 0 || (c->delay.last != 0 && at <= c->delay.last))
 		return c->delay.rate;
 	return ls_cc_delay_on_sample(&c->delay, p, now, (uint64_t)q);

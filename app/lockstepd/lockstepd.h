@@ -496,10 +496,11 @@ lsd_acquire_on(void)
  * paths; the probe paths paired with it once routes are traced, else probe
  * path of the same index)
  * from samples no older than max_age TSC ticks; LSD_QUEUE_LOST_NS when its
- * probes are lost since the last reply; -1 when none. *at: when the
- * sample's probe left (now for a loss). */
+ * probes are lost since the last reply, unless that reply put the queue on
+ * the reverse path (past target_ns there, within it forward); -1 when none.
+ * *at: when the sample's probe left (now for a loss). */
 int64_t lsd_peer_queue_ns(struct lsd_lcore *lc, const struct ls_addr *addr, uint8_t path,
-			  uint64_t now, uint64_t max_age, uint64_t *at);
+			  uint64_t now, uint64_t max_age, int64_t target_ns, uint64_t *at);
 void lsd_sender_on_reply(struct lsd_lcore *lc, struct lsd_port *p, struct rte_mbuf *m,
 			const struct ls_pkt_info *pi, uint64_t rx_ns);
 void lsd_sender_tick(struct lsd_lcore *lc, uint64_t now_ns);

@@ -514,7 +514,7 @@ queue_note(struct lsd_peer_path *pp, int64_t fwd, int64_t rev, int64_t round_ns)
 
 int64_t
 lsd_peer_queue_ns(struct lsd_lcore *lc, const struct ls_addr *addr, uint8_t path,
-		  uint64_t now, uint64_t max_age, uint64_t *at)
+		  uint64_t now, uint64_t max_age, int64_t target_ns, uint64_t *at)
 {
 	struct lsd_peer *peer;
 	struct lsd_addr_key key;
@@ -538,8 +538,12 @@ lsd_peer_queue_ns(struct lsd_lcore *lc, const struct ls_addr *addr, uint8_t path
 		    i != path))
 			continue;
 		/* probes lost since the last reply: a queue that overflowed (or
-		 * held them past the loss time-out) says more than no sample */
-		if (pp->live.consecutive_lost > 0 && pp->q_tsc != 0) {
+		 * held them past the loss time-out) says more than no sample;
+		 * unless the last reply saw the reverse queue past the target
+		 * and the forward one within it: the reply, not the probe, was
+		 * dropped (a stateless reflector cannot say which) */
+		if (pp->live.consecutive_lost > 0 && pp->q_tsc != 0 &&
+		    !(pp->q_rev_ns > target_ns && pp->q_ns <= target_ns)) {
 			q = LSD_QUEUE_LOST_NS;
 			*at = now;
 			continue;
