@@ -216,7 +216,8 @@ def isolation(c, br):
         br.call("slice.set", {"name": "bulk", "weight": 2, "max_bps": 20e6,
                               "match": {"dst": "10.77.0.2/32"}})
         time.sleep(0.5)
-        (unshielded, n_un) = sockperf_p99(br)
+        # one run: the contrast is thousands of us or no round trip at all
+        (unshielded, n_un) = sockperf_p99(br, runs=1)
     finally:
         cli.kill()
         cli.wait()
