@@ -206,9 +206,10 @@ chan_json(uint16_t c, uint64_t now)
 
 	json_object_set_new(o, "up", json_boolean(LOAD(ch->up)));
 	json_object_set_new(o, "route_up", json_boolean(LOAD(ch->route_up)));
-	json_object_set_new(o, "params", json_pack("{s:I, s:I, s:I, s:I, s:f, s:i}",
+	json_object_set_new(o, "params", json_pack("{s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:i}",
 		"delay_ns", (json_int_t)ch->p.delay_ns, "rate_bps", (json_int_t)ch->p.rate_bps,
 		"buffer_bytes", (json_int_t)ch->p.buffer_bytes, "ecn_bytes", (json_int_t)ch->p.ecn_bytes,
+		"ecn_max_bytes", (json_int_t)ch->p.ecn_max_bytes, "ecn_pmax", ch->p.ecn_pmax,
 		"loss", ch->p.loss, "mtu", ch->p.mtu));
 	json_object_set_new(o, "depth_bytes", json_integer((json_int_t)ls_fab_chan_depth(ch, now)));
 	json_object_set_new(o, "counters", json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
@@ -294,8 +295,8 @@ cmd_links(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_unu
 static void
 cmd_link_set(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 {
-	double delay = 0, rate = 0, loss = 0, ecn = 0, buf = 0;
-	int hd, hr, hl, he, hb, hm, n, rc = 0;
+	double delay = 0, rate = 0, loss = 0, ecn = 0, buf = 0, emax = 0, pmax = 0;
+	int hd, hr, hl, he, hx, hp, hb, hm, n, rc = 0;
 	uint64_t mtu = 0;
 	json_t *up = json_object_get(args, "up");
 	uint16_t ch[2];
@@ -306,6 +307,8 @@ cmd_link_set(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 	    (hr = ls_ctl_arg_num(req, args, "rate_bps", 1000, 1e13, &rate)) < 0 ||
 	    (hl = ls_ctl_arg_num(req, args, "loss", 0, 1, &loss)) < 0 ||
 	    (he = ls_ctl_arg_num(req, args, "ecn_bytes", 0, 4e9, &ecn)) < 0 ||
+	    (hx = ls_ctl_arg_num(req, args, "ecn_max_bytes", 0, 4e9, &emax)) < 0 ||
+	    (hp = ls_ctl_arg_num(req, args, "ecn_pmax", 0, 1, &pmax)) < 0 ||
 	    (hb = ls_ctl_arg_num(req, args, "buffer_bytes", 1500, 4e9, &buf)) < 0 ||
 	    (hm = ls_ctl_arg_uint(req, args, "mtu", 68, 65535, &mtu)) < 0)
 		return;
@@ -317,10 +320,16 @@ cmd_link_set(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 	for (int i = 0; i < n; i++) {
 		const struct ls_fab_chan_params *p = &fab.fab->chans[ch[i]].p;
 		double b = hb ? buf : p->buffer_bytes, u = hm ? (double)mtu : p->mtu;
+		double k0 = he ? ecn : p->ecn_bytes, k1 = hx ? emax : p->ecn_max_bytes;
 
 		if (b < u) {
 			ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS,
 					   "buffer_bytes (%.0f) must be at least the mtu (%.0f)", b, u);
+			return;
+		}
+		if (k1 != 0 && (k0 == 0 || k1 <= k0)) {
+			ls_ctl_reply_error(req, LS_CTL_E_BAD_ARGS, "ecn_max_bytes (%.0f) must be "
+					   "above ecn_bytes (%.0f), which must not be 0", k1, k0);
 			return;
 		}
 	}
@@ -334,7 +343,7 @@ cmd_link_set(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 		m->chan = ch[i];
 		m->up = up ? (int8_t)json_is_true(up) : -1;
 		m->params = fab.fab->chans[ch[i]].p;
-		m->set_params = hd || hr || hl || he || hb || hm;
+		m->set_params = hd || hr || hl || he || hx || hp || hb || hm;
 		if (hd)
 			m->params.delay_ns = (uint64_t)delay;
 		if (hr)
@@ -343,6 +352,10 @@ cmd_link_set(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 			m->params.loss = loss;
 		if (he)
 			m->params.ecn_bytes = (uint32_t)ecn;
+		if (hx)
+			m->params.ecn_max_bytes = (uint32_t)emax;
+		if (hp)
+			m->params.ecn_pmax = pmax;
 		if (hb)
 			m->params.buffer_bytes = (uint32_t)buf;
 		if (hm)
@@ -669,10 +682,10 @@ register_commands(struct ls_ctl *ctl)
 			"every link direction: state, parameters, queue depth, counters",
 			cmd_links, NULL);
 	ls_ctl_register_keys(ctl, "link.set",
-			     "{link, [dir], [up], [delay_ns], [rate_bps], [loss], [ecn_bytes], "
+			     "{link, [dir], [up], [delay_ns], [rate_bps], [loss], [ecn_bytes], [ecn_max_bytes], [ecn_pmax], "
 			     "[buffer_bytes], [mtu]}",
 			     "change a link (both directions unless dir is \"ab\" or \"ba\")",
-			     "link dir up delay_ns rate_bps loss ecn_bytes buffer_bytes mtu",
+			     "link dir up delay_ns rate_bps loss ecn_bytes ecn_max_bytes ecn_pmax buffer_bytes mtu",
 			     cmd_link_set, NULL);
 	ls_ctl_register_keys(ctl, "link.flap",
 			     "{link, [dir], down_ms, every_ms, [count], [start_ms]}",

@@ -60,7 +60,12 @@ struct ls_fab_chan_params {
 	uint64_t delay_ns;      /**< propagation delay */
 	uint64_t rate_bps;      /**< line rate, bit/s (> 0) */
 	uint32_t buffer_bytes;  /**< queue limit: tail drop beyond it */
-	uint32_t ecn_bytes;     /**< CE-mark ECT packets when the queue exceeds this (0 = never) */
+	uint32_t ecn_bytes;     /**< CE-mark ECT packets when the queue exceeds this (0 = never);
+				 *   with ecn_max_bytes, RED-ECN's K_min */
+	uint32_t ecn_max_bytes; /**< RED-ECN's K_max: between ecn_bytes and this the mark's
+				 *   probability rises linearly to ecn_pmax, beyond it every
+				 *   ECT packet is marked (0: a step at ecn_bytes) */
+	double ecn_pmax;        /**< RED-ECN's P_max, 0..1 */
 	double loss;            /**< random loss probability, 0..1 */
 	uint16_t mtu;           /**< largest IP packet, bytes: larger ones (bytes offered
 				 *   beyond mtu + LS_FAB_L2_BYTES) are dropped, counted */
@@ -339,7 +344,8 @@ enum ls_fab_verdict {
  * transmitter). On LS_FAB_OK the item is queued with its departure and
  * delivery times (a randomly lost packet is queued too, marked lost: it
  * used the link). ECN: when ect and the queue ahead of it exceeds
- * ecn_bytes, *ce is set and counted.
+ * ecn_bytes (and, with ecn_max_bytes, by RED-ECN's probability), *ce is set
+ * and counted.
  */
 enum ls_fab_verdict ls_fab_chan_enqueue(struct ls_fab_chan *c, uint64_t arrival_ns,
 					uint32_t bytes, bool ect, void *pkt, uint32_t tag,
@@ -443,6 +449,11 @@ ls_fab_chan_enqueue_inline(struct ls_fab_chan *c, uint64_t arrival_ns, uint32_t 
 	if (c->p.loss > 0)
 		lost = (double)(ls_fab_rand(&c->rng) >> 11) * 0x1.0p-53 < c->p.loss;
 	mark = !lost && ect && c->p.ecn_bytes != 0 && d > c->p.ecn_bytes;
+	/* RED-ECN (as DCQCN's switches): below K_max a mark with probability
+	 * P_max (d - K_min) / (K_max - K_min) */
+	if (mark && d <= c->p.ecn_max_bytes)
+		mark = (double)(ls_fab_rand(&c->rng) >> 11) * 0x1.0p-53 * (double)(c->p.ecn_max_bytes -
+			c->p.ecn_bytes) < c->p.ecn_pmax * (double)(d - c->p.ecn_bytes);
 
 	c->st.pkts++;
 	c->st.bytes += bytes;

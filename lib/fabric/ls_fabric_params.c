@@ -50,6 +50,8 @@ static const struct pfield pfields[] = {
 	PF("rate_bps", PK_U64, rate_bps, 1, (double)MAX_RATE_BPS),
 	PF("buffer_bytes", PK_U32, buffer_bytes, 0, 4294967295.0),
 	PF("ecn_bytes", PK_U32, ecn_bytes, 0, 4294967295.0),
+	PF("ecn_max_bytes", PK_U32, ecn_max_bytes, 0, 4294967295.0),
+	PF("ecn_pmax", PK_DBL, ecn_pmax, 0, 1),
 	PF("loss", PK_DBL, loss, 0, 1),
 	PF("mtu", PK_U16, mtu, 68, 65535),
 };
@@ -96,8 +98,9 @@ ls_fab_check_keys(struct ls_jsonv *c, const char *path, const json_t *obj,
 }
 
 /*
- * Apply the parameter keys present in obj on top of *p. *bm_path follows the
- * deepest layer that set buffer_bytes or mtu (for the cross check).
+ * Apply the parameter keys present in obj on top of *p. bm_path (LS_FAB_BM_LEN)
+ * follows the deepest layers that set buffer_bytes or mtu, and an ECN
+ * threshold (for the cross checks).
  */
 static int
 apply_params(struct ls_jsonv *c, const char *path, const json_t *obj,
@@ -161,6 +164,8 @@ apply_params(struct ls_jsonv *c, const char *path, const json_t *obj,
 		}
 		if (strcmp(pf->key, "buffer_bytes") == 0 || strcmp(pf->key, "mtu") == 0)
 			snprintf(bm_path, LS_JSONV_PATH_LEN, "%s", path);
+		if (strcmp(pf->key, "ecn_bytes") == 0 || strcmp(pf->key, "ecn_max_bytes") == 0)
+			snprintf(bm_path + LS_JSONV_PATH_LEN, LS_JSONV_PATH_LEN, "%s", path);
 	}
 	return 0;
 }
@@ -173,6 +178,10 @@ check_params(struct ls_jsonv *c, const struct ls_fab_chan_params *p, const char 
 		return ls_jsonv_fail(c, bm_path,
 			    "buffer_bytes (%u) must be at least the mtu (%u)",
 			    p->buffer_bytes, (unsigned int)p->mtu);
+	if (p->ecn_max_bytes != 0 && (p->ecn_bytes == 0 || p->ecn_max_bytes <= p->ecn_bytes))
+		return ls_jsonv_fail(c, bm_path + LS_JSONV_PATH_LEN,
+			    "ecn_max_bytes (%u) must be above ecn_bytes (%u), which must not be 0",
+			    p->ecn_max_bytes, p->ecn_bytes);
 	return 0;
 }
 
@@ -186,11 +195,11 @@ ls_fab_link_params(struct ls_jsonv *c, const char *path, const json_t *obj,
 		   const char *dir_a, const char *dir_b, struct ls_fab_chan_params out[2])
 {
 	const char *dirs[2] = { dir_a, dir_b };
-	char common_bm[LS_JSONV_PATH_LEN], bm[LS_JSONV_PATH_LEN], dpath[LS_JSONV_PATH_LEN];
+	char common_bm[LS_FAB_BM_LEN], bm[LS_FAB_BM_LEN], dpath[LS_JSONV_PATH_LEN];
 	struct ls_fab_chan_params common = *base;
 	int rc;
 
-	snprintf(common_bm, sizeof(common_bm), "%s", base_path);
+	memcpy(common_bm, base_path, LS_FAB_BM_LEN);
 	rc = apply_params(c, path, obj, &common, common_bm);
 	if (rc < 0)
 		return rc;
@@ -255,7 +264,7 @@ ls_fab_defaults(struct ls_jsonv *c, const json_t *root, struct ls_fab_chan_param
 	if (rc < 0)
 		return rc;
 	*dh = *dl;
-	memcpy(dh_bm, dl_bm, LS_JSONV_PATH_LEN);
+	memcpy(dh_bm, dl_bm, LS_FAB_BM_LEN);
 	return default_layer(c, "defaults.host_link",
 			     defaults != NULL ? json_object_get(defaults, "host_link") : NULL,
 			     dh, dh_bm);

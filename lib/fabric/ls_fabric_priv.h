@@ -26,13 +26,19 @@
 int ls_fab_check_keys(struct ls_jsonv *c, const char *path, const json_t *obj,
 		      const char *const *keys, bool params);
 
+/* Where the keys of a rule between two keys were last set, for its
+ * messages: two paths of LS_JSONV_PATH_LEN, the deepest layer that set
+ * buffer_bytes or mtu, then the one that set ecn_bytes or ecn_max_bytes. */
+#define LS_FAB_BM_LEN (2 * LS_JSONV_PATH_LEN)
+
 /* Link parameter defaults: built-in <- defaults.link (*dl) <-
- * defaults.host_link (*dh, for host links). *_bm (LS_JSONV_PATH_LEN bytes)
- * is the deepest path that set buffer_bytes or mtu, for messages. */
+ * defaults.host_link (*dh, for host links). *_bm (LS_FAB_BM_LEN bytes): where
+ * their keys were set. */
 int ls_fab_defaults(struct ls_jsonv *c, const json_t *root, struct ls_fab_chan_params *dl,
 		    char *dl_bm, struct ls_fab_chan_params *dh, char *dh_bm);
 
-/* Params of one link: base (defaults), the link object's own keys, then its
+/* Params of one link: base (defaults; base_path, LS_FAB_BM_LEN: where its keys
+ * were set), the link object's own keys, then its
  * two direction objects dir_a and dir_b. out[0] is a->b (host->leaf). */
 int ls_fab_link_params(struct ls_jsonv *c, const char *path, const json_t *obj,
 		       const struct ls_fab_chan_params *base, const char *base_path,

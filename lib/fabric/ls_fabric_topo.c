@@ -604,7 +604,7 @@ static int
 build(struct ls_jsonv *c, const json_t *root, struct ls_fabric *f)
 {
 	struct ls_fab_chan_params dl, dh;
-	char dl_bm[LS_JSONV_PATH_LEN] = "", dh_bm[LS_JSONV_PATH_LEN] = "";
+	char dl_bm[LS_FAB_BM_LEN] = "", dh_bm[LS_FAB_BM_LEN] = "";
 	const char **link_src = NULL;
 	const json_t *switches, *links, *hosts;
 	size_t n_sw, n_l, n_h;

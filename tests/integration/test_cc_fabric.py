@@ -34,6 +34,7 @@ the scaled one stands for, plus the lab's noise (a process that waits for a
 CPU for some ms delays a step by ms, i.e. by us at the real scale).
 
   test_cc_fabric.py [--bench] [--delay] [FLOWS ...]   default 2 8
+  test_cc_fabric.py --join                            the join alone, judged
 
 --delay runs the delay mode instead (Swift-like, on the probe mesh's
 forward one-way delay: lockstepd probes hb, whose lockstep-load reflects;
@@ -53,6 +54,10 @@ SCALE = 1000
 RATE = 10e9 / SCALE                # the bottleneck
 DELAY_NS = 1000 * SCALE            # each host link, each way
 ECN_BYTES = int(os.environ.get("CC_ECN_BYTES", "30000"))
+# CC_RED=K_MAX,P_MAX: RED-ECN as DCQCN's paper configures switches (marks
+# from ECN_BYTES = K_min with a probability rising to P_max at K_max, every
+# ECT frame beyond); the queue is then judged against K_max + BDP
+RED = [float(x) for x in os.environ["CC_RED"].split(",")] if os.environ.get("CC_RED") else None
 BUFFER = 2000000
 FRAME = 1498                       # RoCEv2 frame bytes (a multiple of 4 of payload)
 SECS = float(os.environ.get("CC_SECS", "24"))
@@ -72,6 +77,8 @@ CPUS = {"fabric": "0@(0,1)", "lsd": "0@(0,1)", "load": "0@(0,1)"}
 def topo(ecn=True):
     fast = {"rate_bps": int(16 * RATE), "delay_ns": DELAY_NS, "buffer_bytes": BUFFER,
             "ecn_bytes": ECN_BYTES if ecn else 0}
+    if ecn and RED:
+        fast.update(ecn_max_bytes=int(RED[0]), ecn_pmax=RED[1])
     return {"defaults": {"link": fast, "host_link": fast}, "convergence_ms": 0,
             "switches": [{"name": "leaf1", "role": "leaf", "ipv4": "10.255.1.1"}],
             "hosts": [{"name": "ha", "leaf": "leaf1", "ipv4": "10.1.0.1/24"},
@@ -186,7 +193,7 @@ def run_case(c, tmp, flows, cc, bench, join=False):
     util = (cb["bytes"] - ca["bytes"]) * 8 / (RATE * (tb - ta))
     drops = cb["drop_tail"] - ca["drop_tail"]
     marks = cb["ecn_marked"] - ca["ecn_marked"]
-    limit = ECN_BYTES + BDP
+    limit = (int(RED[0]) if RED else ECN_BYTES) + BDP
     within = sum(1 for d in depths if d <= limit) / max(1, len(depths))
     rates = [f["rate_bps"] for f in rep.get("flows", [])]
     fair = jain(rates)
@@ -288,6 +295,9 @@ def main():
             # the DCQCN run's "off" case is the same traffic without CC
             for n in cases:
                 run_case(c, tmp, n, "delay", bench)
+            c.finish()
+        if "--join" in sys.argv[1:]:
+            run_case(c, tmp, 2, True, True, join=True)
             c.finish()
         for n in cases:
             run_case(c, tmp, n, True, bench)

@@ -18,6 +18,7 @@
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,6 +143,38 @@ START_TEST(test_link_ecn)
 	ck_assert_int_eq(ls_fab_chan_enqueue(c, c->busy_until_ns - 3700, 1500, true, NULL, 0,
 					     &ce), LS_FAB_OK);
 	ck_assert(ce); /* saw 4625 */
+	free(c);
+}
+END_TEST
+
+/* RED-ECN: between K_min and K_max the share of marks follows
+ * P_max (d - K_min) / (K_max - K_min); beyond K_max every ECT packet */
+START_TEST(test_link_ecn_red)
+{
+	struct ls_fab_chan *c = mkchan(0, G10, 1 << 20, 10000, 0, 9000);
+	/* depths ahead of the probe packet, and the share expected */
+	static const uint32_t depth[] = {5000, 10000, 20000, 30000, 50000, 50400, 60000};
+	static const double want[] = {0, 0, 0.05, 0.1, 0.2, 1, 1};
+	bool ce;
+
+	c->p.ecn_max_bytes = 50000;
+	c->p.ecn_pmax = 0.2;
+	for (unsigned int k = 0; k < sizeof(depth) / sizeof(depth[0]); k++) {
+		int marks = 0, n = 20000;
+
+		for (int i = 0; i < n; i++) {
+			/* a queue of exactly depth[k] bytes ahead: busy until then */
+			c->head = c->tail;
+			c->busy_until_ns = 1000000 + (uint64_t)depth[k] * 8 / 10;
+			ck_assert_int_eq(ls_fab_chan_enqueue(c, 1000000, 64, true, NULL, 0, &ce),
+					 LS_FAB_OK);
+			marks += ce;
+		}
+		/* binomial: 5 sigma of n = 20000 at p <= 0.2 is < 0.015 */
+		ck_assert_msg(fabs((double)marks / n - want[k]) < 0.015,
+			      "depth %u: %.4f marked, want %.3f", depth[k], (double)marks / n,
+			      want[k]);
+	}
 	free(c);
 }
 END_TEST
@@ -511,6 +544,7 @@ fabric_suite(void)
 	tcase_add_test(tc, test_link_single);
 	tcase_add_test(tc, test_link_queue);
 	tcase_add_test(tc, test_link_ecn);
+	tcase_add_test(tc, test_link_ecn_red);
 	tcase_add_test(tc, test_link_tail_drop);
 	tcase_add_test(tc, test_link_loss);
 	tcase_add_test(tc, test_link_mtu_down);

@@ -405,6 +405,18 @@ START_TEST(test_bad_ranges)
 	BAD("{'defaults': {'host_link': {'buffer_bytes': 1500, 'mtu': 1500}}, " SW3 ", " LK2 ", "
 	    "'hosts': [{'name': 'h1', 'leaf': 'leaf1', 'ipv4': '10.1.0.1/24', "
 	    "'down': {'mtu': 1600}}]}", "hosts[0].down", "at least the mtu (1600)");
+	/* RED-ECN: K_max above K_min, which must be set */
+	BAD("{" SW3 ", 'links': [{'a': 'leaf1', 'b': 'spine1', 'ecn_bytes': 30000, "
+	    "'ecn_max_bytes': 30000}, {'a': 'leaf2', 'b': 'spine1'}], " HS2 "}", "links[0]",
+	    "ecn_max_bytes (30000) must be above ecn_bytes (30000)");
+	BAD("{'defaults': {'link': {'ecn_bytes': 0, 'ecn_max_bytes': 9000}}, " BASE "}",
+	    "defaults.link", "which must not be 0");
+	/* named where the deciding key was set: the direction, not the link */
+	BAD("{" SW3 ", 'links': [{'a': 'leaf1', 'b': 'spine1', 'ecn_max_bytes': 200000, "
+	    "'ba': {'ecn_bytes': 200000}}, {'a': 'leaf2', 'b': 'spine1'}], " HS2 "}",
+	    "links[0].ba", "ecn_max_bytes (200000) must be above ecn_bytes (200000)");
+	BAD("{" SW3 ", 'links': [{'a': 'leaf1', 'b': 'spine1', 'ecn_pmax': 1.5}, "
+	    "{'a': 'leaf2', 'b': 'spine1'}], " HS2 "}", "links[0].ecn_pmax", "between 0 and 1");
 	/* defaults are checked on their own: they apply to links that set nothing */
 	BAD("{'defaults': {'host_link': {'buffer_bytes': 1500}}, " BASE "}", "defaults.host_link",
 	    "buffer_bytes (1500) must be at least the mtu (9000)");
