@@ -9,13 +9,16 @@
    with a drop-in (`Environment="LSD_EAL=..."`, `Environment=LSD_CONFIG=...`):
    %i expanded, $LSD_EAL split into words, ${LSD_CONFIG} one word. The
    daemon starts and answers as n1, tells NOTIFY_SOCKET READY=1 (Type=notify)
-   and WATCHDOG=1 every half WATCHDOG_USEC, ExecReload (SIGHUP to the main
+   and WATCHDOG=1 every half WATCHDOG_USEC, and none while its lcore is
+   held (ptrace stops that one thread: a stuck lcore, the rest of the daemon
+   running), again once it runs; ExecReload (SIGHUP to the main
    pid) makes the config file's peers the peer list, the stop signal
    (KillSignal) ends it with status 0 within TimeoutStopSec after STOPPING=1.
 3. lockstep-hugepages' command names only options dpdk-hugepages.py has (it
    is not run: it would reserve the machine's hugepages).
 """
 import configparser
+import ctypes
 import json
 import os
 import re
@@ -159,6 +162,7 @@ def run_unit(c, tmp):
                 len(dogs) >= 2 and all(0.5 < b - a < 1.5 for a, b in zip(dogs, dogs[1:])),
                 "Type=notify: %r, then WATCHDOG=1 every half WATCHDOG_USEC (%s s apart)" % (
                     ready[:1], [round(b - a, 2) for a, b in zip(dogs, dogs[1:])]))
+        stuck_lcore(c, p, heard, listen, os.path.join(tmp, "n1.log"))
         # ExecReload: kill -HUP $MAINPID, after the file gained a peer
         with open(cfg, "w") as f:
             json.dump(lsd_config(tmp, [("a", "10.251.0.2"), ("b", "10.251.0.3")]), f)
@@ -186,6 +190,52 @@ def run_unit(c, tmp):
             u["Service"]["StateDirectory"] == "lockstep" and
             u["Unit"]["Requires"] == "lockstep-hugepages.service",
             "sockets in /run/lockstep, state in /var/lib/lockstep, hugepages first")
+
+
+PTRACE_DETACH, PTRACE_SEIZE, PTRACE_INTERRUPT = 17, 0x4206, 0x4207
+
+
+def hold_thread(tid):
+    """Stop one thread of a running process (ptrace works on threads: the
+    others go on), as an lcore stuck in a loop or a driver call would."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+    for req in (PTRACE_SEIZE, PTRACE_INTERRUPT):
+        if libc.ptrace(req, tid, None, None) != 0:
+            raise OSError(ctypes.get_errno(), "ptrace(%#x, %d)" % (req, tid))
+    os.waitpid(tid, 0x40000000)          # __WALL: its stop
+    return lambda: libc.ptrace(PTRACE_DETACH, tid, None, None)
+
+
+def lcore_threads(pid):
+    return [int(t) for t in os.listdir("/proc/%d/task" % pid)
+            if open("/proc/%d/task/%s/comm" % (pid, t)).read().startswith("rte-worker-")]
+
+
+def stuck_lcore(c, p, heard, listen, log_path):
+    """The watchdog means every lcore: WATCHDOG=1 stops while one is held,
+    and comes back once it runs again."""
+    tids = lcore_threads(p.pid)
+    if not c.check(len(tids) == 1, "lockstepd's lcore thread: %s" % tids):
+        return
+    release = hold_thread(tids[0])
+    try:
+        t0 = time.time()
+        listen(3.5)
+    finally:
+        release()
+    # a ping the lcore took before it stopped may still give one WATCHDOG=1
+    # a period later; none after that
+    late = [round(t - t0, 2) for t, m in heard if m == "WATCHDOG=1" and t > t0 + 1.2]
+    with open(log_path) as f:
+        said = "has not taken a message" in f.read()
+    c.check(not late and said and p.poll() is None,
+            "lcore held 3.5 s (ptrace): no WATCHDOG=1 after its last ping (late: %s), the log "
+            "names the lcore, the daemon runs on" % late)
+    t1 = time.time()
+    listen(2.5)
+    back = [round(t - t1, 2) for t, m in heard if m == "WATCHDOG=1" and t > t1]
+    c.check(back and back[0] < 2.1, "the lcore runs again: WATCHDOG=1 back after %s s" % back[:1])
 
 
 def hugepages(c):
