@@ -295,6 +295,15 @@ lsd_route_data_map(const struct lsd_peer *peer, uint16_t path)
 	       &e->path[path] : NULL;
 }
 
+const struct lsd_route_path *
+lsd_route_peer_map(const struct lsd_peer *peer, bool data, uint16_t *n)
+{
+	struct rt_peer *e = map_peer_in(data, peer->name, 0, false);
+
+	*n = e != NULL ? e->n_paths : 0;
+	return e != NULL ? e->path : NULL;
+}
+
 void
 lsd_route_stale(const struct lsd_peer *peer, uint16_t path)
 {
