@@ -286,6 +286,8 @@ struct lsd_peer {
 				    * one-way delays wait for an offset, not raw */
 	int8_t pcp_conf;           /* configured per peer, -1: probe.pcp (in the hole
 				    * before first_reply_ns: the layout stays the base's) */
+	uint16_t sync_paths;       /* (control writes) its first paths clock sync estimates
+				    * from: only they acquire (sync.c, sync.path_budget) */
 	uint64_t first_reply_ns;   /* (lcore) our time of its first reply, 0 before */
 	struct lsd_rl_bucket rl;   /* (lcore) its probes' rate limit: a bucket of its own,
 				    * out of strangers' reach (reflector.c) */
