@@ -851,10 +851,11 @@ ctl_thread(void *arg __rte_unused)
 		if (collecting)
 			collecting = collect_windows(&cursor);
 		/* give freed peers' memory back to the system, in one go after
-		 * a run of peer.del (a trim per peer walked the heap each time) */
+		 * a run of peer.del (a trim per peer walked the heap each time),
+		 * and again each second while a trim finds some: what went with
+		 * them (route map entries, route.c's prune) goes later */
 		if (control.trim_due && now >= control.next_trim) {
-			malloc_trim(0);
-			control.trim_due = false;
+			control.trim_due = malloc_trim(0) != 0;
 			control.next_trim = now + hz;
 		}
 		lsd_clock_tick(now);
