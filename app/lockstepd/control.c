@@ -814,7 +814,7 @@ ctl_thread(void *arg __rte_unused)
 	uint64_t hz = rte_get_tsc_hz();
 	uint64_t next_collect = 0;
 	unsigned int cursor = 0;
-	bool collecting = false, syncing = false, trains = false;
+	bool collecting = false, syncing = false, trains = false, linking = false;
 
 	lsd_clock_tick(rte_rdtsc()); /* first calibration refit a second from now */
 	/* Config peers go in from here, once the lcores are polling their rings. */
@@ -828,7 +828,7 @@ ctl_thread(void *arg __rte_unused)
 		uint64_t now;
 
 		/* a millisecond while trains go: each waits TRAIN_GAP_MS for the last */
-		ls_ctl_poll(control.ctl, collecting || syncing ? 0 : trains ? 1 : 10);
+		ls_ctl_poll(control.ctl, collecting || syncing || linking ? 0 : trains ? 1 : 10);
 		lsd_metrics_poll();
 		lsd_telemetry_poll();
 		if (lsd.reload) {
@@ -839,7 +839,7 @@ ctl_thread(void *arg __rte_unused)
 		lsd_events_poll();
 		lsd_bridge_events_poll();
 		lsd_route_poll();
-		lsd_links_poll();
+		linking = lsd_links_poll();
 		trains = lsd_train_poll();
 		now = rte_rdtsc();
 		syncing = lsd_sync_poll(now);
@@ -851,10 +851,11 @@ ctl_thread(void *arg __rte_unused)
 		if (collecting)
 			collecting = collect_windows(&cursor);
 		/* give freed peers' memory back to the system, in one go after
-		 * a run of peer.del (a trim per peer walked the heap each time) */
+		 * a run of peer.del (a trim per peer walked the heap each time),
+		 * and again each second while a trim finds some: what went with
+		 * them (route map entries, route.c's prune) goes later */
 		if (control.trim_due && now >= control.next_trim) {
-			malloc_trim(0);
-			control.trim_due = false;
+			control.trim_due = malloc_trim(0) != 0;
 			control.next_trim = now + hz;
 		}
 		lsd_clock_tick(now);

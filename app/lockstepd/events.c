@@ -30,6 +30,8 @@
 
 #include <rte_malloc.h>
 
+#include <rte_cycles.h>
+
 #include "lockstepd.h"
 #include "ls_ctl.h"
 #include "ls_fleettime.h"
@@ -182,18 +184,29 @@ poll_clock(void)
 	ev.clock_ref = ref;
 }
 
-/* A slice of the peers per control-loop pass: every pass at the usual
- * scale, 10k peers in about 200 ms (80k paths each 10 ms would be most of
- * the control thread). */
+/* Up to EV_PEERS_PER_PASS peers, every pass; more, and each peer once per
+ * EV_SWEEP_MS, a share of them each pass by the time since the last (the
+ * control loop spins while sync or the windows have work: 512 peers a
+ * pass was each of 10k peers' paths read ~100 times a second). */
 #define EV_PEERS_PER_PASS 512
+#define EV_SWEEP_MS 200
 
 void
 lsd_events_poll(void)
 {
 	static unsigned int next;
-	unsigned int n = lsd_peer_count();
+	static uint64_t last;
+	uint64_t now = rte_rdtsc();
+	unsigned int n = lsd_peer_count(), k = n;
 
-	for (unsigned int k = 0; k < n && k < EV_PEERS_PER_PASS; k++, next++)
+	if (n > EV_PEERS_PER_PASS) {
+		uint64_t due = (now - last) * n / (rte_get_tsc_hz() / 1000 * EV_SWEEP_MS);
+
+		k = (unsigned int)RTE_MIN(due, (uint64_t)n);
+	}
+	if (k > 0)
+		last = now;     /* else the time adds up to a peer */
+	for (unsigned int j = 0; j < k; j++, next++)
 		poll_peer(lsd_peer_at(next % n));
 	if (n != 0)
 		next %= n;

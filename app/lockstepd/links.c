@@ -42,6 +42,9 @@
  *
  * Cost: O(paths x hops) every 200 ms over a small hash of links; 10k peers
  * x 8 paths x 8 hops is ~1 M set operations a second on the control thread.
+ * The walk over the peers runs in LINKS_SLICE_US slices resumed where the
+ * last pass stopped (in one go it took up to 50 ms of CPU at 10k peers,
+ * and a command waited for all of it); a removed peer starts it over.
  * What this does not do yet: nodes exchanging what they see (the two
  * candidates above would split), queueing per link (item 2's delays).
  */
@@ -58,6 +61,7 @@
 #include "ls_tomo.h"
 
 #define LINKS_EVERY_MS 200
+#define LINKS_SLICE_US 200    /* the walk's share of a control-loop pass */
 #define MAX_LINKS 4096        /* distinct links considered per pass */
 #define MAX_DEAD 1024         /* dead paths considered per pass */
 #define MAX_SUSPECTS 64
@@ -119,7 +123,38 @@ static struct {
 	char slow_tx[MAX_SUSPECTS][LS_NAME_LEN]; /* peers said slow senders */
 	uint32_t n_slow_tx;
 	json_t *weak;             /* last pass: candidates below MIN_SUPPORT */
+	/* the pass under way (its walk runs in slices) */
+	bool in_pass;
+	unsigned int cursor;      /* the next peer it looks at */
+	uint64_t removals;        /* lsd_peer_removals() when it began */
+	unsigned int cool;        /* peers whose every reply is cool */
+	struct {                  /* peers whose every reply is hot, not yet said */
+		const struct lsd_peer *peer;
+		int64_t q;
+	} hot_tx[MAX_SUSPECTS];
+	uint32_t n_hot_tx;
+	uint32_t last_n_l;        /* links the last whole pass knew */
 } lk;
+
+/* A peer's two route maps, looked up once for all its paths. */
+struct pmap {
+	const struct lsd_route_path *p, *d;
+	uint16_t np, nd;
+};
+
+static void
+pmap_of(const struct lsd_peer *peer, struct pmap *m)
+{
+	m->p = lsd_route_peer_map(peer, false, &m->np);
+	m->d = lsd_route_peer_map(peer, true, &m->nd);
+}
+
+/* Path's trace in a map (NULL: none yet), as lsd_route_map says. */
+static const struct lsd_route_path *
+pm_path(const struct lsd_route_path *a, uint16_t n, uint16_t path)
+{
+	return a != NULL && path < n && a[path].traced_ns != 0 ? &a[path] : NULL;
+}
 
 static int
 addr_cmp(const struct ls_addr *x, const struct ls_addr *y)
@@ -149,12 +184,12 @@ link_of(const struct ls_addr *x, const struct ls_addr *y)
  * that path crosses (a CI run of the links test blamed such a link for two
  * paths that died at start-up). */
 static uint8_t
-peer_hops(const struct lsd_peer *peer)
+peer_hops(const struct lsd_peer *peer, const struct pmap *pm)
 {
 	uint8_t most = 0;
 
 	for (uint16_t p = 0; p < peer->n_paths; p++) {
-		const struct lsd_route_path *rp = lsd_route_map(peer, p);
+		const struct lsd_route_path *rp = pm_path(pm->p, pm->np, p);
 
 		if (rp != NULL && rp->complete)
 			most = RTE_MAX(most, rp->n);
@@ -165,10 +200,10 @@ peer_hops(const struct lsd_peer *peer)
 /* A path's links from its trace; false when it has no usable trace (none,
  * with a gap, or shorter than hops: then it is traced again). */
 static bool
-path_links(const struct lsd_peer *peer, uint16_t path, uint8_t hops, uint16_t *out,
-	   uint16_t *n)
+path_links(const struct lsd_peer *peer, const struct pmap *pm, uint16_t path, uint8_t hops,
+	   uint16_t *out, uint16_t *n)
 {
-	const struct lsd_route_path *rp = lsd_route_map(peer, path);
+	const struct lsd_route_path *rp = pm_path(pm->p, pm->np, path);
 	const struct lsd_port *port = &lsd.ports[peer->port_idx];
 	const struct ls_addr *prev = peer->addr.family == LS_AF_INET ? &port->v4.addr :
 				     &port->v6.addr;
@@ -211,13 +246,13 @@ hops_key(const struct lsd_route_path *rp, uint8_t hops)
  * O(paths^2) compares of one value per path, every pass.
  */
 static void
-data_paths(const struct lsd_peer *peer, uint8_t hops)
+data_paths(const struct lsd_peer *peer, const struct pmap *pm, uint8_t hops)
 {
 	uint64_t dk[LS_MAX_PATHS];
 	bool any = false;
 
 	for (uint16_t k = 0; k < peer->n_paths && k < LS_MAX_PATHS; k++) {
-		const struct lsd_route_path *dp = lsd_route_data_map(peer, k);
+		const struct lsd_route_path *dp = pm_path(pm->d, pm->nd, k);
 
 		dk[k] = hops_key(dp, hops);
 		any |= dk[k] != 0;
@@ -225,7 +260,7 @@ data_paths(const struct lsd_peer *peer, uint8_t hops)
 			lsd_route_stale(peer, k);   /* lost its last answers */
 	}
 	for (uint16_t j = 0; j < peer->n_paths && j < LS_MAX_PATHS; j++) {
-		uint64_t pk = any ? hops_key(lsd_route_map(peer, j), hops) : 0, mask = 0;
+		uint64_t pk = any ? hops_key(pm_path(pm->p, pm->np, j), hops) : 0, mask = 0;
 
 		for (uint16_t k = 0; pk != 0 && k < peer->n_paths && k < 64; k++)
 			if (dk[k] == pk)
@@ -273,16 +308,19 @@ add_path(uint8_t kind, const struct lsd_peer *peer, uint16_t p, const uint16_t *
 	memcpy(d->link, ids, sizeof(ids[0]) * m);
 }
 
-/* Every traced path: up ones mark their links good, down ones are kept;
- * cool ones mark their links cool, hot ones are kept. */
+/* A pass begins: the per-path state sized for the peers there are now,
+ * the links and dead paths of the last pass forgotten. */
 static void
-gather(void)
+pass_begin(void)
 {
 	unsigned int n = lsd_peer_count();
 
-	uint64_t now = rte_rdtsc(), fresh = rte_get_tsc_hz();
-
 	lk.n_l = lk.nd[K_DEAD] = lk.nd[K_HOT] = 0;
+	lk.cursor = 0;
+	lk.cool = 0;
+	lk.n_hot_tx = 0;
+	lk.removals = lsd_peer_removals();
+	lk.in_pass = true;
 	if ((size_t)n * LS_MAX_PATHS > lk.was_cap) {
 		size_t cap = (size_t)n * LS_MAX_PATHS * 2;
 		uint8_t *w = realloc(lk.was_down, cap), *h, *r;
@@ -301,50 +339,53 @@ gather(void)
 			lk.was_cap = (uint32_t)cap;
 		}
 	}
-	for (unsigned int i = 0; i < n; i++) {
-		const struct lsd_peer *peer = lsd_peer_at(i);
+}
 
-		uint8_t hops;
+/* One peer's traced paths: up ones mark their links good, down ones are
+ * kept; cool ones mark their links cool, hot ones are kept. */
+static void
+gather_peer(unsigned int i, const struct lsd_peer *peer, uint64_t now, uint64_t fresh)
+{
+	struct pmap pm;
+	uint8_t hops;
 
-		if (!LOAD(peer->resolved))
-			continue;
-		note_ups(peer, i);
-		hops = peer_hops(peer);
-		data_paths(peer, hops);
-		for (uint16_t p = 0; p < peer->n_paths; p++) {
-			const struct lsd_peer_path *pp = &peer->path[p];
-			size_t slot = (size_t)i * LS_MAX_PATHS + p;
-			uint16_t ids[LSD_ROUTE_HOPS + 1], m;
-			uint64_t qt = LOAD(pp->q_tsc);
-			int64_t q = qt != 0 && now - qt < fresh ? LOAD(pp->q_ns) : -1;
-			uint8_t runs = 0;
+	note_ups(peer, i);
+	pmap_of(peer, &pm);
+	hops = peer_hops(peer, &pm);
+	data_paths(peer, &pm, hops);
+	for (uint16_t p = 0; p < peer->n_paths; p++) {
+		const struct lsd_peer_path *pp = &peer->path[p];
+		size_t slot = (size_t)i * LS_MAX_PATHS + p;
+		uint16_t ids[LSD_ROUTE_HOPS + 1], m;
+		uint64_t qt = LOAD(pp->q_tsc);
+		int64_t q = qt != 0 && now - qt < fresh ? LOAD(pp->q_ns) : -1;
+		uint8_t runs = 0;
 
-			if (slot < lk.was_cap) {
-				int64_t qr = q >= 0 ? LOAD(pp->q_rev_ns) : -1;
+		if (slot < lk.was_cap) {
+			int64_t qr = q >= 0 ? LOAD(pp->q_rev_ns) : -1;
 
-				runs = lk.hot_runs[slot] = q >= HOT_NS ?
-					(uint8_t)RTE_MIN(lk.hot_runs[slot] + 1, 255) : 0;
-				uint8_t hr = lk.rev_runs[slot] > REV_RUNS_MAX ? 0 : lk.rev_runs[slot];
+			runs = lk.hot_runs[slot] = q >= HOT_NS ?
+				(uint8_t)RTE_MIN(lk.hot_runs[slot] + 1, 255) : 0;
+			uint8_t hr = lk.rev_runs[slot] > REV_RUNS_MAX ? 0 : lk.rev_runs[slot];
 
-				/* hot passes running (1..REV_RUNS_MAX), 0 cool, else between */
-				lk.rev_runs[slot] = qr >= HOT_NS ?
-					(uint8_t)RTE_MIN(hr + 1, REV_RUNS_MAX) :
-					qr >= 0 && qr < HOT_NS / 2 ? 0 : REV_BETWEEN;
-			}
-			if (!path_links(peer, p, hops, ids, &m))
-				continue;
-			if (LOAD(pp->state_down)) {
-				add_path(K_DEAD, peer, p, ids, m, 0);
-				continue;
-			}
-			for (uint16_t j = 0; j < m; j++)
-				lk.l[ids[j]].good[K_DEAD] = true;
-			if (q >= 0 && q < HOT_NS / 2)
-				for (uint16_t j = 0; j < m; j++)
-					lk.l[ids[j]].good[K_HOT] = true;
-			else if (runs >= 2)
-				add_path(K_HOT, peer, p, ids, m, q);
+			/* hot passes running (1..REV_RUNS_MAX), 0 cool, else between */
+			lk.rev_runs[slot] = qr >= HOT_NS ?
+				(uint8_t)RTE_MIN(hr + 1, REV_RUNS_MAX) :
+				qr >= 0 && qr < HOT_NS / 2 ? 0 : REV_BETWEEN;
 		}
+		if (!path_links(peer, &pm, p, hops, ids, &m))
+			continue;
+		if (LOAD(pp->state_down)) {
+			add_path(K_DEAD, peer, p, ids, m, 0);
+			continue;
+		}
+		for (uint16_t j = 0; j < m; j++)
+			lk.l[ids[j]].good[K_DEAD] = true;
+		if (q >= 0 && q < HOT_NS / 2)
+			for (uint16_t j = 0; j < m; j++)
+				lk.l[ids[j]].good[K_HOT] = true;
+		else if (runs >= 2)
+			add_path(K_HOT, peer, p, ids, m, q);
 	}
 }
 
@@ -526,47 +567,89 @@ slow_tx_find(const char *name)
 	return -1;
 }
 
-/* Slow senders: peers whose every reply queues while another's do not. */
+/* Slow senders, one peer of the walk: a cool one counts, and says
+ * host.sender_ok if it was slow; a hot one waits for the pass's end, when
+ * the cool peers are counted. */
 static void
-senders(void)
+sender_peer(unsigned int i, const struct lsd_peer *peer)
 {
-	unsigned int n = lsd_peer_count(), cool = 0;
 	int64_t q;
+	int st = peer_rev(i, peer, &q), k;
 
-	for (unsigned int i = 0; i < n; i++)
-		cool += LOAD(lsd_peer_at(i)->resolved) && peer_rev(i, lsd_peer_at(i), &q) < 0;
-	for (unsigned int i = 0; i < n; i++) {
-		const struct lsd_peer *peer = lsd_peer_at(i);
-		int st = LOAD(peer->resolved) ? peer_rev(i, peer, &q) : 0;
-		int k = slow_tx_find(peer->name);
-
-		if (st > 0 && cool >= MIN_SUPPORT && k < 0 && lk.n_slow_tx < MAX_SUSPECTS) {
-			snprintf(lk.slow_tx[lk.n_slow_tx++], LS_NAME_LEN, "%s", peer->name);
-			lsd_event("host.slow_sender", LSD_EV_WARNING,
-				  json_pack("{s:s, s:f, s:i, s:i}", "peer", peer->name, "queue_us",
-					    (double)q / 1e3, "paths", peer->n_paths,
-					    "cool_peers", (int)cool));
-		} else if (st < 0 && k >= 0) {
+	if (st == 0)
+		return;
+	k = slow_tx_find(peer->name);
+	if (st < 0) {
+		lk.cool++;
+		if (k >= 0) {
 			lsd_event("host.sender_ok", LSD_EV_INFO,
 				  json_pack("{s:s}", "peer", peer->name));
 			memcpy(lk.slow_tx[k], lk.slow_tx[--lk.n_slow_tx], LS_NAME_LEN);
 		}
+	} else if (k < 0 && lk.n_hot_tx < MAX_SUSPECTS) {
+		lk.hot_tx[lk.n_hot_tx].peer = peer;
+		lk.hot_tx[lk.n_hot_tx++].q = q;
 	}
 }
 
-void
+/* Slow senders: peers whose every reply queues while another's do not. */
+static void
+senders(void)
+{
+	for (uint32_t i = 0; i < lk.n_hot_tx && lk.cool >= MIN_SUPPORT &&
+			     lk.n_slow_tx < MAX_SUSPECTS; i++) {
+		const struct lsd_peer *peer = lk.hot_tx[i].peer;
+
+		snprintf(lk.slow_tx[lk.n_slow_tx++], LS_NAME_LEN, "%s", peer->name);
+		lsd_event("host.slow_sender", LSD_EV_WARNING,
+			  json_pack("{s:s, s:f, s:i, s:i}", "peer", peer->name, "queue_us",
+				    (double)lk.hot_tx[i].q / 1e3, "paths", peer->n_paths,
+				    "cool_peers", (int)lk.cool));
+	}
+}
+
+/* The walk until the TSC end: whether it reached the last peer. */
+static bool
+walk(uint64_t end)
+{
+	uint64_t now = rte_rdtsc(), fresh = rte_get_tsc_hz();
+
+	while (lk.cursor < lsd_peer_count()) {
+		unsigned int i = lk.cursor++;
+		const struct lsd_peer *peer = lsd_peer_at(i);
+
+		if (LOAD(peer->resolved)) {
+			gather_peer(i, peer, now, fresh);
+			sender_peer(i, peer);
+		}
+		if ((lk.cursor & 15) == 0 && (now = rte_rdtsc()) > end)
+			return false;
+	}
+	return true;
+}
+
+bool
 lsd_links_poll(void)
 {
 	uint64_t now = rte_rdtsc();
 
-	if (now < lk.next)
-		return;
-	lk.next = now + rte_get_tsc_hz() / 1000 * LINKS_EVERY_MS;
-	gather();
+	if (!lk.in_pass) {
+		if (now < lk.next)
+			return false;
+		lk.next = now + rte_get_tsc_hz() / 1000 * LINKS_EVERY_MS;
+		pass_begin();
+	} else if (lk.removals != lsd_peer_removals()) {
+		pass_begin();   /* the peers it holds may be freed */
+	}
+	if (!walk(now + rte_get_tsc_hz() / 1000000 * LINKS_SLICE_US))
+		return true;
+	lk.in_pass = false;
 	lk.last_dead = lk.nd[K_DEAD];
+	lk.last_n_l = lk.n_l;
 	if (lk.nd[K_DEAD] > 0 || lk.nd[K_HOT] > 0 || lk.n_s > 0)
 		infer();
 	senders();
+	return false;
 }
 
 /* links: what the last pass concluded. */
@@ -587,7 +670,7 @@ cmd_links(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_unu
 				       "weak", lk.weak,
 				       "paths_down_traced", (int)lk.last_dead,
 				       "unexplained", (int)lk.last_unexplained,
-				       "links_known", (int)lk.n_l));
+				       "links_known", (int)lk.last_n_l));
 }
 
 void

@@ -286,6 +286,8 @@ struct lsd_peer {
 				    * one-way delays wait for an offset, not raw */
 	int8_t pcp_conf;           /* configured per peer, -1: probe.pcp (in the hole
 				    * before first_reply_ns: the layout stays the base's) */
+	uint16_t sync_paths;       /* (control writes) its first paths clock sync estimates
+				    * from: only they acquire (sync.c, sync.path_budget) */
 	uint64_t first_reply_ns;   /* (lcore) our time of its first reply, 0 before */
 	struct lsd_rl_bucket rl;   /* (lcore) its probes' rate limit: a bucket of its own,
 				    * out of strangers' reach (reflector.c) */
@@ -593,9 +595,15 @@ void lsd_route_stale(const struct lsd_peer *peer, uint16_t path);
 /* the same path traced with the data's 5-tuple (dport 4791), where the
  * bridge does failover toward peer; NULL otherwise or not yet */
 const struct lsd_route_path *lsd_route_data_map(const struct lsd_peer *peer, uint16_t path);
+/* A peer's whole map (data: the data's), *n paths of it (0 and NULL: none);
+ * an entry whose traced_ns is 0 has no trace yet. One lookup for all of a
+ * peer's paths (links.c walks 80,000 of them). */
+const struct lsd_route_path *lsd_route_peer_map(const struct lsd_peer *peer, bool data,
+						uint16_t *n);
 void lsd_route_poll(void);
-/* links.c (control thread): link inference over the route map */
-void lsd_links_poll(void);
+/* links.c (control thread): link inference over the route map; true while
+ * a pass is under way (the control loop then does not wait on the socket) */
+bool lsd_links_poll(void);
 void lsd_links_register(struct ls_ctl *ctl);
 void lsd_route_register(struct ls_ctl *ctl);
 void lsd_mtu_register(struct ls_ctl *ctl);
@@ -664,6 +672,9 @@ int lsd_peer_install(struct lsd_peer *peer);
 #define LSD_PEER_BATCH 256 /* peers per lsd_peer_install_batch (< LSD_MSG_RING) */
 void lsd_peer_install_batch(struct lsd_peer *const *peers, unsigned int n, int *rc);
 int lsd_peer_uninstall(unsigned int idx);
+/* Peers taken out of the registry so far: a walk over it in slices restarts
+ * when this moved (pointers it kept may be freed, indexes moved). */
+uint64_t lsd_peer_removals(void);
 void lsd_peer_forget_all(void);
 int lsd_peer_set_interval(struct lsd_peer *peer, uint32_t interval_us);
 /* Acquire an installed peer again (LSD_MSG_PEER_ACQUIRE): 0 or negative errno. */

@@ -33,6 +33,8 @@
 #include <jansson.h>
 
 #include <rte_cycles.h>
+#include <rte_hash.h>
+#include <rte_jhash.h>
 #include <rte_rcu_qsbr.h>
 #include <rte_ring.h>
 #include <rte_timer.h>
@@ -45,7 +47,101 @@
 static struct {
 	struct lsd_peer *peers[LS_MAX_PEERS];
 	unsigned int n_peers;
+	/* name and address -> index: peer.add looked both up by a scan of
+	 * every peer, two cache misses each (~2 ms at 10,000 peers) */
+	struct rte_hash *by_name, *by_addr;
+	uint64_t removals;
 } registry;
+
+/* An address as a hash key: the bytes ls_addr_eq compares, the rest 0. */
+struct reg_addr_key {
+	uint8_t family;
+	uint8_t a[16];
+};
+
+static void
+reg_addr_key(const struct ls_addr *a, struct reg_addr_key *k)
+{
+	memset(k, 0, sizeof(*k));
+	k->family = a->family;
+	memcpy(k->a, a->a, a->family == LS_AF_INET ? 4 : 16);
+}
+
+/* A name as a hash key (NUL-padded); -1 when too long to be a peer's. */
+static int
+reg_name_key(const char *name, char *k)
+{
+	size_t n = strnlen(name, LS_NAME_LEN);
+
+	if (n == LS_NAME_LEN)
+		return -1;
+	memset(k, 0, LS_NAME_LEN);
+	memcpy(k, name, n);
+	return 0;
+}
+
+static int
+reg_init(void)
+{
+	/* cuckoo tables fill to about 90%: twice the peers */
+	struct rte_hash_parameters np = {
+		.name = "lsd_peer_names", .entries = 2 * LS_MAX_PEERS, .key_len = LS_NAME_LEN,
+		.hash_func = rte_jhash, .socket_id = SOCKET_ID_ANY,
+	}, ap = np;
+
+	if (registry.by_name != NULL)
+		return 0;
+	ap.name = "lsd_peer_addrs";
+	ap.key_len = sizeof(struct reg_addr_key);
+	registry.by_name = rte_hash_create(&np);
+	registry.by_addr = rte_hash_create(&ap);
+	return registry.by_name != NULL && registry.by_addr != NULL ? 0 : -ENOMEM;
+}
+
+/* Index i's peer into the indexes (its entries point at i). */
+static void
+reg_index(unsigned int i)
+{
+	const struct lsd_peer *p = registry.peers[i];
+	char nk[LS_NAME_LEN];
+	struct reg_addr_key ak;
+
+	if (reg_name_key(p->name, nk) == 0)
+		rte_hash_add_key_data(registry.by_name, nk, (void *)(uintptr_t)i);
+	reg_addr_key(&p->addr, &ak);
+	rte_hash_add_key_data(registry.by_addr, &ak, (void *)(uintptr_t)i);
+}
+
+static void
+reg_unindex(const struct lsd_peer *p)
+{
+	char nk[LS_NAME_LEN];
+	struct reg_addr_key ak;
+
+	if (reg_name_key(p->name, nk) == 0)
+		rte_hash_del_key(registry.by_name, nk);
+	reg_addr_key(&p->addr, &ak);
+	rte_hash_del_key(registry.by_addr, &ak);
+}
+
+/* peer at the registry's end. */
+static void
+reg_append(struct lsd_peer *peer)
+{
+	registry.peers[registry.n_peers] = peer;
+	reg_index(registry.n_peers++);
+}
+
+/* Index idx out: the last peer moves into its place. */
+static void
+reg_remove(unsigned int idx)
+{
+	reg_unindex(registry.peers[idx]);
+	registry.removals++;
+	registry.peers[idx] = registry.peers[--registry.n_peers];
+	if (idx < registry.n_peers)
+		reg_index(idx);
+}
 
 /* Outstanding-probe ring entries a peer probing every interval_us needs. */
 uint32_t
@@ -306,28 +402,36 @@ lsd_peer_count(void)
 int
 lsd_peer_find(const char *name)
 {
-	for (unsigned int i = 0; i < registry.n_peers; i++)
-		if (strcmp(registry.peers[i]->name, name) == 0)
-			return (int)i;
-	return -1;
+	char nk[LS_NAME_LEN];
+	void *i;
+
+	if (registry.by_name == NULL || reg_name_key(name, nk) < 0 ||
+	    rte_hash_lookup_data(registry.by_name, nk, &i) < 0)
+		return -1;
+	return (int)(uintptr_t)i;
 }
 
 int
 lsd_peer_find_addr(const struct ls_addr *a)
 {
-	for (unsigned int i = 0; i < registry.n_peers; i++)
-		if (ls_addr_eq(&registry.peers[i]->addr, a))
-			return (int)i;
-	return -1;
+	struct reg_addr_key ak;
+	void *i;
+
+	reg_addr_key(a, &ak);
+	if (registry.by_addr == NULL || rte_hash_lookup_data(registry.by_addr, &ak, &i) < 0)
+		return -1;
+	return (int)(uintptr_t)i;
 }
 
 int
 lsd_peer_install(struct lsd_peer *peer)
 {
-	int rc = peer_msg(peer, LSD_MSG_PEER_ADD, 0);
+	int rc = reg_init();
 
 	if (rc == 0)
-		registry.peers[registry.n_peers++] = peer;
+		rc = peer_msg(peer, LSD_MSG_PEER_ADD, 0);
+	if (rc == 0)
+		reg_append(peer);
 	return rc;
 }
 
@@ -344,6 +448,11 @@ lsd_peer_install_batch(struct lsd_peer *const *peers, unsigned int n, int *rc)
 	uint64_t deadline;
 	unsigned int i;
 
+	if (reg_init() < 0) {
+		for (i = 0; i < n; i++)
+			rc[i] = -ENOMEM;
+		return;
+	}
 	for (i = 0; i < n && i < LSD_PEER_BATCH; i++) {
 		m[i] = msg_new(peers[i], LSD_MSG_PEER_ADD, 0);
 		rc[i] = m[i] == NULL ? -ENOMEM :
@@ -356,7 +465,7 @@ lsd_peer_install_batch(struct lsd_peer *const *peers, unsigned int n, int *rc)
 		if (rc[i] != -ETIMEDOUT)
 			free(m[i]);
 		if (rc[i] == 0)
-			registry.peers[registry.n_peers++] = peers[i];
+			reg_append(peers[i]);
 	}
 }
 
@@ -374,10 +483,10 @@ lsd_peer_uninstall(unsigned int idx)
 	if (m == NULL)
 		return -ENOMEM;
 	/* Out of the registry first: nothing here reads it from now on. */
-	registry.peers[idx] = registry.peers[--registry.n_peers];
+	reg_remove(idx);
 	if (msg_call(m) == -ETIMEDOUT) {
 		/* never delivered: the lcore still has it, and so do we */
-		registry.peers[registry.n_peers++] = peer;
+		reg_append(peer);
 		return -ETIMEDOUT;
 	}
 	/* whatever else the lcore says, it no longer holds the peer; the
@@ -388,10 +497,21 @@ lsd_peer_uninstall(unsigned int idx)
 	return 0;
 }
 
+uint64_t
+lsd_peer_removals(void)
+{
+	return registry.removals;
+}
+
 void
 lsd_peer_forget_all(void)
 {
+	registry.removals++;
 	registry.n_peers = 0;
+	if (registry.by_name != NULL) {
+		rte_hash_reset(registry.by_name);
+		rte_hash_reset(registry.by_addr);
+	}
 }
 
 /* The peer args.peer names, or -1 with the error replied. */

@@ -341,9 +341,10 @@ lsd_sender_acquire(struct lsd_peer *peer)
 	if (!lsd_acquire_on())
 		return;
 	acquire = rte_get_timer_cycles() + ns_to_ticks((uint64_t)lsd.cfg.probe.acquire_ms * 1000000);
-	/* only the paths clock sync estimates from (sync.paths): the others
-	 * would only add probes (and timer work: 10k peers x 8 paths) */
-	for (uint16_t i = 0; i < RTE_MIN(peer->n_paths, lsd.cfg.sync.paths); i++)
+	/* only the paths clock sync estimates from (sync.paths, path_budget):
+	 * the others would only add probes (and timer work: 10k peers x 8 paths) */
+	for (uint16_t i = 0; i < RTE_MIN(peer->n_paths,
+					 __atomic_load_n(&peer->sync_paths, __ATOMIC_RELAXED)); i++)
 		peer->path[i].acquire_end = acquire;
 }
 

@@ -156,21 +156,64 @@ peer_window(const struct lsd_peer *peer, uint32_t *cap)
 	return w;
 }
 
+/*
+ * How many of its first paths a peer syncs on among n_peers: sync.paths,
+ * and past sync.path_budget paths in all the budget shared out, at least
+ * one each (a peer's true one-way delays need its edge). Each synced path
+ * costs ~8 KiB at a pair a second (test_sync_bytes_pingmesh) and its
+ * share of every fit step: at 10k peers x 8 paths that was 80,000
+ * estimators, 5.3 s to load the config and over 8 KiB a peer-path, while
+ * a lab of 16 peers x 64 paths stays within the default 4,096 on all.
+ */
+static uint16_t
+paths_for(const struct lsd_peer *peer, unsigned int n_peers, uint32_t budget)
+{
+	uint16_t n = RTE_MIN(peer->n_paths, lsd.cfg.sync.paths);
+
+	if (budget != 0 && n_peers != 0)
+		n = (uint16_t)RTE_MIN(n, RTE_MAX(1u, budget / n_peers));
+	return n;
+}
+
+/* Paths [from, to) of ps ready to estimate with the peer's window. */
+static int
+paths_init(const struct lsd_peer *peer, struct lsd_peer_sync *ps, uint16_t from, uint16_t to)
+{
+	struct ls_sync_est_conf ec = lsd_sync_st.econf;
+	uint32_t cap;
+
+	ec.asym_ns = peer->asym_ns;
+	ec.window_ns = peer_window(peer, &cap);
+	ps->window_ns = ec.window_ns;
+	for (uint16_t i = from; i < to; i++) {
+		memset(&ps->path[i], 0, sizeof(ps->path[i]));
+		if (ls_sync_est_init(&ps->path[i].est, &ec, cap) != 0) {
+			while (i-- > from)
+				ls_sync_est_free(&ps->path[i].est);
+			/* no track holds memory before its first window */
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
 int
 lsd_sync_peer_attach(struct lsd_peer *peer)
 {
 	struct lsd_peer_sync *ps;
-	struct ls_sync_est_conf ec;
-	uint32_t cap;
 	uint16_t n;
 
 	rte_seqlock_init(&peer->owd.lock);
 	peer->owd.valid = false;
-	if (!lsd_sync_st.on)
+	if (!lsd_sync_st.on) {
+		/* acquisition as before the budget, though nothing fits */
+		peer->sync_paths = RTE_MIN(peer->n_paths, lsd.cfg.sync.paths);
 		return 0;
-	/* sync.paths: the first ones only (each path's estimator and track;
-	 * tests/unit/test_sync_est.c's test_sync_bytes_* say how much) */
-	n = RTE_MIN(peer->n_paths, lsd.cfg.sync.paths);
+	}
+	/* the config's peers count from the first: a 10k-peer file starts
+	 * each at its share, not the first 4,096 at all of theirs */
+	n = paths_for(peer, RTE_MAX(lsd_sync_st.n_peers + 1, lsd.cfg.n_peers),
+		      lsd.cfg.sync.path_budget);
 	ps = calloc(1, sizeof(*ps) + n * sizeof(ps->path[0]));
 	if (ps == NULL)
 		return -ENOMEM;
@@ -180,21 +223,50 @@ lsd_sync_peer_attach(struct lsd_peer *peer)
 	}
 	ps->n_paths = n;
 	ps->node = -1;
-	ec = lsd_sync_st.econf;
-	ec.asym_ns = peer->asym_ns;
-	ec.window_ns = peer_window(peer, &cap);
-	ps->window_ns = ec.window_ns;
-	for (uint16_t i = 0; i < n; i++)
-		if (ls_sync_est_init(&ps->path[i].est, &ec, cap) != 0) {
-			while (i-- > 0)
-				ls_sync_est_free(&ps->path[i].est);
-			/* no track holds memory before its first window */
-			free(ps);
-			return -ENOMEM;
-		}
+	if (paths_init(peer, ps, 0, n) != 0) {
+		free(ps);
+		return -ENOMEM;
+	}
 	peer->sync = ps;
+	peer->sync_paths = n;
 	lsd_sync_st.peers[lsd_sync_st.n_peers++] = peer;
 	return 0;
+}
+
+/*
+ * The peer's synced paths to its share of the budget now that peers came
+ * or went: fewer at once, more only once a quarter of the budget is free
+ * again (a count of peers going up and down by one would otherwise drop
+ * and start a path's estimate over and over). Called at the start of its
+ * fit, before the step's node table holds it (the block may move).
+ */
+static void
+rebalance(struct lsd_peer *peer)
+{
+	struct lsd_peer_sync *ps = peer->sync, *g;
+	uint32_t budget = lsd.cfg.sync.path_budget;
+	uint16_t n = ps->n_paths, want = paths_for(peer, lsd_sync_st.n_peers, budget);
+
+	if (want > n)
+		want = RTE_MAX(n, paths_for(peer, lsd_sync_st.n_peers, budget - budget / 4));
+	if (want == n)
+		return;
+	for (uint16_t i = want; i < n; i++) {
+		ls_sync_est_free(&ps->path[i].est);
+		ls_sync_track_free(&ps->path[i].track);
+	}
+	if (want < n)
+		ps->n_paths = want;
+	g = realloc(ps, sizeof(*ps) + want * sizeof(ps->path[0]));
+	if (g == NULL)
+		return;         /* shrinking kept the block; growing waits */
+	peer->sync = ps = g;
+	if (want > n) {
+		if (paths_init(peer, ps, n, want) != 0)
+			return;
+		ps->n_paths = want;
+	}
+	__atomic_store_n(&peer->sync_paths, ps->n_paths, __ATOMIC_RELAXED);
 }
 
 int
@@ -469,6 +541,10 @@ fit_peer(struct lsd_peer *peer, uint64_t now)
 
 	if (ps == NULL)
 		return;
+	if (lsd.cfg.sync.path_budget != 0) {
+		rebalance(peer);
+		ps = peer->sync;
+	}
 	/*
 	 * Estimators that started over (the peer restarted) need what
 	 * they needed at first: floor samples in both directions, rare
@@ -523,12 +599,13 @@ bool
 lsd_sync_poll(uint64_t tsc)
 {
 	struct lsd_sync_ctx *st = &lsd_sync_st;
-	uint64_t end;
+	uint64_t start, end;
 
 	if (!st->on)
 		return false;
 	lsd_sync_drain();
-	end = rte_rdtsc() + rte_get_tsc_hz() / 1000000 * STEP_SLICE_US;
+	start = rte_rdtsc();
+	end = start + rte_get_tsc_hz() / 1000000 * STEP_SLICE_US;
 	if (!st->stepping && st->net == NET_IDLE && tsc >= st->next_step_tsc) {
 		st->stepping = true;
 		st->step_cursor = 0;
@@ -555,7 +632,7 @@ lsd_sync_poll(uint64_t tsc)
 		st->next_net_tsc = tsc + st->step_tsc / NET_STEPS_PER_FIT;
 	}
 	if (st->net != NET_IDLE)
-		lsd_sync_net_slice(end);
+		lsd_sync_net_slice(start, end);
 	lsd_fleettime_poll(tsc, st->clock, &st->self, &st->nconf);
 	lsd_chrony_poll(tsc, st->clock, &st->self, &st->nconf);
 	return st->stepping || st->net != NET_IDLE;

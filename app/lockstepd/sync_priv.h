@@ -102,6 +102,7 @@ struct lsd_sync_ctx {
 	unsigned int net_cursor;    /* ... the next peer it gathers or publishes */
 	uint64_t net_now;           /* ... its instant, local time */
 	bool net_spread;            /* ... its gather took more than one pass */
+	bool net_waited;            /* ... its update waited for a pass of its own */
 	struct sync_nodes *net_tab; /* ... its table: a fit step's new one takes
 				     * over once updated (commands never see one
 				     * with edges and no states) */
@@ -139,8 +140,10 @@ bool lsd_sync_nodes_slice(uint64_t end);
 /* A network step at now (local time) on the table in use, or after a fit
  * step (fresh) on the one it built, run by lsd_sync_net_slice. */
 void lsd_sync_net_begin(uint64_t now, bool fresh);
-/* The network step under way, until the TSC end; true when done. */
-bool lsd_sync_net_slice(uint64_t end);
+/* The network step under way, in the pass that began at the TSC start,
+ * until the TSC end; true when done. */
+bool lsd_sync_net_slice(uint64_t start, uint64_t end);
+#define LSD_NET_UPDATE_ALONE 512    /* peers past which the update waits for a pass */
 /* Whether network steps between fit steps pay. */
 bool lsd_sync_net_fast(void);
 

@@ -749,6 +749,7 @@ static const struct field sync_fields[] = {
 	F_BOOL("enabled", struct ls_conf_sync, enabled),
 	F_INT("window_ms", struct ls_conf_sync, window_ms, 100, 600000, 0),
 	F_INT("paths", struct ls_conf_sync, paths, 1, LS_MAX_PATHS, 0),
+	F_INT("path_budget", struct ls_conf_sync, path_budget, 0, LS_MAX_PEERS * LS_MAX_PATHS, 0),
 	F_INT("interval_ms", struct ls_conf_sync, interval_ms, 10, 60000, 0),
 	F_INT("purity_tol_ns", struct ls_conf_sync, purity_tol_ns, 0, 1000000000, 0),
 	F_INT("outlier_ns", struct ls_conf_sync, outlier_ns, 0, 1000000000, 0),
@@ -874,15 +875,11 @@ set_defaults(struct ls_config *cfg)
 	cfg->route = (struct ls_conf_route){.enabled = true, .refresh_s = 300, .traces_per_s = 20,
 					    .max_ttl = 8};
 	cfg->links.hot_us = 200;
-	cfg->sync.enabled = true;
-	cfg->sync.window_ms = 2000;
-	cfg->sync.paths = LS_MAX_PATHS;
+	cfg->sync = (struct ls_conf_sync){.enabled = true, .window_ms = 2000, .paths = LS_MAX_PATHS,
+					  .path_budget = 4096, .interval_ms = 250,
+					  .purity_tol_ns = 200, .holdover_ppm = 1.0,
+					  .wander_ns = 10.0}; /* shm: node_post */
 	cfg->pinglist.k = 16;
-	cfg->sync.interval_ms = 250;
-	cfg->sync.purity_tol_ns = 200;
-	cfg->sync.holdover_ppm = 1.0;
-	cfg->sync.wander_ns = 10.0;
-	/* sync.shm follows the node: see node_post */
 	snprintf(cfg->log_level, sizeof(cfg->log_level), "info");
 	ls_config_bridge_defaults(&cfg->bridge);
 	/* control.socket and clock.sim.seed follow the node: see node_post */

@@ -189,6 +189,9 @@ struct ls_conf_sync {
 	double asym_bound_ns;     /**< uncalibrated asymmetry allowance in the bound, default 0 */
 	uint16_t paths;           /**< paths of each peer clock sync estimates (the first
 				   *   ones), default LS_MAX_PATHS = all */
+	uint32_t path_budget;     /**< paths clock sync estimates from in all: past it
+				   *   each peer gets budget / peers (at least 1),
+				   *   default 4096, 0 = no limit */
 	char shm[108];            /**< fleet-time shared memory file, default
 				   *   /dev/shm/lockstep-<node>.fleettime, "" = none */
 	char chrony_sock[108];    /**< chronyd's SOCK refclock socket to feed fleet time

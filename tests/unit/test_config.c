@@ -346,11 +346,13 @@ START_TEST(test_sync_section)
 	ck_assert_uint_eq(cfg.sync.interval_ms, 250);
 	ck_assert_uint_eq(cfg.sync.purity_tol_ns, 200);
 	ck_assert_uint_eq(cfg.sync.paths, LS_MAX_PATHS);
+	ck_assert_uint_eq(cfg.sync.path_budget, 4096);
+	ck_assert(cfg.sync.wander_ns == 10.0);
 	ck_assert_str_eq(cfg.sync.shm, "/dev/shm/lockstep-n1.fleettime");
 	ls_config_free(&cfg);
 	config_load_good("{" BASE ", 'sync': {'enabled': false, 'window_ms': 4000, 'interval_ms': 100, "
 		  "'purity_tol_ns': 1500, 'outlier_ns': 300, 'reference': 3, 'holdover_ppm': 2.5, "
-		  "'wander_ns': 20, 'asym_bound_ns': 50, 'paths': 2, 'shm': '', "
+		  "'wander_ns': 20, 'asym_bound_ns': 50, 'paths': 2, 'path_budget': 0, 'shm': '', "
 		  "'chrony_sock': '/run/chrony.sock', 'chrony_offset_ns': 37000000000}}", &cfg);
 	ck_assert(!cfg.sync.enabled);
 	ck_assert_uint_eq(cfg.sync.window_ms, 4000);
@@ -362,12 +364,14 @@ START_TEST(test_sync_section)
 	ck_assert(cfg.sync.wander_ns == 20.0);
 	ck_assert(cfg.sync.asym_bound_ns == 50.0);
 	ck_assert_uint_eq(cfg.sync.paths, 2);
+	ck_assert_uint_eq(cfg.sync.path_budget, 0);
 	ck_assert_str_eq(cfg.sync.shm, "");
 	ck_assert_str_eq(cfg.sync.chrony_sock, "/run/chrony.sock");
 	ls_config_free(&cfg);
 	BAD("{" BASE ", 'sync': {'window_ms': 50}}", "sync.window_ms",
 	    "must be between 100 and 600000, got 50");
 	BAD("{" BASE ", 'sync': {'paths': 0}}", "sync.paths", "must be between 1 and");
+	BAD("{" BASE ", 'sync': {'path_budget': -1}}", "sync.path_budget", "must be between 0 and");
 	BAD("{" BASE ", 'sync': {'windw_ms': 500}}", "sync.windw_ms", "unknown key");
 }
 END_TEST
