@@ -62,13 +62,15 @@ struct ls_fab_chan_params {
 	uint32_t buffer_bytes;  /**< queue limit: tail drop beyond it */
 	uint32_t ecn_bytes;     /**< CE-mark ECT packets when the queue exceeds this (0 = never);
 				 *   with ecn_max_bytes, RED-ECN's K_min */
+	double loss;            /**< random loss probability, 0..1 */
+	uint16_t mtu;           /**< largest IP packet, bytes: larger ones (bytes offered
+				 *   beyond mtu + LS_FAB_L2_BYTES) are dropped, counted */
+	/* RED-ECN last: in mtu's padding and after it, so the fields every
+	 * packet reads keep their places */
 	uint32_t ecn_max_bytes; /**< RED-ECN's K_max: between ecn_bytes and this the mark's
 				 *   probability rises linearly to ecn_pmax, beyond it every
 				 *   ECT packet is marked (0: a step at ecn_bytes) */
 	double ecn_pmax;        /**< RED-ECN's P_max, 0..1 */
-	double loss;            /**< random loss probability, 0..1 */
-	uint16_t mtu;           /**< largest IP packet, bytes: larger ones (bytes offered
-				 *   beyond mtu + LS_FAB_L2_BYTES) are dropped, counted */
 };
 
 /** Per-channel counters (monotonic). */
