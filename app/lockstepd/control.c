@@ -839,10 +839,15 @@ ctl_thread(void *arg __rte_unused)
 		lsd_events_poll();
 		lsd_bridge_events_poll();
 		lsd_route_poll();
+		/* commands between the pieces of work, each a slice of up to
+		 * ~200 us: one after all of them waited for their sum */
+		ls_ctl_poll(control.ctl, 0);
 		linking = lsd_links_poll();
 		trains = lsd_train_poll();
+		ls_ctl_poll(control.ctl, 0);
 		now = rte_rdtsc();
 		syncing = lsd_sync_poll(now);
+		ls_ctl_poll(control.ctl, 0);
 		if (!collecting && now >= next_collect) {
 			collecting = true;
 			cursor = 0;
