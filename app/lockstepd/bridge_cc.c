@@ -196,6 +196,7 @@ lsd_cc_apply_slice(struct lsd_bridge *b, unsigned int k, const struct ls_policy_
 	ls_cc_delay_defaults(&cc->dl[k], b->hz, max);
 	cc->dl[k].target_ns = (uint64_t)c->target_us * 1000;
 	cc->dl[k].interval = b->hz / 1000000 * c->interval_us;
+	cc->dl[k].beta = (uint32_t)((uint64_t)LS_CC_ONE * c->beta_pct / 100);
 	cc->dl[k].min_bps = c->min_bps;
 	cc->dl[k].ai_bps = c->ai_bps;
 }

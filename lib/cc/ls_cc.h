@@ -131,12 +131,12 @@ struct ls_cc_delay_params {
 	uint64_t min_bps;      /**< floor */
 	uint64_t target_ns;    /**< target queueing delay */
 	uint64_t ai_bps;       /**< additive increase per interval below target */
-	uint32_t beta;         /**< decrease gain, in 1/2^20 (Swift: 0.8) */
+	uint32_t beta;         /**< decrease gain, in 1/2^20 (default 0.5; Swift's form) */
 	uint32_t max_mdf;      /**< largest single decrease, in 1/2^20 (Swift: 0.5) */
 	uint64_t interval;     /**< at most one change per interval (~ one RTT), ticks */
 };
 
-/** Defaults: target 10 µs, β 0.8, max_mdf 0.5, AI 0.1% of the line, 20 µs interval. */
+/** Defaults: target 10 µs, β 0.5, max_mdf 0.5, AI 0.1% of the line, 20 µs interval. */
 void ls_cc_delay_defaults(struct ls_cc_delay_params *p, uint64_t hz, uint64_t max_bps);
 
 /** One flow's delay-mode state. */

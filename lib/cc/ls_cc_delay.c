@@ -16,7 +16,10 @@ ls_cc_delay_defaults(struct ls_cc_delay_params *p, uint64_t hz, uint64_t max_bps
 		.min_bps = 1000000,
 		.target_ns = 10000,
 		.ai_bps = max_bps / 1000,
-		.beta = LS_CC_ONE / 10 * 8,
+		/* 0.5, not 0.8: every flow toward a peer reads the same probe
+		 * and cuts at once, so a cut is the link's, not one flow's
+		 * (docs/cc.md: 8 and 32 flows 0.88 busy at 0.8, 0.90-0.93 at 0.5) */
+		.beta = LS_CC_ONE / 2,
 		.max_mdf = LS_CC_ONE / 2,
 		.interval = hz * 20 / 1000000,
 	};

@@ -408,7 +408,7 @@ static const struct key cc_keys[] = {
 	CK("f", k_u32, f, 1000), CK("g_inv", k_u32, g_inv, 65536),
 	CK("min_dec_pct", k_u32, min_dec_pct, 100), CK("target_us", k_u32, target_us, 100000),
 	CK("clamp_tgt_rate", k_bool, clamp_tgt, 0), CK("ai_share", k_bool, ai_share, 0),
-	CK("interval_us", k_u32, interval_us, 10000000),
+	CK("interval_us", k_u32, interval_us, 10000000), CK("beta_pct", k_u32, beta_pct, 100),
 };
 #undef CK
 
@@ -428,6 +428,8 @@ k_cc(const json_t *v, const struct ls_jsonv *jv, const char *path, void *out,
 		rc = ls_jsonv_fail(jv, path, "min_bps must be above 0");
 	if (rc == 0 && c->interval_us == 0)
 		rc = ls_jsonv_fail(jv, path, "interval_us must be above 0");
+	if (rc == 0 && c->beta_pct == 0)
+		rc = ls_jsonv_fail(jv, path, "beta_pct must be 1..100");
 	return rc;
 }
 
@@ -454,7 +456,7 @@ ls_policy_slice_defaults(struct ls_policy_slice *s)
 	s->cc = (struct ls_policy_cc){
 		.cnp_interval_us = 50, .ai_bps = 40000000, .hai_bps = 200000000,
 		.min_bps = 1000000, .k_us = 55, .t_us = 55, .byte_reset = 10u << 20, .f = 5,
-		.g_inv = 256, .min_dec_pct = 50, .target_us = 10, .interval_us = 20,
+		.g_inv = 256, .min_dec_pct = 50, .target_us = 10, .interval_us = 20, .beta_pct = 50,
 		.clamp_tgt = true, .ai_share = true,
 	};
 }

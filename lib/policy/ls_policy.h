@@ -103,6 +103,7 @@ struct ls_policy_cc {
 				   *   (ConnectX clamp_tgt_rate; false: only after a
 				   *   timer increase) */
 	uint32_t target_us;       /**< delay mode: target queueing delay */
+	uint32_t beta_pct;        /**< delay mode: decrease gain β, percent */
 	uint32_t interval_us;     /**< delay mode: at most one change per interval
 				   *   (about one RTT) */
 };

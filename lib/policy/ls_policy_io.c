@@ -94,14 +94,15 @@ path_json(const struct ls_path_policy *pp)
 static json_t *
 cc_json(const struct ls_policy_cc *c)
 {
-	return json_pack("{ss sb si sI sI sI si si sI si si si sb sb si si}",
+	return json_pack("{ss sb si sI sI sI si si sI si si si sb sb si si si}",
 			 "mode", ls_policy_cc_mode_name(c->mode), "np", c->np,
 			 "cnp_interval_us", (int)c->cnp_interval_us, "ai_bps", (json_int_t)c->ai_bps,
 			 "hai_bps", (json_int_t)c->hai_bps, "min_bps", (json_int_t)c->min_bps,
 			 "k_us", (int)c->k_us, "t_us", (int)c->t_us,
 			 "byte_reset", (json_int_t)c->byte_reset, "f", (int)c->f,
 			 "g_inv", (int)c->g_inv, "min_dec_pct", (int)c->min_dec_pct,
-			 "clamp_tgt_rate", c->clamp_tgt, "ai_share", c->ai_share, "target_us", (int)c->target_us, "interval_us", (int)c->interval_us);
+			 "clamp_tgt_rate", c->clamp_tgt, "ai_share", c->ai_share, "target_us", (int)c->target_us, "interval_us", (int)c->interval_us,
+			 "beta_pct", (int)c->beta_pct);
 }
 
 json_t *

@@ -389,6 +389,9 @@ START_TEST(test_delay_series)
 	uint64_t r;
 
 	ls_cc_delay_defaults(&p, HZ, LINE);
+	ck_assert_uint_eq(p.beta, LS_CC_ONE / 2);
+	/* β 0.8 here, so that a cut reaches max_mdf */
+	p.beta = LS_CC_ONE / 10 * 8;
 	ls_cc_delay_init(&d, &p);
 	/* 40 µs of queue over a 10 µs target: cut β × 30/40 = 0.6, capped at 0.5 */
 	r = ls_cc_delay_on_sample(&d, &p, 1000, 40000);

@@ -118,6 +118,10 @@ START_TEST(test_errors_name_key)
 		 "pol.json: policy.slices[0].cc: min_bps must be above 0"},
 		{"{\"slices\": [{\"name\": \"a\", \"cc\": {\"min_dec_pct\": 101}}]}",
 		 "pol.json: policy.slices[0].cc.min_dec_pct: 101 out of range 0..100"},
+		{"{\"slices\": [{\"name\": \"a\", \"cc\": {\"beta_pct\": 101}}]}",
+		 "pol.json: policy.slices[0].cc.beta_pct: 101 out of range 0..100"},
+		{"{\"slices\": [{\"name\": \"a\", \"cc\": {\"beta_pct\": 0}}]}",
+		 "pol.json: policy.slices[0].cc: beta_pct must be 1..100"},
 		{"{\"slices\": [{\"name\": \"a\", \"cc\": {\"byte_reset\": 5000000000}}]}",
 		 "pol.json: policy.slices[0].cc.byte_reset: 5000000000 out of range 1..4294967295"},
 	};
