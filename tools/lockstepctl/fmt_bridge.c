@@ -55,7 +55,7 @@ fmt_flows(const json_t *r)
 static const char cc_slice_cols[] =
 	"SLICE=name CC=mode np CE=ce:n CNP_µs=cnp_interval_us:n ai_bps:n hai_bps:n min_bps:n "
 	"K_µs=k_us:n T_µs=t_us:n B=byte_reset:n f:n g_inv:n SHARE=ai_share "
-	"CLAMP=clamp_tgt_rate target_us:n interval_us:n";
+	"CLAMP=clamp_tgt_rate target_us:n interval_us:n BETA%=beta_pct:n";
 
 int
 fmt_cc(const json_t *r)
