@@ -53,9 +53,12 @@ static struct {
 	uint64_t removals;
 } registry;
 
-/* An address as a hash key: the bytes ls_addr_eq compares, the rest 0. */
+/* An address as a hash key: the bytes ls_addr_eq compares, the rest 0.
+ * A multiple of 4 bytes: rte_jhash reads whole 32-bit words, and a 17-byte
+ * key on the stack had it read 3 bytes past (ASan, the fuzz test). */
 struct reg_addr_key {
 	uint8_t family;
+	uint8_t pad[3];
 	uint8_t a[16];
 };
 
