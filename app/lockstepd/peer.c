@@ -53,23 +53,6 @@ static struct {
 	uint64_t removals;
 } registry;
 
-/* An address as a hash key: the bytes ls_addr_eq compares, the rest 0.
- * A multiple of 4 bytes: rte_jhash reads whole 32-bit words, and a 17-byte
- * key on the stack had it read 3 bytes past (ASan, the fuzz test). */
-struct reg_addr_key {
-	uint8_t family;
-	uint8_t pad[3];
-	uint8_t a[16];
-};
-
-static void
-reg_addr_key(const struct ls_addr *a, struct reg_addr_key *k)
-{
-	memset(k, 0, sizeof(*k));
-	k->family = a->family;
-	memcpy(k->a, a->a, a->family == LS_AF_INET ? 4 : 16);
-}
-
 /* A name as a hash key (NUL-padded); -1 when too long to be a peer's. */
 static int
 reg_name_key(const char *name, char *k)
@@ -95,7 +78,7 @@ reg_init(void)
 	if (registry.by_name != NULL)
 		return 0;
 	ap.name = "lsd_peer_addrs";
-	ap.key_len = sizeof(struct reg_addr_key);
+	ap.key_len = sizeof(struct lsd_addr_key); /* the lcores' key: one address, one peer */
 	registry.by_name = rte_hash_create(&np);
 	registry.by_addr = rte_hash_create(&ap);
 	return registry.by_name != NULL && registry.by_addr != NULL ? 0 : -ENOMEM;
@@ -107,11 +90,11 @@ reg_index(unsigned int i)
 {
 	const struct lsd_peer *p = registry.peers[i];
 	char nk[LS_NAME_LEN];
-	struct reg_addr_key ak;
+	struct lsd_addr_key ak;
 
 	if (reg_name_key(p->name, nk) == 0)
 		rte_hash_add_key_data(registry.by_name, nk, (void *)(uintptr_t)i);
-	reg_addr_key(&p->addr, &ak);
+	lsd_addr_key(&p->addr, &ak);
 	rte_hash_add_key_data(registry.by_addr, &ak, (void *)(uintptr_t)i);
 }
 
@@ -119,11 +102,11 @@ static void
 reg_unindex(const struct lsd_peer *p)
 {
 	char nk[LS_NAME_LEN];
-	struct reg_addr_key ak;
+	struct lsd_addr_key ak;
 
 	if (reg_name_key(p->name, nk) == 0)
 		rte_hash_del_key(registry.by_name, nk);
-	reg_addr_key(&p->addr, &ak);
+	lsd_addr_key(&p->addr, &ak);
 	rte_hash_del_key(registry.by_addr, &ak);
 }
 
@@ -417,10 +400,10 @@ lsd_peer_find(const char *name)
 int
 lsd_peer_find_addr(const struct ls_addr *a)
 {
-	struct reg_addr_key ak;
+	struct lsd_addr_key ak;
 	void *i;
 
-	reg_addr_key(a, &ak);
+	lsd_addr_key(a, &ak);
 	if (registry.by_addr == NULL || rte_hash_lookup_data(registry.by_addr, &ak, &i) < 0)
 		return -1;
 	return (int)(uintptr_t)i;
