@@ -14,12 +14,14 @@
  * Disconnecting has the same kind of race: the PMD marks the link down,
  * then unmaps the regions, and a burst after the unmapping reads a freed
  * ring address (lockstepd died in net_memif's rx as lockstep-load exited at
- * the end of a cc-delay run). Looking only after bursts that found nothing
- * left one burst to run on the unmapped port; so a memif port's link is
- * looked at before every burst (a function call reading the link word, on
- * memif only). What is left is a burst that starts after the look and
- * before the link goes down, and runs past the unmapping: microseconds of
- * the PMD's own teardown between the two.
+ * the end of a cc-delay run). So a memif port's link is looked at before
+ * every burst (a function call reading the link word, on memif only), and
+ * the guard (ls_gate.c) closes what is left: a burst that looked before
+ * the link went down and is still running when the PMD unmaps. The PMD
+ * unmaps on the EAL interrupt thread, through munmap(), which this
+ * process defines: there it waits for a grace period of the polling
+ * lcores (RCU QSBR, each reports once a loop, outside its bursts), so
+ * every burst that could have seen the link up has ended first.
  *
  * Other drivers are not watched.
  */
@@ -27,6 +29,7 @@
 #define LS_GATE_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 
 #include <rte_branch_prediction.h>
@@ -35,6 +38,21 @@
 struct ls_app_gate {
 	bool watch;        /* memif: look at the link before each burst */
 };
+
+struct rte_rcu_qsbr;
+
+/*
+ * Arm the teardown guard: from now on munmap() on the EAL interrupt thread
+ * waits until every reader online in v has reported quiescence (v NULL:
+ * disarmed). Each lcore that bursts on a watched port registers in v and
+ * reports outside its bursts; it goes offline while it sleeps. A reader
+ * stopped inside a burst holds a memif teardown until it runs again.
+ */
+void ls_app_gate_guard(struct rte_rcu_qsbr *v);
+
+/* The interrupt thread's unmappings that waited for the guard (a memif
+ * teardown unmaps a region or two). */
+uint64_t ls_app_gate_waits(void);
 
 static inline void
 ls_app_gate_init(struct ls_app_gate *g, uint16_t port)

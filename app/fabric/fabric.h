@@ -229,6 +229,9 @@ struct lsf_global {
 	char socket[108];
 	char truth_file[256];
 	char sock_dir[200];
+	/* the loop, the one reader of the memif teardown guard (ls_gate.h);
+	 * NULL when no host port is memif */
+	struct rte_rcu_qsbr *qsbr;
 	volatile int quit;
 	unsigned int lcore;
 };

@@ -36,6 +36,7 @@
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 #include <rte_prefetch.h>
+#include <rte_rcu_qsbr.h>
 
 #include "event_heap.h"
 #include "fabric.h"
@@ -800,7 +801,11 @@ idle_sleep(uint64_t now, uint64_t next, uint64_t next_sample)
 	if (budget >= 5000) {
 		struct timespec ts = {0, (long)budget};
 
+		if (fab.qsbr != NULL)
+			rte_rcu_qsbr_thread_offline(fab.qsbr, 0);
 		nanosleep(&ts, NULL);
+		if (fab.qsbr != NULL)
+			rte_rcu_qsbr_thread_online(fab.qsbr, 0);
 		fab.st.idle_sleeps++;
 	}
 }
@@ -815,6 +820,10 @@ lsf_loop(void *arg __rte_unused)
 	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
 	LSF_LOG(INFO, "lcore %u: %u host ports, %u channels", rte_lcore_id(), fab.n_ports,
 		fab.fab->n_chans);
+	if (fab.qsbr != NULL) {
+		rte_rcu_qsbr_thread_register(fab.qsbr, 0);
+		rte_rcu_qsbr_thread_online(fab.qsbr, 0);
+	}
 	while (!fab.quit) {
 		uint64_t now = lsf_now(), next = UINT64_MAX;
 		unsigned int work = rx_hosts();
@@ -840,8 +849,14 @@ lsf_loop(void *arg __rte_unused)
 		}
 		if (heap_min() < next)
 			next = heap_min();
+		if (fab.qsbr != NULL)
+			rte_rcu_qsbr_quiescent(fab.qsbr, 0);
 		if (work == 0 && fab.idle_sleep_us)
 			idle_sleep(now, next, next_sample);
+	}
+	if (fab.qsbr != NULL) {
+		rte_rcu_qsbr_thread_offline(fab.qsbr, 0);
+		rte_rcu_qsbr_thread_unregister(fab.qsbr, 0);
 	}
 	return 0;
 }

@@ -30,6 +30,7 @@
 #include <rte_log.h>
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
+#include <rte_rcu_qsbr.h>
 #include <rte_mempool.h>
 
 #include "../common/ls_app.h"
@@ -229,6 +230,25 @@ port_open(uint16_t host)
 	return 0;
 }
 
+/* Arm the memif teardown guard when a host port is memif; the loop is its
+ * reader. */
+static int
+guard_ports(void)
+{
+	bool memif = false;
+	size_t sz = rte_rcu_qsbr_get_memsize(1);
+
+	for (uint16_t i = 0; i < fab.n_ports; i++)
+		memif |= fab.ports[i].gate.watch;
+	if (!memif)
+		return 0;
+	fab.qsbr = rte_zmalloc("lsf_qsbr", sz, RTE_CACHE_LINE_SIZE);
+	if (fab.qsbr == NULL || rte_rcu_qsbr_init(fab.qsbr, 1) != 0)
+		return -ENOMEM;
+	ls_app_gate_guard(fab.qsbr);
+	return 0;
+}
+
 /* The topology, and on --check the verdict (1: done). */
 static int
 fab_load(bool check_only, char *err, size_t len)
@@ -273,6 +293,8 @@ main(int argc, char **argv)
 	for (uint16_t i = 0; rc == 0 && i < fab.fab->n_nodes; i++)
 		if (fab.fab->nodes[i].kind == LS_FAB_HOST)
 			rc = port_open(i);
+	if (rc == 0)
+		rc = guard_ports();
 	if (rc == 0)
 		rc = lsf_control_start();
 	if (rc < 0) {

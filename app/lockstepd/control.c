@@ -368,6 +368,7 @@ cmd_status(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_un
 	C(sync_recs); C(sync_dropped); C(rl_evicted); C(tx_trace); C(route_dropped);
 	C(tx_vlan_failed); C(tx_mtu); C(jumbo_copied); C(sync_filled);
 #undef C
+	json_object_set_new(counters, "memif_guard_waits", json_integer((json_int_t)ls_app_gate_waits()));
 	lsd_capture_status(&cs);
 	ls_ctl_reply_ok(req, json_pack(
 		"{s:s, s:I, s:s, s:f, s:o, s:o, s:i, s:i, s:o, s:{s:I, s:I, s:b}, s:{s:b, s:s, s:I, s:I, s:I}}",

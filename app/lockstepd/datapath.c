@@ -156,14 +156,37 @@ lsd_lcore_setup(struct lsd_lcore *lc)
 /* Lab mode: give the core away, bounded so timers stay on time. A reader
  * of the lead's peers is off-line meanwhile, so no grace period waits. */
 static void
-idle_sleep(struct lsd_lcore *lc, const struct ls_conf_idle *idle)
+idle_sleep(struct lsd_lcore *lc, const struct ls_conf_idle *idle, struct rte_rcu_qsbr *qs,
+	   struct rte_rcu_qsbr *pq)
 {
-	if (lc->worker && lsd.qsbr != NULL)
-		rte_rcu_qsbr_thread_offline(lsd.qsbr, lc->lcore_id);
+	if (qs != NULL)
+		rte_rcu_qsbr_thread_offline(qs, lc->lcore_id);
+	if (pq != NULL)
+		rte_rcu_qsbr_thread_offline(pq, lc->lcore_id);
 	rte_delay_us_sleep(idle->sleep_us);
-	if (lc->worker && lsd.qsbr != NULL)
-		rte_rcu_qsbr_thread_online(lsd.qsbr, lc->lcore_id);
+	if (qs != NULL)
+		rte_rcu_qsbr_thread_online(qs, lc->lcore_id);
+	if (pq != NULL)
+		rte_rcu_qsbr_thread_online(pq, lc->lcore_id);
 	lc->st.idle_sleeps++;
+}
+
+static void
+rcu_join(struct rte_rcu_qsbr *v, unsigned int id)
+{
+	if (v != NULL) {
+		rte_rcu_qsbr_thread_register(v, id);
+		rte_rcu_qsbr_thread_online(v, id);
+	}
+}
+
+static void
+rcu_leave(struct rte_rcu_qsbr *v, unsigned int id)
+{
+	if (v != NULL) {
+		rte_rcu_qsbr_thread_offline(v, id);
+		rte_rcu_qsbr_thread_unregister(v, id);
+	}
 }
 
 /* hot, as are lsd_rx_vector and lsd_bridge_poll, the roots of the
@@ -179,6 +202,9 @@ lsd_lcore_main(void *arg __rte_unused)
 	const struct ls_conf_idle *idle = &lsd.cfg.idle;
 	uint64_t hk = rte_get_timer_hz() / (1000000 / LSD_HOUSEKEEP_US);
 	struct rte_rcu_qsbr *qs = lc->worker ? lsd.qsbr : NULL;
+	/* the memif teardown guard's readers: every polling lcore (a worker
+	 * bursts on its own bridge queues when they spread by RSS) */
+	struct rte_rcu_qsbr *pq = lsd.port_qsbr;
 	uint32_t empty = 0;
 
 	if (!lc->active)
@@ -186,10 +212,8 @@ lsd_lcore_main(void *arg __rte_unused)
 	/* a data-path lcore without ports has no probes to time */
 	if (!lc->worker)
 		rte_timer_reset(&lc->housekeep, hk, PERIODICAL, rte_lcore_id(), housekeep_cb, lc);
-	if (qs != NULL) {
-		rte_rcu_qsbr_thread_register(qs, lc->lcore_id);
-		rte_rcu_qsbr_thread_online(qs, lc->lcore_id);
-	}
+	rcu_join(qs, lc->lcore_id);
+	rcu_join(pq, lc->lcore_id);
 	LSD_LOG(INFO, "lcore %u: polling %u port(s)%s", lc->lcore_id, lc->n_ports,
 	       lc->worker ? " and the data path's rings" : "");
 
@@ -209,6 +233,8 @@ lsd_lcore_main(void *arg __rte_unused)
 			lsd_bridge_poll(lc, br, &work);
 		if (qs != NULL)
 			rte_rcu_qsbr_quiescent(qs, lc->lcore_id);
+		if (pq != NULL)
+			rte_rcu_qsbr_quiescent(pq, lc->lcore_id);
 		rte_timer_manage();
 		/* A few per loop: a batch of peer adds (a config of 10k peers)
 		 * must not stall the port's receive times for milliseconds. */
@@ -227,12 +253,10 @@ lsd_lcore_main(void *arg __rte_unused)
 			continue;
 		}
 		if (++empty >= idle->after_polls)
-			idle_sleep(lc, idle);
+			idle_sleep(lc, idle, qs, pq);
 	}
-	if (qs != NULL) {
-		rte_rcu_qsbr_thread_offline(qs, lc->lcore_id);
-		rte_rcu_qsbr_thread_unregister(qs, lc->lcore_id);
-	}
+	rcu_leave(pq, lc->lcore_id);
+	rcu_leave(qs, lc->lcore_id);
 	rte_timer_stop_sync(&lc->housekeep);
 	for (uint32_t s = 0; s < lc->n_peers; s++)
 		lsd_sender_stop_peer(lc, lc->peers[s]);

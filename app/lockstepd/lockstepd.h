@@ -419,6 +419,9 @@ struct lsd_global {
 	 * delay mode): they report quiescence every loop, and a peer is freed
 	 * only after a grace period (NULL with one data-path lcore). */
 	struct rte_rcu_qsbr *qsbr;
+	/* The lcores that burst on memif ports, for the teardown guard
+	 * (ls_gate.h); NULL when no port is memif. */
+	struct rte_rcu_qsbr *port_qsbr;
 	/* The bridge ports' queues: one, or one per data-path lcore when they
 	 * spread by RSS (port_rss.c) */
 	uint16_t bridge_queues;

@@ -194,6 +194,26 @@ peers_shared(struct lsd_lcore *lc)
 	return rte_hash_rcu_qsbr_add(lc->peer_hash, &rc) == 0 ? 0 : -ENOMEM;
 }
 
+/* Arm the memif teardown guard when a port is memif: the lcores that poll
+ * ports report quiescence every loop (lsd_lcore_main). */
+static int
+setup_port_guard(void)
+{
+	bool memif = false;
+	size_t sz;
+
+	for (unsigned int i = 0; i < lsd.n_ports; i++)
+		memif |= lsd.ports[i].gate.watch;
+	if (!memif)
+		return 0;
+	sz = rte_rcu_qsbr_get_memsize(RTE_MAX_LCORE);
+	lsd.port_qsbr = rte_zmalloc("lsd_port_qsbr", sz, RTE_CACHE_LINE_SIZE);
+	if (lsd.port_qsbr == NULL || rte_rcu_qsbr_init(lsd.port_qsbr, RTE_MAX_LCORE) != 0)
+		return -ENOMEM;
+	ls_app_gate_guard(lsd.port_qsbr);
+	return 0;
+}
+
 static int
 setup_lcores(void)
 {
@@ -201,6 +221,8 @@ setup_lcores(void)
 	unsigned int n_k = 0, lead = RTE_MAX_LCORE;
 	int rc = setup_workers();
 
+	if (rc == 0)
+		rc = setup_port_guard();
 	if (rc < 0)
 		return rc;
 	if (lsd.qsbr != NULL)
