@@ -60,6 +60,8 @@ struct ls_ctl;
 	X(cnp_unmatched)    /* CNPs for no flow under DCQCN here */ \
 	X(cnp_held)         /* CNPs for a QP not paired yet: held for its first ACK */ \
 	X(cnp_held_applied) /* ... applied when that ACK came within 4 T */ \
+	X(cnp_fair_skipped) /* not applied: the QP below 7/8 of its pair's mean \
+			     * rate (cc.ai_share, bridge_cc.c) */ \
 	X(qp_pairs_learnt)  /* QP pairings learnt from RC ACKs */ \
 	X(qp_pairs_full)    /* address pairs not tracked: table full */ \
 	X(qp_pairs_aged)    /* address pairs forgotten after flow_idle_ms unused */ \

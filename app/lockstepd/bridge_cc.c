@@ -54,6 +54,8 @@
 #define SHARE_SHIFT 10        /* qp_side.cnp_t: TSC in 1024-tick units */
 #define CNP_HELD 2u           /* qp_side.cnp_t: a CNP waits for the QP's pairing */
 #define HELD_TIMERS 4         /* ... and is applied if the ACK comes within 4 T */
+#define FAIR_MS 100           /* a QP counts in its pair's view while its flow
+			       * sent within this many ms (pair_view) */
 #define SHARE_TIMERS 20       /* a QP shares its pair's increase while it got a
 			       * CNP within this many increase timers (T) */
 
@@ -520,20 +522,87 @@ pair_share(struct lsd_bridge *b, struct qp_set *s, struct qp_side *l, uint16_t s
 	return (uint16_t)RTE_MAX(n, 1u);
 }
 
-/* A CNP for the host's flow idx (its QP's entry l in set s) cuts its rate. */
+/* The pair's other QPs under DCQCN that sent lately: their rates' sum. */
+struct pair_view {
+	uint64_t rc_sum;
+	unsigned int n;
+};
+
 static void
-rp_cut(struct lsd_bridge *b, int32_t idx, struct qp_set *s, struct qp_side *l, uint64_t now)
+pair_view(struct lsd_bridge *b, const struct ls_flow_key *ack, const struct qp_set *s,
+	  const struct qp_side *l, uint64_t now, struct pair_view *v)
 {
+	uint32_t now_ms = (uint32_t)(now / b->ms_div);
+	struct ls_flow_key k[QP_SET];
+	const struct ls_flow_key *kp[QP_SET];
+	int32_t idx[QP_SET];
+	unsigned int n = 0;
+
+	*v = (struct pair_view){0};
+	for (unsigned int i = 0; i < QP_SET; i++) {
+		const struct qp_side *e = &s->loc[i];
+
+		if (e == l || e->peer == 0)
+			continue;
+		k[n] = *ack;
+		memcpy(k[n].src, ack->dst, 16);
+		memcpy(k[n].dst, ack->src, 16);
+		k[n].qp_label = rte_cpu_to_be_32(e->peer);
+		kp[n] = &k[n];
+		n++;
+	}
+	if (n == 0)
+		return;
+	ls_flow_lookup_bulk(b->flows, kp, n, idx);
+	for (unsigned int i = 0; i < n; i++) {
+		const struct ls_flow *o = idx[i] >= 0 ? ls_flow_at(b->flows, idx[i]) : NULL;
+
+		if (o != NULL && b->cc->mode[o->slice] == LS_CC_DCQCN &&
+		    now_ms - o->last_ms <= FAIR_MS) {
+			v->rc_sum += b->cc->flow[idx[i]].dcqcn.rc;
+			v->n++;
+		}
+	}
+}
+
+/*
+ * A CNP for the host's flow idx (its QP's entry l in set s; ack: a frame
+ * from the fabric to that QP) cuts its rate. Fair cut (with cc.ai_share):
+ * a CNP for a QP paced below 7/8 of the mean rate of its pair's QPs that
+ * sent lately does not cut it (a QP's first CNP always does). A joiner at
+ * line rate builds a queue that takes several CNP intervals to drain; cut
+ * at each, with the initial α (halving) against the others' smaller one,
+ * it fell to a fifth of its share and met them again only by additive
+ * increase (docs/cc.md). Cutting the faster QPs first converges the pair
+ * as max-min fairness would. A scan of up to 32 flows per CNP, as an ACK's
+ * pairing does.
+ */
+static void
+rp_cut(struct lsd_bridge *b, int32_t idx, const struct ls_flow_key *ack, struct qp_set *s,
+       struct qp_side *l, uint64_t now)
+{
+	struct pair_view v;
+	struct ls_dcqcn *d;
 	struct ls_flow *f;
 
 	if (idx < 0 || b->cc->mode[(f = ls_flow_at(b->flows, idx))->slice] != LS_CC_DCQCN) {
 		b->st.cnp_unmatched++;
 		return;
 	}
-	ls_dcqcn_on_cnp(&b->cc->flow[idx].dcqcn, &b->cc->dq[f->slice], now);
+	d = &b->cc->flow[idx].dcqcn;
 	b->cc->flow[idx].cnps++;
+	if (b->cc->share[f->slice] && d->timer_next != UINT64_MAX) {
+		pair_view(b, ack, s, l, now, &v);
+		/* rc < 7/8 of the mean of the others and itself */
+		if (v.n != 0 && (unsigned __int128)d->rc * 8 * (v.n + 1) <
+				(unsigned __int128)(v.rc_sum + d->rc) * 7) {
+			b->st.cnp_fair_skipped++;
+			return;
+		}
+	}
+	ls_dcqcn_on_cnp(d, &b->cc->dq[f->slice], now);
 	if (b->cc->share[f->slice])
-		b->cc->flow[idx].dcqcn.share = pair_share(b, s, l, f->slice, now);
+		d->share = pair_share(b, s, l, f->slice, now);
 }
 
 /*
@@ -565,13 +634,14 @@ on_cnp(struct lsd_bridge *b, const struct ls_flow_pkt *pk, struct qp_set *s, uin
 	memcpy(k.dst, pk->key.src, 16);
 	k.qp_label = rte_cpu_to_be_32(l->peer);
 	ls_flow_lookup_bulk(b->flows, &kp, 1, &idx);
-	rp_cut(b, idx, s, l, now);
+	rp_cut(b, idx, &pk->key, s, l, now);
 }
 
 /* An ACK from the fabric to the host's QP qp acknowledged flow acked (just
  * paired, or already): a CNP held for qp is applied to it, if recent. */
 static void
-cc_held_ack(struct lsd_bridge *b, struct qp_set *s, uint32_t qp, int32_t acked, uint64_t now)
+cc_held_ack(struct lsd_bridge *b, const struct ls_flow_key *ack, struct qp_set *s, uint32_t qp,
+	    int32_t acked, uint64_t now)
 {
 	struct qp_side *l = side_find(s->loc, qp);
 	uint32_t t = (uint32_t)(now >> SHARE_SHIFT);
@@ -582,7 +652,7 @@ cc_held_ack(struct lsd_bridge *b, struct qp_set *s, uint32_t qp, int32_t acked, 
 	if (t - (l->cnp_t & ~3u) > b->cc->held_w[ls_flow_at(b->flows, acked)->slice])
 		return;
 	b->st.cnp_held_applied++;
-	rp_cut(b, acked, s, l, now);
+	rp_cut(b, acked, ack, s, l, now);
 }
 
 /* A RoCEv2 frame from the fabric (flow idx, its line f, or idx < 0). */
@@ -606,7 +676,7 @@ lsd_cc_from_fabric(struct lsd_bridge *b, const uint8_t *fr, const struct ls_flow
 			on_cnp(b, pk, s, qp, now);
 		else if (s != NULL && (acked = side_pair(b, s->loc, &s->next_loc, s->rem,
 							 &pk->key, qp, psn)) >= 0) {
-			cc_held_ack(b, s, qp, acked, now);
+			cc_held_ack(b, &pk->key, s, qp, acked, now);
 			if (b->fo_on)
 				lsd_fo_ack(b, acked, now);
 		}

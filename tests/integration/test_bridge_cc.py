@@ -441,6 +441,35 @@ def checks(c, br, tmp):
             "a CNP to the pair's third QP cut: its flow shares the increase with X's and "
             "X3's (share 3; X's 1): %s, %s" % (fx2 and fx2["cc"], fx["cc"]))
 
+    # fair cut (cc.ai_share): X's flow (three CNPs) runs below 7/8 of the
+    # mean rate of the pair's flows that send lately, with X2's (one CNP);
+    # while both keep sending, a CNP to Y does not cut X's flow
+    # (cnp_fair_skipped), and a CNP to Y2 cuts X2's, the faster
+    fx, fx2 = cc_flow(br, QP_X)["cc"], cc_flow(br, QP_X2)["cc"]
+    c.check(fx["rate_bps"] * 8 * 2 < (fx["rate_bps"] + fx2["rate_bps"]) * 7,
+            "X's flow below 7/8 of the pair's mean (%d, X2's %d)" %
+            (fx["rate_bps"], fx2["rate_bps"]))
+    ns, iface = br.ns_h, br.tag + "hk"
+    keep = subprocess.Popen(["ip", "netns", "exec", ns, SYS_PY, "-c", SEND, iface, json.dumps(
+        [["h", 0x04, q, 5100 + i, 2, 50000] for i in range(40) for q in (QP_X, QP_X2)]), "0.04"])
+    time.sleep(1.5)
+    sk0 = counters(br)["cnp_fair_skipped"]
+    send(br, "p", [(0x81, QP_Y, 0, 0, 50000)])
+    time.sleep(0.2)
+    fxa, sk1 = cc_flow(br, QP_X)["cc"], counters(br)["cnp_fair_skipped"]
+    send(br, "p", [(0x81, QP_Y2, 0, 0, 50000)])
+    time.sleep(0.2)
+    fx2a, sk2 = cc_flow(br, QP_X2)["cc"], counters(br)["cnp_fair_skipped"]
+    keep.wait(30)
+    c.check(sk1 == sk0 + 1 and fxa["cnps"] == fx["cnps"] + 1 and
+            fxa["rate_bps"] >= fx["rate_bps"],
+            "a CNP to Y while X's flow is the pair's slower: counted, not cut "
+            "(cnp_fair_skipped %d -> %d): %s" % (sk0, sk1, fxa))
+    c.check(sk2 == sk1 and fx2a["cnps"] == fx2["cnps"] + 1 and
+            fx2a["rate_bps"] < fx2["rate_bps"],
+            "a CNP to Y2, the pair's faster: cut (%d -> %d)" %
+            (fx2["rate_bps"], fx2a["rate_bps"]))
+
     # 6. the operator's view
     ctl = os.path.join(lslab.BUILD, "tools", "lockstepctl", "lockstepctl")
     r = sh(ctl, "-s", br.sock, "cc", check=False)
