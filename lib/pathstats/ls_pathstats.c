@@ -409,28 +409,36 @@ load_counters(const struct ls_path_live *p, struct ls_path_counters *c)
 	c->unknown = __atomic_load_n(&p->c.unknown, __ATOMIC_RELAXED);
 }
 
+/* The low 32 bits of c, as the windows keep them. */
+static void
+snap_of(const struct ls_path_counters *c, struct ls_path_snap *out)
+{
+	out->sent = (uint32_t)c->sent;
+	out->received = (uint32_t)c->received;
+	out->lost = (uint32_t)c->lost;
+	out->late = (uint32_t)c->late;
+	out->reordered = (uint32_t)c->reordered;
+	out->duplicated = (uint32_t)c->duplicated;
+}
+
 /*
- * a - b per counter, floored at zero. Counters are monotonic except lost,
+ * a - b modulo 2^32, floored at zero. Counters are monotonic except lost,
  * which drops when a late reply reclaims a probe declared lost before b was
  * taken; a window cannot have lost a negative number of probes.
  */
 static uint64_t
-sub0(uint64_t a, uint64_t b)
+sub0(uint32_t a, uint32_t b)
 {
-	return a > b ? a - b : 0;
+	int32_t d = (int32_t)(a - b);
+
+	return d > 0 ? (uint64_t)d : 0;
 }
 
-static void
-counters_sub(const struct ls_path_counters *a, const struct ls_path_counters *b,
-	     struct ls_path_counters *out)
+/* The same over whole counters, for totals since a reset long ago. */
+static uint64_t
+total_sub(uint64_t a, uint64_t b)
 {
-	out->sent = sub0(a->sent, b->sent);
-	out->received = sub0(a->received, b->received);
-	out->lost = sub0(a->lost, b->lost);
-	out->late = sub0(a->late, b->late);
-	out->reordered = sub0(a->reordered, b->reordered);
-	out->duplicated = sub0(a->duplicated, b->duplicated);
-	out->unknown = sub0(a->unknown, b->unknown);
+	return a > b ? a - b : 0;
 }
 
 static void
@@ -592,7 +600,7 @@ take_slot(struct ls_path_window *w, struct ls_path_hslot *s)
 		 * partial slot closes nothing: its second goes on.
 		 */
 		if (!s->partial && e > w->last_epoch) {
-			w->snap[e % SNAP_SLOTS] = s->c;
+			snap_of(&s->c, &w->snap[e % SNAP_SLOTS]);
 			w->snap_epoch[e % SNAP_SLOTS] = e;
 			snapped = true;
 		}
@@ -612,7 +620,7 @@ take_slot(struct ls_path_window *w, struct ls_path_hslot *s)
  */
 static void
 fill_snapshots(struct ls_path_window *w, int64_t from, int64_t last,
-	       struct ls_path_counters carry)
+	       struct ls_path_snap carry)
 {
 	for (int64_t e = last; e >= from; e--) {
 		bool in_ring = e > last - SNAP_SLOTS;
@@ -644,7 +652,8 @@ ls_path_window_collect(struct ls_path_window *w, struct ls_path_live *p)
 	bool own0 = __atomic_load_n(&s0->owner, __ATOMIC_ACQUIRE) == OWNER_CONTROL;
 	bool own1 = __atomic_load_n(&s1->owner, __ATOMIC_ACQUIRE) == OWNER_CONTROL;
 	int64_t last = cur - 1, from, d, dl;
-	struct ls_path_counters carry;
+	struct ls_path_counters live;
+	struct ls_path_snap carry;
 	bool snapped = false;
 
 	if (own0 && !s0->partial && s0->epoch > last)
@@ -679,15 +688,16 @@ ls_path_window_collect(struct ls_path_window *w, struct ls_path_live *p)
 	if (w->last_epoch < 0) {
 		from = last;
 		if (snapped)
-			load_counters(p, &carry);
+			load_counters(p, &live);
 		else
-			carry = w->base;
+			live = w->base;
 	} else {
 		from = w->last_epoch + 1;
 		if (from < last - 10 * BSNAP_SLOTS)
 			from = last - 10 * BSNAP_SLOTS;
-		load_counters(p, &carry);
+		load_counters(p, &live);
 	}
+	snap_of(&live, &carry);
 	fill_snapshots(w, from, last, carry);
 
 	/* Fold every 10 s block that has just become complete. */
@@ -716,7 +726,7 @@ fill_dist(const struct ls_hist *h, struct ls_path_dist *d)
 }
 
 /* Counters at the end of 10 s block d, or NULL. */
-static const struct ls_path_counters *
+static const struct ls_path_snap *
 block_end(const struct ls_path_window *w, int64_t d)
 {
 	if (d < 0 || w->bsnap_block[d % BSNAP_SLOTS] != d)
@@ -738,8 +748,8 @@ ls_path_window_query(const struct ls_path_window *w, const struct ls_path_live *
 		     enum ls_path_win win, struct ls_path_summary *out)
 {
 	static const int span[LS_WIN_MAX] = { 1, 10, 60 };
-	const struct ls_path_counters *end, *start;
-	struct ls_path_counters diff;
+	const struct ls_path_snap *end, *start;
+	struct ls_path_snap base;
 	struct ls_hist tmp;
 	int64_t L = w->last_epoch, s, dl;
 	int i, m;
@@ -750,11 +760,12 @@ ls_path_window_query(const struct ls_path_window *w, const struct ls_path_live *
 	    w->snap_epoch[L % SNAP_SLOTS] != L)
 		return;
 
+	snap_of(&w->base, &base);
 	dl = (L + 1) / 10 - 1;
 	if (win == LS_WIN_60S) {
 		end = block_end(w, dl);
 		if (end == NULL)
-			end = &w->base;
+			end = &base;
 		start = block_end(w, dl - DEC_SLOTS);
 	} else {
 		end = &w->snap[L % SNAP_SLOTS];
@@ -763,17 +774,16 @@ ls_path_window_query(const struct ls_path_window *w, const struct ls_path_live *
 			&w->snap[s % SNAP_SLOTS] : NULL;
 	}
 	if (start == NULL)
-		start = &w->base;
-	counters_sub(end, start, &diff);
-	out->sent = diff.sent;
-	out->received = diff.received;
-	out->lost = diff.lost;
-	out->late = diff.late;
-	out->reordered = diff.reordered;
-	out->duplicated = diff.duplicated;
-	if (diff.received + diff.lost > 0)
-		out->loss_pct = 100.0 * (double)diff.lost /
-				(double)(diff.received + diff.lost);
+		start = &base;
+	out->sent = sub0(end->sent, start->sent);
+	out->received = sub0(end->received, start->received);
+	out->lost = sub0(end->lost, start->lost);
+	out->late = sub0(end->late, start->late);
+	out->reordered = sub0(end->reordered, start->reordered);
+	out->duplicated = sub0(end->duplicated, start->duplicated);
+	if (out->received + out->lost > 0)
+		out->loss_pct = 100.0 * (double)out->lost /
+				(double)(out->received + out->lost);
 
 	for (m = 0; m < LS_PM_MAX; m++) {
 		ls_hist_reset(&tmp);
@@ -803,7 +813,13 @@ ls_path_window_totals(const struct ls_path_window *w, const struct ls_path_live 
 	struct ls_path_counters c;
 
 	load_counters(p, &c);
-	counters_sub(&c, &w->base, out);
+	out->sent = total_sub(c.sent, w->base.sent);
+	out->received = total_sub(c.received, w->base.received);
+	out->lost = total_sub(c.lost, w->base.lost);
+	out->late = total_sub(c.late, w->base.late);
+	out->reordered = total_sub(c.reordered, w->base.reordered);
+	out->duplicated = total_sub(c.duplicated, w->base.duplicated);
+	out->unknown = total_sub(c.unknown, w->base.unknown);
 }
 
 void

@@ -231,6 +231,17 @@ struct ls_path_summary {
 	struct ls_path_dist d[LS_PM_MAX]; /**< per metric */
 };
 
+/**
+ * Counters as the windows snapshot them: the low 32 bits of each, all a
+ * window reports. Window counts are differences of two snapshots at most
+ * 70 s apart, taken modulo 2^32 (lost, which can fall, as signed): exact
+ * while no counter moves by 2^31 in 70 s, i.e. under ~30 million probes a
+ * second on one path.
+ */
+struct ls_path_snap {
+	uint32_t sent, received, lost, late, reordered, duplicated;
+};
+
 #define LS_PATH_SEC_SLOTS 10   /**< 1 s histograms kept */
 #define LS_PATH_DEC_SLOTS 6    /**< 10 s histograms kept */
 #define LS_PATH_SNAP_SLOTS 11  /**< per-second counter snapshots kept */
@@ -238,8 +249,9 @@ struct ls_path_summary {
 
 /**
  * Control-thread-owned rolling windows of one path. Histograms are sparse
- * (struct ls_shist, NULL when empty); counters are snapshotted at the end of
- * each of the last 11 seconds and of the last 7 ten-second blocks.
+ * (struct ls_shist, NULL when empty); counters are snapshotted (low 32
+ * bits, struct ls_path_snap) at the end of each of the last 11 seconds and
+ * of the last 7 ten-second blocks.
  */
 struct ls_path_window {
 	int64_t last_epoch;                     /**< newest second merged */
@@ -247,12 +259,13 @@ struct ls_path_window {
 	int64_t sec_epoch[LS_PATH_SEC_SLOTS];   /**< epoch each sec slot holds, -1 none */
 	struct ls_shist *dec[LS_PATH_DEC_SLOTS][LS_PM_MAX]; /**< 10 s slots ((epoch/10) % 6) */
 	int64_t dec_epoch[LS_PATH_DEC_SLOTS];   /**< epoch/10 each dec slot holds, -1 none */
-	struct ls_path_counters snap[LS_PATH_SNAP_SLOTS]; /**< counters at the end of a second */
+	struct ls_path_snap snap[LS_PATH_SNAP_SLOTS]; /**< counters at the end of a second */
 	int64_t snap_epoch[LS_PATH_SNAP_SLOTS]; /**< its epoch, -1 none */
-	struct ls_path_counters bsnap[LS_PATH_BSNAP_SLOTS]; /**< at the end of block d (second
-							     *   10d+9), by d % 7 */
+	struct ls_path_snap bsnap[LS_PATH_BSNAP_SLOTS]; /**< at the end of block d (second
+							 *   10d+9), by d % 7 */
 	int64_t bsnap_block[LS_PATH_BSNAP_SLOTS]; /**< d of each, -1 none */
-	struct ls_path_counters base;           /**< subtracted after stats.reset */
+	struct ls_path_counters base;           /**< subtracted after stats.reset (whole:
+						 *   totals span any time) */
 	uint64_t nomem;                         /**< merges lost to a failed allocation */
 };
 

@@ -688,6 +688,50 @@ START_TEST(test_reset)
 }
 END_TEST
 
+/*
+ * Windows keep the low 32 bits of the counters: counts across a wrap of
+ * 2^32 (lost too, which a late reply can lower) still come out right.
+ */
+START_TEST(test_snapshots_wrap)
+{
+	struct ls_path_counters tot;
+	struct ls_path_summary s;
+
+	next_seq = 0;
+	/* sent and received wrap in second 1064, lost in 1066 */
+	P->c.sent = P->c.received = (1ULL << 32) - 64 * 20 - 10;
+	P->c.lost = (1ULL << 32) - 2;
+	ls_path_window_reset(W, P);
+	for (uint64_t e = 1000; e < 1070; e++) {
+		sim_second(e, 20, 1000);
+		if (e != 1065)
+			continue;
+		/* four probes never answered: lost in second 1066 */
+		for (int i = 0; i < 4; i++)
+			ls_path_on_send(P, next_seq++, e * SEC + 960 * MS + (uint64_t)i * MS);
+	}
+	enter_second(1070);
+	ck_assert_uint_gt(P->c.sent, 1ULL << 32);
+	ck_assert_uint_gt(P->c.lost, 1ULL << 32);
+	ls_path_window_query(W, P, LS_WIN_1S, &s);
+	ck_assert_uint_eq(s.sent, 20);
+	ck_assert_uint_eq(s.received, 20);
+	ck_assert_uint_eq(s.lost, 0);
+	ls_path_window_query(W, P, LS_WIN_10S, &s);
+	ck_assert_uint_eq(s.sent, 204);
+	ck_assert_uint_eq(s.received, 200);
+	ck_assert_uint_eq(s.lost, 4);
+	ls_path_window_query(W, P, LS_WIN_60S, &s);
+	ck_assert_uint_eq(s.sent, 1204);
+	ck_assert_uint_eq(s.received, 1200);
+	ck_assert_uint_eq(s.lost, 4);
+	ls_path_window_totals(W, P, &tot);
+	ck_assert_uint_eq(tot.sent, 1404);
+	ck_assert_uint_eq(tot.received, 1400);
+	ck_assert_uint_eq(tot.lost, 4);
+}
+END_TEST
+
 /* --- two threads --------------------------------------------------------- */
 
 /*
@@ -908,6 +952,7 @@ pathstats_suite(void)
 	tcase_add_test(tc, test_busy_slot_drops);
 	tcase_add_test(tc, test_busy_slot_whole_second);
 	tcase_add_test(tc, test_reset);
+	tcase_add_test(tc, test_snapshots_wrap);
 	tcase_add_test(tc, test_race);
 	tcase_add_test(tc, test_wide_distribution);
 	tcase_add_test(tc, test_too_wide_counts_drops);
