@@ -441,6 +441,35 @@ total_sub(uint64_t a, uint64_t b)
 	return a > b ? a - b : 0;
 }
 
+/*
+ * The window's seconds and 10 s blocks are kept as 32-bit offsets from
+ * epoch0 (-1 none): history reaches back 70 s, so they only overflow after
+ * 68 years without a reset.
+ */
+static inline int64_t
+sec_of(const struct ls_path_window *w, int32_t r)
+{
+	return r < 0 ? -1 : w->epoch0 + r;
+}
+
+static inline int32_t
+sec_rel(const struct ls_path_window *w, int64_t e)
+{
+	return (int32_t)(e - w->epoch0);
+}
+
+static inline int64_t
+blk_of(const struct ls_path_window *w, int32_t r)
+{
+	return r < 0 ? -1 : w->epoch0 / 10 + r;
+}
+
+static inline int32_t
+blk_rel(const struct ls_path_window *w, int64_t d)
+{
+	return (int32_t)(d - w->epoch0 / 10);
+}
+
 static void
 free_hists(struct ls_shist *h[LS_PM_MAX])
 {
@@ -514,9 +543,11 @@ fold_block(struct ls_path_window *w, int64_t d)
 	int i, m;
 
 	free_hists(w->dec[di]);
-	w->dec_epoch[di] = d;
+	w->dec_epoch[di] = blk_rel(w, d);
 	for (i = 0; i < SEC_SLOTS; i++) {
-		if (w->sec_epoch[i] < 0 || w->sec_epoch[i] / 10 != d)
+		int64_t e = sec_of(w, w->sec_epoch[i]);
+
+		if (e < 0 || e / 10 != d)
 			continue;
 		for (m = 0; m < LS_PM_MAX; m++)
 			merge_into(w, &w->dec[di][m], w->sec[i][m]);
@@ -549,7 +580,7 @@ merge_second(struct ls_path_window *w, int64_t e, const struct ls_path_hslot *sl
 {
 	int si = (int)(e % SEC_SLOTS);
 	int di = (int)((e / 10) % DEC_SLOTS);
-	int64_t old = w->sec_epoch[si];
+	int64_t old = sec_of(w, w->sec_epoch[si]);
 	uint32_t ent[LS_PATH_SLOT_KEYS];
 	int m;
 
@@ -560,10 +591,10 @@ merge_second(struct ls_path_window *w, int64_t e, const struct ls_path_hslot *sl
 		 * still here. Normally collect() has folded it already.
 		 */
 		if (old >= 0 && old / 10 < e / 10 &&
-		    w->dec_epoch[(old / 10) % DEC_SLOTS] < old / 10)
+		    blk_of(w, w->dec_epoch[(old / 10) % DEC_SLOTS]) < old / 10)
 			fold_block(w, old / 10);
 		free_hists(w->sec[si]);
-		w->sec_epoch[si] = e;
+		w->sec_epoch[si] = sec_rel(w, e);
 		old = e;
 	}
 	for (m = 0; m < LS_PM_MAX; m++) {
@@ -580,7 +611,7 @@ merge_second(struct ls_path_window *w, int64_t e, const struct ls_path_hslot *sl
 		if (old == e && ls_shist_merge_keys(&w->sec[si][m], &src) != 0)
 			w->nomem++;
 		/* A straggler for a block already folded still belongs in it. */
-		if (w->dec_epoch[di] == e / 10 &&
+		if (blk_of(w, w->dec_epoch[di]) == e / 10 &&
 		    ls_shist_merge_keys(&w->dec[di][m], &src) != 0)
 			w->nomem++;
 	}
@@ -593,15 +624,19 @@ take_slot(struct ls_path_window *w, struct ls_path_hslot *s)
 	int64_t e = s->epoch;
 	bool snapped = false;
 
+	/* Before epoch0 is before any window: nothing to keep. */
 	if (e >= 0) {
-		merge_second(w, e, s);
+		if (e >= w->epoch0)
+			merge_second(w, e, s);
 		/*
 		 * Only seconds not yet closed: older ones were filled in. A
 		 * partial slot closes nothing: its second goes on.
 		 */
 		if (!s->partial && e > w->last_epoch) {
-			snap_of(&s->c, &w->snap[e % SNAP_SLOTS]);
-			w->snap_epoch[e % SNAP_SLOTS] = e;
+			if (e >= w->epoch0) {
+				snap_of(&s->c, &w->snap[e % SNAP_SLOTS]);
+				w->snap_epoch[e % SNAP_SLOTS] = sec_rel(w, e);
+			}
 			snapped = true;
 		}
 	}
@@ -625,15 +660,15 @@ fill_snapshots(struct ls_path_window *w, int64_t from, int64_t last,
 	for (int64_t e = last; e >= from; e--) {
 		bool in_ring = e > last - SNAP_SLOTS;
 
-		if (in_ring && w->snap_epoch[e % SNAP_SLOTS] == e) {
+		if (in_ring && sec_of(w, w->snap_epoch[e % SNAP_SLOTS]) == e) {
 			carry = w->snap[e % SNAP_SLOTS];
 		} else if (in_ring) {
 			w->snap[e % SNAP_SLOTS] = carry;
-			w->snap_epoch[e % SNAP_SLOTS] = e;
+			w->snap_epoch[e % SNAP_SLOTS] = sec_rel(w, e);
 		}
 		if (e % 10 == 9) {
 			w->bsnap[(e / 10) % BSNAP_SLOTS] = carry;
-			w->bsnap_block[(e / 10) % BSNAP_SLOTS] = e / 10;
+			w->bsnap_block[(e / 10) % BSNAP_SLOTS] = blk_rel(w, e / 10);
 		}
 	}
 }
@@ -660,6 +695,12 @@ ls_path_window_collect(struct ls_path_window *w, struct ls_path_live *p)
 		last = s0->epoch;
 	if (own1 && !s1->partial && s1->epoch > last)
 		last = s1->epoch;
+	/* History starts: a block boundary before all it will ever look at. */
+	if (w->last_epoch < 0) {
+		int64_t e0 = last - 10 * (BSNAP_SLOTS + 1);
+
+		w->epoch0 = e0 > 0 ? e0 - e0 % 10 : 0;
+	}
 	/* Oldest second first, so the 1 s ring only ever moves forward. */
 	if (own0 && own1 && s1->epoch < s0->epoch) {
 		snapped |= take_slot(w, s1);
@@ -703,7 +744,7 @@ ls_path_window_collect(struct ls_path_window *w, struct ls_path_live *p)
 	/* Fold every 10 s block that has just become complete. */
 	dl = (last + 1) / 10 - 1;
 	for (d = dl - (DEC_SLOTS - 1); d <= dl; d++) {
-		if (d >= 0 && w->dec_epoch[d % DEC_SLOTS] < d)
+		if (d >= 0 && blk_of(w, w->dec_epoch[d % DEC_SLOTS]) < d)
 			fold_block(w, d);
 	}
 	w->last_epoch = last;
@@ -729,7 +770,7 @@ fill_dist(const struct ls_hist *h, struct ls_path_dist *d)
 static const struct ls_path_snap *
 block_end(const struct ls_path_window *w, int64_t d)
 {
-	if (d < 0 || w->bsnap_block[d % BSNAP_SLOTS] != d)
+	if (d < 0 || blk_of(w, w->bsnap_block[d % BSNAP_SLOTS]) != d)
 		return NULL;
 	return &w->bsnap[d % BSNAP_SLOTS];
 }
@@ -757,7 +798,7 @@ ls_path_window_query(const struct ls_path_window *w, const struct ls_path_live *
 	(void)p; /* everything needed was snapshotted by collect() */
 	memset(out, 0, sizeof(*out));
 	if (L < 0 || (unsigned int)win >= LS_WIN_MAX ||
-	    w->snap_epoch[L % SNAP_SLOTS] != L)
+	    sec_of(w, w->snap_epoch[L % SNAP_SLOTS]) != L)
 		return;
 
 	snap_of(&w->base, &base);
@@ -770,7 +811,7 @@ ls_path_window_query(const struct ls_path_window *w, const struct ls_path_live *
 	} else {
 		end = &w->snap[L % SNAP_SLOTS];
 		s = L - span[win];
-		start = s >= 0 && w->snap_epoch[s % SNAP_SLOTS] == s ?
+		start = s >= 0 && sec_of(w, w->snap_epoch[s % SNAP_SLOTS]) == s ?
 			&w->snap[s % SNAP_SLOTS] : NULL;
 	}
 	if (start == NULL)
@@ -789,16 +830,16 @@ ls_path_window_query(const struct ls_path_window *w, const struct ls_path_live *
 		ls_hist_reset(&tmp);
 		if (win == LS_WIN_60S) {
 			for (i = 0; i < DEC_SLOTS; i++) {
-				if (w->dec_epoch[i] >= 0 &&
-				    w->dec_epoch[i] > dl - DEC_SLOTS &&
-				    w->dec_epoch[i] <= dl)
+				int64_t d = blk_of(w, w->dec_epoch[i]);
+
+				if (d >= 0 && d > dl - DEC_SLOTS && d <= dl)
 					ls_shist_to_dense(&tmp, w->dec[i][m]);
 			}
 		} else {
 			for (i = 0; i < SEC_SLOTS; i++) {
-				if (w->sec_epoch[i] >= 0 &&
-				    w->sec_epoch[i] > L - span[win] &&
-				    w->sec_epoch[i] <= L)
+				int64_t e = sec_of(w, w->sec_epoch[i]);
+
+				if (e >= 0 && e > L - span[win] && e <= L)
 					ls_shist_to_dense(&tmp, w->sec[i][m]);
 			}
 		}

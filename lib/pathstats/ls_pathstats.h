@@ -255,15 +255,19 @@ struct ls_path_snap {
  */
 struct ls_path_window {
 	int64_t last_epoch;                     /**< newest second merged */
+	int64_t epoch0;                         /**< the epochs below count from it (a
+						 *   multiple of 10, set when history starts) */
 	struct ls_shist *sec[LS_PATH_SEC_SLOTS][LS_PM_MAX]; /**< 1 s slots (by epoch % 10) */
-	int64_t sec_epoch[LS_PATH_SEC_SLOTS];   /**< epoch each sec slot holds, -1 none */
+	int32_t sec_epoch[LS_PATH_SEC_SLOTS];   /**< epoch - epoch0 each sec slot
+						 *   holds, -1 none */
 	struct ls_shist *dec[LS_PATH_DEC_SLOTS][LS_PM_MAX]; /**< 10 s slots ((epoch/10) % 6) */
-	int64_t dec_epoch[LS_PATH_DEC_SLOTS];   /**< epoch/10 each dec slot holds, -1 none */
+	int32_t dec_epoch[LS_PATH_DEC_SLOTS];   /**< epoch/10 - epoch0/10 each dec
+						 *   slot holds, -1 none */
 	struct ls_path_snap snap[LS_PATH_SNAP_SLOTS]; /**< counters at the end of a second */
-	int64_t snap_epoch[LS_PATH_SNAP_SLOTS]; /**< its epoch, -1 none */
+	int32_t snap_epoch[LS_PATH_SNAP_SLOTS]; /**< its epoch - epoch0, -1 none */
 	struct ls_path_snap bsnap[LS_PATH_BSNAP_SLOTS]; /**< at the end of block d (second
 							 *   10d+9), by d % 7 */
-	int64_t bsnap_block[LS_PATH_BSNAP_SLOTS]; /**< d of each, -1 none */
+	int32_t bsnap_block[LS_PATH_BSNAP_SLOTS]; /**< d - epoch0/10 of each, -1 none */
 	struct ls_path_counters base;           /**< subtracted after stats.reset (whole:
 						 *   totals span any time) */
 	uint64_t nomem;                         /**< merges lost to a failed allocation */

@@ -732,6 +732,31 @@ START_TEST(test_snapshots_wrap)
 }
 END_TEST
 
+/* Seconds past 2^32 (the window keeps them as offsets) work as any other. */
+START_TEST(test_epochs_far)
+{
+	const uint64_t e0 = (1ULL << 32) + 1000;
+	struct ls_path_summary s;
+
+	next_seq = 0;
+	for (uint64_t e = e0; e < e0 + 70; e++)
+		sim_second(e, 10, 1000);
+	enter_second(e0 + 70);
+	ck_assert_int_eq(W->last_epoch, (int64_t)e0 + 69);
+	ls_path_window_query(W, P, LS_WIN_1S, &s);
+	ck_assert_uint_eq(s.sent, 10);
+	ck_assert_uint_eq(s.d[LS_PM_RTT].count, 10);
+	ls_path_window_query(W, P, LS_WIN_10S, &s);
+	ck_assert_uint_eq(s.sent, 100);
+	ck_assert_uint_eq(s.d[LS_PM_RTT].count, 100);
+	ls_path_window_query(W, P, LS_WIN_60S, &s);
+	ck_assert_uint_eq(s.sent, 600);
+	ck_assert_uint_eq(s.d[LS_PM_RTT].count, 600);
+	ck_assert_int_eq(s.d[LS_PM_RTT].min, 1000);
+	ck_assert_int_eq(s.d[LS_PM_RTT].max, 1009);
+}
+END_TEST
+
 /* --- two threads --------------------------------------------------------- */
 
 /*
@@ -953,6 +978,7 @@ pathstats_suite(void)
 	tcase_add_test(tc, test_busy_slot_whole_second);
 	tcase_add_test(tc, test_reset);
 	tcase_add_test(tc, test_snapshots_wrap);
+	tcase_add_test(tc, test_epochs_far);
 	tcase_add_test(tc, test_race);
 	tcase_add_test(tc, test_wide_distribution);
 	tcase_add_test(tc, test_too_wide_counts_drops);
