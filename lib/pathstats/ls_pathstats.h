@@ -26,7 +26,7 @@
  * resolved counts as lost.
  *
  * Memory per path is about 1 KiB on the lcore side (two slots, counters)
- * plus the ring, and on the control side about 1.5 KiB plus the sparse
+ * plus the ring, and on the control side about 1 KiB plus the sparse
  * histograms' non-empty buckets (ls_path_window_bytes()), given back when
  * the window is freed.
  */
@@ -279,7 +279,10 @@ void ls_path_window_init(struct ls_path_window *w);
 /** Give back a window set's histograms; it is empty (initialised) after. */
 void ls_path_window_free(struct ls_path_window *w);
 
-/** Bytes a window set holds: the struct and its histograms' heap blocks. */
+/**
+ * Bytes a window set holds: the struct and its histograms' heap blocks
+ * (their usable sizes, see ls_shist_bytes()).
+ */
 size_t ls_path_window_bytes(const struct ls_path_window *w);
 
 /**

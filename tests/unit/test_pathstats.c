@@ -908,8 +908,9 @@ END_TEST
 /*
  * Memory of a Pingmesh path's windows once full (issue 28: <= 8 KiB a
  * peer-path all told): 70 s of a pair a second with a lognormal RTT
- * (sigma 0.2) and one-way delays offset by 3 ms. Measured 3,788 B; the
- * lcore side (~1.3 KiB) and the probe ring (0.5 KiB) come on top.
+ * (sigma 0.2) and one-way delays offset by 3 ms. Measured 2,760 B with
+ * glibc's block sizes; the lcore side (~1.3 KiB) and the probe ring
+ * (0.5 KiB) come on top.
  */
 START_TEST(test_window_bytes_pingmesh)
 {
@@ -932,7 +933,7 @@ START_TEST(test_window_bytes_pingmesh)
 	}
 	enter_second(1071);
 	ck_assert_uint_eq(P->hist_dropped, 0);
-	ck_assert_uint_le(ls_path_window_bytes(W), 4096);
+	ck_assert_uint_le(ls_path_window_bytes(W), 2900);
 }
 END_TEST
 
@@ -940,7 +941,7 @@ START_TEST(test_sizes)
 {
 	/* Small fixed memory per path (issue 28: <= 8 KiB all told). */
 	ck_assert_uint_lt(sizeof(struct ls_path_live), 1024);
-	ck_assert_uint_lt(sizeof(struct ls_path_window), 2048);
+	ck_assert_uint_le(sizeof(struct ls_path_window), 1056);
 	ck_assert_uint_eq(ls_path_track_size(2 * 4 * 1.0, 1000 * MS), LS_PATH_TRACK_MIN);
 	ck_assert_uint_eq(ls_path_track_size(800, 50 * MS), 128);
 	ck_assert_uint_eq(ls_path_track_size(1e9, 60 * SEC), LS_PATH_TRACK_MAX);
