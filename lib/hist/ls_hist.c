@@ -17,6 +17,7 @@
  * a lower bound of at least 2^e keeps the error under 2^-(s+1).
  */
 #include <errno.h>
+#include <malloc.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -172,11 +173,26 @@ ls_hist_mean(const struct ls_hist *h)
 
 /* ---- sparse histograms ------------------------------------------------ */
 
-_Static_assert(sizeof(struct ls_shist) == 32, "a 32-byte header");
+_Static_assert(sizeof(struct ls_shist) == 24, "a 24-byte header");
+
+/* What follows the header in the sparse form. */
+struct shist_tail {
+	double sum;        /* sum of samples */
+	uint32_t ent[];    /* key << LS_SHIST_CNT_BITS | count, ascending key */
+};
+
+_Static_assert(sizeof(struct ls_shist) % _Alignof(struct shist_tail) == 0,
+	       "the tail follows the header unpadded");
 
 #define ENT_KEY(e) ((e) >> LS_SHIST_CNT_BITS)
 #define ENT_CNT(e) ((e) & LS_SHIST_CNT_MAX)
 #define ENT(k, c) ((uint32_t)(k) << LS_SHIST_CNT_BITS | (uint32_t)(c))
+
+static inline struct shist_tail *
+tail(const struct ls_shist *h)
+{
+	return (struct shist_tail *)(uintptr_t)(h + 1);
+}
 
 /*
  * Append count c of key k to out[*n], folding it into the previous entry
@@ -197,6 +213,28 @@ emit(uint32_t *out, uint32_t *n, uint32_t k, uint32_t c)
 }
 
 /*
+ * Entries and sum of h in either form: the small form's are made from its
+ * min and max into buf (keys order by value, so they come out sorted).
+ */
+static const uint32_t *
+view(const struct ls_shist *h, uint32_t buf[LS_SHIST_SMALL], uint32_t *n, double *sum)
+{
+	if (h->count > LS_SHIST_SMALL) {
+		*n = h->n;
+		*sum = tail(h)->sum;
+		return tail(h)->ent;
+	}
+	*n = 0;
+	emit(buf, n, ls_hist_key(h->min), 1);
+	*sum = (double)h->min;
+	if (h->count == 2) {
+		emit(buf, n, ls_hist_key(h->max), 1);
+		*sum += (double)h->max;
+	}
+	return buf;
+}
+
+/*
  * A merge of two sorted entry lists, forward into a fresh array (the
  * simplest thing that is correct with split counts): the control thread
  * merges a handful of entries a second per histogram, so the allocation
@@ -206,44 +244,50 @@ emit(uint32_t *out, uint32_t *n, uint32_t k, uint32_t c)
 int
 ls_shist_merge_keys(struct ls_shist **dst, const struct ls_shist_src *src)
 {
-	struct ls_shist *d = *dst, *r;
-	uint32_t dn = d != NULL ? d->n : 0, i = 0, j = 0, n = 0;
-	struct ls_shist *t;
+	struct ls_shist *d = *dst, *r, *t;
+	uint32_t dbuf[LS_SHIST_SMALL], dn = 0, i = 0, j = 0, n = 0;
+	const uint32_t *de = NULL;
+	double dsum = 0;
+	uint64_t total;
+	size_t head = sizeof(*r) + sizeof(struct shist_tail);
 
 	if (src->count == 0)
 		return 0;
-	r = malloc(sizeof(*r) + (size_t)(dn + src->n) * sizeof(r->ent[0]));
-	if (r == NULL)
-		return -ENOMEM;
-	while (i < dn || j < src->n) {
-		uint32_t e;
-
-		if (j >= src->n || (i < dn && ENT_KEY(d->ent[i]) <= ENT_KEY(src->ent[j])))
-			e = d->ent[i++];
-		else
-			e = src->ent[j++];
-		emit(r->ent, &n, ENT_KEY(e), ENT_CNT(e));
-	}
-	r->n = r->cap = (uint16_t)n;
-	if (d == NULL || d->count == 0) {
-		r->count = 0;
-		r->min = src->min;
-		r->max = src->max;
-		r->sum = 0;
+	if (d != NULL && d->count == 0)
+		d = NULL;
+	if (d != NULL)
+		de = view(d, dbuf, &dn, &dsum);
+	total = (d != NULL ? d->count : 0) + src->count;
+	if (total <= LS_SHIST_SMALL) {
+		r = malloc(sizeof(*r));
+		if (r == NULL)
+			return -ENOMEM;
+		r->n = 0;
 	} else {
-		r->count = d->count;
-		r->min = src->min < d->min ? src->min : d->min;
-		r->max = src->max > d->max ? src->max : d->max;
-		r->sum = d->sum;
+		r = malloc(head + (size_t)(dn + src->n) * sizeof(uint32_t));
+		if (r == NULL)
+			return -ENOMEM;
+		while (i < dn || j < src->n) {
+			uint32_t e;
+
+			if (j >= src->n || (i < dn && ENT_KEY(de[i]) <= ENT_KEY(src->ent[j])))
+				e = de[i++];
+			else
+				e = src->ent[j++];
+			emit(tail(r)->ent, &n, ENT_KEY(e), ENT_CNT(e));
+		}
+		r->n = n;
+		tail(r)->sum = dsum + src->sum;
+		if (n < dn + src->n) {
+			t = realloc(r, head + (size_t)n * sizeof(uint32_t));
+			if (t != NULL)
+				r = t;
+		}
 	}
-	r->count += (uint32_t)src->count;
-	r->sum += src->sum;
-	if (n < dn + src->n) {
-		t = realloc(r, sizeof(*r) + (size_t)n * sizeof(r->ent[0]));
-		if (t != NULL)
-			r = t;
-	}
-	free(d);
+	r->count = (uint32_t)total;
+	r->min = d != NULL && d->min < src->min ? d->min : src->min;
+	r->max = d != NULL && d->max > src->max ? d->max : src->max;
+	free(*dst);
 	*dst = r;
 	return 0;
 }
@@ -251,16 +295,15 @@ ls_shist_merge_keys(struct ls_shist **dst, const struct ls_shist_src *src)
 int
 ls_shist_merge(struct ls_shist **dst, const struct ls_shist *src)
 {
+	uint32_t buf[LS_SHIST_SMALL];
 	struct ls_shist_src s;
 
 	if (src == NULL || src->count == 0)
 		return 0;
-	s.ent = src->ent;
-	s.n = src->n;
+	s.ent = view(src, buf, &s.n, &s.sum);
 	s.count = src->count;
 	s.min = src->min;
 	s.max = src->max;
-	s.sum = src->sum;
 	return ls_shist_merge_keys(dst, &s);
 }
 
@@ -278,16 +321,21 @@ ls_shist_add(struct ls_shist **h, int64_t v)
 void
 ls_shist_to_dense(struct ls_hist *dst, const struct ls_shist *src)
 {
+	uint32_t buf[LS_SHIST_SMALL], n;
+	const uint32_t *ent;
+	double sum;
+
 	if (src == NULL || src->count == 0)
 		return;
-	merge_summary(dst, src->count, src->min, src->max, src->sum);
-	for (uint32_t i = 0; i < src->n; i++) {
-		uint32_t k = ENT_KEY(src->ent[i]);
+	ent = view(src, buf, &n, &sum);
+	merge_summary(dst, src->count, src->min, src->max, sum);
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t k = ENT_KEY(ent[i]);
 
 		if (k < LS_HIST_HALF)
-			dst->neg[LS_HIST_HALF - 1 - k] += ENT_CNT(src->ent[i]);
+			dst->neg[LS_HIST_HALF - 1 - k] += ENT_CNT(ent[i]);
 		else
-			dst->pos[k - LS_HIST_HALF] += ENT_CNT(src->ent[i]);
+			dst->pos[k - LS_HIST_HALF] += ENT_CNT(ent[i]);
 	}
 }
 
@@ -301,5 +349,6 @@ ls_shist_free(struct ls_shist **h)
 size_t
 ls_shist_bytes(const struct ls_shist *h)
 {
-	return h != NULL ? sizeof(*h) + h->cap * sizeof(h->ent[0]) : 0;
+	/* What the heap holds for it, not what was asked for. */
+	return h != NULL ? malloc_usable_size((void *)(uintptr_t)h) : 0;
 }

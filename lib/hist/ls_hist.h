@@ -148,31 +148,36 @@ void ls_hist_bucket_range(uint32_t b, uint64_t *lo, uint64_t *hi);
  * windows) where a dense struct ls_hist would be 4 KiB each however few
  * samples it holds. Buckets are named by a key that orders them by value:
  * key = LS_HIST_HALF - 1 - b for a negative value in bucket b,
- * LS_HIST_HALF + b for a value >= 0. Entries are sorted by key, one 32-bit
- * word each: key << LS_SHIST_CNT_BITS | count. A count that would pass
- * LS_SHIST_CNT_MAX continues in a second entry with the same key, so
- * nothing is ever clamped. An empty histogram is a NULL pointer: emptying
- * frees its memory. It keeps no overflow count (ls_shist_to_dense() adds
- * none); saturated magnitudes still land in the last bucket.
+ * LS_HIST_HALF + b for a value >= 0. An empty histogram is a NULL pointer:
+ * emptying frees its memory. It keeps no overflow count
+ * (ls_shist_to_dense() adds none); saturated magnitudes still land in the
+ * last bucket.
+ *
+ * Two forms, told apart by count:
+ *  - small (count <= LS_SHIST_SMALL): struct ls_shist alone. One or two
+ *    samples are their min and max, so buckets and sum follow from those
+ *    (a 1 s window slot of a path probed at a pair a second is one of these).
+ *  - sparse: struct ls_shist, then the sum (double) and the entries, sorted
+ *    by key, one 32-bit word each: key << LS_SHIST_CNT_BITS | count. A count
+ *    that would pass LS_SHIST_CNT_MAX continues in a second entry with the
+ *    same key, so nothing is ever clamped.
  */
 
 #define LS_SHIST_CNT_BITS 21                       /**< count bits per entry */
 #define LS_SHIST_CNT_MAX ((1u << LS_SHIST_CNT_BITS) - 1) /**< largest count per entry */
 #define LS_SHIST_KEYS (2 * LS_HIST_HALF)           /**< number of keys */
+#define LS_SHIST_SMALL 2                           /**< most samples of the small form */
 
 /**
- * A sparse histogram (allocated; NULL is the empty one). The header is 32
- * bytes: at a probe pair a second, a path's 48 window histograms hold a
- * handful of buckets each, so the header is most of their memory.
+ * A sparse histogram's header (allocated; NULL is the empty one), the whole
+ * of the small form. 24 bytes: at a probe pair a second, a path's 48 window
+ * histograms hold a handful of buckets each, so headers are most of them.
  */
 struct ls_shist {
-	uint16_t n;        /**< entries used (at most a few more than LS_SHIST_KEYS) */
-	uint16_t cap;      /**< entries allocated */
+	uint32_t n;        /**< entries (sparse form; 0 in the small form) */
 	uint32_t count;    /**< samples (at most 2^32 - 1: a window's slot holds seconds) */
 	int64_t min;       /**< smallest sample */
 	int64_t max;       /**< largest sample */
-	double sum;        /**< sum of samples */
-	uint32_t ent[];    /**< key << LS_SHIST_CNT_BITS | count, ascending key */
 };
 
 /** Key of a value (orders buckets by value, see above). */
@@ -185,9 +190,13 @@ ls_hist_key(int64_t v)
 	return v < 0 ? LS_HIST_HALF - 1 - b : LS_HIST_HALF + b;
 }
 
-/** Summary of a run of samples given as keyed counts (ls_shist_merge_keys). */
+/**
+ * Summary of a run of samples given as keyed counts (ls_shist_merge_keys).
+ * With one or two samples, min and max must be them (the small form keeps
+ * nothing else).
+ */
 struct ls_shist_src {
-	const uint32_t *ent; /**< entries as in struct ls_shist, ascending key */
+	const uint32_t *ent; /**< entries as in the sparse form, ascending key */
 	uint32_t n;          /**< entries */
 	uint64_t count;      /**< samples (sum of the entries' counts) */
 	int64_t min;         /**< smallest sample */
@@ -214,7 +223,10 @@ void ls_shist_to_dense(struct ls_hist *dst, const struct ls_shist *src);
 /** Empty *h and give its memory back; *h becomes NULL. */
 void ls_shist_free(struct ls_shist **h);
 
-/** Heap bytes *h holds (requested sizes, without the allocator's overhead). */
+/**
+ * Heap bytes *h holds: its block's usable size (malloc_usable_size), which
+ * the allocator may have rounded up from what was asked.
+ */
 size_t ls_shist_bytes(const struct ls_shist *h);
 
 #ifdef __cplusplus

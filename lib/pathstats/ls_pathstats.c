@@ -409,28 +409,65 @@ load_counters(const struct ls_path_live *p, struct ls_path_counters *c)
 	c->unknown = __atomic_load_n(&p->c.unknown, __ATOMIC_RELAXED);
 }
 
+/* The low 32 bits of c, as the windows keep them. */
+static void
+snap_of(const struct ls_path_counters *c, struct ls_path_snap *out)
+{
+	out->sent = (uint32_t)c->sent;
+	out->received = (uint32_t)c->received;
+	out->lost = (uint32_t)c->lost;
+	out->late = (uint32_t)c->late;
+	out->reordered = (uint32_t)c->reordered;
+	out->duplicated = (uint32_t)c->duplicated;
+}
+
 /*
- * a - b per counter, floored at zero. Counters are monotonic except lost,
+ * a - b modulo 2^32, floored at zero. Counters are monotonic except lost,
  * which drops when a late reply reclaims a probe declared lost before b was
  * taken; a window cannot have lost a negative number of probes.
  */
 static uint64_t
-sub0(uint64_t a, uint64_t b)
+sub0(uint32_t a, uint32_t b)
+{
+	int32_t d = (int32_t)(a - b);
+
+	return d > 0 ? (uint64_t)d : 0;
+}
+
+/* The same over whole counters, for totals since a reset long ago. */
+static uint64_t
+total_sub(uint64_t a, uint64_t b)
 {
 	return a > b ? a - b : 0;
 }
 
-static void
-counters_sub(const struct ls_path_counters *a, const struct ls_path_counters *b,
-	     struct ls_path_counters *out)
+/*
+ * The window's seconds and 10 s blocks are kept as 32-bit offsets from
+ * epoch0 (-1 none): history reaches back 70 s, so they only overflow after
+ * 68 years without a reset.
+ */
+static inline int64_t
+sec_of(const struct ls_path_window *w, int32_t r)
 {
-	out->sent = sub0(a->sent, b->sent);
-	out->received = sub0(a->received, b->received);
-	out->lost = sub0(a->lost, b->lost);
-	out->late = sub0(a->late, b->late);
-	out->reordered = sub0(a->reordered, b->reordered);
-	out->duplicated = sub0(a->duplicated, b->duplicated);
-	out->unknown = sub0(a->unknown, b->unknown);
+	return r < 0 ? -1 : w->epoch0 + r;
+}
+
+static inline int32_t
+sec_rel(const struct ls_path_window *w, int64_t e)
+{
+	return (int32_t)(e - w->epoch0);
+}
+
+static inline int64_t
+blk_of(const struct ls_path_window *w, int32_t r)
+{
+	return r < 0 ? -1 : w->epoch0 / 10 + r;
+}
+
+static inline int32_t
+blk_rel(const struct ls_path_window *w, int64_t d)
+{
+	return (int32_t)(d - w->epoch0 / 10);
 }
 
 static void
@@ -506,9 +543,11 @@ fold_block(struct ls_path_window *w, int64_t d)
 	int i, m;
 
 	free_hists(w->dec[di]);
-	w->dec_epoch[di] = d;
+	w->dec_epoch[di] = blk_rel(w, d);
 	for (i = 0; i < SEC_SLOTS; i++) {
-		if (w->sec_epoch[i] < 0 || w->sec_epoch[i] / 10 != d)
+		int64_t e = sec_of(w, w->sec_epoch[i]);
+
+		if (e < 0 || e / 10 != d)
 			continue;
 		for (m = 0; m < LS_PM_MAX; m++)
 			merge_into(w, &w->dec[di][m], w->sec[i][m]);
@@ -541,7 +580,7 @@ merge_second(struct ls_path_window *w, int64_t e, const struct ls_path_hslot *sl
 {
 	int si = (int)(e % SEC_SLOTS);
 	int di = (int)((e / 10) % DEC_SLOTS);
-	int64_t old = w->sec_epoch[si];
+	int64_t old = sec_of(w, w->sec_epoch[si]);
 	uint32_t ent[LS_PATH_SLOT_KEYS];
 	int m;
 
@@ -552,10 +591,10 @@ merge_second(struct ls_path_window *w, int64_t e, const struct ls_path_hslot *sl
 		 * still here. Normally collect() has folded it already.
 		 */
 		if (old >= 0 && old / 10 < e / 10 &&
-		    w->dec_epoch[(old / 10) % DEC_SLOTS] < old / 10)
+		    blk_of(w, w->dec_epoch[(old / 10) % DEC_SLOTS]) < old / 10)
 			fold_block(w, old / 10);
 		free_hists(w->sec[si]);
-		w->sec_epoch[si] = e;
+		w->sec_epoch[si] = sec_rel(w, e);
 		old = e;
 	}
 	for (m = 0; m < LS_PM_MAX; m++) {
@@ -572,7 +611,7 @@ merge_second(struct ls_path_window *w, int64_t e, const struct ls_path_hslot *sl
 		if (old == e && ls_shist_merge_keys(&w->sec[si][m], &src) != 0)
 			w->nomem++;
 		/* A straggler for a block already folded still belongs in it. */
-		if (w->dec_epoch[di] == e / 10 &&
+		if (blk_of(w, w->dec_epoch[di]) == e / 10 &&
 		    ls_shist_merge_keys(&w->dec[di][m], &src) != 0)
 			w->nomem++;
 	}
@@ -585,15 +624,19 @@ take_slot(struct ls_path_window *w, struct ls_path_hslot *s)
 	int64_t e = s->epoch;
 	bool snapped = false;
 
+	/* Before epoch0 is before any window: nothing to keep. */
 	if (e >= 0) {
-		merge_second(w, e, s);
+		if (e >= w->epoch0)
+			merge_second(w, e, s);
 		/*
 		 * Only seconds not yet closed: older ones were filled in. A
 		 * partial slot closes nothing: its second goes on.
 		 */
 		if (!s->partial && e > w->last_epoch) {
-			w->snap[e % SNAP_SLOTS] = s->c;
-			w->snap_epoch[e % SNAP_SLOTS] = e;
+			if (e >= w->epoch0) {
+				snap_of(&s->c, &w->snap[e % SNAP_SLOTS]);
+				w->snap_epoch[e % SNAP_SLOTS] = sec_rel(w, e);
+			}
 			snapped = true;
 		}
 	}
@@ -612,20 +655,20 @@ take_slot(struct ls_path_window *w, struct ls_path_hslot *s)
  */
 static void
 fill_snapshots(struct ls_path_window *w, int64_t from, int64_t last,
-	       struct ls_path_counters carry)
+	       struct ls_path_snap carry)
 {
 	for (int64_t e = last; e >= from; e--) {
 		bool in_ring = e > last - SNAP_SLOTS;
 
-		if (in_ring && w->snap_epoch[e % SNAP_SLOTS] == e) {
+		if (in_ring && sec_of(w, w->snap_epoch[e % SNAP_SLOTS]) == e) {
 			carry = w->snap[e % SNAP_SLOTS];
 		} else if (in_ring) {
 			w->snap[e % SNAP_SLOTS] = carry;
-			w->snap_epoch[e % SNAP_SLOTS] = e;
+			w->snap_epoch[e % SNAP_SLOTS] = sec_rel(w, e);
 		}
 		if (e % 10 == 9) {
 			w->bsnap[(e / 10) % BSNAP_SLOTS] = carry;
-			w->bsnap_block[(e / 10) % BSNAP_SLOTS] = e / 10;
+			w->bsnap_block[(e / 10) % BSNAP_SLOTS] = blk_rel(w, e / 10);
 		}
 	}
 }
@@ -644,13 +687,20 @@ ls_path_window_collect(struct ls_path_window *w, struct ls_path_live *p)
 	bool own0 = __atomic_load_n(&s0->owner, __ATOMIC_ACQUIRE) == OWNER_CONTROL;
 	bool own1 = __atomic_load_n(&s1->owner, __ATOMIC_ACQUIRE) == OWNER_CONTROL;
 	int64_t last = cur - 1, from, d, dl;
-	struct ls_path_counters carry;
+	struct ls_path_counters live;
+	struct ls_path_snap carry;
 	bool snapped = false;
 
 	if (own0 && !s0->partial && s0->epoch > last)
 		last = s0->epoch;
 	if (own1 && !s1->partial && s1->epoch > last)
 		last = s1->epoch;
+	/* History starts: a block boundary before all it will ever look at. */
+	if (w->last_epoch < 0) {
+		int64_t e0 = last - 10 * (BSNAP_SLOTS + 1);
+
+		w->epoch0 = e0 > 0 ? e0 - e0 % 10 : 0;
+	}
 	/* Oldest second first, so the 1 s ring only ever moves forward. */
 	if (own0 && own1 && s1->epoch < s0->epoch) {
 		snapped |= take_slot(w, s1);
@@ -679,21 +729,22 @@ ls_path_window_collect(struct ls_path_window *w, struct ls_path_live *p)
 	if (w->last_epoch < 0) {
 		from = last;
 		if (snapped)
-			load_counters(p, &carry);
+			load_counters(p, &live);
 		else
-			carry = w->base;
+			live = w->base;
 	} else {
 		from = w->last_epoch + 1;
 		if (from < last - 10 * BSNAP_SLOTS)
 			from = last - 10 * BSNAP_SLOTS;
-		load_counters(p, &carry);
+		load_counters(p, &live);
 	}
+	snap_of(&live, &carry);
 	fill_snapshots(w, from, last, carry);
 
 	/* Fold every 10 s block that has just become complete. */
 	dl = (last + 1) / 10 - 1;
 	for (d = dl - (DEC_SLOTS - 1); d <= dl; d++) {
-		if (d >= 0 && w->dec_epoch[d % DEC_SLOTS] < d)
+		if (d >= 0 && blk_of(w, w->dec_epoch[d % DEC_SLOTS]) < d)
 			fold_block(w, d);
 	}
 	w->last_epoch = last;
@@ -716,10 +767,10 @@ fill_dist(const struct ls_hist *h, struct ls_path_dist *d)
 }
 
 /* Counters at the end of 10 s block d, or NULL. */
-static const struct ls_path_counters *
+static const struct ls_path_snap *
 block_end(const struct ls_path_window *w, int64_t d)
 {
-	if (d < 0 || w->bsnap_block[d % BSNAP_SLOTS] != d)
+	if (d < 0 || blk_of(w, w->bsnap_block[d % BSNAP_SLOTS]) != d)
 		return NULL;
 	return &w->bsnap[d % BSNAP_SLOTS];
 }
@@ -738,8 +789,8 @@ ls_path_window_query(const struct ls_path_window *w, const struct ls_path_live *
 		     enum ls_path_win win, struct ls_path_summary *out)
 {
 	static const int span[LS_WIN_MAX] = { 1, 10, 60 };
-	const struct ls_path_counters *end, *start;
-	struct ls_path_counters diff;
+	const struct ls_path_snap *end, *start;
+	struct ls_path_snap base;
 	struct ls_hist tmp;
 	int64_t L = w->last_epoch, s, dl;
 	int i, m;
@@ -747,48 +798,48 @@ ls_path_window_query(const struct ls_path_window *w, const struct ls_path_live *
 	(void)p; /* everything needed was snapshotted by collect() */
 	memset(out, 0, sizeof(*out));
 	if (L < 0 || (unsigned int)win >= LS_WIN_MAX ||
-	    w->snap_epoch[L % SNAP_SLOTS] != L)
+	    sec_of(w, w->snap_epoch[L % SNAP_SLOTS]) != L)
 		return;
 
+	snap_of(&w->base, &base);
 	dl = (L + 1) / 10 - 1;
 	if (win == LS_WIN_60S) {
 		end = block_end(w, dl);
 		if (end == NULL)
-			end = &w->base;
+			end = &base;
 		start = block_end(w, dl - DEC_SLOTS);
 	} else {
 		end = &w->snap[L % SNAP_SLOTS];
 		s = L - span[win];
-		start = s >= 0 && w->snap_epoch[s % SNAP_SLOTS] == s ?
+		start = s >= 0 && sec_of(w, w->snap_epoch[s % SNAP_SLOTS]) == s ?
 			&w->snap[s % SNAP_SLOTS] : NULL;
 	}
 	if (start == NULL)
-		start = &w->base;
-	counters_sub(end, start, &diff);
-	out->sent = diff.sent;
-	out->received = diff.received;
-	out->lost = diff.lost;
-	out->late = diff.late;
-	out->reordered = diff.reordered;
-	out->duplicated = diff.duplicated;
-	if (diff.received + diff.lost > 0)
-		out->loss_pct = 100.0 * (double)diff.lost /
-				(double)(diff.received + diff.lost);
+		start = &base;
+	out->sent = sub0(end->sent, start->sent);
+	out->received = sub0(end->received, start->received);
+	out->lost = sub0(end->lost, start->lost);
+	out->late = sub0(end->late, start->late);
+	out->reordered = sub0(end->reordered, start->reordered);
+	out->duplicated = sub0(end->duplicated, start->duplicated);
+	if (out->received + out->lost > 0)
+		out->loss_pct = 100.0 * (double)out->lost /
+				(double)(out->received + out->lost);
 
 	for (m = 0; m < LS_PM_MAX; m++) {
 		ls_hist_reset(&tmp);
 		if (win == LS_WIN_60S) {
 			for (i = 0; i < DEC_SLOTS; i++) {
-				if (w->dec_epoch[i] >= 0 &&
-				    w->dec_epoch[i] > dl - DEC_SLOTS &&
-				    w->dec_epoch[i] <= dl)
+				int64_t d = blk_of(w, w->dec_epoch[i]);
+
+				if (d >= 0 && d > dl - DEC_SLOTS && d <= dl)
 					ls_shist_to_dense(&tmp, w->dec[i][m]);
 			}
 		} else {
 			for (i = 0; i < SEC_SLOTS; i++) {
-				if (w->sec_epoch[i] >= 0 &&
-				    w->sec_epoch[i] > L - span[win] &&
-				    w->sec_epoch[i] <= L)
+				int64_t e = sec_of(w, w->sec_epoch[i]);
+
+				if (e >= 0 && e > L - span[win] && e <= L)
 					ls_shist_to_dense(&tmp, w->sec[i][m]);
 			}
 		}
@@ -803,7 +854,13 @@ ls_path_window_totals(const struct ls_path_window *w, const struct ls_path_live 
 	struct ls_path_counters c;
 
 	load_counters(p, &c);
-	counters_sub(&c, &w->base, out);
+	out->sent = total_sub(c.sent, w->base.sent);
+	out->received = total_sub(c.received, w->base.received);
+	out->lost = total_sub(c.lost, w->base.lost);
+	out->late = total_sub(c.late, w->base.late);
+	out->reordered = total_sub(c.reordered, w->base.reordered);
+	out->duplicated = total_sub(c.duplicated, w->base.duplicated);
+	out->unknown = total_sub(c.unknown, w->base.unknown);
 }
 
 void

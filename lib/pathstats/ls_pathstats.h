@@ -26,7 +26,7 @@
  * resolved counts as lost.
  *
  * Memory per path is about 1 KiB on the lcore side (two slots, counters)
- * plus the ring, and on the control side about 1.5 KiB plus the sparse
+ * plus the ring, and on the control side about 1 KiB plus the sparse
  * histograms' non-empty buckets (ls_path_window_bytes()), given back when
  * the window is freed.
  */
@@ -231,6 +231,17 @@ struct ls_path_summary {
 	struct ls_path_dist d[LS_PM_MAX]; /**< per metric */
 };
 
+/**
+ * Counters as the windows snapshot them: the low 32 bits of each, all a
+ * window reports. Window counts are differences of two snapshots at most
+ * 70 s apart, taken modulo 2^32 (lost, which can fall, as signed): exact
+ * while no counter moves by 2^31 in 70 s, i.e. under ~30 million probes a
+ * second on one path.
+ */
+struct ls_path_snap {
+	uint32_t sent, received, lost, late, reordered, duplicated;
+};
+
 #define LS_PATH_SEC_SLOTS 10   /**< 1 s histograms kept */
 #define LS_PATH_DEC_SLOTS 6    /**< 10 s histograms kept */
 #define LS_PATH_SNAP_SLOTS 11  /**< per-second counter snapshots kept */
@@ -238,21 +249,27 @@ struct ls_path_summary {
 
 /**
  * Control-thread-owned rolling windows of one path. Histograms are sparse
- * (struct ls_shist, NULL when empty); counters are snapshotted at the end of
- * each of the last 11 seconds and of the last 7 ten-second blocks.
+ * (struct ls_shist, NULL when empty); counters are snapshotted (low 32
+ * bits, struct ls_path_snap) at the end of each of the last 11 seconds and
+ * of the last 7 ten-second blocks.
  */
 struct ls_path_window {
 	int64_t last_epoch;                     /**< newest second merged */
+	int64_t epoch0;                         /**< the epochs below count from it (a
+						 *   multiple of 10, set when history starts) */
 	struct ls_shist *sec[LS_PATH_SEC_SLOTS][LS_PM_MAX]; /**< 1 s slots (by epoch % 10) */
-	int64_t sec_epoch[LS_PATH_SEC_SLOTS];   /**< epoch each sec slot holds, -1 none */
+	int32_t sec_epoch[LS_PATH_SEC_SLOTS];   /**< epoch - epoch0 each sec slot
+						 *   holds, -1 none */
 	struct ls_shist *dec[LS_PATH_DEC_SLOTS][LS_PM_MAX]; /**< 10 s slots ((epoch/10) % 6) */
-	int64_t dec_epoch[LS_PATH_DEC_SLOTS];   /**< epoch/10 each dec slot holds, -1 none */
-	struct ls_path_counters snap[LS_PATH_SNAP_SLOTS]; /**< counters at the end of a second */
-	int64_t snap_epoch[LS_PATH_SNAP_SLOTS]; /**< its epoch, -1 none */
-	struct ls_path_counters bsnap[LS_PATH_BSNAP_SLOTS]; /**< at the end of block d (second
-							     *   10d+9), by d % 7 */
-	int64_t bsnap_block[LS_PATH_BSNAP_SLOTS]; /**< d of each, -1 none */
-	struct ls_path_counters base;           /**< subtracted after stats.reset */
+	int32_t dec_epoch[LS_PATH_DEC_SLOTS];   /**< epoch/10 - epoch0/10 each dec
+						 *   slot holds, -1 none */
+	struct ls_path_snap snap[LS_PATH_SNAP_SLOTS]; /**< counters at the end of a second */
+	int32_t snap_epoch[LS_PATH_SNAP_SLOTS]; /**< its epoch - epoch0, -1 none */
+	struct ls_path_snap bsnap[LS_PATH_BSNAP_SLOTS]; /**< at the end of block d (second
+							 *   10d+9), by d % 7 */
+	int32_t bsnap_block[LS_PATH_BSNAP_SLOTS]; /**< d - epoch0/10 of each, -1 none */
+	struct ls_path_counters base;           /**< subtracted after stats.reset (whole:
+						 *   totals span any time) */
 	uint64_t nomem;                         /**< merges lost to a failed allocation */
 };
 
@@ -262,7 +279,10 @@ void ls_path_window_init(struct ls_path_window *w);
 /** Give back a window set's histograms; it is empty (initialised) after. */
 void ls_path_window_free(struct ls_path_window *w);
 
-/** Bytes a window set holds: the struct and its histograms' heap blocks. */
+/**
+ * Bytes a window set holds: the struct and its histograms' heap blocks
+ * (their usable sizes, see ls_shist_bytes()).
+ */
 size_t ls_path_window_bytes(const struct ls_path_window *w);
 
 /**

@@ -548,6 +548,55 @@ START_TEST(test_shist_split_counts)
 }
 END_TEST
 
+/*
+ * One or two samples are kept as just min and max (the small form), and
+ * must read back as the same histogram as the dense one, sum included,
+ * alone and merged into a bigger one in either order.
+ */
+START_TEST(test_shist_small_form)
+{
+	static const int64_t v[] = { 700, -3000000, 700, 123456789 };
+	struct ls_shist *a = NULL, *b = NULL, *ab = NULL, *ba = NULL;
+	struct ls_hist *dense = calloc(1, sizeof(*dense));
+	struct ls_hist *back = calloc(1, sizeof(*back));
+
+	ck_assert_ptr_nonnull(dense);
+	ck_assert_ptr_nonnull(back);
+	ck_assert_int_eq(ls_shist_add(&a, v[0]), 0);
+	ck_assert_int_eq(ls_shist_add(&a, v[1]), 0);
+	ck_assert_uint_eq(a->count, LS_SHIST_SMALL);
+	ck_assert_uint_eq(a->n, 0);
+	ck_assert_uint_lt(ls_shist_bytes(a), sizeof(struct ls_shist) + 16);
+	ls_hist_add(dense, v[0]);
+	ls_hist_add(dense, v[1]);
+	ls_shist_to_dense(back, a);
+	ck_assert_mem_eq(back, dense, sizeof(*dense));
+
+	ck_assert_int_eq(ls_shist_add(&b, v[2]), 0);
+	ck_assert_int_eq(ls_shist_add(&b, v[3]), 0);
+	ck_assert_int_eq(ls_shist_merge(&ab, a), 0);
+	ck_assert_int_eq(ls_shist_merge(&ab, b), 0);
+	ck_assert_int_eq(ls_shist_merge(&ba, b), 0);
+	ck_assert_int_eq(ls_shist_merge(&ba, a), 0);
+	ck_assert_uint_eq(ab->count, 4);
+	ck_assert_uint_eq(ab->n, 3);
+	ls_hist_add(dense, v[2]);
+	ls_hist_add(dense, v[3]);
+	ls_hist_reset(back);
+	ls_shist_to_dense(back, ab);
+	ck_assert_mem_eq(back, dense, sizeof(*dense));
+	ls_hist_reset(back);
+	ls_shist_to_dense(back, ba);
+	ck_assert_mem_eq(back, dense, sizeof(*dense));
+	ls_shist_free(&a);
+	ls_shist_free(&b);
+	ls_shist_free(&ab);
+	ls_shist_free(&ba);
+	free(dense);
+	free(back);
+}
+END_TEST
+
 static Suite *
 hist_suite(void)
 {
@@ -584,6 +633,7 @@ hist_suite(void)
 	tcase_add_test(tc, test_shist_accuracy);
 	tcase_add_test(tc, test_shist_give_back);
 	tcase_add_test(tc, test_shist_split_counts);
+	tcase_add_test(tc, test_shist_small_form);
 	suite_add_tcase(s, tc);
 	return s;
 }
