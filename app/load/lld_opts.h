@@ -31,6 +31,7 @@ struct lld_opts {
 	uint8_t ecn;                     /* --ecn codepoint */
 	bool respond;                    /* --respond: the sink answers RoCEv2 as a NIC */
 	bool reflect;                    /* --reflect: the sink's host reflects STAMP (IPv4) */
+	bool reflect_any;                /* --reflect-any: ... for every address */
 	uint32_t cnp_us;                 /* --cnp-us: one CNP per flow per interval */
 	double rate_bps;                 /* per flow (--rate, or --total-rate / flows) */
 	uint32_t fg_flows;               /* --fg-flows: flows 0..fg_flows-1 are foreground */

@@ -23,6 +23,7 @@ struct lld_refl {
 	uint16_t port;
 	struct ls_reflect_port me;
 	uint16_t err_est;
+	bool any;          /* answer for every IPv4 address and MAC (--reflect-any) */
 	struct rte_mbuf *out[LLD_BURST];
 	unsigned int n_out;
 	uint64_t reflected, generic, tx_full;

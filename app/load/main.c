@@ -544,6 +544,7 @@ main(int argc, char **argv)
 						 r.rx_pool);
 			if (r.refl == NULL)
 				rte_exit(1, "lockstep-load: cannot create the reflector\n");
+			r.refl->any = opts.reflect_any;
 		}
 	}
 	if (opts.phase_bytes > 0)

@@ -53,6 +53,8 @@ const char lld_usage[] =
 "  --cnp-us N           at most one CNP per flow per N us (50)\n"
 "  --reflect            the sink's host (--dst) reflects STAMP test packets\n"
 "                       (IPv4, UDP 862), as its lockstepd would\n"
+"  --reflect-any        reflect them for every IPv4 address and MAC: one port\n"
+"                       answers as many peers (benchmarks of large meshes)\n"
 "  --window-ms N        sink window (100)\n"
 "  --settle-ms N        measure from N ms after the first frame (0)\n"
 "  --linger-ms N        receive this long after TX ends (500)\n"
@@ -79,7 +81,7 @@ enum {
 	O_TX = 256, O_RX, O_FLOWS, O_PROTO, O_FAMILY, O_SIZE, O_RATE, O_TOTAL, O_DURATION,
 	O_ROCEOP, O_SMAC, O_DMAC, O_SRC, O_DST, O_SRC6, O_DST6, O_SPORT, O_DPORT, O_QP,
 	O_DSCP, O_WINDOW, O_SETTLE, O_LINGER, O_DETAIL, O_RFLOWS, O_REPORT, O_IDLE,
-	O_LINKWAIT, O_CHECK, O_SPREAD, O_ECN, O_RESPOND, O_CNPUS, O_REFLECT,
+	O_LINKWAIT, O_CHECK, O_SPREAD, O_ECN, O_RESPOND, O_CNPUS, O_REFLECT, O_REFLANY,
 	O_FGFLOWS, O_FGRATE, O_FGSIZE, O_FGDSCP, O_TXDELAY, O_PHBYTES, O_PHASES, O_PHTIMEOUT,
 };
 
@@ -102,6 +104,7 @@ static const struct option long_opts[] = {
 	{"ecn", required_argument, NULL, O_ECN}, {"respond", no_argument, NULL, O_RESPOND},
 	{"cnp-us", required_argument, NULL, O_CNPUS},
 	{"reflect", no_argument, NULL, O_REFLECT},
+	{"reflect-any", no_argument, NULL, O_REFLANY},
 	{"fg-flows", required_argument, NULL, O_FGFLOWS},
 	{"fg-rate", required_argument, NULL, O_FGRATE},
 	{"fg-size", required_argument, NULL, O_FGSIZE},
@@ -412,6 +415,9 @@ parse_run_opt(struct lld_opts *o, int c, const char *name, const char *arg, doub
 		return 0;
 	case O_REFLECT:
 		o->reflect = true;
+		return 0;
+	case O_REFLANY:
+		o->reflect = o->reflect_any = true;
 		return 0;
 	}
 	return 1;

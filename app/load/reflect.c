@@ -128,6 +128,11 @@ lld_refl_frame(struct lld_refl *r, struct rte_mbuf *m, uint64_t rx_ns)
 	struct ls_reflect_v4 v;
 	uint8_t *f = rte_pktmbuf_mtod(m, uint8_t *);
 
+	/* --reflect-any: this frame's destination is who we are */
+	if (r->any && m->data_len >= 34 && f[12] == 0x08 && f[13] == 0x00) {
+		memcpy(r->me.mac, f, 6);
+		memcpy(&r->me.ip, f + 30, 4);
+	}
 	/* a sync TLV asks for clock state we have not got: the long way
 	 * flags it U (unrecognized), so the asker knows */
 	if (ls_reflect_v4_check(f, m->data_len, &r->me, &v) && v.sync_off == 0) {

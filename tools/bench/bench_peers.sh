@@ -22,6 +22,15 @@
 #   BENCH_SYNC_PATHS=1 sudo -E tools/bench/bench_peers.sh    # clock sync on 1 path a peer
 #   BENCH_SYNC_PATHS=0 sudo -E tools/bench/bench_peers.sh    # clock sync off
 #   BENCH_PEERS_FILE=1 sudo -E tools/bench/bench_peers.sh    # peer.add saving the list
+#   BENCH_REPLY=1 sudo -E tools/bench/bench_peers.sh         # every peer replies
+#
+# BENCH_REPLY=1: the port is a memif whose other end is lockstep-load
+# --reflect-any on core 0, answering every probe from the address and MAC it
+# was sent to, so every path's windows and clock sync fill as with real
+# reflectors; BENCH_SECS defaults to 90 then (the 60 s windows full). The
+# figure counts what 90 s fill: the sync track (120 windows of the
+# estimator's window, 12 s at a pair a second, 40 B each) takes 24 min to
+# fill, so up to 4,800 B a synced path are still to come (docs/benchmarks.md).
 #
 # The port is net_null with no-rx=1 and every peer has a static next-hop
 # MAC, so every path sends a coded pair each BENCH_INTERVAL_US (default 1 s,
@@ -43,18 +52,34 @@ NPATHS=${BENCH_PATHS:-8}
 INTERVAL_US=${BENCH_INTERVAL_US:-1000000}
 BASE_PEERS=${BENCH_BASE_PEERS:-1000}
 SYNC_PATHS=${BENCH_SYNC_PATHS:-}   # sync.paths; empty: the daemon's default (all); 0: sync off
+REPLY=${BENCH_REPLY:-0}
+[ "$REPLY" = 1 ] && SECS=${BENCH_SECS:-90}
 bench_init bench_peers prs
 SOCK=$TMP/ctl.sock
+MSOCK=$TMP/refl.sock
+DEV="net_null0,no-rx=1"
+[ "$REPLY" = 1 ] && DEV="net_memif0,role=server,id=0,socket=$MSOCK,socket-abstract=no"
+
+# reflector BUILD: lockstep-load answering every probe on the memif (core 0)
+reflector() {
+	local load=$1/app/load/lockstep-load
+	[ -x "$load" ] || fail "no lockstep-load at $load"
+	"$load" --no-pci --no-huge -m 512 --file-prefix "${PRE}ld" -l 0 \
+		--vdev "net_memif0,role=client,id=0,socket=$MSOCK,socket-abstract=no" \
+		-- --rx net_memif0 --reflect-any --flows 1 --duration 86400 >"$TMP/load.log" 2>&1 &
+	RPID=$!
+	PIDS+=("$RPID")
+}
 
 # config FILE NPEERS [PEERS_FILE [SYNC_PATHS]]: the daemon's configuration
 # with NPEERS peers in it.
 config() {
-	"$PY" - "$1" "$SOCK" "$CORE" "$2" "$NPATHS" "$INTERVAL_US" "${3:-}" "${4:-}" <<'EOF'
+	"$PY" - "$1" "$SOCK" "$CORE" "$2" "$NPATHS" "$INTERVAL_US" "${3:-}" "${4:-}" "$DEV" <<'EOF'
 import json, sys
-out, sock, core, npeers, npaths, ival, pfile, sync_paths = sys.argv[1:]
+out, sock, core, npeers, npaths, ival, pfile, sync_paths, dev = sys.argv[1:]
 cfg = {
     "node": {"name": "bench-peers", "id": 1},
-    "ports": [{"name": "p0", "dev": "net_null0,no-rx=1", "mac": "02:00:00:00:00:01",
+    "ports": [{"name": "p0", "dev": dev, "mac": "02:00:00:00:00:01",
                "ipv4": "10.128.0.1/9", "lcore": int(core)}],
     "peers": [{"name": "p%d" % i, "addr": "10.%d.%d.%d" % (129 + i // 62500, i // 250 % 250,
                                                             1 + i % 250),
@@ -76,6 +101,10 @@ json.dump(cfg, open(out, "w"))
 EOF
 }
 
+measure_failed() {
+	fail "the measurement failed; lockstepd's log ends:"$'\n'"$(tail -n 20 "$TMP/ls.log")"$'\n'"lockstep-load's:"$'\n'"$(tail -n 5 "$TMP/load.log" 2>/dev/null)"
+}
+
 # measure LABEL BUILD: one daemon, peers added, probed, deleted; then one
 # started from a config file. Bytes per path in $RESULT.
 measure() {
@@ -86,9 +115,11 @@ measure() {
 	# default, so each peer.add/del rewrites the whole list (fsync'd)
 	config "$TMP/empty.json" 0 "$([ "${BENCH_PEERS_FILE:-0}" = 1 ] && echo "$TMP/peers.json")" "$sp"
 	bench_daemon "$2" "$TMP/empty.json" "$PRE" "$CORE"
-	"$PY" - "$SOCK" "$LPID" "$n" "$NPATHS" "$SECS" "$1" "$TMP/res" <<'EOF'
+	[ "$REPLY" = 1 ] && reflector "$2"
+	"$PY" - "$SOCK" "$LPID" "$n" "$NPATHS" "$SECS" "$1" "$TMP/res" "$REPLY" <<'EOF' || measure_failed
+
 import json, os, socket, sys, time
-sock, pid, n, npaths, secs, label, out = sys.argv[1:]
+sock, pid, n, npaths, secs, label, out, reply = sys.argv[1:]
 pid, n, npaths, secs = int(pid), int(n), int(npaths), float(secs)
 
 def rss():
@@ -103,10 +134,14 @@ def ctl_ticks():
             return int(f[11]) + int(f[12])
     return 0
 
-s = socket.socket(socket.AF_UNIX)
-s.settimeout(30)
-s.connect(sock)
 buf = b""
+def connect():
+    global s, buf
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(30)
+    s.connect(sock)
+    buf = b""
+connect()
 def call(cmd, args=None):
     global buf
     s.sendall((json.dumps({"cmd": cmd, "args": args or {}}) + "\n").encode())
@@ -122,7 +157,11 @@ for i in range(n):
          "addr": "10.%d.%d.%d" % (129 + i // 62500, i // 250 % 250, 1 + i % 250),
          "mac": "02:00:00:%02x:%02x:%02x" % (i >> 16, (i >> 8) & 0xff, i & 0xff)}
     t = time.perf_counter()
-    r = call("peer.add", a)
+    try:
+        r = call("peer.add", a)
+    except OSError as e:
+        sys.exit("peer.add %d: %s; lockstepd %s" % (i + 1, e, "running" if os.path.exists(
+            "/proc/%d" % pid) else "gone"))
     lat.append(time.perf_counter() - t)
     if "error" in r:
         err = " (peer.add %d failed: %s)" % (i + 1, r["error"].get("message", r["error"]))
@@ -135,9 +174,14 @@ c0, t0 = ctl_ticks(), time.time()
 time.sleep(secs)
 c1, t1 = ctl_ticks(), time.time()
 cpu = 100.0 * (c1 - c0) / hz / (t1 - t0)
+connect()   # the daemon closes a connection idle for a minute
 st = call("status")["result"]
 sent = st["counters"]["tx_probes"]
 r2 = rss()
+if reply == "1":
+    c = st["counters"]
+    print("bench_peers:%s replies: %d probes sent, %d replies received, %d to no path" % (
+          label, sent, c.get("rx_reply", 0), c.get("rx_reply_no_path", 0)))
 t = time.perf_counter()
 for i in range(added):
     call("peer.del", {"name": "p%d" % i})
@@ -159,6 +203,7 @@ print("bench_peers:%s peer.add latency p50 %.3f ms, p99 %.3f ms, max %.3f ms; co
 open(out, "w").write("%.0f\n" % per)
 EOF
 	kill -TERM "$LPID"; wait "$LPID" || true; rm -f "$SOCK"
+	[ "$REPLY" = 1 ] && { kill -TERM "$RPID"; wait "$RPID" || true; }
 	RESULT=$(cat "$TMP/res")
 	# start-up from a config file: empty, then with the peers
 	for f in empty full; do
