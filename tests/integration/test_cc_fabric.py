@@ -173,6 +173,9 @@ def run_case(c, tmp, flows, cc, bench, join=False):
             depths.append(links(fsock)["depth_bytes"])
             time.sleep(0.02)
         b, tb = links(fsock), time.monotonic()
+        # the probes' counts while the reflector still runs (after it exits
+        # every probe goes unanswered)
+        peers = lslab.call(rp, "peers") if mode == "delay" else []
         load.wait(SECS + 60)
         with open(report) as f:
             rep = json.load(f)
@@ -180,9 +183,9 @@ def run_case(c, tmp, flows, cc, bench, join=False):
         bc = lslab.call(rp, "bridge")["counters"]
         cc_state["counters"].update({k: bc[k] for k in ("repaths", "repaths_probe")})
         if mode == "delay":
-            print("# %s: lockstepd's peers: %s" % (name, [
+            print("# %s: lockstepd's peers at the window's end: %s" % (name, [
                 {k: p.get(k) for k in ("name", "state", "sent", "received", "rtt_p50_ns")}
-                for p in lslab.call(rp, "peers")]), flush=True)
+                for p in peers]), flush=True)
             top = lslab.call(rp, "flows", {"top": 64, "dir": "host", "cc": True})["top"]
             cc_state["flows"] = [f.get("cc", {}) for f in top]
     if join:
