@@ -226,7 +226,7 @@ chan_json(uint16_t c, uint64_t now)
 static void
 cmd_status(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_unused)
 {
-	json_t *hosts = json_array(), *sw = json_array();
+	json_t *hosts = json_array(), *sw = json_array(), *r;
 	char mac[LS_MAC_STRLEN], a4[LS_ADDR_STRLEN], a6[LS_ADDR_STRLEN];
 
 	for (uint16_t i = 0; i < fab.fab->n_nodes; i++) {
@@ -249,7 +249,7 @@ cmd_status(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_un
 				"anchor_step_max_ns", (json_int_t)fab.cal.anchor_step_max,
 				"width_ns", (json_int_t)fab.cal.width_ns);
 
-	ls_ctl_reply_ok(req, json_pack(
+	r = json_pack(
 		"{s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I, s:I}, s:I, s:I, s:o, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
 		"s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
 		"calibration", cal,
@@ -277,7 +277,11 @@ cmd_status(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_un
 		/* mbufs out of the pool: back to its idle level once traffic
 		 * stops, or something leaks (test_fabric_multiseg) */
 		"pool_in_use", (json_int_t)rte_mempool_in_use_count(fab.pool),
-		"jumbo_in_use", (json_int_t)rte_mempool_in_use_count(fab.jumbo)));
+		"jumbo_in_use", (json_int_t)rte_mempool_in_use_count(fab.jumbo));
+	/* memif teardowns that waited for the loop's bursts (ls_gate.h) */
+	json_object_set_new(json_object_get(r, "counters"), "memif_guard_waits",
+			    json_integer((json_int_t)ls_app_gate_waits()));
+	ls_ctl_reply_ok(req, r);
 #undef C
 }
 
