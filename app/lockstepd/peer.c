@@ -274,13 +274,24 @@ lsd_msg_post(unsigned int lcore, struct lsd_msg *m)
 	return rte_ring_mp_enqueue(lsd.lcores[lcore].msgs, m) != 0 ? -ENOBUFS : 0;
 }
 
+#define MSG_SPIN_US 100
+
 /* Wait for a posted m until deadline (timer cycles), then give up on it
  * unless the lcore has taken it: its result, or -ETIMEDOUT (never applied). */
 static int
 msg_wait(struct lsd_msg *m, uint64_t deadline)
 {
 	uint32_t q = LSD_MSG_QUEUED;
+	uint64_t spin = rte_get_timer_cycles() + rte_get_timer_hz() / 1000000 * MSG_SPIN_US;
 
+	/* An lcore takes a message within a loop, microseconds: a sleep
+	 * (50 us asked, often hundreds given on a busy host) was most of a
+	 * peer.add. Spin that long first, then sleep. */
+	while (rte_get_timer_cycles() < spin)
+		if (__atomic_load_n(&m->done, __ATOMIC_ACQUIRE))
+			return m->result;
+		else
+			rte_pause();
 	while (rte_get_timer_cycles() < deadline) {
 		if (__atomic_load_n(&m->done, __ATOMIC_ACQUIRE))
 			return m->result;

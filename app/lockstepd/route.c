@@ -333,22 +333,24 @@ data_traced_ports(void)
 
 static int start(const struct lsd_peer *peer, uint16_t path, uint16_t dport, uint8_t max_ttl);
 
-/* RT_PRUNE_PER_TICK map entries per 50 ms looked at: gone when their peer
- * is. One a tick (when the registry was searched linearly) kept 10k
- * deleted peers' entries, 13 MB, for 8 minutes; the registry's lookup is a
- * hash now, and the whole map is looked at in about a second. */
-#define RT_PRUNE_PER_TICK 512
+/* Map entries looked at every 10 ms, for up to RT_PRUNE_SLICE_US: gone
+ * when their peer is. One a tick (when the registry was searched linearly)
+ * kept 10k deleted peers' entries, 13 MB, for 8 minutes; 512 every 50 ms
+ * took 0.5-0.8 ms at a time (peer.add waited behind it); in slices the
+ * whole map of 10k peers is looked at in about a second. */
+#define RT_PRUNE_SLICE_US 100
 static void
 prune(uint64_t now)
 {
+	uint64_t end = now + rte_get_tsc_hz() / 1000000 * RT_PRUNE_SLICE_US;
 	const void *key;
 	void *data, *dd;
 	int32_t pos;
 
 	if (rt.map == NULL || now < rt.next_prune)
 		return;
-	rt.next_prune = now + rte_get_tsc_hz() / 20;
-	for (int k = 0; k < RT_PRUNE_PER_TICK; k++) {
+	rt.next_prune = now + rte_get_tsc_hz() / 100;
+	for (int k = 0; (k & 15) != 0 || rte_rdtsc() < end; k++) {
 		pos = rte_hash_iterate(rt.map, &key, &data, &rt.prune_iter);
 		if (pos < 0) {
 			rt.prune_iter = 0;
@@ -380,11 +382,13 @@ tracing(const char *peer, uint16_t path, uint16_t dport)
  * most traces_per_s, visiting a slice of the peers per pass. Traces never
  * exceed half the trace ids in flight, so on-demand `route` always has room. */
 #define RT_BG_PEERS_PER_PASS 64
+#define RT_BG_SLICE_US 200     /* one pass at most: commands wait for it */
 static void
 background(uint64_t now)
 {
 	const struct ls_conf_route *c = &lsd.cfg.route;
 	uint64_t hz = rte_get_tsc_hz(), cap = 1000000ULL * (c->traces_per_s / 10 + 1);
+	uint64_t end = now + hz / 1000000 * RT_BG_SLICE_US;
 	unsigned int n = lsd_peer_count(), inflight = 0, fo_ports;
 	int64_t wall;
 	struct timespec ts;
@@ -401,7 +405,7 @@ background(uint64_t now)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	wall = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 	fo_ports = data_traced_ports();
-	for (unsigned int k = 0; k < n && k < RT_BG_PEERS_PER_PASS; k++) {
+	for (unsigned int k = 0; k < n && k < RT_BG_PEERS_PER_PASS && rte_rdtsc() < end; k++) {
 		struct lsd_peer *peer = lsd_peer_at(rt.cursor++ % n);
 		struct rt_peer *e;
 
@@ -417,7 +421,10 @@ background(uint64_t now)
 				const struct lsd_route_path *rp = &e->path[p];
 				int id;
 
-				if (rt.bg_tokens < 1000000 || inflight >= RT_TRACES / 2)
+				/* each start waits for the lcore: a slice of the
+				 * loop's time, as its other pieces of work take */
+				if (rt.bg_tokens < 1000000 || inflight >= RT_TRACES / 2 ||
+				    rte_rdtsc() > end)
 					return;
 				if (rp->traced_ns != 0 && !rp->stale &&
 				    wall - rp->traced_ns < (int64_t)c->refresh_s * 1000000000)
