@@ -12,10 +12,37 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <rte_eal.h>
+
 #include "ls_test.h"
 
 uint64_t ls_rng_state;
 char ls_test_tmpdir[256];
+
+int
+ls_test_main_eal(Suite *(*suite_fn)(void), const char *name, const char *mem_mb)
+{
+	char prefix[64], prog[64], mem[16];
+	char *eal[] = {prog, "--no-huge", "-m", mem, "--no-pci", "--no-telemetry",
+		       "--log-level", "lib.eal:error", "--file-prefix", prefix};
+	SRunner *sr;
+	int failed;
+
+	snprintf(prog, sizeof(prog), "test_%s", name);
+	snprintf(mem, sizeof(mem), "%s", mem_mb);
+	snprintf(prefix, sizeof(prefix), "ls%stest%d", name, (int)getpid());
+	if (rte_eal_init((int)(sizeof(eal) / sizeof(eal[0])), eal) < 0) {
+		fprintf(stderr, "%s: EAL init failed\n", prog);
+		return EXIT_FAILURE;
+	}
+	sr = srunner_create(suite_fn());
+	srunner_set_fork_status(sr, CK_NOFORK); /* EAL state does not survive fork */
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	rte_eal_cleanup();
+	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
 
 int
 ls_test_main(Suite *(*suite_fn)(void), int (*setup)(void), void (*teardown)(void))

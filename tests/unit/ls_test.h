@@ -95,6 +95,21 @@ const char *ls_test_write_json(const char *name, const char *text, char *path, s
 
 #define LS_TEST_MAIN(suite_fn) LS_TEST_MAIN_WITH(suite_fn, NULL, NULL)
 
+/*
+ * A suite whose tests need the EAL (mempools, rte_hash, the interrupt
+ * thread): the EAL up without hugepages or devices (mem_mb MB, a file
+ * prefix of its own), every test in this process (EAL state does not
+ * survive a fork).
+ */
+int ls_test_main_eal(Suite *(*suite_fn)(void), const char *name, const char *mem_mb);
+
+#define LS_TEST_MAIN_EAL(suite_fn, name, mem_mb) \
+	int \
+	main(void) \
+	{ \
+		return ls_test_main_eal(suite_fn, name, mem_mb); \
+	}
+
 /* A suite that writes files gets ls_test_tmpdir, named after the suite. */
 #define LS_TEST_MAIN_TMPDIR(suite_fn, name) \
 	static int \

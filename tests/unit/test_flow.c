@@ -21,6 +21,7 @@
 
 #include "ls_common.h"
 #include "ls_flow.h"
+#include "ls_test.h"
 
 /* Build Ethernet [+ VLAN] + IPv4/IPv6 + L4 (+ BTH) into f; returns length. */
 static uint32_t
@@ -516,25 +517,4 @@ flow_suite(void)
 	return s;
 }
 
-int
-main(void)
-{
-	char prefix[64];
-	char *eal[] = {"test_flow", "--no-huge", "-m", "1024", "--no-pci", "--no-telemetry",
-		       "--log-level", "lib.eal:error", "--file-prefix", prefix};
-	SRunner *sr;
-	int failed;
-
-	snprintf(prefix, sizeof(prefix), "lsflowtest%d", (int)getpid());
-	if (rte_eal_init((int)(sizeof(eal) / sizeof(eal[0])), eal) < 0) {
-		fprintf(stderr, "test_flow: EAL init failed\n");
-		return EXIT_FAILURE;
-	}
-	sr = srunner_create(flow_suite());
-	srunner_set_fork_status(sr, CK_NOFORK); /* EAL state does not survive fork */
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	rte_eal_cleanup();
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+LS_TEST_MAIN_EAL(flow_suite, "flow", "1024")

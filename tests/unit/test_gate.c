@@ -17,6 +17,7 @@
 #include <rte_rcu_qsbr.h>
 
 #include "../../app/common/ls_gate.h"
+#include "ls_test.h"
 
 static struct rte_rcu_qsbr *qs;
 static void *page;
@@ -97,12 +98,21 @@ START_TEST(test_no_wait)
 }
 END_TEST
 
+static void
+make_qs(void)
+{
+	qs = rte_zmalloc("gate_qs", rte_rcu_qsbr_get_memsize(1), RTE_CACHE_LINE_SIZE);
+	ck_assert_ptr_nonnull(qs);
+	ck_assert_int_eq(rte_rcu_qsbr_init(qs, 1), 0);
+}
+
 static Suite *
 gate_suite(void)
 {
 	Suite *s = suite_create("gate");
 	TCase *tc = tcase_create("core");
 
+	tcase_add_unchecked_fixture(tc, make_qs, NULL);
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_waits_for_reader);
 	tcase_add_test(tc, test_no_wait);
@@ -110,28 +120,4 @@ gate_suite(void)
 	return s;
 }
 
-int
-main(void)
-{
-	char prefix[64];
-	char *eal[] = {"test_gate", "--no-huge", "-m", "64", "--no-pci", "--no-telemetry",
-		       "--log-level", "lib.eal:error", "--file-prefix", prefix};
-	SRunner *sr;
-	int failed;
-
-	snprintf(prefix, sizeof(prefix), "lsgatetest%d", (int)getpid());
-	if (rte_eal_init((int)(sizeof(eal) / sizeof(eal[0])), eal) < 0) {
-		fprintf(stderr, "test_gate: EAL init failed\n");
-		return EXIT_FAILURE;
-	}
-	qs = rte_zmalloc("gate_qs", rte_rcu_qsbr_get_memsize(1), RTE_CACHE_LINE_SIZE);
-	if (qs == NULL || rte_rcu_qsbr_init(qs, 1) != 0)
-		return EXIT_FAILURE;
-	sr = srunner_create(gate_suite());
-	srunner_set_fork_status(sr, CK_NOFORK); /* EAL state does not survive fork */
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	rte_eal_cleanup();
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+LS_TEST_MAIN_EAL(gate_suite, "gate", "64")
