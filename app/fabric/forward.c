@@ -810,6 +810,15 @@ idle_sleep(uint64_t now, uint64_t next, uint64_t next_sample)
 	}
 }
 
+/* The memif teardown guard's report (ls_gate.h), out of line: inlined
+ * into the loop it cost 13% of the forwarding rate with the guard off
+ * (bench_fabric, A/B), by what it did to the loop's code, not by running. */
+static __rte_noinline void
+guard_quiescent(void)
+{
+	rte_rcu_qsbr_quiescent(fab.qsbr, 0);
+}
+
 int
 lsf_loop(void *arg __rte_unused)
 {
@@ -849,8 +858,8 @@ lsf_loop(void *arg __rte_unused)
 		}
 		if (heap_min() < next)
 			next = heap_min();
-		if (fab.qsbr != NULL)
-			rte_rcu_qsbr_quiescent(fab.qsbr, 0);
+		if (unlikely(fab.qsbr != NULL))
+			guard_quiescent();
 		if (work == 0 && fab.idle_sleep_us)
 			idle_sleep(now, next, next_sample);
 	}
