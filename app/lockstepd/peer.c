@@ -282,11 +282,14 @@ static int
 msg_wait(struct lsd_msg *m, uint64_t deadline)
 {
 	uint32_t q = LSD_MSG_QUEUED;
-	uint64_t spin = rte_get_timer_cycles() + rte_get_timer_hz() / 1000000 * MSG_SPIN_US;
+	uint64_t spin = rte_get_timer_cycles() +
+			(lsd.cfg.idle.backoff ? 0 : rte_get_timer_hz() / 1000000 * MSG_SPIN_US);
 
-	/* An lcore takes a message within a loop, microseconds: a sleep
-	 * (50 us asked, often hundreds given on a busy host) was most of a
-	 * peer.add. Spin that long first, then sleep. */
+	/* A polling lcore takes a message within a loop, microseconds: a
+	 * sleep (50 us asked, often hundreds given on a busy host) was most
+	 * of a peer.add. Spin that long first, then sleep; not for lcores
+	 * that sleep when idle (idle.backoff, labs that share cores), where
+	 * the spin would take the CPU they wait for. */
 	while (rte_get_timer_cycles() < spin)
 		if (__atomic_load_n(&m->done, __ATOMIC_ACQUIRE))
 			return m->result;
