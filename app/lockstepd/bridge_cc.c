@@ -342,6 +342,18 @@ note_request(struct lsd_bridge *b, struct ls_flow *f, const struct ls_flow_key *
 		side_note(s->loc, &s->next_loc, qp);
 }
 
+/* The key of the flow that runs the other way from a frame with key ack:
+ * its addresses swapped, toward qp (ACKs and CNPs name one QP; the
+ * requests they answer go to its peer). */
+static void
+peer_key(const struct ls_flow_key *ack, uint32_t qp, struct ls_flow_key *k)
+{
+	*k = *ack;
+	memcpy(k->src, ack->dst, 16);
+	memcpy(k->dst, ack->src, 16);
+	k->qp_label = rte_cpu_to_be_32(qp);
+}
+
 /* An ACK (key ack, PSN q) sent to QP `to` (on side to_side) acknowledges
  * requests its sender's QP got: the one on the other side whose flow's last
  * request is q or a little past it. Those flows run the other way: the
@@ -361,10 +373,7 @@ side_pair(struct lsd_bridge *b, struct qp_side *to_side, uint8_t *next, struct q
 	for (unsigned int i = 0; i < QP_SET; i++) {
 		if (other[i].qp == 0)
 			continue;
-		k[n] = *ack;
-		memcpy(k[n].src, ack->dst, 16);
-		memcpy(k[n].dst, ack->src, 16);
-		k[n].qp_label = rte_cpu_to_be_32(other[i].qp);
+		peer_key(ack, other[i].qp, &k[n]);
 		kp[n] = &k[n];
 		cand[n++] = &other[i];
 	}
@@ -544,10 +553,7 @@ pair_view(struct lsd_bridge *b, const struct ls_flow_key *ack, const struct qp_s
 
 		if (e == l || e->peer == 0)
 			continue;
-		k[n] = *ack;
-		memcpy(k[n].src, ack->dst, 16);
-		memcpy(k[n].dst, ack->src, 16);
-		k[n].qp_label = rte_cpu_to_be_32(e->peer);
+		peer_key(ack, e->peer, &k[n]);
 		kp[n] = &k[n];
 		n++;
 	}
@@ -618,7 +624,7 @@ on_cnp(struct lsd_bridge *b, const struct ls_flow_pkt *pk, struct qp_set *s, uin
        uint64_t now)
 {
 	struct qp_side *l = side_find(s->loc, qp);
-	struct ls_flow_key k = pk->key;
+	struct ls_flow_key k;
 	const struct ls_flow_key *kp = &k;
 	int32_t idx;
 
@@ -630,9 +636,7 @@ on_cnp(struct lsd_bridge *b, const struct ls_flow_pkt *pk, struct qp_set *s, uin
 		b->st.cnp_held++;
 		return;
 	}
-	memcpy(k.src, pk->key.dst, 16);
-	memcpy(k.dst, pk->key.src, 16);
-	k.qp_label = rte_cpu_to_be_32(l->peer);
+	peer_key(&pk->key, l->peer, &k);
 	ls_flow_lookup_bulk(b->flows, &kp, 1, &idx);
 	rp_cut(b, idx, &pk->key, s, l, now);
 }
