@@ -81,6 +81,7 @@ apply_msg(struct lsd_lcore *lc, struct lsd_msg *msg)
 		peer->slot = (int32_t)lc->n_peers;
 		lc->peers[lc->n_peers++] = peer;
 		peer_filter_add(lc, &key);
+		lsd_reflector_forget(lc, &key);
 		lsd_peer_set_nexthop(peer);
 		lsd_sender_start_peer(lc, peer);
 		break;

@@ -530,6 +530,10 @@ int lsd_reflector_setup(struct lsd_lcore *lc);
 bool lsd_reflector_handle(struct lsd_lcore *lc, struct lsd_port *p, struct rte_mbuf *m,
 			 const struct ls_pkt_info *pi, uint64_t rx_ns);
 void lsd_reflector_sweep(struct lsd_lcore *lc, uint64_t now_ns);
+/* A peer arrived at key: drop its address's rate-limit front-cache entry,
+ * which may name a stranger's bucket (the entry also tells the sync fill
+ * whether the asker is a peer). */
+void lsd_reflector_forget(struct lsd_lcore *lc, const struct lsd_addr_key *key);
 /* The fast path (lib/reflect) for a frame ls_reflect_v4_check() accepted;
  * true when m became a reply. */
 bool lsd_reflector_fast(struct lsd_lcore *lc, struct lsd_port *p, struct rte_mbuf *m,

@@ -124,20 +124,38 @@ rl_evict(struct lsd_lcore *lc, uint64_t now_ns)
 /* A front-cache entry naming a peer's slot (lc->peers) rather than a bucket */
 #define RL_CACHE_PEER 0x80000000u
 
+/* Multiplicative hash of the seeded key: the top bits mix every byte. */
+static inline uint32_t
+rl_slot(const struct lsd_lcore *lc, const struct lsd_addr_key *key)
+{
+	return (uint32_t)(((key->w[0] ^ key->w[1] ^ lc->rl_seed) * 0x9e3779b97f4a7c15ULL) >> 56) &
+	       (LSD_RL_CACHE - 1);
+}
+
+void
+lsd_reflector_forget(struct lsd_lcore *lc, const struct lsd_addr_key *key)
+{
+	lc->rl_cache[rl_slot(lc, key)] = 0;
+}
+
+/*
+ * src's bucket, and in *peer the peer it is or NULL (for the sync fill):
+ * a front-cache entry tells which, as a peer's arrival clears its
+ * address's entry (lsd_reflector_forget).
+ */
 static struct lsd_rl_bucket *
-rl_bucket(struct lsd_lcore *lc, const struct ls_addr *src, uint64_t now_ns)
+rl_bucket(struct lsd_lcore *lc, const struct ls_addr *src, uint64_t now_ns,
+	  struct lsd_peer **peer)
 {
 	const uint32_t n = lsd.cfg.reflector.max_sources;
-	struct lsd_peer *peer = NULL;
 	struct lsd_addr_key key;
 	uint32_t slot, c;
 	int32_t pos;
 
 	lsd_addr_key(src, &key);
-	/* Multiplicative hash of the seeded key: the top bits mix every byte. */
-	slot = (uint32_t)(((key.w[0] ^ key.w[1] ^ lc->rl_seed) * 0x9e3779b97f4a7c15ULL) >> 56) &
-	       (LSD_RL_CACHE - 1);
+	slot = rl_slot(lc, &key);
 	c = lc->rl_cache[slot];
+	*peer = NULL;
 	if (c & RL_CACHE_PEER) {
 		/* a peer's bucket: trusted while its slot holds that address */
 		struct lsd_addr_key pk;
@@ -145,8 +163,10 @@ rl_bucket(struct lsd_lcore *lc, const struct ls_addr *src, uint64_t now_ns)
 		c &= ~RL_CACHE_PEER;
 		if (c - 1 < lc->n_peers) {
 			lsd_addr_key(&lc->peers[c - 1]->addr, &pk);
-			if (lsd_addr_key_eq(&pk, &key))
-				return &lc->peers[c - 1]->rl;
+			if (lsd_addr_key_eq(&pk, &key)) {
+				*peer = lc->peers[c - 1];
+				return &(*peer)->rl;
+			}
 		}
 	} else if (likely(c != 0 && lc->rl[c - 1].used &&
 			  lsd_addr_key_eq(&lc->rl[c - 1].key, &key))) {
@@ -154,11 +174,12 @@ rl_bucket(struct lsd_lcore *lc, const struct ls_addr *src, uint64_t now_ns)
 	}
 	c = lsd_peer_filter_bit(&key);
 	if ((lc->peer_filter[c / 64] >> (c % 64) & 1) &&
-	    rte_hash_lookup_data(lc->peer_hash, &key, (void **)&peer) >= 0 && peer != NULL) {
-		if (peer->slot >= 0)
-			lc->rl_cache[slot] = (uint32_t)(peer->slot + 1) | RL_CACHE_PEER;
-		return &peer->rl;
+	    rte_hash_lookup_data(lc->peer_hash, &key, (void **)peer) >= 0 && *peer != NULL) {
+		if ((*peer)->slot >= 0)
+			lc->rl_cache[slot] = (uint32_t)((*peer)->slot + 1) | RL_CACHE_PEER;
+		return &(*peer)->rl;
 	}
+	*peer = NULL;
 	pos = rte_hash_lookup(lc->rl_hash, &key);
 	if (pos < 0) {
 		pos = rte_hash_add_key(lc->rl_hash, &key);
@@ -207,12 +228,10 @@ lsd_reflector_sweep(struct lsd_lcore *lc, uint64_t now_ns)
  * path folds into the checksum (lib/reflect) without reading the frame back.
  */
 static inline bool
-sync_fill(struct lsd_lcore *lc, uint8_t *value, const struct ls_addr *src, uint16_t *sum)
+sync_fill(struct lsd_lcore *lc, uint8_t *value, const struct lsd_peer *peer, uint16_t *sum)
 {
-	struct lsd_peer *peer = NULL;
-	struct lsd_addr_key key;
 	struct lsd_peer_owd w;
-	uint32_t sn, b;
+	uint32_t sn;
 	bool valid;
 
 	do {
@@ -231,10 +250,7 @@ sync_fill(struct lsd_lcore *lc, uint8_t *value, const struct ls_addr *src, uint1
 	 * estimate of the edge between us: it averages it with its own, and
 	 * a bias both directions share cancels (lib/sync, LS_SYNC_F_EDGE).
 	 */
-	lsd_addr_key(src, &key);
-	b = lsd_peer_filter_bit(&key);
-	if (!(lc->peer_filter[b / 64] >> (b % 64) & 1) ||
-	    rte_hash_lookup_data(lc->peer_hash, &key, (void **)&peer) < 0 || peer == NULL)
+	if (peer == NULL)
 		return true;
 	do {
 		sn = rte_seqlock_read_begin(&peer->owd.lock);
@@ -254,6 +270,7 @@ lsd_reflector_handle(struct lsd_lcore *lc, struct lsd_port *p, struct rte_mbuf *
 	uint8_t *f = rte_pktmbuf_mtod(m, uint8_t *);
 	uint8_t *payload = f + pi->payload_off;
 	struct ls_stamp_tlv_result tr;
+	struct lsd_peer *peer;
 	enum lsd_rx_disp d;
 	uint16_t sum;
 
@@ -269,7 +286,7 @@ lsd_reflector_handle(struct lsd_lcore *lc, struct lsd_port *p, struct rte_mbuf *
 		d = LSD_RX_REFL_IP_OPTIONS;
 		goto drop;
 	}
-	if (!rl_admit(rl_bucket(lc, &pi->src, rx_ns), rx_ns)) {
+	if (!rl_admit(rl_bucket(lc, &pi->src, rx_ns, &peer), rx_ns)) {
 		d = LSD_RX_RATE_LIMITED;
 		goto drop;
 	}
@@ -283,7 +300,7 @@ lsd_reflector_handle(struct lsd_lcore *lc, struct lsd_port *p, struct rte_mbuf *
 	if (unlikely(tr.n_malformed != 0))
 		lc->st.tlv_malformed += tr.n_malformed;
 	if (tr.sync_off >= 0)
-		sync_fill(lc, payload + LS_STAMP_BASE_LEN + tr.sync_off, &pi->src, &sum);
+		sync_fill(lc, payload + LS_STAMP_BASE_LEN + tr.sync_off, peer, &sum);
 	ls_pkt_udp_turnaround(f, pi, &p->mac, lsd.cfg.probe.ttl);
 	/* Trailing Ethernet padding is not ours to echo. */
 	rte_pktmbuf_trim(m, (uint16_t)(m->data_len - (pi->payload_off + pi->payload_len)));
@@ -303,9 +320,10 @@ lsd_reflector_fast(struct lsd_lcore *lc, struct lsd_port *p, struct rte_mbuf *m,
 		  const struct ls_reflect_v4 *r, uint64_t rx_ns)
 {
 	struct ls_addr src = {.family = LS_AF_INET};
+	struct lsd_peer *peer;
 
 	memcpy(src.a, &r->src, 4);
-	if (!rl_admit(rl_bucket(lc, &src, rx_ns), rx_ns)) {
+	if (!rl_admit(rl_bucket(lc, &src, rx_ns, &peer), rx_ns)) {
 		lc->st.disp[LSD_RX_RATE_LIMITED]++;
 		rte_pktmbuf_free(m);
 		return false;
@@ -323,7 +341,7 @@ lsd_reflector_fast(struct lsd_lcore *lc, struct lsd_port *p, struct rte_mbuf *m,
 		uint8_t *f = rte_pktmbuf_mtod(m, uint8_t *);
 		uint16_t sum;
 
-		if (sync_fill(lc, f + LS_REFLECT_V4_PAYLOAD_OFF + r->sync_off, &src, &sum))
+		if (sync_fill(lc, f + LS_REFLECT_V4_PAYLOAD_OFF + r->sync_off, peer, &sum))
 			ls_reflect_v4_fill_sums(f, r->sync_sum, sum);
 	}
 	/* Trailing Ethernet padding is not ours to echo. */

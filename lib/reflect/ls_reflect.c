@@ -105,6 +105,81 @@ src_ok(uint32_t src_be, const struct ls_reflect_port *port)
 	return !ls_prefix_bad_source_v4(s, rte_be_to_cpu_32(port->ip), port->plen);
 }
 
+/* A TLV header (flags 0) as loaded from the wire */
+static inline uint32_t
+tlv_hdr(uint8_t type, uint16_t len)
+{
+	return rte_cpu_to_be_32((uint32_t)type << 16 | len);
+}
+
+static inline uint32_t
+ld32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return v;
+}
+
+/* The layout of a pair's first probe: the lockstep TLV, then the sync TLV */
+enum {
+	LAYOUT_ST = LS_STAMP_BASE_LEN + LS_STAMP_TLV_HDR_LEN + LS_STAMP_LOCKSTEP_LEN,
+	LAYOUT_SYNC = LAYOUT_ST + LS_STAMP_TLV_HDR_LEN,
+	LAYOUT_END = LAYOUT_SYNC + LS_STAMP_SYNC_LEN,
+};
+
+/*
+ * The two layouts lockstepd's sender puts after the base (the lockstep TLV;
+ * then the sync TLV on a pair's first probe), told by their length and
+ * headers in two loads instead of a walk; the walk decides the same for
+ * them, and for everything else.
+ */
+static inline bool
+lockstep_layout(const uint8_t *pl, uint16_t plen, uint16_t *sync)
+{
+	if ((plen != LAYOUT_ST && plen != LAYOUT_END) ||
+	    ld32(pl + LS_STAMP_BASE_LEN) != tlv_hdr(LS_STAMP_TLV_LOCKSTEP, LS_STAMP_LOCKSTEP_LEN))
+		return false;
+	if (plen == LAYOUT_ST) {
+		*sync = 0;
+		return true;
+	}
+	if (ld32(pl + LAYOUT_ST) != tlv_hdr(LS_STAMP_TLV_SYNC, LS_STAMP_SYNC_LEN))
+		return false;
+	*sync = LAYOUT_SYNC;
+	return true;
+}
+
+/*
+ * Verify the UDP checksum: the pseudo-header, the UDP header, the base (its
+ * sum given) and the rest, with the sync value (at an even offset, so the
+ * same words) summed apart and its sum kept for the fill.
+ */
+static inline __attribute__((always_inline)) bool
+udp_sum_ok(const uint8_t *ip, const uint8_t *pl, uint16_t plen, uint16_t sync, uint64_t base,
+	   uint16_t *sync_sum)
+{
+	/* the addresses, then the UDP header right after them */
+	uint64_t sum = ls_csum_bytes(ip + 12, 16, 0);
+
+	sum = ls_csum_add(sum, rte_cpu_to_be_16(17));
+	sum = ls_csum_add(sum, rte_cpu_to_be_16((uint16_t)(plen + 8)));
+	sum = ls_csum_add(sum, base);
+	if (sync == 0) {
+		sum = ls_csum_bytes(pl + LS_STAMP_BASE_LEN, plen - LS_STAMP_BASE_LEN, sum);
+		*sync_sum = 0;
+	} else {
+		uint64_t v = ls_csum_bytes(pl + sync, LS_STAMP_SYNC_LEN, 0);
+
+		sum = ls_csum_bytes(pl + LS_STAMP_BASE_LEN, sync - LS_STAMP_BASE_LEN, sum);
+		sum = ls_csum_add(sum, v);
+		sum = ls_csum_bytes(pl + sync + LS_STAMP_SYNC_LEN,
+				    plen - sync - LS_STAMP_SYNC_LEN, sum);
+		*sync_sum = ls_csum_fold(v);
+	}
+	return ls_csum_fold(sum) == 0xffff;
+}
+
 bool
 ls_reflect_v4_check(const uint8_t *frame, uint32_t len,
 		    const struct ls_reflect_port *port, struct ls_reflect_v4 *r)
@@ -120,7 +195,7 @@ ls_reflect_v4_check_l4(const uint8_t *frame, uint32_t len,
 	const uint8_t *ip = frame + IP_OFF, *uh = frame + UDP_OFF, *pl = frame + PL_OFF;
 	struct ls_stamp_tlv tlv;
 	uint16_t tlen, plen, sync = 0;
-	uint64_t base, sum;
+	uint64_t base;
 	uint32_t src;
 	size_t off = 0;
 	int rc;
@@ -140,6 +215,8 @@ ls_reflect_v4_check_l4(const uint8_t *frame, uint32_t len,
 	    ls_csum_fold(ls_csum_bytes(ip, 20, 0)) != 0xffff)
 		return false;
 	plen = (uint16_t)(tlen - 28);
+	if (lockstep_layout(pl, plen, &sync))
+		goto sum;
 	/* Only TLVs the reflector copies unchanged stay on this path, and
 	 * well-formed sync TLVs at an even offset (the first is filled; the
 	 * checksum update works in whole words). */
@@ -159,31 +236,18 @@ ls_reflect_v4_check_l4(const uint8_t *frame, uint32_t len,
 	}
 	if (rc < 0)
 		return false;
+sum:
 	base = ls_csum_bytes(pl, LS_STAMP_BASE_LEN, 0);
 	if (l4_verified) {
 		/* the NIC summed the datagram: only what apply() and fill need */
 		r->sync_sum = sync ? ls_csum_fold(ls_csum_bytes(pl + sync, LS_STAMP_SYNC_LEN, 0)) : 0;
 		goto ok;
 	}
-	sum = ls_csum_bytes(ip + 12, 8, 0);
-	sum = ls_csum_add(sum, rte_cpu_to_be_16(17));
-	sum = ls_csum_add(sum, rte_cpu_to_be_16((uint16_t)(tlen - 20)));
-	sum = ls_csum_bytes(uh, 8, sum);
-	sum = ls_csum_add(sum, base);
-	if (sync == 0) {
-		sum = ls_csum_bytes(pl + LS_STAMP_BASE_LEN, plen - LS_STAMP_BASE_LEN, sum);
-		r->sync_sum = 0;
-	} else {
-		/* the sync value apart (even offsets: the same words), its sum kept */
-		uint64_t v = ls_csum_bytes(pl + sync, LS_STAMP_SYNC_LEN, 0);
-
-		sum = ls_csum_bytes(pl + LS_STAMP_BASE_LEN, sync - LS_STAMP_BASE_LEN, sum);
-		sum = ls_csum_add(sum, v);
-		sum = ls_csum_bytes(pl + sync + LS_STAMP_SYNC_LEN,
-				    plen - sync - LS_STAMP_SYNC_LEN, sum);
-		r->sync_sum = ls_csum_fold(v);
-	}
-	if (ls_csum_fold(sum) != 0xffff)
+	/* the layout of a pair's first probe with its lengths known: the
+	 * compiler unrolls every sum */
+	if (plen == LAYOUT_END && sync == LAYOUT_SYNC ?
+	    !udp_sum_ok(ip, pl, LAYOUT_END, LAYOUT_SYNC, base, &r->sync_sum) :
+	    !udp_sum_ok(ip, pl, plen, sync, base, &r->sync_sum))
 		return false;
 ok:
 	r->src = src;
