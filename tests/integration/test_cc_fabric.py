@@ -132,6 +132,25 @@ def links(fab_sock):
     raise RuntimeError("no hb-leaf1 ba in links")
 
 
+def converged(first, span_s=2.0):
+    """Seconds from the first byte at the bottleneck to the end of the last
+    span_s window of the first half that carried less than 95% of the link
+    (after it, every window did); None: the half ended below 95%. The
+    start fills the queue at line rate, so the link is busy at first; the
+    cuts that follow can leave it idle for a while."""
+    start = next((t for t, b in first if b > first[0][1]), None)
+    if start is None:
+        return None
+    last_low = start
+    for i, (t, b) in enumerate(first):
+        j = next((k for k in range(i, -1, -1) if t - first[k][0] >= span_s), None)
+        if j is None or first[j][0] < start:
+            continue
+        if (b - first[j][1]) * 8 / (RATE * (t - first[j][0])) < 0.95:
+            last_low = t
+    return None if last_low >= first[-1][0] else last_low - start
+
+
 def jain(xs):
     return sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs)) if xs and any(xs) else 0.0
 
@@ -165,8 +184,13 @@ def run_case(c, tmp, flows, cc, bench, join=False):
             # join: flow 1's first frame half way through the run
             (["--spread-us", str(int(SECS * 1e6)), "--detail", "2"] if join else []))
         # the second half is measured: counters at its start and end, the
-        # queue polled in between
-        time.sleep(SECS / 2 + 1.0 + (2.5 if mode == "delay" else 0))
+        # queue polled in between; the first half's bytes give the time
+        # from the flows' start to 95% of the bottleneck (converged())
+        first = []
+        t_end = time.monotonic() + SECS / 2 + 1.0 + (2.5 if mode == "delay" else 0)
+        while time.monotonic() < t_end:
+            first.append((time.monotonic(), links(fsock)["counters"]["bytes"]))
+            time.sleep(0.1)
         a, ta = links(fsock), time.monotonic()
         depths = []
         while time.monotonic() < ta + SECS / 2 - 1.5:
@@ -194,6 +218,7 @@ def run_case(c, tmp, flows, cc, bench, join=False):
         return delay_result(c, name, a, b, tb - ta, depths, rep, cc_state, bench)
     ca, cb = a["counters"], b["counters"]
     util = (cb["bytes"] - ca["bytes"]) * 8 / (RATE * (tb - ta))
+    conv = converged(first)
     drops = cb["drop_tail"] - ca["drop_tail"]
     marks = cb["ecn_marked"] - ca["ecn_marked"]
     limit = (int(RED[0]) if RED else ECN_BYTES) + BDP
@@ -203,10 +228,12 @@ def run_case(c, tmp, flows, cc, bench, join=False):
     resp = rep.get("respond", {})
     print("# %s: utilisation %.3f, queue <= %d B in %.2f%% of %d samples (max %d B), "
           "Jain %.3f over %d flows (%s Mb/s), tail drops %d, CE marks %d; responder: "
-          "%d ACKs, %d CNPs; lockstepd: %s" % (
+          "%d ACKs, %d CNPs; below 95%% of the link until %s after the start; lockstepd: %s" % (
               name, util, limit, 100 * within, len(depths), max(depths or [0]), fair,
               len(rates), " ".join("%.2f" % (r / 1e6) for r in rates), drops, marks,
               resp.get("acks", 0), resp.get("cnps", 0),
+              "the half (still)" if conv is None else
+              "%.1f ms (real scale)" % (conv * 1000 / SCALE),
               {k: cc_state.get("counters", {}).get(k) for k in
                ("cnp_received", "cnp_unmatched", "cnp_held", "cnp_held_applied",
                 "qp_pairs_learnt", "repaths",
