@@ -180,6 +180,14 @@ udp_sum_ok(const uint8_t *ip, const uint8_t *pl, uint16_t plen, uint16_t sync, u
 	return ls_csum_fold(sum) == 0xffff;
 }
 
+/* any other layout: one copy of the general sums, out of the hot line */
+static __attribute__((noinline)) bool
+udp_sum_any(const uint8_t *ip, const uint8_t *pl, uint16_t plen, uint16_t sync, uint64_t base,
+	    uint16_t *sync_sum)
+{
+	return udp_sum_ok(ip, pl, plen, sync, base, sync_sum);
+}
+
 bool
 ls_reflect_v4_check(const uint8_t *frame, uint32_t len,
 		    const struct ls_reflect_port *port, struct ls_reflect_v4 *r)
@@ -243,11 +251,12 @@ sum:
 		r->sync_sum = sync ? ls_csum_fold(ls_csum_bytes(pl + sync, LS_STAMP_SYNC_LEN, 0)) : 0;
 		goto ok;
 	}
-	/* the layout of a pair's first probe with its lengths known: the
-	 * compiler unrolls every sum */
-	if (plen == LAYOUT_END && sync == LAYOUT_SYNC ?
+	/* the commonest layouts with their lengths known (a plain RFC 8762
+	 * probe; a pair's first probe): the compiler unrolls every sum */
+	if (plen == LS_STAMP_BASE_LEN ? !udp_sum_ok(ip, pl, LS_STAMP_BASE_LEN, 0, base, &r->sync_sum) :
+	    plen == LAYOUT_END && sync == LAYOUT_SYNC ?
 	    !udp_sum_ok(ip, pl, LAYOUT_END, LAYOUT_SYNC, base, &r->sync_sum) :
-	    !udp_sum_ok(ip, pl, plen, sync, base, &r->sync_sum))
+	    !udp_sum_any(ip, pl, plen, sync, base, &r->sync_sum))
 		return false;
 ok:
 	r->src = src;
