@@ -252,6 +252,7 @@ host_frame(struct lsd_bridge *b, struct rte_mbuf *m, const struct ls_flow_pkt *p
 {
 	struct ls_flow *f = ls_flow_at(b->flows, idx);
 	uint64_t tpb;
+	bool cc;
 
 	if (unlikely(f->gen != b->gen)) {
 		/* the policy changed since: existing flows follow it too */
@@ -268,6 +269,22 @@ host_frame(struct lsd_bridge *b, struct rte_mbuf *m, const struct ls_flow_pkt *p
 		b->slice_ce[f->slice]++;
 		b->st.ce_from_host++;
 	}
+	cc = b->cc_on && lsd_cc_mode_on(b, f->slice);
+	/* the rate first (a change rescales the wait, lsd_cc_tpb), the bytes
+	 * once the frame goes (lsd_cc_sent) */
+	tpb = cc ? lsd_cc_tpb(b, f, idx, pk, now) : flow_tpb(b, f);
+	/* Over its rate: dropped before anything else sees it. A request that
+	 * never reaches the fabric asks for no ACK: its PSN would pair no QP
+	 * (the sender runs ahead of what is acknowledged by all it sent), the
+	 * failover would wait for its answer, and DCQCN's byte counter would
+	 * count bytes nobody sent. */
+	if (tpb != 0 && ls_wheel_pace_at(&f->pace, now) - now > b->max_delay) {
+		/* a shaper's queue limit: the sender is faster than its rate */
+		f->drops++;
+		b->st.pace_drops++;
+		rte_pktmbuf_free(m);
+		return;
+	}
 	if (b->roce_track && pk->kind == LS_FLOW_K_ROCE) {
 		lsd_cc_from_host(b, rte_pktmbuf_mtod(m, uint8_t *), pk, f);
 		if (b->fo_on && f->heard && rc_request(pk->bth_opcode))
@@ -277,8 +294,8 @@ host_frame(struct lsd_bridge *b, struct rte_mbuf *m, const struct ls_flow_pkt *p
 		lsd_fo_frame(b, f, idx, pk, now);
 	if (f->path != 0xff)
 		steer(b, f, m, pk);
-	tpb = b->cc_on && lsd_cc_mode_on(b, f->slice) ?
-		lsd_cc_tpb(b, f, idx, pk, m->pkt_len, now) : flow_tpb(b, f);
+	if (cc)
+		lsd_cc_sent(b, f, idx, m->pkt_len, now);
 	if (tpb == 0) {
 		to_slice(b, f, m, m->pkt_len, f->slice);
 		return;
@@ -286,13 +303,6 @@ host_frame(struct lsd_bridge *b, struct rte_mbuf *m, const struct ls_flow_pkt *p
 	{
 		uint64_t at = ls_wheel_pace_at(&f->pace, now);
 
-		if (at - now > b->max_delay) {
-			/* a shaper's queue limit: the sender is faster than its rate */
-			f->drops++;
-			b->st.pace_drops++;
-			rte_pktmbuf_free(m);
-			return;
-		}
 		ls_wheel_pace(&f->pace, tpb, m->pkt_len, now);
 		b->st.paced++;
 		if (at <= now) {

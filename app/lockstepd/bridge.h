@@ -62,6 +62,9 @@ struct ls_ctl;
 	X(cnp_held_applied) /* ... applied when that ACK came within 4 T */ \
 	X(cnp_fair_skipped) /* not applied: the QP below 7/8 of its pair's mean \
 			     * rate (cc.ai_share, bridge_cc.c) */ \
+	X(cnp_drain_skipped) /* not applied: the pair already sends below 3/4 of \
+			      * what its ACKs say the fabric delivers (ai_share) */ \
+	X(cnp_floored)      /* applied, but the cut stopped at that floor */ \
 	X(qp_pairs_learnt)  /* QP pairings learnt from RC ACKs */ \
 	X(qp_pairs_full)    /* address pairs not tracked: table full */ \
 	X(qp_pairs_aged)    /* address pairs forgotten after flow_idle_ms unused */ \
@@ -237,7 +240,9 @@ void lsd_cc_free(struct lsd_bridge *b);
 void lsd_cc_apply_slice(struct lsd_bridge *b, unsigned int k, const struct ls_policy_slice *s);
 void lsd_cc_flow_init(struct lsd_bridge *b, int32_t idx, uint16_t slice, uint64_t now);
 uint64_t lsd_cc_tpb(struct lsd_bridge *b, struct ls_flow *f, int32_t idx,
-		    const struct ls_flow_pkt *pk, uint32_t len, uint64_t now);
+		    const struct ls_flow_pkt *pk, uint64_t now);
+void lsd_cc_sent(struct lsd_bridge *b, const struct ls_flow *f, int32_t idx, uint32_t len,
+		 uint64_t now);
 bool lsd_cc_mode_on(const struct lsd_bridge *b, uint16_t slice);
 void lsd_cc_from_host(struct lsd_bridge *b, const uint8_t *fr, const struct ls_flow_pkt *pk,
 		      struct ls_flow *f);

@@ -47,7 +47,9 @@
 			       * collectives open several per pair of hosts (NCCL
 			       * a QP per channel; 32 flows of one host pair
 			       * overran a set of 16: every CNP unmatched) */
-#define PSN_WINDOW 1024       /* requests an ACK may lag behind */
+#define PSN_WINDOW 1024       /* requests an ACK may lag behind, to pair */
+#define PAIRED_WINDOW (1u << 16) /* ... once paired: a queue holds many (a
+				 * stale pairing passes one time in 256) */
 #define PSN_MASK 0xffffff
 #define OP_RC_ACK 0x11        /* BTH opcode: RC Acknowledge */
 #define CNP_DSCP 48           /* ConnectX's default cnp_dscp */
@@ -58,6 +60,7 @@
 			       * sent within this many ms (pair_view) */
 #define SHARE_TIMERS 20       /* a QP shares its pair's increase while it got a
 			       * CNP within this many increase timers (T) */
+#define DLV_STALE_TIMERS 4    /* a delivered rate older than this many T is not used */
 
 /* ls_flow.cc of a RoCEv2 flow: its QP is in its pair's set (as of the
  * ageing epoch in bits 24..29); a request was seen and bits 0..23 hold the
@@ -80,6 +83,12 @@ struct qp_set {
 	struct qp_side rem[QP_SET]; /* the remote QPs (frames from the host name them) */
 	uint32_t last_ms;             /* last used (ageing) */
 	uint8_t next_loc, next_rem;   /* round-robin replacement */
+	/* RP: what the fabric delivers to the pair, from the host's ACKed
+	 * requests (dlv_note); times in qp_side.cnp_t units */
+	uint32_t dlv_t0;              /* the window's start, 0: none open */
+	uint32_t dlv_acc;             /* bytes ACKed in it */
+	uint32_t dlv_kbps;            /* the last closed window's rate */
+	uint32_t dlv_t;               /* when it closed, 0: never */
 };
 
 struct pair_key {
@@ -256,11 +265,11 @@ delay_rate(struct lsd_bridge *b, const struct ls_flow *f, struct lsd_cc_flow *c,
  * recomputed (a 128-bit division) only when the rate moved. */
 uint64_t
 lsd_cc_tpb(struct lsd_bridge *b, struct ls_flow *f, int32_t idx, const struct ls_flow_pkt *pk,
-	   uint32_t len, uint64_t now)
+	   uint64_t now)
 {
 	struct lsd_cc_flow *c = &b->cc->flow[idx];
 	uint64_t rate = b->cc->mode[f->slice] == LS_CC_DCQCN ?
-		ls_dcqcn_on_send(&c->dcqcn, &b->cc->dq[f->slice], now, len) :
+		ls_dcqcn_on_send(&c->dcqcn, &b->cc->dq[f->slice], now, 0) :
 		delay_rate(b, f, c, pk, now);
 	uint32_t kbps = (uint32_t)(rate / 1000);
 
@@ -370,6 +379,19 @@ side_pair(struct lsd_bridge *b, struct qp_side *to_side, uint8_t *next, struct q
 	int32_t idx[QP_SET], best_idx = -1;
 	unsigned int n = 0;
 
+	if (t->peer != 0) {
+		/* paired: its flow, while the ACK is not ahead of its requests
+		 * and within PAIRED_WINDOW behind (a deep queue holds more than
+		 * PSN_WINDOW of a QP's requests; a lookup, not 32) */
+		const struct ls_flow_key *kp = &k[0];
+		uint32_t w;
+
+		peer_key(ack, t->peer, &k[0]);
+		ls_flow_lookup_bulk(b->flows, &kp, 1, &idx[0]);
+		w = idx[0] >= 0 ? ls_flow_at(b->flows, idx[0])->cc : 0;
+		if ((w & CCW_PSN) && ((w - q) & PSN_MASK) < PAIRED_WINDOW)
+			return idx[0];
+	}
 	for (unsigned int i = 0; i < QP_SET; i++) {
 		if (other[i].qp == 0)
 			continue;
@@ -430,6 +452,16 @@ lsd_cc_from_host(struct lsd_bridge *b, const uint8_t *fr, const struct ls_flow_p
 	s = qp_set_of(b, &pk->key, true);
 	if (s != NULL)
 		side_pair(b, s->rem, &s->next_rem, s->loc, &pk->key, qp, psn);
+}
+
+/* Flow idx's frame of len bytes goes (the pacer took it): DCQCN's byte
+ * counter counts it. A stage it completes moves the rate at the next frame. */
+void
+lsd_cc_sent(struct lsd_bridge *b, const struct ls_flow *f, int32_t idx, uint32_t len,
+	    uint64_t now)
+{
+	if (b->cc->mode[f->slice] == LS_CC_DCQCN)
+		ls_dcqcn_on_send(&b->cc->flow[idx].dcqcn, &b->cc->dq[f->slice], now, len);
 }
 
 /*
@@ -572,6 +604,60 @@ pair_view(struct lsd_bridge *b, const struct ls_flow_key *ack, const struct qp_s
 }
 
 /*
+ * An ACK from the fabric acknowledged the host's flow acked (frame fr): the
+ * frames the fabric delivered to the pair, one request's worth each (RC
+ * ACKs one request or several: a NIC that coalesces makes this low, which
+ * only weakens the drain floor, rp_cut), in windows of one T.
+ */
+static void
+dlv_note(struct lsd_bridge *b, struct qp_set *s, const uint8_t *fr,
+	 const struct ls_flow_pkt *pk, int32_t acked, uint64_t now)
+{
+	const struct ls_flow *f = ls_flow_at(b->flows, acked);
+	uint32_t t = (uint32_t)(now >> SHARE_SHIFT) | 1, w = b->cc->held_w[f->slice] / HELD_TIMERS;
+	uint32_t dt;
+
+	/* an AETH whose syndrome says ACK (not a NAK: nothing delivered) */
+	if (pk->bth_off + LS_ROCE_BTH_LEN + LS_ROCE_AETH_LEN > pk->l3_off + pk->l3_len ||
+	    fr[pk->bth_off + LS_ROCE_BTH_LEN] >> 5 != 0 || f->pkts == 0)
+		return;
+	if (s->dlv_t0 == 0 || t - s->dlv_t0 > DLV_STALE_TIMERS * w) {
+		/* a window opens at an ACK, whose frame came before it */
+		s->dlv_t0 = t;
+		s->dlv_acc = 0;
+		return;
+	}
+	s->dlv_acc += (uint32_t)(f->bytes / f->pkts);
+	dt = t - s->dlv_t0;
+	if (dt < RTE_MAX(w, 1u))
+		return;
+	s->dlv_kbps = (uint32_t)RTE_MIN((uint64_t)s->dlv_acc * 8 * (b->hz / 1000) /
+					((uint64_t)dt << SHARE_SHIFT), (uint64_t)UINT32_MAX);
+	s->dlv_t = t;
+	s->dlv_t0 = t;
+	s->dlv_acc = 0;
+}
+
+/*
+ * The drain floor, bits/s (0: none): 3/4 of what the fabric delivered to
+ * the pair lately. A pair of QPs that start at line rate builds a queue
+ * that takes many CNP intervals to drain, and each QP is cut at each of
+ * them: the pair fell to 5% of the link and climbed back by additive
+ * increase for 12-15 ms (docs/cc.md). Once the pair sends below what the
+ * fabric delivers, its queue is draining: the CNPs that keep coming
+ * describe the queue built before, not the rate now.
+ */
+static uint64_t
+drain_floor(const struct lsd_bridge *b, const struct qp_set *s, uint16_t slice, uint64_t now)
+{
+	uint32_t t = (uint32_t)(now >> SHARE_SHIFT) | 1, w = b->cc->held_w[slice] / HELD_TIMERS;
+
+	if (s->dlv_t == 0 || t - s->dlv_t > DLV_STALE_TIMERS * RTE_MAX(w, 1u))
+		return 0;
+	return (uint64_t)s->dlv_kbps * 1000 / 4 * 3;
+}
+
+/*
  * A CNP for the host's flow idx (its QP's entry l in set s; ack: a frame
  * from the fabric to that QP) cuts its rate. Fair cut (with cc.ai_share):
  * a CNP for a QP paced below 7/8 of the mean rate of its pair's QPs that
@@ -590,6 +676,7 @@ rp_cut(struct lsd_bridge *b, int32_t idx, const struct ls_flow_key *ack, struct 
 	struct pair_view v;
 	struct ls_dcqcn *d;
 	struct ls_flow *f;
+	uint64_t floor, rc;
 
 	if (idx < 0 || b->cc->mode[(f = ls_flow_at(b->flows, idx))->slice] != LS_CC_DCQCN) {
 		b->st.cnp_unmatched++;
@@ -597,18 +684,29 @@ rp_cut(struct lsd_bridge *b, int32_t idx, const struct ls_flow_key *ack, struct 
 	}
 	d = &b->cc->flow[idx].dcqcn;
 	b->cc->flow[idx].cnps++;
-	if (b->cc->share[f->slice] && d->timer_next != UINT64_MAX) {
-		pair_view(b, ack, s, l, now, &v);
-		/* rc < 7/8 of the mean of the others and itself */
-		if (v.n != 0 && (unsigned __int128)d->rc * 8 * (v.n + 1) <
-				(unsigned __int128)(v.rc_sum + d->rc) * 7) {
-			b->st.cnp_fair_skipped++;
-			return;
-		}
+	if (!b->cc->share[f->slice]) {
+		ls_dcqcn_on_cnp(d, &b->cc->dq[f->slice], now);
+		return;
 	}
+	pair_view(b, ack, s, l, now, &v);
+	/* rc < 7/8 of the mean of the others and itself */
+	if (d->timer_next != UINT64_MAX && v.n != 0 &&
+	    (unsigned __int128)d->rc * 8 * (v.n + 1) < (unsigned __int128)(v.rc_sum + d->rc) * 7) {
+		b->st.cnp_fair_skipped++;
+		return;
+	}
+	floor = drain_floor(b, s, f->slice, now);
+	if (floor != 0 && v.rc_sum + d->rc <= floor) {
+		b->st.cnp_drain_skipped++;
+		return;
+	}
+	rc = d->rc;
 	ls_dcqcn_on_cnp(d, &b->cc->dq[f->slice], now);
-	if (b->cc->share[f->slice])
-		d->share = pair_share(b, s, l, f->slice, now);
+	if (floor != 0 && v.rc_sum + d->rc < floor) {
+		d->rc = RTE_MIN(rc, floor - v.rc_sum);
+		b->st.cnp_floored++;
+	}
+	d->share = pair_share(b, s, l, f->slice, now);
 }
 
 /*
@@ -681,6 +779,8 @@ lsd_cc_from_fabric(struct lsd_bridge *b, const uint8_t *fr, const struct ls_flow
 		else if (s != NULL && (acked = side_pair(b, s->loc, &s->next_loc, s->rem,
 							 &pk->key, qp, psn)) >= 0) {
 			cc_held_ack(b, &pk->key, s, qp, acked, now);
+			if (b->cc->share[ls_flow_at(b->flows, acked)->slice])
+				dlv_note(b, s, fr, pk, acked, now);
 			if (b->fo_on)
 				lsd_fo_ack(b, acked, now);
 		}

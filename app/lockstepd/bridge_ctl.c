@@ -638,7 +638,7 @@ cmd_cc(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_unused
 #define X(n) json_object_set_new(cnt, #n, json_integer((json_int_t)st.n));
 	X(ce_from_host) X(ce_from_fabric) X(cnp_sent) X(cnp_rate_limited) X(cnp_unpaired)
 	X(cnp_no_mbuf) X(cnp_received) X(cnp_unmatched) X(cnp_held) X(cnp_held_applied)
-	X(cnp_fair_skipped)
+	X(cnp_fair_skipped) X(cnp_drain_skipped) X(cnp_floored)
 	X(qp_pairs_learnt) X(qp_pairs_full) X(qp_pairs_aged)
 #undef X
 	ls_ctl_reply_ok(req, json_pack("{so so so}", "slices", sl, "paths_ce", paths,

@@ -151,6 +151,20 @@ def converged(first, span_s=2.0):
     return None if last_low >= first[-1][0] else last_low - start
 
 
+def lowest_second(first, skip_s=2.0):
+    """The lowest utilisation over the 1 s windows of the first half that
+    start skip_s after the first byte (None: no such window)."""
+    start = next((t for t, b in first if b > first[0][1]), None)
+    low = None
+    for i, (t, b) in enumerate(first):
+        j = next((k for k in range(i, -1, -1) if t - first[k][0] >= 1.0), None)
+        if start is None or j is None or first[j][0] < start + skip_s:
+            continue
+        u = (b - first[j][1]) * 8 / (RATE * (t - first[j][0]))
+        low = u if low is None else min(low, u)
+    return low
+
+
 def jain(xs):
     return sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs)) if xs and any(xs) else 0.0
 
@@ -235,10 +249,15 @@ def run_case(c, tmp, flows, cc, bench, join=False):
               "the half (still)" if conv is None else
               "%.1f ms (real scale)" % (conv * 1000 / SCALE),
               {k: cc_state.get("counters", {}).get(k) for k in
-               ("cnp_received", "cnp_unmatched", "cnp_held", "cnp_held_applied",
+               ("cnp_received", "cnp_unmatched", "cnp_held", "cnp_held_applied", "cnp_fair_skipped", "cnp_drain_skipped", "cnp_floored",
                 "qp_pairs_learnt", "repaths",
                 "repaths_probe")}), flush=True)
     if cc:
+        low = lowest_second(first)
+        c.check(low is not None and low >= 0.5,
+                "%s: from 2 s after the start, every second of the first half carried >= 50%% "
+                "of the link (lowest %s; the drain floor: without it the start's cuts left "
+                "5%%)" % (name, None if low is None else "%.2f" % low))
         k = cc_state["counters"]
         c.check(resp.get("cnps", 0) > 0 and k["cnp_received"] > 0 and k["cnp_unmatched"] == 0,
                 "%s: the responder's CNPs (%d) reached lockstepd (%d), none unmatched (%d)"

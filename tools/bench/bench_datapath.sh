@@ -246,12 +246,12 @@ EOF
 # top symbols (the VM has no PMU counters; cpu-clock sampling works).
 perf_lockstepd() {
 	command -v perf >/dev/null || { say "no perf"; return 0; }
-	perf record -q -e cpu-clock -p "$1" -o "$TMP/perf.data" -- sleep 3 >/dev/null 2>&1 || return 0
+	perf record -q -e cpu-clock -p "$1" -o "${BENCH_PERF_OUT:-$TMP/perf.data}" -- sleep 3 >/dev/null 2>&1 || return 0
 	say "$2: perf, share of lockstepd's samples by object, then by symbol" \
 		"(DPDK's shared libraries have no symbols: net_pcap is the PMD's RX copy)"
-	perf report -q -i "$TMP/perf.data" --no-children --sort dso 2>/dev/null |
+	perf report -q -i "${BENCH_PERF_OUT:-$TMP/perf.data}" --no-children --sort dso 2>/dev/null |
 		grep -v '^$' | head -n 6 >&2 || true
-	perf report -q -i "$TMP/perf.data" --no-children --sort dso,symbol 2>/dev/null |
+	perf report -q -i "${BENCH_PERF_OUT:-$TMP/perf.data}" --no-children --sort dso,symbol 2>/dev/null |
 		grep -v '^$' | head -n 12 >&2 || true
 }
 
