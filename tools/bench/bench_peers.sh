@@ -150,7 +150,27 @@ def call(cmd, args=None):
     line, buf = buf.split(b"\n", 1)
     return json.loads(line)
 
+def by_mapping():
+    """RSS by mapping kind, largest first: where what is not given back
+    lives ([anon]: glibc's arenas of threads other than main, i.e. the
+    control thread's heap; DPDK's memory; [heap]: the main arena)."""
+    kinds, name = {}, None
+    for line in open("/proc/%d/smaps" % pid):
+        f = line.split()
+        if "-" in f[0] and len(f[0].split("-")) == 2 and ":" not in f[0]:
+            name = f[5] if len(f) > 5 else "[anon]"
+            name = "DPDK's memory" if "rte" in name or "dpdk" in name or \
+                "nohuge" in name or "map_" in name else name
+            if name.startswith("/") and ".so" in name:
+                name = "shared objects"
+        elif f[0] == "Rss:":
+            kinds[name] = kinds.get(name, 0) + int(f[1]) * 1024
+    top = sorted(kinds.items(), key=lambda x: -x[1])[:5]
+    return ", ".join("%s %.1f MiB" % (k, v / 2**20) for k, v in top)
+
+
 r0 = rss()
+map0 = by_mapping()
 lat, added, err = [], 0, ""
 for i in range(n):
     a = {"name": "p%d" % i,
@@ -188,6 +208,10 @@ for i in range(added):
 tdel = time.perf_counter() - t
 time.sleep(1)
 r3 = rss()
+
+time.sleep(2)
+print("bench_peers:%s RSS by mapping at start: %s; 3 s after peer.del of all (%.0f MiB): %s"
+      % (label, map0, rss() / 2**20, by_mapping()))
 lat.sort()
 q = lambda p: lat[min(len(lat) - 1, int(p * len(lat)))] * 1e3 if lat else 0
 paths = max(1, added * npaths)
