@@ -603,6 +603,19 @@ pair_view(struct lsd_bridge *b, const struct ls_flow_key *ack, const struct qp_s
 	}
 }
 
+/* now in qp_side.cnp_t units (never 0), and one T of slice in them */
+static inline uint32_t
+t_units(uint64_t now)
+{
+	return (uint32_t)(now >> SHARE_SHIFT) | 1;
+}
+
+static inline uint32_t
+one_t(const struct lsd_bridge *b, uint16_t slice)
+{
+	return RTE_MAX(b->cc->held_w[slice] / HELD_TIMERS, 1u);
+}
+
 /*
  * An ACK from the fabric acknowledged the host's flow acked (frame fr): the
  * frames the fabric delivered to the pair, one request's worth each (RC
@@ -614,8 +627,7 @@ dlv_note(struct lsd_bridge *b, struct qp_set *s, const uint8_t *fr,
 	 const struct ls_flow_pkt *pk, int32_t acked, uint64_t now)
 {
 	const struct ls_flow *f = ls_flow_at(b->flows, acked);
-	uint32_t t = (uint32_t)(now >> SHARE_SHIFT) | 1, w = b->cc->held_w[f->slice] / HELD_TIMERS;
-	uint32_t dt;
+	uint32_t t = t_units(now), w = one_t(b, f->slice), dt;
 
 	/* an AETH whose syndrome says ACK (not a NAK: nothing delivered) */
 	if (pk->bth_off + LS_ROCE_BTH_LEN + LS_ROCE_AETH_LEN > pk->l3_off + pk->l3_len ||
@@ -629,7 +641,7 @@ dlv_note(struct lsd_bridge *b, struct qp_set *s, const uint8_t *fr,
 	}
 	s->dlv_acc += (uint32_t)(f->bytes / f->pkts);
 	dt = t - s->dlv_t0;
-	if (dt < RTE_MAX(w, 1u))
+	if (dt < w)
 		return;
 	s->dlv_kbps = (uint32_t)RTE_MIN((uint64_t)s->dlv_acc * 8 * (b->hz / 1000) /
 					((uint64_t)dt << SHARE_SHIFT), (uint64_t)UINT32_MAX);
@@ -650,9 +662,7 @@ dlv_note(struct lsd_bridge *b, struct qp_set *s, const uint8_t *fr,
 static uint64_t
 drain_floor(const struct lsd_bridge *b, const struct qp_set *s, uint16_t slice, uint64_t now)
 {
-	uint32_t t = (uint32_t)(now >> SHARE_SHIFT) | 1, w = b->cc->held_w[slice] / HELD_TIMERS;
-
-	if (s->dlv_t == 0 || t - s->dlv_t > DLV_STALE_TIMERS * RTE_MAX(w, 1u))
+	if (s->dlv_t == 0 || t_units(now) - s->dlv_t > DLV_STALE_TIMERS * one_t(b, slice))
 		return 0;
 	return (uint64_t)s->dlv_kbps * 1000 / 4 * 3;
 }
@@ -667,7 +677,8 @@ drain_floor(const struct lsd_bridge *b, const struct qp_set *s, uint16_t slice, 
  * it fell to a fifth of its share and met them again only by additive
  * increase (docs/cc.md). Cutting the faster QPs first converges the pair
  * as max-min fairness would. A scan of up to 32 flows per CNP, as an ACK's
- * pairing does.
+ * pairing does. Then the drain floor (drain_floor): the pair is not cut
+ * below 3/4 of what the fabric delivers to it.
  */
 static void
 rp_cut(struct lsd_bridge *b, int32_t idx, const struct ls_flow_key *ack, struct qp_set *s,
