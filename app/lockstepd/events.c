@@ -44,7 +44,11 @@ static const char *const sev_names[] = {
 };
 
 static struct {
-	json_t **ring;            /* the last `keep` events, by seq % keep */
+	char **ring;              /* the last `keep` events, by seq % keep, as compact
+				   * JSON: one block each, not a tree of a few dozen
+				   * small ones (4,096 trees spread over the control
+				   * thread's heap pinned 48 MiB of pages after 10k
+				   * peers came and went, docs/benchmarks.md) */
 	uint32_t keep;
 	uint64_t seq;             /* events so far; the next gets seq + 1 */
 	FILE *file;
@@ -78,7 +82,7 @@ void
 lsd_events_fini(void)
 {
 	for (uint32_t i = 0; ev.ring != NULL && i < ev.keep; i++)
-		json_decref(ev.ring[i]);
+		free(ev.ring[i]);
 	free(ev.ring);
 	ev.ring = NULL;
 	json_decref(ev.counts);
@@ -96,6 +100,7 @@ lsd_event(const char *type, enum lsd_ev_sev sev, json_t *o)
 	bool synced = lsd_fleettime_read(&ft) == 0 && (ft.flags & (LS_FT_SYNCED | LS_FT_REF)) &&
 		      !ft.stale;
 	json_t *n;
+	char *line;
 
 	if (o == NULL || ev.ring == NULL) {
 		json_decref(o);
@@ -112,12 +117,16 @@ lsd_event(const char *type, enum lsd_ev_sev sev, json_t *o)
 	json_object_set_new(o, "severity", json_string(sev_names[sev]));
 	n = json_object_get(ev.counts, type);
 	json_object_set_new(ev.counts, type, json_integer(json_integer_value(n) + 1));
-	if (ev.file != NULL && json_dumpf(o, ev.file, JSON_COMPACT) == 0) {
+	line = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	if (ev.file != NULL && line != NULL) {
+		fputs(line, ev.file);
 		fputc('\n', ev.file);
 		fflush(ev.file);
 	}
-	json_decref(ev.ring[ev.seq % ev.keep]);
-	ev.ring[ev.seq % ev.keep] = o;
+	/* (out of memory: the slot stays empty, the seq counted) */
+	free(ev.ring[ev.seq % ev.keep]);
+	ev.ring[ev.seq % ev.keep] = line;
 }
 
 static json_t *
@@ -229,7 +238,7 @@ static void
 cmd_events(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 {
 	json_t *js = json_object_get(args, "since"), *jm = json_object_get(args, "max");
-	uint64_t max = 100, since, first;
+	uint64_t max = 100, since, first, last;
 	json_t *a;
 
 	if ((js != NULL && (!json_is_integer(js) || json_integer_value(js) < 0)) ||
@@ -247,10 +256,16 @@ cmd_events(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 	if (ev.seq >= ev.keep && first <= ev.seq - ev.keep)
 		first = ev.seq - ev.keep + 1;
 	a = json_array();
-	for (uint64_t s = first; s <= ev.seq && json_array_size(a) < max; s++)
-		json_array_append(a, ev.ring[s % ev.keep]);
+	last = first - 1;
+	for (uint64_t s = first; s <= ev.seq && json_array_size(a) < max; s++) {
+		const char *line = ev.ring[s % ev.keep];
+
+		last = s;
+		if (line != NULL)
+			json_array_append_new(a, json_loads(line, 0, NULL));
+	}
 	ls_ctl_reply_ok(req, json_pack("{s:o, s:I, s:I, s:O, s:s?}", "events", a,
-				       "next", (json_int_t)(first + json_array_size(a) - 1),
+				       "next", (json_int_t)last,
 				       "missed", (json_int_t)(first - since - 1),
 				       "counts", ev.counts,
 				       "file", ev.file != NULL ? lsd.cfg.events.file : NULL));
