@@ -132,37 +132,39 @@ def links(fab_sock):
     raise RuntimeError("no hb-leaf1 ba in links")
 
 
+def first_byte(first):
+    """When the first byte crossed the bottleneck (None: none did)."""
+    return next((t for t, b in first if b > first[0][1]), None)
+
+
+def windows(first, span_s, since):
+    """(end, utilisation) of each span_s window of the polled (time, bytes)
+    samples that starts at or after since, ending at every sample."""
+    for i, (t, b) in enumerate(first):
+        j = next((k for k in range(i, -1, -1) if t - first[k][0] >= span_s), None)
+        if j is not None and first[j][0] >= since:
+            yield t, (b - first[j][1]) * 8 / (RATE * (t - first[j][0]))
+
+
 def converged(first, span_s=2.0):
     """Seconds from the first byte at the bottleneck to the end of the last
     span_s window of the first half that carried less than 95% of the link
     (after it, every window did); None: the half ended below 95%. The
     start fills the queue at line rate, so the link is busy at first; the
     cuts that follow can leave it idle for a while."""
-    start = next((t for t, b in first if b > first[0][1]), None)
+    start = first_byte(first)
     if start is None:
         return None
-    last_low = start
-    for i, (t, b) in enumerate(first):
-        j = next((k for k in range(i, -1, -1) if t - first[k][0] >= span_s), None)
-        if j is None or first[j][0] < start:
-            continue
-        if (b - first[j][1]) * 8 / (RATE * (t - first[j][0])) < 0.95:
-            last_low = t
+    last_low = max([start] + [t for t, u in windows(first, span_s, start) if u < 0.95])
     return None if last_low >= first[-1][0] else last_low - start
 
 
 def lowest_second(first, skip_s=2.0):
     """The lowest utilisation over the 1 s windows of the first half that
     start skip_s after the first byte (None: no such window)."""
-    start = next((t for t, b in first if b > first[0][1]), None)
-    low = None
-    for i, (t, b) in enumerate(first):
-        j = next((k for k in range(i, -1, -1) if t - first[k][0] >= 1.0), None)
-        if start is None or j is None or first[j][0] < start + skip_s:
-            continue
-        u = (b - first[j][1]) * 8 / (RATE * (t - first[j][0]))
-        low = u if low is None else min(low, u)
-    return low
+    start = first_byte(first)
+    us = [] if start is None else [u for _, u in windows(first, 1.0, start + skip_s)]
+    return min(us) if us else None
 
 
 def jain(xs):
