@@ -153,11 +153,12 @@ def iperf3(br, secs=8):
             srv.wait()
 
 
-def sockperf_p99(br, secs=2, runs=3):
+def sockperf_p99(br, secs=3, runs=2):
     """UDP ping-pong latency (sockperf's one-way estimate, RTT/2) from H to
     P: (99th percentile in us, round trips completed), the run with the
     lowest p99 of a few short ones, so a moment when another process held
-    the CPU does not count as the path's."""
+    the CPU does not count as the path's. (Each run costs sockperf's own
+    2.4 s of warm-up and linger beside its secs: two of 3 s, not three of 2.)"""
     return min(sockperf_once(br, secs) for _ in range(runs))
 
 
