@@ -36,6 +36,7 @@
 #include <rte_malloc.h>
 #include <rte_prefetch.h>
 #include <rte_random.h>
+#include <rte_vect.h>
 
 #include "ls_flow.h"
 
@@ -125,15 +126,30 @@ key_eq(const struct ls_flow_key *a, const struct ls_flow_key *b)
 		(x[4] ^ y[4]) | (x[5] ^ y[5])) == 0;
 }
 
-/* Slots of b holding sig, as a bit mask. */
+/* Slots of b holding sig, as a bit mask (bit j: slot j). The eight
+ * signatures are one 16-byte vector: one compare instead of eight (the
+ * loop was a fifth of a lookup's cycles with the table in cache). */
 static inline unsigned int
 sig_match(const struct bkt *b, uint16_t sig)
 {
+#if defined(RTE_ARCH_X86)
+	__m128i eq = _mm_cmpeq_epi16(_mm_load_si128((const __m128i *)b->sig),
+				     _mm_set1_epi16((short)sig));
+
+	/* 16-bit lanes of all ones or zeros to bytes, one bit each */
+	return (unsigned int)_mm_movemask_epi8(_mm_packs_epi16(eq, _mm_setzero_si128()));
+#elif defined(RTE_ARCH_ARM64)
+	static const uint8_t bit[8] = {1, 2, 4, 8, 16, 32, 64, 128};
+	uint8x8_t eq = vmovn_u16(vceqq_u16(vld1q_u16(b->sig), vdupq_n_u16(sig)));
+
+	return vaddv_u8(vand_u8(eq, vld1_u8(bit)));
+#else
 	unsigned int m = 0;
 
 	for (unsigned int j = 0; j < SLOTS; j++)
 		m |= (unsigned int)(b->sig[j] == sig) << j;
 	return m;
+#endif
 }
 
 static int32_t
