@@ -51,12 +51,22 @@
 # hash in its mbufs: every frame's owner is checked in software, and
 # spread_out shows any that were not its own).
 #
+# BENCH_BASE=<commit> also measures that commit's lockstepd (built once in a
+# temporary worktree, tools/bench/lib.sh) in the same invocation, and
+# BENCH_ROUNDS=N (default 1, 2 with a base) repeats every case: each round
+# runs base, today, then testpmd, so the machine's drift shows as spread
+# within each contestant. The table gives today's means; a line per case
+# gives every run, both ratios to testpmd and today / base.
+#
 # BENCH_HUGE=1 runs both contestants on 2 MB hugepages instead, as DPDK runs
 # in production (mbufs packed, not one per 4 KB page; the flow table's random
 # lines no longer a TLB miss each). It reserves the pages itself (root) and
 # gives them back at the end; -m shrinks to what the packed pool needs.
 set -euo pipefail
 
+# lib.sh for bench_base_build only: the helpers below replace its fail and ctl
+. "$(dirname "$0")/lib.sh"
+BENCH_NAME=bench_datapath
 LS_BUILD=${LS_BUILD:-./build}
 DAEMON=$LS_BUILD/app/lockstepd/lockstepd
 CTL=$LS_BUILD/tools/lockstepctl/lockstepctl
@@ -91,6 +101,7 @@ cleanup() {
 	done
 	rm -rf "$TMP" "/var/run/dpdk/$PREFIX-ls" "/var/run/dpdk/$PREFIX-pmd"
 	rm -f /dev/hugepages/"$PREFIX"-* 2>/dev/null || true
+	[ -z "$BASE_WT" ] || git -C "$BENCH_REPO" worktree remove --force "$BASE_WT" 2>/dev/null || true
 	[ -n "${HP_WAS:-}" ] && echo "$HP_WAS" >"$HP"
 	exit $rc
 }
@@ -280,6 +291,9 @@ run_testpmd() {
 		>"$TMP/pmd.out"
 }
 
+BASE_BUILD=""
+[ -z "${BENCH_BASE:-}" ] || { bench_base_build "$BENCH_BASE"; }
+ROUNDS=${BENCH_ROUNDS:-$([ -n "$BASE_BUILD" ] && echo 2 || echo 1)}
 say "core $CORE ($(awk "BEGIN { printf \"%.2f\", $HZ / 1e9 }") GHz), ${SECS}s per run," \
 	"$FLOWS flows, $MBUFS mbufs, -m $MEM, cases: $CASES"
 declare -A PCAPS
@@ -294,20 +308,43 @@ for c in $CASES; do
 		"$PY" "$GEN" "$pcap" "$kind" "$FLOWS" "$size"
 		PCAPS[$kind-$size]=$pcap
 	fi
-	rows=()
 	PCAP_KIND=$kind PCAP_SIZE=$size
-	for nlc in $NLCS; do
-		run_lockstepd "$c" "$pcap" "$(case_policy "$c")" "$nlc"
-		read -r ls_pps nflows tbytes paced steered <"$TMP/ls.out"
-		rows+=("$ls_pps $nflows $tbytes $paced $steered $nlc")
+	declare -A TODAY_RUNS=() BASE_RUNS=() LAST=()
+	pmd_runs=""
+	for r in $(seq "$ROUNDS"); do
+		for nlc in $NLCS; do
+			if [ -n "$BASE_BUILD" ]; then
+				DAEMON=$BASE_BUILD/app/lockstepd/lockstepd CTL=$BASE_BUILD/tools/lockstepctl/lockstepctl
+				run_lockstepd "$c (base $BASE_NAME, round $r)" "$pcap" "$(case_policy "$c")" "$nlc"
+				read -r ls_pps _ <"$TMP/ls.out"
+				BASE_RUNS[$nlc]="${BASE_RUNS[$nlc]:-} $ls_pps"
+			fi
+			DAEMON=$LS_BUILD/app/lockstepd/lockstepd CTL=$LS_BUILD/tools/lockstepctl/lockstepctl
+			run_lockstepd "$c${BASE_BUILD:+ (today, round $r)}" "$pcap" "$(case_policy "$c")" "$nlc"
+			read -r ls_pps nflows tbytes paced steered <"$TMP/ls.out"
+			TODAY_RUNS[$nlc]="${TODAY_RUNS[$nlc]:-} $ls_pps"
+			LAST[$nlc]="$nflows $tbytes $paced $steered"
+		done
+		run_testpmd "$c" "$pcap"
+		pmd_pps=$(cat "$TMP/pmd.out")
+		[ "$pmd_pps" -gt 0 ] || { tail -n 30 "$TMP/pmd.log" >&2; fail "no Tx-pps samples from testpmd ($c)"; }
+		say "$c: testpmd macswap $pmd_pps pkt/s"
+		pmd_runs="$pmd_runs $pmd_pps"
 	done
-	run_testpmd "$c" "$pcap"
-	pmd_pps=$(cat "$TMP/pmd.out")
-	[ "$pmd_pps" -gt 0 ] || { tail -n 30 "$TMP/pmd.log" >&2; fail "no Tx-pps samples from testpmd ($c)"; }
-	say "$c: testpmd macswap $pmd_pps pkt/s"
-	for r in "${rows[@]}"; do
-		read -r ls_pps nflows tbytes paced steered nlc <<<"$r"
+	pmd_pps=$(bench_mean $pmd_runs)
+	for nlc in $NLCS; do
+		ls_pps=$(bench_mean ${TODAY_RUNS[$nlc]})
+		read -r nflows tbytes paced steered <<<"${LAST[$nlc]}"
 		RESULTS+=("$c $size $ls_pps $pmd_pps $nflows $tbytes $paced $steered $nlc")
+		[ "$ROUNDS" -gt 1 ] || [ -n "$BASE_BUILD" ] || continue
+		awk -v c="$c" -v k="$nlc" -v t="${TODAY_RUNS[$nlc]}" -v b="${BASE_RUNS[$nlc]:-}" \
+			-v p="$pmd_runs" -v bn="${BASE_NAME:-}" 'function mean(s, a, n, i, x) {
+				n = split(s, a, " "); for (i = 1; i <= n; i++) x += a[i]; return n ? x / n : 0 }
+			BEGIN { line = sprintf("bench_datapath: %s, %d lcore(s): today%s, testpmd%s", c, k, t, p)
+			line = line sprintf("; today / testpmd %.3f", mean(t) / mean(p))
+			if (b != "") line = line sprintf("; base %s%s, base / testpmd %.3f; today / base %.3f",
+				bn, b, mean(b) / mean(p), mean(t) / mean(b))
+			print line }' >&2
 	done
 done
 
