@@ -80,25 +80,36 @@ sys.stderr.write("bench_reflector: lockstepd%s: %.0f replies/s (port tx %.0f/s, 
 EOF
 )
 }
+# testpmd after every round, so that each ratio's two sides share the
+# machine's state of that minute; the ratio is of the means
+PMD_RES=()
+macswap() {
+	local pps
+	"$TESTPMD" --no-pci --no-huge -m 1024 --file-prefix "$PRE-pmd" -l "$CTL_CORE,$CORE" \
+		--main-lcore "$CTL_CORE" --vdev "$DEV" -- --forward-mode=macswap --nb-cores=1 \
+		--stats-period 1 --total-num-mbufs=16384 --no-lsc-interrupt >"$TMP/pmd.log" 2>&1 &
+	TPID=$!
+	PIDS+=("$TPID")
+	# from its first statistics (its start takes a few seconds)
+	for _ in $(seq 300); do
+		grep -q 'Tx-pps' "$TMP/pmd.log" && break
+		kill -0 "$TPID" 2>/dev/null || { tail -n 30 "$TMP/pmd.log" >&2; fail "testpmd failed"; }
+		sleep 0.1
+	done
+	sleep $((SECS + 2))
+	kill -INT "$TPID"
+	wait "$TPID" || true
+	pps=$({ grep -o 'Tx-pps: *[0-9]*' "$TMP/pmd.log" || true; } | awk '{print $2}' |
+		awk 'NR > 2 { s += $1; n++ } END { if (n) printf "%.0f", s / n; else print 0 }')
+	[ "$pps" -gt 0 ] || { tail -n 30 "$TMP/pmd.log" >&2; fail "no Tx-pps samples from testpmd"; }
+	echo "bench_reflector: testpmd macswap (round $1): $pps pkt/s" >&2
+	PMD_RES+=("$pps")
+}
+BENCH_ROUND_HOOK=macswap
 bench_rounds reflect
 ls_pps=$TODAY
-
-# --- testpmd macswap ---------------------------------------------------------
-# Main lcore on CTL_CORE (prints stats), the one forwarding lcore on CORE.
-"$TESTPMD" --no-pci --no-huge -m 1024 --file-prefix "$PRE-pmd" -l "$CTL_CORE,$CORE" \
-	--main-lcore "$CTL_CORE" --vdev "$DEV" -- --forward-mode=macswap --nb-cores=1 \
-	--stats-period 1 --total-num-mbufs=16384 --no-lsc-interrupt >"$TMP/pmd.log" 2>&1 &
-TPID=$!
-PIDS+=("$TPID")
-sleep $((SECS + 2))
-kill -INT "$TPID"
-wait "$TPID" || true
-# Per-second Tx-pps samples; skip the first two (start-up) and average the rest.
-# (no sample at all, on a starved machine, must reach the message below, not set -e)
-pmd_pps=$({ grep -o 'Tx-pps: *[0-9]*' "$TMP/pmd.log" || true; } | awk '{print $2}' |
-	awk 'NR > 2 { s += $1; n++ } END { if (n) printf "%.0f", s / n; else print 0 }')
-[ "$pmd_pps" -gt 0 ] || { tail -n 30 "$TMP/pmd.log" >&2; fail "no Tx-pps samples from testpmd"; }
-echo "bench_reflector: testpmd macswap: $pmd_pps pkt/s" >&2
+pmd_pps=$(bench_mean "${PMD_RES[@]}")
+[ ${#PMD_RES[@]} -eq 1 ] || echo "bench_reflector: testpmd macswap: $pmd_pps pkt/s (mean of ${#PMD_RES[@]}: ${PMD_RES[*]})" >&2
 
 echo "bench_reflector: core $CORE, ${SECS}s each: lockstepd $ls_pps replies/s," \
 	"testpmd macswap $pmd_pps pkt/s, ratio $("$PY" -c "print('%.3f' % ($ls_pps / $pmd_pps))")"

@@ -168,6 +168,8 @@ bench_base_build() {
 # figure in $RESULT. Without BENCH_BASE: today's build BENCH_ROUNDS times
 # (default once) with an empty label, so the lines read as they always
 # have. With it: base and today interleaved. Figures in BASE_RES, TODAY_RES.
+# BENCH_ROUND_HOOK, if set, names a function called with the round's number
+# after each round (a reference such as testpmd, measured beside each).
 bench_rounds() {
 	local r base_build="" rounds
 	BASE_RES=()
@@ -188,6 +190,8 @@ bench_rounds() {
 			"$1" "" "$LS_BUILD"
 		fi
 		TODAY_RES+=("$RESULT")
+		# a reference measured in every round (bench_reflector's testpmd)
+		[ -z "${BENCH_ROUND_HOOK:-}" ] || "$BENCH_ROUND_HOOK" "$r"
 	done
 	TODAY=$(bench_mean "${TODAY_RES[@]}")
 }
