@@ -19,7 +19,12 @@
 # leave the link nearly idle for a while (the "below 95% of the link until"
 # figure each case prints); 40 s (40 ms at the real scale) keeps that
 # start out of the measured half, which a 24 s run did not.
+#
+# BENCH_BASE=<commit>: the same run with that commit's build first, then
+# today's, in one invocation (tools/bench/lib.sh, bench_with_base).
 set -euo pipefail
 [ $# -eq 0 ] && set -- 2 8 16 32
 export CC_SECS=${CC_SECS:-40}
-exec /usr/bin/python3 "$(dirname "$0")/../../tests/integration/test_cc_fabric.py" --bench "$@"
+. "$(dirname "$0")/lib.sh"
+bench_init bench_cc_fabric ccfab
+bench_with_base /usr/bin/python3 "$BENCH_REPO/tests/integration/test_cc_fabric.py" --bench "$@"

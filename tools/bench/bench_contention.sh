@@ -8,7 +8,12 @@
 # (truth) and the moves, then the median JCT both ways and each seed's
 # ratio; --bench judges issue 29's ">= 1.2x, never below 0.98x".
 #   tools/bench/bench_contention.sh [SEEDS]   (default 20; CT_PHASES=6, CT_PHASE_BYTES=500000)
+#
+# BENCH_BASE=<commit>: the same run with that commit's build first, then
+# today's, in one invocation (tools/bench/lib.sh, bench_with_base).
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
+bench_init bench_contention cont
+cd "$BENCH_REPO"
 n=${1:-20}
-exec python3 tests/integration/test_contention.py --bench $(seq 1 "$n")
+bench_with_base python3 tests/integration/test_contention.py --bench $(seq 1 "$n")

@@ -8,8 +8,13 @@
 # interval), frames lost, and moves of flows that crossed nothing (false
 # alarms); --bench judges the 2 ms stall target.
 #   tools/bench/bench_failover.sh [SEEDS]      (default 10; FO_SILENCE_US=500)
+#
+# BENCH_BASE=<commit>: the same run with that commit's build first, then
+# today's, in one invocation (tools/bench/lib.sh, bench_with_base).
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
+bench_init bench_failover fo
+cd "$BENCH_REPO"
 n=${1:-10}
 export FO_SILENCE_US=${FO_SILENCE_US:-500}
-exec python3 tests/integration/test_failover.py --bench $(seq 1 "$n")
+bench_with_base python3 tests/integration/test_failover.py --bench $(seq 1 "$n")

@@ -10,12 +10,20 @@
 # is the lab's). tests/integration/test_isolation.py says how and why.
 #
 #   LS_BUILD=build tools/bench/bench_isolation.sh 1000 100
+#
+# BENCH_BASE=<commit>: the same run with that commit's build first, then
+# today's, in one invocation (tools/bench/lib.sh, bench_with_base).
 set -euo pipefail
 [ $# -eq 0 ] && set -- 1000 100
-rc=0
-for s in "$@"; do
-	echo "## time scale $s: the link at $((10000 / s)) Mb/s"
-	ISO_SCALE="$s" /usr/bin/python3 "$(dirname "$0")/../../tests/integration/test_isolation.py" \
-		--bench || rc=1
-done
-exit $rc
+. "$(dirname "$0")/lib.sh"
+bench_init bench_isolation iso
+scales() {
+	local rc=0 s
+	for s in "$@"; do
+		echo "## time scale $s: the link at $((10000 / s)) Mb/s"
+		ISO_SCALE="$s" /usr/bin/python3 "$BENCH_REPO/tests/integration/test_isolation.py" \
+			--bench || rc=1
+	done
+	return $rc
+}
+bench_with_base scales "$@"

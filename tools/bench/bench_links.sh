@@ -7,7 +7,12 @@
 # else). Prints per node and seed the detection times; the summary line
 # counts the checks.
 #   tools/bench/bench_links.sh [SEEDS]       (default 10)
+#
+# BENCH_BASE=<commit>: the same run with that commit's build first, then
+# today's, in one invocation (tools/bench/lib.sh, bench_with_base).
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
+bench_init bench_links links
+cd "$BENCH_REPO"
 n=${1:-10}
-exec python3 tests/integration/test_links.py $(seq 1 "$n")
+bench_with_base python3 tests/integration/test_links.py $(seq 1 "$n")

@@ -54,6 +54,9 @@ Randomized mode (issue 28: scenarios nobody tuned for):
 
     sudo LS_BUILD=build BENCH_SECS=20 tools/bench/bench_sync.py random [SEED ...]
 
+BENCH_BASE=<commit> runs the same with that commit's build first, then today's, in one
+invocation (tools/bench/lib.sh, bench_with_base).
+
 one scenario per seed (default seeds 1..10), each drawn from the seed alone
 (random_scenario): a leaf-spine of 4 to 12 hosts on 2 to 4 leaves (unevenly
 spread) and 1 to 3 spines; every host link's and every leaf's uplinks'
@@ -574,6 +577,14 @@ def parse_seeds(args):
 def main():
     if os.geteuid() != 0:
         sys.exit("bench_sync: must run as root")
+    if os.environ.get("BENCH_BASE"):
+        # that commit's build, then today's, in one invocation (lib.sh's
+        # bench_with_base runs this script twice with LS_BUILD set and
+        # BENCH_BASE cleared)
+        here = os.path.dirname(os.path.abspath(__file__))
+        os.execvp("bash", ["bash", "-c", '. "$0/lib.sh"; bench_init bench_sync sync; '
+                           'bench_with_base /usr/bin/python3 "$0/bench_sync.py" "$@"',
+                           here] + sys.argv[1:])
     if sys.argv[1:2] == ["random"]:
         random_main(parse_seeds(sys.argv[2:]))
         return

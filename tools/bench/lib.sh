@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 #
 # Sourced by the benchmark scripts (bench_reflector.sh, bench_sender.sh,
-# bench_fabric.sh), not run: the scratch directory and its cleanup, the
+# bench_fabric.sh, bench_peers.sh, bench_datapath.sh and the lab-driven ones
+# through bench_with_base), not run: the scratch directory and its cleanup, the
 # control-socket call, the daemon's measuring window, the test pcaps, and
 # BENCH_BASE.
 #
@@ -142,7 +143,9 @@ bench_base_build() {
 		fail "BENCH_BASE=$1 is not a commit"
 	dir=/tmp/ls-bench-base-$hash
 	BASE_NAME=${hash:0:7}  # the commit built, even if a name like HEAD moves meanwhile
-	if [ -e "$dir/.bench-complete" ]; then
+	# (a cache from before lockstep-load was built here lacks it: rebuilt)
+	if [ -e "$dir/.bench-complete" ] && { [ -x "$dir/app/load/lockstep-load" ] ||
+		! git -C "$BENCH_REPO" cat-file -e "$hash:app/load/meson.build" 2>/dev/null; }; then
 		echo "$BENCH_NAME: base $1 = ${hash:0:12}: cached build $dir" >&2
 		BASE_BUILD=$dir
 		return
@@ -156,7 +159,8 @@ bench_base_build() {
 	# (commits before the emulator have none to build)
 	{ meson setup "$dir" "$BASE_WT" && ninja -C "$dir" app/lockstepd/lockstepd \
 		tools/lockstepctl/lockstepctl && { [ ! -d "$BASE_WT/app/fabric" ] ||
-		ninja -C "$dir" app/fabric/lockstep-fabric; }; } >"$TMP/base-build.log" 2>&1 ||
+		ninja -C "$dir" app/fabric/lockstep-fabric; } && { [ ! -d "$BASE_WT/app/load" ] ||
+		ninja -C "$dir" app/load/lockstep-load; }; } >"$TMP/base-build.log" 2>&1 ||
 		{ tail -n 20 "$TMP/base-build.log" >&2; fail "building $1 failed"; }
 	git -C "$BENCH_REPO" worktree remove --force "$BASE_WT"
 	BASE_WT=""
@@ -220,4 +224,25 @@ bench_summary_line() {
 		m = s / k; line = sprintf("%s: summary %s: %.0f %s (mean of %d: %s)", n, who, m, unit, k, runs)
 		if (ref > 0) line = line sprintf(", %.3f of %s", m / ref, rn)
 		print line }'
+}
+
+# bench_with_base CMD...: the benchmarks that drive the lab from Python
+# (bench_cc_fabric, bench_isolation, bench_contention, bench_failover,
+# bench_links, bench_sync.py) run CMD once with today's build; with BENCH_BASE, first with
+# that commit's build (LS_BUILD), then today's, each under a "## base" or
+# "## today" heading, so both figures print in one invocation on the same
+# machine. Today's harness drives both builds: a base older than a config
+# key or command it uses fails at that step, and says so.
+bench_with_base() {
+	local rc=0
+	if [ -z "${BENCH_BASE:-}" ]; then
+		"$@"
+		return
+	fi
+	bench_base_build "$BENCH_BASE"
+	echo "## base $BASE_NAME ($BASE_BUILD)"
+	BENCH_BASE="" LS_BUILD=$BASE_BUILD "$@" || rc=1
+	echo "## today ($LS_BUILD)"
+	BENCH_BASE="" LS_BUILD=$(realpath "$LS_BUILD") "$@" || rc=1
+	return $rc
 }
