@@ -541,14 +541,13 @@ ls_slice_dequeue(struct ls_slice_sched *s, uint64_t now, void **out, unsigned in
 		enum phase ph;
 		int k = pick(s, &ph);
 		struct slice *sl;
-
-		if (k < 0)
-			break;
-		/* a run from the chosen slice: one pick per run, not per frame */
 		unsigned int n = 0;
 		uint64_t bytes = 0;
 		bool link_ok = true;
 
+		if (k < 0)
+			break;
+		/* a run from the chosen slice: one pick per run, not per frame */
 		sl = &s->sl[k];
 		do {
 			uint32_t len;
