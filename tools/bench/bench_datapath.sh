@@ -269,21 +269,12 @@ perf_lockstepd() {
 # testpmd macswap on the same pcap and core; writes port 1's mean Tx-pps to
 # $TMP/pmd.out.
 run_testpmd() {
-	local name=$1 pcap=$2 i
-	"$TESTPMD" --no-pci "${EAL_MEM[@]}" --file-prefix "$PREFIX-pmd" -l "$CTL_CORE,$CORE" \
-		--main-lcore "$CTL_CORE" --vdev "net_pcap0,rx_pcap=$pcap,infinite_rx=1" \
-		--vdev "net_null0,no-rx=1" -- --forward-mode=macswap --nb-cores=1 \
-		--stats-period 1 --total-num-mbufs=$MBUFS --no-lsc-interrupt >"$TMP/pmd.log" 2>&1 &
-	TPID=$!
-	PIDS+=("$TPID")
-	for i in $(seq 3000); do
-		grep -q 'Tx-pps' "$TMP/pmd.log" && break
-		kill -0 "$TPID" 2>/dev/null || { tail -n 30 "$TMP/pmd.log" >&2; fail "testpmd failed ($name)"; }
-		sleep 0.1
-	done
-	sleep $((SECS + 2))
-	kill -INT "$TPID"
-	wait "$TPID" || true
+	local pcap=$2
+	bench_testpmd "$SECS" "$TMP/pmd.log" --no-pci "${EAL_MEM[@]}" --file-prefix "$PREFIX-pmd" \
+		-l "$CTL_CORE,$CORE" --main-lcore "$CTL_CORE" \
+		--vdev "net_pcap0,rx_pcap=$pcap,infinite_rx=1" --vdev "net_null0,no-rx=1" -- \
+		--forward-mode=macswap --nb-cores=1 --stats-period 1 --total-num-mbufs=$MBUFS \
+		--no-lsc-interrupt
 	# port 1's per-second Tx-pps; skip the first two samples, average the rest
 	awk '/NIC statistics for port/ { for (i = 1; i < NF; i++) if ($i == "port") p = $(i + 1) }
 	     /Tx-pps:/ && p == 1 { print $2 }' "$TMP/pmd.log" |

@@ -85,20 +85,9 @@ EOF
 PMD_RES=()
 macswap() {
 	local pps
-	"$TESTPMD" --no-pci --no-huge -m 1024 --file-prefix "$PRE-pmd" -l "$CTL_CORE,$CORE" \
-		--main-lcore "$CTL_CORE" --vdev "$DEV" -- --forward-mode=macswap --nb-cores=1 \
-		--stats-period 1 --total-num-mbufs=16384 --no-lsc-interrupt >"$TMP/pmd.log" 2>&1 &
-	TPID=$!
-	PIDS+=("$TPID")
-	# from its first statistics (its start takes a few seconds)
-	for _ in $(seq 300); do
-		grep -q 'Tx-pps' "$TMP/pmd.log" && break
-		kill -0 "$TPID" 2>/dev/null || { tail -n 30 "$TMP/pmd.log" >&2; fail "testpmd failed"; }
-		sleep 0.1
-	done
-	sleep $((SECS + 2))
-	kill -INT "$TPID"
-	wait "$TPID" || true
+	bench_testpmd "$SECS" "$TMP/pmd.log" --no-pci --no-huge -m 1024 --file-prefix "$PRE-pmd" \
+		-l "$CTL_CORE,$CORE" --main-lcore "$CTL_CORE" --vdev "$DEV" -- --forward-mode=macswap \
+		--nb-cores=1 --stats-period 1 --total-num-mbufs=16384 --no-lsc-interrupt
 	pps=$({ grep -o 'Tx-pps: *[0-9]*' "$TMP/pmd.log" || true; } | awk '{print $2}' |
 		awk 'NR > 2 { s += $1; n++ } END { if (n) printf "%.0f", s / n; else print 0 }')
 	[ "$pps" -gt 0 ] || { tail -n 30 "$TMP/pmd.log" >&2; fail "no Tx-pps samples from testpmd"; }

@@ -134,6 +134,25 @@ with open(out, "wb") as f:
 EOF
 }
 
+# bench_testpmd SECS LOG ARGS...: dpdk-testpmd ($TESTPMD) with ARGS, run for
+# SECS + 2 s from its first statistics (its start takes a few seconds), then
+# stopped; its output in LOG for the caller to read.
+bench_testpmd() {
+	local secs=$1 log=$2 pid
+	shift 2
+	"${TESTPMD:-dpdk-testpmd}" "$@" >"$log" 2>&1 &
+	pid=$!
+	PIDS+=("$pid")
+	for _ in $(seq 3000); do
+		grep -q 'Tx-pps' "$log" && break
+		kill -0 "$pid" 2>/dev/null || { tail -n 30 "$log" >&2; fail "testpmd failed"; }
+		sleep 0.1
+	done
+	sleep $((secs + 2))
+	kill -INT "$pid"
+	wait "$pid" || true
+}
+
 # bench_base_build COMMIT: $BASE_BUILD, the build directory of COMMIT, built
 # first unless /tmp holds a complete build of that hash already. Not in a
 # subshell: the cleanup must see $BASE_WT to remove the worktree.
