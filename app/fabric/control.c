@@ -638,9 +638,10 @@ truth_json(const struct lsf_truth *t)
 	case LSF_T_HOP:
 	case LSF_T_DROP:
 		json_object_set_new(o, "type", json_string(t->type == LSF_T_HOP ? "hop" : "drop"));
-		json_object_set_new(o, "probe", json_pack("{s:o, s:o, s:i, s:i, s:I, s:b}",
+		json_object_set_new(o, "probe", json_pack("{s:o, s:o, s:i, s:i, s:o, s:b}",
 			"src", addr_json(t->family, t->src), "dst", addr_json(t->family, t->dst),
-			"sport", t->sport, "dport", t->dport, "seq", (json_int_t)t->seq,
+			"sport", t->sport, "dport", t->dport,
+			"seq", t->stamp ? json_integer((json_int_t)t->seq) : json_null(),
 			"reflected", t->reflected));
 		json_object_set_new(o, "queue_bytes", json_integer((json_int_t)t->depth));
 		if (t->type == LSF_T_DROP) {

@@ -176,6 +176,7 @@ struct lsf_truth {
 	uint8_t src[16], dst[16];
 	uint16_t sport, dport;
 	uint32_t seq;              /* STAMP sequence number (sender's) */
+	bool stamp;                /* a STAMP packet (seq is valid); not: a trace's */
 	bool reflected;            /* a reflector's answer (source port 862) */
 };
 

@@ -33,8 +33,10 @@ lsf_probe_record(struct lsf_truth *t, const struct ls_pkt_info *pi,
 	t->reflected = pi->sport == LS_STAMP_PORT;
 	t->seq = 0;
 	/* The sender's sequence number: at 0 in a test packet, at 24 in a
-	 * reflected one (RFC 8762). */
-	if (pi->payload_len >= LS_STAMP_BASE_LEN) {
+	 * reflected one (RFC 8762). Shorter payloads on port 862 are not STAMP
+	 * (lockstepd's route traces): they have none. */
+	t->stamp = pi->payload_len >= LS_STAMP_BASE_LEN;
+	if (t->stamp) {
 		const uint8_t *q = pl + (t->reflected ? 24 : 0);
 
 		t->seq = (uint32_t)q[0] << 24 | (uint32_t)q[1] << 16 | (uint32_t)q[2] << 8 | q[3];
