@@ -367,6 +367,7 @@ cmd_status(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_un
 	C(tlv_unknown); C(tlv_malformed); C(foreign_replies);
 	C(sync_recs); C(sync_dropped); C(rl_evicted); C(tx_trace); C(route_dropped);
 	C(tx_vlan_failed); C(tx_mtu); C(jumbo_copied); C(sync_filled);
+	C(sync_unanswerable);
 #undef C
 	json_object_set_new(counters, "memif_guard_waits", json_integer((json_int_t)ls_app_gate_waits()));
 	lsd_capture_status(&cs);

@@ -127,6 +127,7 @@ struct lsd_lcore_stats {
 	uint64_t sync_recs;        /* reply timestamps handed to the sync estimator */
 	uint64_t sync_dropped;     /* ... not handed over: ring full */
 	uint64_t sync_filled;      /* sync TLVs the reflector filled with our state */
+	uint64_t sync_unanswerable; /* ... left unfilled: asked for a version we no longer encode */
 	uint64_t tx_at;            /* frames sent to leave at their stamp (clock.tx_sched,
 				    * clock.tx_trailer) */
 	uint64_t tx_at_no_room;    /* tx_trailer: no tailroom for the trailer, sent without */

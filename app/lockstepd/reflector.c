@@ -257,6 +257,12 @@ sync_fill(struct lsd_lcore *lc, uint8_t *value, const struct lsd_peer *peer, uin
 	uint32_t sn;
 	bool valid;
 
+	/* an asker that reads only versions older than any we encode: its ask
+	 * goes back as it came (ls_sync.h, versions) */
+	if (unlikely(!ls_sync_wire_answerable(value[0]))) {
+		lc->st.sync_unanswerable++;
+		return false;
+	}
 	do {
 		sn = rte_seqlock_read_begin(&lsd.sync_pub.lock);
 		valid = lsd.sync_pub.valid;

@@ -41,6 +41,12 @@
 #include "bridge.h"
 #include "lockstepd.h"
 #include "ls_stamp.h"
+#include "ls_sync.h"
+
+/* The sync TLV of a pair's first probe: zeros and the version we read, for
+ * the reflector to answer in (ls_sync_wire_ask; the layout is fixed, so one
+ * copy serves every probe). */
+static const uint8_t sync_ask[LS_STAMP_SYNC_LEN] = {LS_SYNC_WIRE_VERSION};
 
 static inline uint64_t
 ns_to_ticks(uint64_t ns)
@@ -108,7 +114,7 @@ build_probe(struct lsd_lcore *lc, struct lsd_peer *peer, struct lsd_peer_path *p
 	if (member == 0 && lsd.cfg.sync.enabled)
 		ls_stamp_tlv_put(payload + LS_STAMP_BASE_LEN,
 				 sizeof(payload) - LS_STAMP_BASE_LEN, &off, 0,
-				 LS_STAMP_TLV_SYNC, NULL, LS_STAMP_SYNC_LEN);
+				 LS_STAMP_TLV_SYNC, sync_ask, LS_STAMP_SYNC_LEN);
 	if (pc->pad > 0) /* a NULL value writes zeros */
 		ls_stamp_tlv_put(payload + LS_STAMP_BASE_LEN,
 				 sizeof(payload) - LS_STAMP_BASE_LEN, &off, 0,
@@ -442,9 +448,9 @@ sync_record(struct lsd_lcore *lc, struct lsd_peer *peer, uint32_t path,
 		lc->st.sync_recs++;
 	else
 		lc->st.sync_dropped++;
-	/* a reflector that speaks sync filled it (version byte set); one that
-	 * merely echoes TLVs hands it back zeroed */
-	return rec.has_state && rec.state[0] != 0;
+	/* a reflector that speaks sync filled it; one that merely echoes TLVs
+	 * (or cannot answer our version) hands our ask back */
+	return rec.has_state && ls_sync_wire_filled(rec.state);
 }
 
 /*

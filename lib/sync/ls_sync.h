@@ -806,6 +806,35 @@ void ls_sync_bound_observe(struct ls_sync_wobs *w, const struct ls_sync_node_con
 
 #define LS_SYNC_WIRE_LEN 64 /**< bytes of the encoded state */
 
+/*
+ * Versions. An asker (the sender of a pair's first probe) puts the newest
+ * version it reads in the first byte of the otherwise zeroed value; the
+ * reflector answers in the newest version it can encode that is not newer
+ * than that, or leaves the value as it came (the asker then has no state
+ * from it, as from a reflector without sync). 0 asks for version 2: the
+ * askers before asks existed sent zeros and read 2. A release that changes
+ * the layout raises LS_SYNC_WIRE_VERSION and keeps encoding the one before
+ * (LS_SYNC_WIRE_VERSION_MIN) for a release, so a fleet upgrades one node at
+ * a time and every pair keeps syncing in the older of its two versions
+ * (docs/sync.md, "Upgrades").
+ */
+#define LS_SYNC_WIRE_VERSION 2     /**< the version this build reads and encodes */
+#define LS_SYNC_WIRE_VERSION_MIN 2 /**< the oldest it can still answer in */
+
+/** Write an ask into buf (LS_SYNC_WIRE_LEN bytes): zeros and our version. */
+void ls_sync_wire_ask(uint8_t *buf);
+
+/** Whether an ask for version `asked` can be answered (in
+ * LS_SYNC_WIRE_VERSION when asked is newer or 0). */
+static inline int
+ls_sync_wire_answerable(uint8_t asked)
+{
+	return asked == 0 || asked >= LS_SYNC_WIRE_VERSION_MIN;
+}
+
+/** Whether a value came back filled: an ask (or zeros) left as sent is not. */
+int ls_sync_wire_filled(const uint8_t *buf);
+
 /**
  * Encode s into buf (LS_SYNC_WIRE_LEN bytes): version(1) flags(1) hops(2)
  * node_id(4) ref_id(4) ref_seq(4) t0(8) theta in 1/256 ns (int64)
@@ -822,7 +851,8 @@ void ls_sync_wire_put_edge(uint8_t *buf, double edge_ns, double drift, double si
 
 /**
  * Decode; t_good and ref_seq_at are zeroed.
- * @return 0, or -EBADMSG for an unknown version or a zero (never filled) value.
+ * @return 0, or -EBADMSG for a version outside [LS_SYNC_WIRE_VERSION_MIN,
+ *         LS_SYNC_WIRE_VERSION] or a value never filled (ls_sync_wire_filled).
  */
 int ls_sync_wire_decode(const uint8_t *buf, struct ls_sync_state *s);
 

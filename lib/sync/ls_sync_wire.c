@@ -47,7 +47,24 @@ sat_u32(double v)
 	return (uint32_t)llround(v);
 }
 
-#define WIRE_VERSION 2 /* 2: edge_back_drift int32, edge_back_sigma */
+/* 2: edge_back_drift int32, edge_back_sigma */
+#define WIRE_VERSION LS_SYNC_WIRE_VERSION
+
+void
+ls_sync_wire_ask(uint8_t *buf)
+{
+	memset(buf, 0, LS_SYNC_WIRE_LEN);
+	buf[0] = LS_SYNC_WIRE_VERSION;
+}
+
+int
+ls_sync_wire_filled(const uint8_t *buf)
+{
+	for (unsigned int i = 1; i < LS_SYNC_WIRE_LEN; i++)
+		if (buf[i] != 0)
+			return 1;
+	return 0;
+}
 
 void
 ls_sync_wire_encode(const struct ls_sync_state *s, uint8_t *buf)
@@ -80,11 +97,8 @@ ls_sync_wire_put_edge(uint8_t *buf, double edge_ns, double drift, double sigma_n
 int
 ls_sync_wire_decode(const uint8_t *buf, struct ls_sync_state *s)
 {
-	unsigned int i;
-
-	for (i = 0; i < LS_SYNC_WIRE_LEN && buf[i] == 0; i++)
-		;
-	if (i == LS_SYNC_WIRE_LEN || buf[0] != WIRE_VERSION)
+	if (!ls_sync_wire_filled(buf) || buf[0] < LS_SYNC_WIRE_VERSION_MIN ||
+	    buf[0] > LS_SYNC_WIRE_VERSION)
 		return -EBADMSG;
 	memset(s, 0, sizeof(*s));
 	s->flags = buf[1];

@@ -66,7 +66,7 @@ COUNTERS = (
     "rx_bad_fragment rx_bad_arp rx_bad_nd rx_bad_vlan rx_bad_address tx_probes "
     "tx_replies tx_arp tx_nd tx_dropped alloc_failed probes_unresolved rl_overflow "
     "idle_sleeps tlv_unknown tlv_malformed foreign_replies sync_recs sync_dropped "
-    "rl_evicted tx_trace route_dropped tx_vlan_failed tx_mtu jumbo_copied sync_filled "
+    "rl_evicted tx_trace route_dropped tx_vlan_failed tx_mtu jumbo_copied sync_filled sync_unanswerable "
     "memif_guard_waits").split()
 
 

@@ -107,6 +107,31 @@ START_TEST(test_wire)
 	ck_assert_int_eq(ls_sync_wire_decode(buf, &d), -EBADMSG);
 	buf[0] = 0;
 	ck_assert_int_eq(ls_sync_wire_decode(buf, &d), -EBADMSG);
+
+	/* The ask: zeros but our version, which no decode takes for a state
+	 * (a reflector that left it as it came filled nothing). */
+	memset(buf, 0xa5, sizeof(buf));
+	ls_sync_wire_ask(buf);
+	ck_assert_int_eq(buf[0], LS_SYNC_WIRE_VERSION);
+	for (unsigned int i = 1; i < LS_SYNC_WIRE_LEN; i++)
+		ck_assert_int_eq(buf[i], 0);
+	ck_assert(!ls_sync_wire_filled(buf));
+	ck_assert_int_eq(ls_sync_wire_decode(buf, &d), -EBADMSG);
+	/* one byte past the version makes it filled */
+	buf[LS_SYNC_WIRE_LEN - 1] = 1;
+	ck_assert(ls_sync_wire_filled(buf));
+	/* answerable: asks from before asks existed (0), ours, newer ones (the
+	 * reflector answers in its newest); not below the oldest it encodes */
+	ck_assert(ls_sync_wire_answerable(0));
+	ck_assert(ls_sync_wire_answerable(LS_SYNC_WIRE_VERSION));
+	ck_assert(ls_sync_wire_answerable(LS_SYNC_WIRE_VERSION + 1));
+	ck_assert(ls_sync_wire_answerable(255));
+	ck_assert(!ls_sync_wire_answerable(LS_SYNC_WIRE_VERSION_MIN - 1));
+	/* what a reflector encodes, its asker decodes */
+	ls_sync_wire_encode(&s, buf);
+	ck_assert_int_eq(buf[0], LS_SYNC_WIRE_VERSION);
+	ck_assert(ls_sync_wire_filled(buf));
+	ck_assert_int_eq(ls_sync_wire_decode(buf, &d), 0);
 }
 END_TEST
 
