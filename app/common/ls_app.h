@@ -52,7 +52,7 @@ struct ls_app_start {
 	volatile int *reload;    /* set by SIGHUP; NULL: SIGHUP is ignored */
 };
 
-#define LS_APP_VERSION "0.1.0"
+#define LS_APP_VERSION LS_VERSION  /* meson.build's project version */
 
 /* --help (usage on stdout) or --version ("NAME 0.1.0 (DPDK x.y)"), then
  * exit 0: the two options every program here answers before the EAL. */

@@ -19,6 +19,7 @@
 
 struct lld_opts {
 	const char *tx_port, *rx_port;   /* ethdev names or port ids; NULL: none */
+	bool version;                    /* --version (with *help) */
 	uint32_t flows;                  /* flows sent (and expected by the sink) */
 	uint8_t shapes[LLD_MAX_LIST];    /* --proto, given to flows in turn */
 	uint8_t n_shapes;
@@ -58,7 +59,8 @@ struct lld_opts {
 
 /*
  * Parse argv[1..argc) (the part after "--"). Errors name the option and
- * the reason, into err. *check is set by --check, *help by --help.
+ * the reason, into err. *check is set by --check, *help by --help and
+ * by --version (o->version too).
  * @return 0, or -EINVAL.
  */
 int lld_opts_parse(int argc, char **argv, struct lld_opts *o, bool *check, bool *help,

@@ -55,10 +55,8 @@ parse(int argc, char **argv, bool *check)
 		fprintf(stderr, "lockstep-load: %s (--help lists the options)\n", err);
 		return -EINVAL;
 	}
-	if (help) {
-		fputs(lld_usage, stdout);
-		exit(0);
-	}
+	if (help)
+		ls_app_help_version(opts.version, "lockstep-load", lld_usage);
 	return 0;
 }
 

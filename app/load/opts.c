@@ -74,6 +74,7 @@ const char lld_usage[] =
 "  --link-wait S        wait this long for links up (10)\n"
 "  --check              check the options and exit\n"
 "  -h, --help           this text\n"
+"  -V, --version        print the version\n"
 "\n"
 "Exit status: 0 done, 1 failure, 2 bad usage.\n";
 
@@ -122,6 +123,7 @@ static const struct option long_opts[] = {
 	{"idle-sleep-us", required_argument, NULL, O_IDLE},
 	{"link-wait", required_argument, NULL, O_LINKWAIT},
 	{"check", no_argument, NULL, O_CHECK}, {"help", no_argument, NULL, 'h'},
+	{"version", no_argument, NULL, 'V'},
 	{NULL, 0, NULL, 0},
 };
 
@@ -521,10 +523,11 @@ lld_opts_parse(int argc, char **argv, struct lld_opts *o, bool *check, bool *hel
 	*check = *help = false;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "h", long_opts, &idx)) != -1) {
+	while ((c = getopt_long(argc, argv, "hV", long_opts, &idx)) != -1) {
 		const char *name = c >= O_TX ? long_opts[idx].name : NULL;
 
-		if (c == 'h') {
+		if (c == 'h' || c == 'V') {
+			o->version = c == 'V';
 			*help = true;
 			return 0;
 		}

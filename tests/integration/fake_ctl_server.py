@@ -167,7 +167,10 @@ def handle(req):
             return err("bad_args", "name and addr are required")
         if a["name"] in PEERS:
             return err("exists", "peer %s already exists" % a["name"])
+        if "port" in a and not isinstance(a["port"], str):
+            return err("bad_args", "port: a port's name (string)")
         PEERS[a["name"]] = a["addr"]
+        LAST["peer.add"] = a  # what lockstepctl sent (read back by "last")
         # the daemon's reply, with what was sent in it (the test reads it)
         return ok({"name": a["name"], "addr": a["addr"], "paths": a.get("paths", 2),
                    "interval_us": a.get("interval_us", 1000), "saved": True})

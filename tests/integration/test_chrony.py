@@ -190,6 +190,15 @@ def run(c, d, chrony_offset, want_ns, tag):
         c.check(last is not None and abs(-last * 1e9 - want_ns) <= TOL_NS + abs(d1 - d0),
                 "%s: chronyc's last sample of LSTP is the same offset, opposite sign "
                 "(local clock less the source): %s" % (tag, rows[0] if rows else src.stdout))
+        # and chronyd chose it: the source it would steer the clock to ('*'
+        # in `sources`; -x only keeps it from touching this machine's clock)
+        def chosen():
+            r = subprocess.run(["chronyc", "-h", os.path.join(d, "chronyd.sock"), "-n", "-c",
+                                "sources"], capture_output=True, text=True, timeout=10)
+            rows = [x.split(",") for x in r.stdout.splitlines() if ",LSTP," in x]
+            return rows[0] if rows and rows[0][1] == "*" else None
+        c.check(lslab.wait_until(chosen, 30),
+                "%s: chronyd selected LSTP as its reference ('*' in chronyc sources)" % tag)
     finally:
         stop(p)
         ch.send_signal(signal.SIGTERM)

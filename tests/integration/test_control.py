@@ -11,6 +11,7 @@ files make lockstepd exit 2 naming the file, the key and the reason.
 """
 import json
 import os
+import platform
 import socket
 import stat
 import subprocess
@@ -230,6 +231,17 @@ def main():
                 peers["a"]["interval_us"] == 50000, "peers shows per-peer paths and the new interval")
         ck = k.call("clock")["result"]
         c.check(ck["source"] == "sim" and "truth" in ck, "clock reports the simulated source and its ground truth")
+        # the CPU's promise the TSC keeps one rate (CPUID INVTSC; Linux's
+        # nonstop_tsc flag on x86), as the fleet-time page's readers assume
+        # (lib/sync/ls_fleettime.h); every ARMv8 generic counter keeps one
+        if platform.machine() in ("x86_64", "i686"):
+            with open("/proc/cpuinfo") as f:
+                flags = next((ln.split(":", 1)[1].split() for ln in f if ln.startswith("flags")), [])
+            want = "nonstop_tsc" in flags
+        else:
+            want = True
+        c.check(ck.get("invariant_tsc") is want,
+                "clock reports invariant_tsc %s (the CPU: %s)" % (ck.get("invariant_tsc"), want))
         off = ck["truth"]["offset_ns"]
         c.check(123456 <= off < 123456 + 12.5e-6 * 3600e9, "truth offset %.1f ns = configured offset + drift" % off)
         c.check(k.call("log.level")["result"]["level"] == "debug", "log.level reads back what was set")

@@ -242,8 +242,51 @@ expect 2 audit -s "$S1" --skip bogus
 expect 2 audit -s "$S1" --capacity-frac 0 && contains "capacity-frac" err
 
 # --version, as the daemons have it; peer add --port takes the port's name
+# and sends it as given (the fake refuses a port that is not a string, as
+# the daemon does, and echoes it)
 expect 0 --version && contains "lockstepctl 0.1.0" out
 expect 0 -s "$S1" --json peer add n9 10.0.0.9 --port p1 && is_json
+expect 0 -s "$S1" --json call last '{"cmd": "peer.add"}' &&
+	contains '"result":{"name":"n9","addr":"10.0.0.9","port":"p1"}' out
+
+# The default socket, as a plain `lockstepctl status` next to a daemon finds
+# it: no $LOCKSTEP_SOCKET, the daemon's /run/lockstep/<node>.sock. In a mount
+# namespace of its own, /run a private tmpfs there, so the machine's is not
+# touched: one socket is found; with two, the error names the directory;
+# /run/lockstep/lockstepd.sock wins when it exists.
+defsock() {
+	unshare -m --propagation private sh -c '
+		mount -t tmpfs tmpfs /run && mkdir /run/lockstep || exit 9
+		for n in $3; do
+			"$1" "$2" --socket /run/lockstep/$n.sock --node $n --peers n2 &
+			pids="$pids $!"
+		done
+		i=0
+		for n in $3; do
+			while [ ! -S /run/lockstep/$n.sock ] && [ $i -lt 100 ]; do
+				i=$((i + 1)); sleep 0.05
+			done
+		done
+		env -u LOCKSTEP_SOCKET "$4" status; rc=$?
+		kill $pids 2>/dev/null
+		wait
+		exit $rc' sh "$PY" "$FAKE" "$1" "$CTL" >"$TMP/out" 2>"$TMP/err"
+}
+TESTS=$((TESTS + 1))
+defsock n5; rc=$?
+if [ $rc = 0 ] && grep -q "n5 (id 7)" "$TMP/out"; then :; else
+	fail "plain status with one daemon in /run/lockstep: exit $rc, $(head -c 300 "$TMP/out" "$TMP/err")"
+fi
+TESTS=$((TESTS + 1))
+defsock "n5 n6"; rc=$?
+if [ $rc != 0 ] && grep -q "/run/lockstep" "$TMP/err"; then :; else
+	fail "plain status with two daemons: exit $rc (want an error naming /run/lockstep): $(head -c 300 "$TMP/err")"
+fi
+TESTS=$((TESTS + 1))
+defsock "n6 lockstepd"; rc=$?
+if [ $rc = 0 ] && grep -q "lockstepd (id 7)" "$TMP/out"; then :; else
+	fail "plain status with /run/lockstep/lockstepd.sock among others: exit $rc, $(head -c 300 "$TMP/out" "$TMP/err")"
+fi
 
 echo "lockstepctl: $TESTS checks, $FAILS failures"
 [ "$FAILS" = 0 ]

@@ -5,7 +5,9 @@ the jsonc block after "This is `config/examples/<file>`", its // notes
 removed, must parse to the same JSON as the file (issue 30: docs that
 disagreed with the example files; the example had probe.acquire_rate 1
 and no capture.dir when the annotated copy had 4 and the directory).
-Every key the file sets must also be in docs/config.md's tables.
+Every key the file sets must also be in docs/config.md's tables. And
+README.md's command that runs an example enables the lcores the example
+polls on (it once gave -l 2 to a file that put a port on lcore 3).
 
   check_config_docs.py SOURCE_ROOT
 """
@@ -57,6 +59,36 @@ def keys(obj, out):
     return out
 
 
+def lcore_list(text):
+    """DPDK's -l: "2-3,5" -> {2, 3, 5}."""
+    out = set()
+    for part in text.split(","):
+        a, _, b = part.partition("-")
+        out.update(range(int(a), int(b or a) + 1))
+    return out
+
+
+def readme_commands(root):
+    """Failures of README.md's `lockstepd -l LIST ... --config config/examples/F`."""
+    readme = open(os.path.join(root, "README.md")).read()
+    runs = re.findall(r"lockstepd -l (\S+) .*?--config (config/examples/\S+)", readme)
+    if not runs:
+        return ["README.md runs no example with lockstepd -l"]
+    bad = []
+    for lcores, path in runs:
+        with open(os.path.join(root, path)) as f:
+            cfg = json.load(f)
+        want = {p["lcore"] for p in cfg.get("ports", []) if "lcore" in p}
+        want |= set(cfg.get("bridge", {}).get("lcores", []))
+        have = lcore_list(lcores)
+        if not want <= have:
+            bad.append("README.md runs %s with -l %s, but it polls on lcores %s" %
+                       (path, lcores, sorted(want)))
+        else:
+            print("ok    README.md's -l %s enables %s's lcores %s" % (lcores, path, sorted(want)))
+    return bad
+
+
 def main():
     root = sys.argv[1]
     doc = open(os.path.join(root, "docs", "config.md")).read()
@@ -86,6 +118,9 @@ def main():
         bad += len(missing)
         if not missing:
             print("ok    every key %s sets is in docs/config.md" % path)
+    for b in readme_commands(root):
+        print("FAIL  " + b)
+        bad += 1
     return 1 if bad else 0
 
 

@@ -320,7 +320,7 @@ main(int argc, char **argv)
 			return EX_OK;
 		}
 		if (strcmp(argv[i], "-V") == 0 || strcmp(argv[i], "--version") == 0) {
-			printf("lockstepctl 0.1.0\n");
+			printf("lockstepctl %s\n", LS_VERSION);
 			return EX_OK;
 		}
 		if (strcmp(argv[i], "--") == 0) {
