@@ -107,6 +107,16 @@ START_TEST(test_wire)
 	ck_assert_int_eq(ls_sync_wire_decode(buf, &d), -EBADMSG);
 	buf[0] = 0;
 	ck_assert_int_eq(ls_sync_wire_decode(buf, &d), -EBADMSG);
+}
+END_TEST
+
+/* The versions' rule (docs/sync.md, "Upgrades"). */
+START_TEST(test_wire_versions)
+{
+	struct ls_sync_state s = {.flags = LS_SYNC_F_SYNCED, .node_id = 9, .ref_id = 1,
+				  .theta_ns = 12.5, .sigma_ns = 3};
+	struct ls_sync_state d;
+	uint8_t buf[LS_SYNC_WIRE_LEN];
 
 	/* The ask: zeros but our version, which no decode takes for a state
 	 * (a reflector that left it as it came filled nothing). */
@@ -193,5 +203,6 @@ void
 sync_wire_tests(TCase *tc)
 {
 	tcase_add_test(tc, test_wire);
+	tcase_add_test(tc, test_wire_versions);
 	tcase_add_test(tc, test_fleet_read);
 }
