@@ -18,6 +18,7 @@
  * before a handler runs.
  */
 #include <errno.h>
+#include <sched.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -810,6 +811,21 @@ collect_windows(unsigned int *cursor)
 	return false;
 }
 
+/*
+ * Serve what came in meanwhile. While background passes run the loop
+ * without sleeping (several ms at 80k paths), then yield: a client on this
+ * core woken by our reply waited behind them for the scheduler's tick (4 ms
+ * at HZ 250; ~1% of bench_peers' peer.add calls), and whatever else the
+ * host runs here should not wait on our batch work either.
+ */
+static void
+serve_between(bool busy)
+{
+	ls_ctl_poll(control.ctl, 0);
+	if (busy)
+		sched_yield();
+}
+
 static uint32_t
 ctl_thread(void *arg __rte_unused)
 {
@@ -830,7 +846,10 @@ ctl_thread(void *arg __rte_unused)
 		uint64_t now;
 
 		/* a millisecond while trains go: each waits TRAIN_GAP_MS for the last */
-		ls_ctl_poll(control.ctl, collecting || syncing || linking ? 0 : trains ? 1 : 10);
+		if (collecting || syncing || linking)
+			serve_between(true);
+		else
+			ls_ctl_poll(control.ctl, trains ? 1 : 10);
 		lsd_metrics_poll();
 		lsd_telemetry_poll();
 		if (lsd.reload) {
@@ -843,13 +862,13 @@ ctl_thread(void *arg __rte_unused)
 		lsd_route_poll();
 		/* commands between the pieces of work, each a slice of up to
 		 * ~200 us: one after all of them waited for their sum */
-		ls_ctl_poll(control.ctl, 0);
+		serve_between(collecting || syncing || linking);
 		linking = lsd_links_poll();
 		trains = lsd_train_poll();
-		ls_ctl_poll(control.ctl, 0);
+		serve_between(collecting || syncing || linking);
 		now = rte_rdtsc();
 		syncing = lsd_sync_poll(now);
-		ls_ctl_poll(control.ctl, 0);
+		serve_between(collecting || syncing || linking);
 		if (!collecting && now >= next_collect) {
 			collecting = true;
 			cursor = 0;

@@ -23,6 +23,7 @@
 #   BENCH_SYNC_PATHS=0 sudo -E tools/bench/bench_peers.sh    # clock sync off
 #   BENCH_PEERS_FILE=1 sudo -E tools/bench/bench_peers.sh    # peer.add saving the list
 #   BENCH_REPLY=1 sudo -E tools/bench/bench_peers.sh         # every peer replies
+#   BENCH_LAT_OUT=FILE ...        # every peer.add: its start (s from the first) and ms
 #
 # BENCH_REPLY=1: the port is a memif whose other end is lockstep-load
 # --reflect-any on core 0, answering every probe from the address and MAC it
@@ -172,6 +173,7 @@ def by_mapping():
 r0 = rss()
 map0 = by_mapping()
 lat, added, err = [], 0, ""
+starts = []
 for i in range(n):
     a = {"name": "p%d" % i,
          "addr": "10.%d.%d.%d" % (129 + i // 62500, i // 250 % 250, 1 + i % 250),
@@ -183,10 +185,15 @@ for i in range(n):
         sys.exit("peer.add %d: %s; lockstepd %s" % (i + 1, e, "running" if os.path.exists(
             "/proc/%d" % pid) else "gone"))
     lat.append(time.perf_counter() - t)
+    starts.append(t)
     if "error" in r:
         err = " (peer.add %d failed: %s)" % (i + 1, r["error"].get("message", r["error"]))
         break
     added += 1
+if os.environ.get("BENCH_LAT_OUT"):           # each add: start (s from the first), ms
+    with open(os.environ["BENCH_LAT_OUT"], "w") as f:
+        for t, l in zip(starts, lat):
+            f.write("%.6f %.3f\n" % (t - starts[0], l * 1e3))
 time.sleep(2)                               # timers armed, windows started
 r1 = rss()
 hz = os.sysconf("SC_CLK_TCK")
