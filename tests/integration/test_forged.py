@@ -23,7 +23,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "lab"))
 import lslab  # noqa: E402
-from test_loop import NsDaemon, SCAPY_PY, sh  # noqa: E402
+from test_loop import NsDaemon, SCAPY_PY, scapy_checks, veth_ns  # noqa: E402
 
 D_MAC, P_MAC = "02:00:00:00:28:01", "02:00:00:00:28:02"
 D_IP, P_IP = "10.28.0.1", "10.28.0.2"
@@ -60,21 +60,12 @@ print(len(out))
 
 
 def main():
-    lslab.exit_on_signals()
-    c = lslab.Checks("forged")
-    lslab.need_root("needs root (network namespaces)")
-    if not os.path.exists(SCAPY_PY):
-        print("SKIP: no %s (python3-scapy)" % SCAPY_PY)
-        sys.exit(77)
+    c = scapy_checks("forged")
     ns = "lsforge%d" % os.getpid()
     tmp = tempfile.mkdtemp(prefix="ls-forged-")
     d = None
     try:
-        sh("ip", "netns", "add", ns)
-        sh("ip", "-n", ns, "link", "add", "fa", "type", "veth", "peer", "name", "fp")
-        for e in ("fa", "fp"):
-            sh("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.%s.disable_ipv6=1" % e)
-            sh("ip", "-n", ns, "link", "set", e, "up")
+        veth_ns(ns, "fa", "fp")
         sock = os.path.join(tmp, "d.sock")
         cfg = {
             "node": {"name": "d", "id": 5},

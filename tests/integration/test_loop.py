@@ -57,6 +57,29 @@ def sh(*args):
     subprocess.run(list(args), check=True)
 
 
+def scapy_checks(name):
+    """Checks for a test that plays a daemon's peer with scapy in a network
+    namespace: root and Debian's python3-scapy, or exit (77: a skip, which
+    fails CI)."""
+    lslab.exit_on_signals()
+    c = lslab.Checks(name)
+    lslab.need_root("needs root (network namespaces)")
+    if not os.path.exists(SCAPY_PY):
+        print("SKIP: no %s (python3-scapy)" % SCAPY_PY)
+        sys.exit(77)
+    return c
+
+
+def veth_ns(ns, a, b):
+    """Network namespace ns holding a veth pair a <-> b, both up, IPv6 off
+    (no router solicitations in a test's captures)."""
+    sh("ip", "netns", "add", ns)
+    sh("ip", "-n", ns, "link", "add", a, "type", "veth", "peer", "name", b)
+    for e in (a, b):
+        sh("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.%s.disable_ipv6=1" % e)
+        sh("ip", "-n", ns, "link", "set", e, "up")
+
+
 def switch_ns(ns, ports, injector):
     """A Linux bridge br0 in namespace ns (created, with br0, by the caller)
     and a veth into it per port. Each daemon port X is moved into a

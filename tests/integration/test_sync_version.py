@@ -24,7 +24,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "lab"))
 import lslab  # noqa: E402
-from test_loop import NsDaemon, SCAPY_PY, sh  # noqa: E402
+from test_loop import NsDaemon, SCAPY_PY, scapy_checks, veth_ns  # noqa: E402
 
 D_MAC, P_MAC = "02:00:00:00:29:01", "02:00:00:00:29:02"
 D_IP, P_IP = "10.29.0.1", "10.29.0.2"
@@ -62,21 +62,12 @@ for p in sn.stop():
 
 
 def main():
-    lslab.exit_on_signals()
-    c = lslab.Checks("sync-version")
-    lslab.need_root("needs root (network namespaces)")
-    if not os.path.exists(SCAPY_PY):
-        print("SKIP: no %s (python3-scapy)" % SCAPY_PY)
-        sys.exit(77)
+    c = scapy_checks("sync-version")
     ns = "lssyncv%d" % os.getpid()
     tmp = tempfile.mkdtemp(prefix="ls-syncv-")
     d = None
     try:
-        sh("ip", "netns", "add", ns)
-        sh("ip", "-n", ns, "link", "add", "va", "type", "veth", "peer", "name", "vp")
-        for e in ("va", "vp"):
-            sh("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.%s.disable_ipv6=1" % e)
-            sh("ip", "-n", ns, "link", "set", e, "up")
+        veth_ns(ns, "va", "vp")
         sock = os.path.join(tmp, "d.sock")
         cfg = {
             "node": {"name": "d", "id": 6},
