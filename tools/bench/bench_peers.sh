@@ -8,7 +8,8 @@
 #   - RSS (VmRSS) before, after, and after deleting them all again, and the
 #     growth per peer-path ("all told": lcore and control side, clock-sync
 #     estimators, allocator overhead);
-#   - peer.add latency (p50, p99, max, as the client sees it);
+#   - peer.add latency (p50, p99, max, as the client sees it; the client
+#     pinned to the CPUs other than the lcore's, as isolcpus would);
 #   - the control thread's CPU (ls-ctl's utime+stime from /proc) over
 #     BENCH_SECS with every path probing;
 #   - the time from starting lockstepd with a config file holding the same
@@ -56,6 +57,13 @@ SYNC_PATHS=${BENCH_SYNC_PATHS:-}   # sync.paths; empty: the daemon's default (al
 REPLY=${BENCH_REPLY:-0}
 [ "$REPLY" = 1 ] && SECS=${BENCH_SECS:-90}
 bench_init bench_peers prs
+# The client runs where an operator's lockstepctl would: off the polling
+# core, as docs/deploy.md's isolcpus keeps everything else off it. Left to
+# the scheduler it landed there now and then and waited behind the busy
+# lcore for its time slice (up to 4.6 ms, perf sched), which was most of
+# peer.add's p99.
+HOUSE=$("$PY" -c 'import os, sys; print(",".join(str(c) for c in sorted(os.sched_getaffinity(0)) if c != int(sys.argv[1])))' "$CORE")
+[ -n "$HOUSE" ] || fail "no CPU left for the client besides the lcore's ($CORE)"
 SOCK=$TMP/ctl.sock
 MSOCK=$TMP/refl.sock
 DEV="net_null0,no-rx=1"
@@ -117,7 +125,7 @@ measure() {
 	config "$TMP/empty.json" 0 "$([ "${BENCH_PEERS_FILE:-0}" = 1 ] && echo "$TMP/peers.json")" "$sp"
 	bench_daemon "$2" "$TMP/empty.json" "$PRE" "$CORE"
 	[ "$REPLY" = 1 ] && reflector "$2"
-	"$PY" - "$SOCK" "$LPID" "$n" "$NPATHS" "$SECS" "$1" "$TMP/res" "$REPLY" <<'EOF' || measure_failed
+	taskset -c "$HOUSE" "$PY" - "$SOCK" "$LPID" "$n" "$NPATHS" "$SECS" "$1" "$TMP/res" "$REPLY" <<'EOF' || measure_failed
 
 import json, os, socket, sys, time
 sock, pid, n, npaths, secs, label, out, reply = sys.argv[1:]
