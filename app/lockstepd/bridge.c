@@ -362,16 +362,17 @@ from_host(struct lsd_bridge *b, uint64_t now, unsigned int *work)
 		if (m[i]->nb_segs > 1)
 			b->st.multi_seg++;
 	}
+	/* At 1 M flows each state line is a cache miss: the lookup asks for
+	 * the burst's entries at once, then we ask for their congestion lines,
+	 * so that they overlap instead of queueing one by one. (Asked for
+	 * with the entries they did not help: those misses fill the core's
+	 * miss buffers already; docs/benchmarks.md.) */
 	if (nk > 0)
 		ls_flow_lookup_bulk(b->flows, keys, nk, idx);
-	/* At 1 M flows each state line is a cache miss: ask for all of the
-	 * burst's at once so they overlap instead of queueing one by one. */
-	for (i = 0; i < nk; i++)
-		if (idx[i] >= 0) {
-			rte_prefetch0(ls_flow_at(b->flows, idx[i]));
-			if (b->cc_on)
+	if (b->cc_on)
+		for (i = 0; i < nk; i++)
+			if (idx[i] >= 0)
 				rte_prefetch0(lsd_cc_line(b, idx[i]));
-		}
 	for (i = 0; i < n; i++) {
 		int32_t id;
 
