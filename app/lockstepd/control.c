@@ -803,6 +803,16 @@ collect_windows(unsigned int *cursor)
 	while (*cursor < lsd_peer_count()) {
 		struct lsd_peer *peer = lsd_peer_at((*cursor)++);
 
+		/* the next peer's lines while this one's are worked on, and the
+		 * header of the one after (ls_path_window_prefetch) */
+		if (*cursor + 1 < lsd_peer_count())
+			rte_prefetch0(lsd_peer_at(*cursor + 1));
+		if (*cursor < lsd_peer_count()) {
+			const struct lsd_peer *next = lsd_peer_at(*cursor);
+
+			for (uint16_t k = 0; k < next->n_paths; k++)
+				ls_path_window_prefetch(&next->win[k], &next->path[k].live);
+		}
 		for (uint16_t k = 0; k < peer->n_paths; k++)
 			ls_path_window_collect(&peer->win[k], &peer->path[k].live);
 		if ((*cursor & 15) == 0 && rte_rdtsc() > end)
