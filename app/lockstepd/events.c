@@ -220,6 +220,7 @@ lsd_events_poll(void)
 		k = (unsigned int)RTE_MIN(owed + due, (uint64_t)n);
 	}
 	for (j = 0; j < k; j++, next++) {
+		lsd_peer_prefetch_ahead(next % n);
 		poll_peer(lsd_peer_at(next % n));
 		if (rte_rdtsc() > end) {   /* each peer: one in a storm is 8 events */
 			j++, next++;

@@ -618,6 +618,7 @@ walk(uint64_t end)
 		unsigned int i = lk.cursor++;
 		const struct lsd_peer *peer = lsd_peer_at(i);
 
+		lsd_peer_prefetch_ahead(i);
 		if (LOAD(peer->resolved)) {
 			gather_peer(i, peer, now, fresh);
 			sender_peer(i, peer);

@@ -666,6 +666,11 @@ int lsd_msg_post(unsigned int lcore, struct lsd_msg *m);
 int lsd_msg_call(unsigned int lcore, enum lsd_msg_type type, const void *ptr);
 unsigned int lsd_peer_count(void);
 struct lsd_peer *lsd_peer_at(unsigned int i);
+/* (control) A pass over the peers in index order, at peer i: ask for the
+ * next peer's path lines that such passes read (state, queueing sample)
+ * and the header of the one after, so that their cache misses overlap
+ * this peer's work instead of queueing after it (10k peers x 8 paths). */
+void lsd_peer_prefetch_ahead(unsigned int i);
 int lsd_peer_find(const char *name);
 int lsd_peer_find_addr(const struct ls_addr *a);
 int lsd_peer_arg(struct ls_ctl_req *req, struct json_t *args, const char **name);

@@ -35,6 +35,7 @@
 #include <rte_cycles.h>
 #include <rte_hash.h>
 #include <rte_jhash.h>
+#include <rte_prefetch.h>
 #include <rte_rcu_qsbr.h>
 #include <rte_ring.h>
 #include <rte_timer.h>
@@ -397,6 +398,22 @@ unsigned int
 lsd_peer_count(void)
 {
 	return registry.n_peers;
+}
+
+void
+lsd_peer_prefetch_ahead(unsigned int i)
+{
+	const unsigned int n = registry.n_peers;
+	const struct lsd_peer *next;
+
+	if (n < 2)
+		return;
+	rte_prefetch0(registry.peers[(i + 2) % n]);
+	next = registry.peers[(i + 1) % n];
+	for (uint16_t k = 0; k < next->n_paths; k++) {
+		rte_prefetch0(&next->path[k].state_down);
+		rte_prefetch0(&next->path[k].q_tsc);
+	}
 }
 
 int
