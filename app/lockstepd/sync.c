@@ -567,17 +567,6 @@ fit_peer(struct lsd_peer *peer, uint64_t now)
 	lsd_sync_node_take(ps, now);
 }
 
-/*
- * The fit step's per-peer part until the TSC end, resumed from where the
- * last pass stopped: with 10,000 peers x 8 paths a whole step took
- * milliseconds, and a command arriving during it waited that long
- * (peer.add p99 1.9 to 8.7 ms against 1 ms). Every path is fitted at the
- * step's instant, as when the step ran in one go. A peer attached
- * mid-step is fitted if the cursor has not passed it; one detached moves
- * the last into its place, which may then wait for the next step: one
- * step late, as a peer added just after a step is. Returns whether every
- * peer is done.
- */
 /* fit_slice's look-ahead at peer c: the header of the peer three ahead,
  * the sync block of the one two ahead, the next one's paths. At 10k peers
  * each is a cache miss, and one peer after another they queued. */
@@ -600,6 +589,17 @@ fit_prefetch(unsigned int c)
 		}
 }
 
+/*
+ * The fit step's per-peer part until the TSC end, resumed from where the
+ * last pass stopped: with 10,000 peers x 8 paths a whole step took
+ * milliseconds, and a command arriving during it waited that long
+ * (peer.add p99 1.9 to 8.7 ms against 1 ms). Every path is fitted at the
+ * step's instant, as when the step ran in one go. A peer attached
+ * mid-step is fitted if the cursor has not passed it; one detached moves
+ * the last into its place, which may then wait for the next step: one
+ * step late, as a peer added just after a step is. Returns whether every
+ * peer is done.
+ */
 static bool
 fit_slice(uint64_t end)
 {
