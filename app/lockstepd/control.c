@@ -935,6 +935,8 @@ lsd_control_start(void)
 		rc = lsd_sync_init(lsd_clock_reader(), lsd_clock_query_reader());
 	if (rc == 0)
 		rc = lsd_events_init();
+	if (rc == 0)
+		rc = lsd_route_init();
 	if (rc < 0)
 		return rc;
 	control.start_tsc = rte_rdtsc();

@@ -598,6 +598,7 @@ struct lsd_route_path {
 				    * filed: paths that share it share fate */
 	struct ls_addr hop[LSD_ROUTE_HOPS];
 };
+int lsd_route_init(void);
 const struct lsd_route_path *lsd_route_map(const struct lsd_peer *peer, uint16_t path);
 void lsd_route_stale(const struct lsd_peer *peer, uint16_t path);
 /* the same path traced with the data's 5-tuple (dport 4791), where the

@@ -47,6 +47,7 @@
 #include <jansson.h>
 
 #include <rte_cycles.h>
+#include <rte_errno.h>
 #include <rte_hash.h>
 #include <rte_jhash.h>
 #include <rte_mbuf.h>
@@ -205,15 +206,8 @@ map_peer_in(bool data, const char *name, uint16_t n_paths, bool add)
 	struct rt_peer *e = NULL, *g;
 	struct rte_hash **map = data ? &rt.dmap : &rt.map;
 
-	if (*map == NULL) {
-		struct rte_hash_parameters hp = {
-			.name = data ? "ls_route_dmap" : "ls_route_map", .entries = RT_MAP_MAX,
-			.key_len = LS_NAME_LEN, .hash_func = rte_jhash, .socket_id = SOCKET_ID_ANY,
-		};
-
-		if (!add || (*map = rte_hash_create(&hp)) == NULL)
-			return NULL;
-	}
+	if (*map == NULL)
+		return NULL;
 	snprintf(key, sizeof(key), "%s", name);
 	if (rte_hash_lookup_data(*map, key, (void **)&e) >= 0) {
 		if (!add || n_paths <= e->n_paths)
@@ -631,6 +625,32 @@ cmd_route(struct ls_ctl_req *req, json_t *args, void *aux __rte_unused)
 		return;
 	}
 	ls_ctl_reply_ok(req, trace_json(&rt.t[rc], (uint8_t)rc));
+}
+
+/*
+ * Both maps at start-up, not at the first route: a table of RT_MAP_MAX
+ * grows DPDK's heap by megabytes, and growing it at run time while a
+ * secondary process (dpdk-dumpcap) attaches waited 5 s for the
+ * secondary's sync and failed, taking the secondary's attach with it.
+ */
+int
+lsd_route_init(void)
+{
+	for (int data = 0; data < 2; data++) {
+		struct rte_hash_parameters hp = {
+			.name = data ? "ls_route_dmap" : "ls_route_map", .entries = RT_MAP_MAX,
+			.key_len = LS_NAME_LEN, .hash_func = rte_jhash, .socket_id = SOCKET_ID_ANY,
+		};
+		struct rte_hash **map = data ? &rt.dmap : &rt.map;
+
+		*map = rte_hash_create(&hp);
+		if (*map == NULL) {
+			LSD_LOG(ERR, "route: cannot make the route map (%u peers): %s",
+				RT_MAP_MAX, rte_strerror(rte_errno));
+			return -ENOMEM;
+		}
+	}
+	return 0;
 }
 
 void

@@ -23,7 +23,8 @@ reads the pcapng:
   - the probes to P on both paths, sequence numbers without a gap, every
     one of them also in lockstepd's own capture, none on the host port;
   - every frame has its direction; dumpcap dropped none and the file holds
-    what it counted; timestamps are today's (DPDK 22.11 stamped every
+    what it counted, but for the few frames its ring held when it stopped
+    (it reads its counts without draining the ring); timestamps are today's (DPDK 22.11 stamped every
     capture 2^64 TSC ticks late: lsd_pdump_init() works around it).
 A lockstepd on --no-huge says pdump is off and dumpcap cannot attach.
 SKIP (77) only without root or when the hugepages cannot be reserved.
@@ -43,7 +44,7 @@ import lslab  # noqa: E402
 
 HP = "/sys/kernel/mm/hugepages/hugepages-2048kB"
 PAGES = 128                       # 256 MiB: here lockstepd took 43, dpdk-dumpcap 6 more
-DUMPCAP = shutil.which("dpdk-dumpcap") or "/usr/bin/dpdk-dumpcap"
+DUMPCAP = os.environ.get("LS_DUMPCAP") or shutil.which("dpdk-dumpcap") or "/usr/bin/dpdk-dumpcap"
 FAB_MAC = "02:79:00:00:00:03"
 H4, P4, B4 = "10.79.0.1", "10.79.0.2", "10.79.0.3"
 H6, P6, B6 = "fd79::1", "fd79::2", "fd79::3"
@@ -254,6 +255,8 @@ class Dumpcap:
                             self.out())}
 
 
+IN_RING_AT_STOP = 8  # dumpcap's counted-but-unwritten frames (check_file)
+
 FIELDS = ["frame.interface_name", "frame.packet_flags_direction", "frame.time_epoch",
           "eth.src", "arp.opcode", "arp.src.proto_ipv4", "arp.dst.proto_ipv4",
           "ip.src", "ip.dst", "ipv6.src", "ipv6.dst", "icmp.type", "icmpv6.type",
@@ -363,9 +366,14 @@ def check_file(c, dc, rows, rc, t0, t1, names):
     n = dc.counts()
     c.check(rc == 0 and set(n) == set(names) and all(d == 0 for _, d in n.values()),
             "dpdk-dumpcap exits 0 and dropped nothing: %s (rc %s)" % (n, rc))
+    # dpdk-dumpcap reads its counts (what the primary put in its ring)
+    # after its last dequeue, without draining the ring: frames that went
+    # in at that instant are counted and never written. Probes keep going
+    # at ~300/s, so that is a frame or two, never more than a burst.
     got = sum(r for r, _ in n.values())
-    c.check(got == len(rows), "the file holds every frame it counted: %d frames, %d counted"
-            % (len(rows), got))
+    c.check(0 <= got - len(rows) <= IN_RING_AT_STOP,
+            "the file holds every frame it counted but the last few still in its ring at "
+            "stop (<= %d): %d frames, %d counted" % (IN_RING_AT_STOP, len(rows), got))
     c.check(all(r["frame.packet_flags_direction"] in ("0x00000001", "0x00000002") for r in rows),
             "every frame says in or out")
     ts = [float(r["frame.time_epoch"]) for r in rows] or [0]
