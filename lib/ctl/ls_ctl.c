@@ -861,13 +861,58 @@ clear_stale(const struct sockaddr_un *sun)
 	return -err;
 }
 
+/*
+ * Bind and listen under a temporary name next to the path, then rename() it
+ * into place: the path appears already listening, so a client that waits
+ * for the file (`[ -S sock ]`) and connects at once is never refused, as it
+ * was between bind() and listen() on a loaded machine. Paths too long for
+ * the suffix bind in place. bind() creates the file with 0777 & ~umask, and
+ * fchmod() on a socket fd does not reach the file, so: bind under a umask
+ * that cannot grant more than @mode, then chmod() to exactly @mode; the
+ * socket is never more open than asked. 0 or an errno.
+ */
+static int
+bind_listen(struct ls_ctl *ctl, const struct sockaddr_un *sun, mode_t mode)
+{
+	struct sockaddr_un tmp = *sun;
+	struct stat st;
+	mode_t old_umask;
+	bool renamed;
+	int rc, err;
+
+	renamed = (size_t)snprintf(tmp.sun_path, sizeof(tmp.sun_path), "%s.new",
+				   sun->sun_path) < sizeof(tmp.sun_path);
+	if (!renamed)
+		tmp = *sun;
+	else
+		unlink(tmp.sun_path);  /* a start that died between bind and rename */
+	old_umask = umask(~mode & 0777);
+	rc = bind(ctl->listen_fd, (const struct sockaddr *)&tmp, sizeof(tmp));
+	err = errno;
+	umask(old_umask);
+	if (rc < 0)
+		return err;
+	if (chmod(tmp.sun_path, mode) < 0 || listen(ctl->listen_fd, LS_CTL_BACKLOG) < 0 ||
+	    (renamed && rename(tmp.sun_path, sun->sun_path) < 0)) {
+		err = errno;
+		unlink(tmp.sun_path);
+		return err;
+	}
+	if (lstat(sun->sun_path, &st) < 0) {
+		err = errno;
+		unlink(sun->sun_path);
+		return err;
+	}
+	ctl->dev = st.st_dev;
+	ctl->ino = st.st_ino;
+	return 0;
+}
+
 struct ls_ctl *
 ls_ctl_create(const struct ls_ctl_params *params)
 {
 	struct sockaddr_un sun;
 	struct ls_ctl *ctl = NULL;
-	struct stat st;
-	mode_t old_umask;
 	int rc, err;
 
 	if (params == NULL || params->path == NULL || params->path[0] == '\0' ||
@@ -915,31 +960,9 @@ ls_ctl_create(const struct ls_ctl_params *params)
 		goto fail;
 	}
 
-	/*
-	 * bind() creates the file with 0777 & ~umask, and fchmod() on a
-	 * socket fd does not reach the file, so: bind under a umask that
-	 * cannot grant more than @mode, then chmod() to exactly @mode. There
-	 * is never a moment where the socket is more open than asked.
-	 */
-	old_umask = umask(~params->mode & 0777);
-	rc = bind(ctl->listen_fd, (const struct sockaddr *)&sun, sizeof(sun));
-	err = errno;
-	umask(old_umask);
-	if (rc < 0)
+	err = bind_listen(ctl, &sun, params->mode);
+	if (err != 0)
 		goto fail;
-	if (chmod(sun.sun_path, params->mode) < 0 ||
-	    lstat(sun.sun_path, &st) < 0) {
-		err = errno;
-		unlink(sun.sun_path);
-		goto fail;
-	}
-	ctl->dev = st.st_dev;
-	ctl->ino = st.st_ino;
-	if (listen(ctl->listen_fd, LS_CTL_BACKLOG) < 0) {
-		err = errno;
-		unlink(sun.sun_path);
-		goto fail;
-	}
 
 	rc = ls_ctl_register(ctl, "help", "",
 			     "list commands with their arguments", help_cb, ctl);
