@@ -439,9 +439,10 @@ int ls_clock_setup(struct ls_clock *c, const struct ls_conf_clock *conf, uint32_
 uint64_t ls_clock_rx_ts(struct ls_clock *c, struct rte_mbuf *m, uint64_t sw);
 
 /**
- * Note the ports whose RX stamps come from the kernel (driver net_pcap,
- * which stamps every received frame with the packet socket's
- * CLOCK_REALTIME time in microseconds) so ls_clock_rx_ts() uses them.
+ * Note the ports whose RX stamps come from the kernel (driver net_pcap on
+ * an interface, which stamps every received frame with the packet socket's
+ * CLOCK_REALTIME time in microseconds; not one reading a file, whose
+ * stamps are the file's) so ls_clock_rx_ts() uses them.
  * Logs one line per such port. No-op for NIC clocks.
  * @return number of such ports.
  */
@@ -449,7 +450,8 @@ unsigned int ls_clock_kstamp_setup(struct ls_clock *c, const uint16_t *ports, un
 
 /**
  * Whether frames received on port carry the kernel's receive stamp (driver
- * net_pcap on an interface); if so, where: the RX timestamp dynfield offset
+ * net_pcap on an interface: iface=, rx_iface= or rx_iface_in=, not rx_pcap=);
+ * if so, where: the RX timestamp dynfield offset
  * and dynflag mask. Also for other users of such ports (lockstep-fabric's
  * ingress times).
  */

@@ -37,7 +37,10 @@
 #include <rte_common.h>
 #include <rte_cycles.h>
 #include <rte_errno.h>
+#include <rte_dev.h>
+#include <rte_devargs.h>
 #include <rte_ethdev.h>
+#include <rte_kvargs.h>
 #include <rte_mbuf.h>
 #include <rte_mbuf_dyn.h>
 #include <rte_seqlock.h>
@@ -364,6 +367,29 @@ trailer_rx_ts(struct ls_clock *c, struct rte_mbuf *m, uint64_t sw)
 	return ts;
 }
 
+/*
+ * net_pcap stamps what it reads from an interface with the kernel's receive
+ * time, and what it reads from a file (rx_pcap=) with the file's record
+ * times: those are when the file was written, and taking them for ingress
+ * put frames up to a second in the past, out of order, into the emulator's
+ * queues (tail drops of a 2000-frame replay on a loaded machine).
+ */
+static bool
+pcap_on_interface(const struct rte_eth_dev_info *info)
+{
+	const struct rte_devargs *da = rte_dev_devargs(info->device);
+	struct rte_kvargs *kv;
+	bool live;
+
+	kv = da != NULL && da->args != NULL ? rte_kvargs_parse(da->args, NULL) : NULL;
+	if (kv == NULL)
+		return false;
+	live = rte_kvargs_count(kv, "iface") + rte_kvargs_count(kv, "rx_iface") +
+	       rte_kvargs_count(kv, "rx_iface_in") > 0;
+	rte_kvargs_free(kv);
+	return live;
+}
+
 bool
 ls_clock_kstamp_port(uint16_t port, int *field, uint64_t *flag)
 {
@@ -372,7 +398,8 @@ ls_clock_kstamp_port(uint16_t port, int *field, uint64_t *flag)
 	int fl = rte_mbuf_dynflag_lookup(RTE_MBUF_DYNFLAG_RX_TIMESTAMP_NAME, NULL);
 
 	if (fd < 0 || fl < 0 || rte_eth_dev_info_get(port, &info) != 0 ||
-	    info.driver_name == NULL || strcmp(info.driver_name, "net_pcap") != 0)
+	    info.driver_name == NULL || strcmp(info.driver_name, "net_pcap") != 0 ||
+	    !pcap_on_interface(&info))
 		return false;
 	*field = fd;
 	*flag = 1ULL << fl;
