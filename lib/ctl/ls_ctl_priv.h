@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * lib/ctl's server internals: limits, and the server, client, command and
- * request structs, which only ls_ctl.c touches (kept apart so that file
- * stays the code: reading, dispatching, replying, connections).
+ * request structs, which only lib/ctl's sources touch (kept apart so that
+ * ls_ctl.c stays the code: reading, dispatching, replying, connections;
+ * ls_ctl_sock.c makes the listening socket's file).
  */
 #ifndef LS_CTL_PRIV_H
 #define LS_CTL_PRIV_H
@@ -76,5 +77,16 @@ struct ls_ctl_req {
 	json_t *result;               /* local call: the result, stolen */
 	char *error;                  /* local call: "code: message", malloc'd */
 };
+
+struct sockaddr_un;
+
+/** 0 when nothing is at sun's path or a dead socket was removed there;
+ * -EADDRINUSE when a server answers there, -EEXIST for a file that is not
+ * a socket, another negative errno on failure (ls_ctl_sock.c). */
+int ls_ctl_sock_clear_stale(const struct sockaddr_un *sun);
+
+/** Bind ctl->listen_fd to sun's path with exactly @mode and listen; the
+ * file appears only once it listens. Sets ctl->dev/ino. 0 or an errno. */
+int ls_ctl_sock_listen(struct ls_ctl *ctl, const struct sockaddr_un *sun, mode_t mode);
 
 #endif /* LS_CTL_PRIV_H */
