@@ -233,11 +233,16 @@ def isolation(c, br):
             "trips (shielded %.1f us, %d)" % (unshielded, n_un, shielded, n_sh))
     # Issue 25's +20 us at 10 Gb/s is test_isolation.py's (the emulator).
     # Here the path is veth and two kernels on two shared cores, whose
-    # scheduling alone is tens of us; 100 us is the bound that fails when the
-    # latency slice is not served first (then p99 is the bulk queue).
-    c.check(shielded - idle <= 100,
+    # scheduling alone moves p99 by tens of us, by over 100 in CI on some
+    # machines (idle 198 us, shielded 304 us in one run; 87-131 us alone).
+    # What the bound must catch is a latency frame served after the bulk
+    # slice's: the bulk queue (seconds), or one of its paced frames ahead
+    # (1400 bytes at 20 Mb/s, 560 us). The rise may be 100 us or the idle
+    # p99 itself, whichever is more: under 560 us while idle is.
+    bound = max(100.0, idle)
+    c.check(shielded - idle <= bound,
             "in a latency slice beside saturating bulk its p99 is %.1f us, idle %.1f us: "
-            "%+.1f us" % (shielded, idle, shielded - idle))
+            "%+.1f us (<= %.0f: 100 us or the idle p99)" % (shielded, idle, shielded - idle, bound))
 
 
 def goodput_of(rate_bps):
