@@ -850,6 +850,7 @@ ctl_thread(void *arg __rte_unused)
 		lsd.exit_code = 1;
 		lsd.quit = 1;
 	} else {
+		__atomic_store_n(&lsd.peers_ready, 1, __ATOMIC_RELEASE);
 		lsd_notify_ready();
 	}
 	while (!lsd.quit) {

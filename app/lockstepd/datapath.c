@@ -190,6 +190,43 @@ rcu_leave(struct rte_rcu_qsbr *v, unsigned int id)
 	}
 }
 
+/* Take one message from the control thread, if any: whether there was one. */
+static bool
+take_msg(struct lsd_lcore *lc)
+{
+	uint32_t q = LSD_MSG_QUEUED;
+	struct lsd_msg *msg;
+
+	if (rte_ring_sc_dequeue(lc->msgs, (void **)&msg) != 0)
+		return false;
+	/* A message the control thread gave up on never happens. */
+	if (__atomic_compare_exchange_n(&msg->state, &q, LSD_MSG_TAKEN, false,
+					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		apply_msg(lc, msg);
+	return true;
+}
+
+/*
+ * Apply the control thread's messages, and poll no port, until the
+ * config's peers are in (ctl_thread). A configured peer's probe that came
+ * first was a stranger's: its reply fell to the shared overflow bucket of
+ * a full rate-limit table (CI's test_ratelimit: 9 of the peer's 10
+ * answered, the control thread late under load). Frames wait in the
+ * ports' rings meanwhile: a second or two for a config of 10k peers.
+ */
+static void
+await_peers(struct lsd_lcore *lc, struct rte_rcu_qsbr *qs, struct rte_rcu_qsbr *pq)
+{
+	while (!__atomic_load_n(&lsd.peers_ready, __ATOMIC_ACQUIRE) && !lsd.quit) {
+		if (!take_msg(lc))
+			rte_delay_us_sleep(10);
+		if (qs != NULL)
+			rte_rcu_qsbr_quiescent(qs, lc->lcore_id);
+		if (pq != NULL)
+			rte_rcu_qsbr_quiescent(pq, lc->lcore_id);
+	}
+}
+
 /* hot, as are lsd_rx_vector and lsd_bridge_poll, the roots of the
  * per-frame work: after the many-cores change GCC's static estimate judged
  * the data path and the probe path cold and optimized them for size (no
@@ -215,13 +252,13 @@ lsd_lcore_main(void *arg __rte_unused)
 		rte_timer_reset(&lc->housekeep, hk, PERIODICAL, rte_lcore_id(), housekeep_cb, lc);
 	rcu_join(qs, lc->lcore_id);
 	rcu_join(pq, lc->lcore_id);
+	await_peers(lc, qs, pq);
 	LSD_LOG(INFO, "lcore %u: polling %u port(s)%s", lc->lcore_id, lc->n_ports,
 	       lc->worker ? " and the data path's rings" : "");
 
 	while (!lsd.quit) {
 		struct lsd_bridge *br = lsd_bridges[lc->lcore_id];
 		unsigned int work = 0;
-		struct lsd_msg *msg;
 
 		for (uint16_t i = 0; i < lc->n_ports; i++) {
 			struct lsd_port *p = &lsd.ports[lc->port_idx[i]];
@@ -239,16 +276,8 @@ lsd_lcore_main(void *arg __rte_unused)
 		rte_timer_manage();
 		/* A few per loop: a batch of peer adds (a config of 10k peers)
 		 * must not stall the port's receive times for milliseconds. */
-		for (int k = 0; k < LSD_MSG_PER_LOOP &&
-		     rte_ring_sc_dequeue(lc->msgs, (void **)&msg) == 0; k++) {
-			uint32_t q = LSD_MSG_QUEUED;
-
-			/* A message the control thread gave up on never happens. */
-			if (__atomic_compare_exchange_n(&msg->state, &q, LSD_MSG_TAKEN, false,
-							__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-				apply_msg(lc, msg);
+		for (int k = 0; k < LSD_MSG_PER_LOOP && take_msg(lc); k++)
 			work++;
-		}
 		if (work != 0 || !idle->backoff) {
 			empty = 0;
 			continue;

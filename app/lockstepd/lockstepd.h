@@ -413,6 +413,7 @@ struct lsd_global {
 	bool refl_ptp;                     /* reflector timestamps in PTPv2 format */
 	volatile int quit;
 	volatile int reload;          /* SIGHUP: the control thread reloads the peers */
+	volatile int peers_ready;     /* the config's peers are in: lcores may poll ports */
 	int exit_code;
 	uint64_t start_tsc;
 	struct lsd_sync_pub sync_pub;       /* written by the control thread */
