@@ -83,6 +83,7 @@ struct qp_set {
 	struct qp_side rem[QP_SET]; /* the remote QPs (frames from the host name them) */
 	uint32_t last_ms;             /* last used (ageing) */
 	uint8_t next_loc, next_rem;   /* round-robin replacement */
+	uint8_t used;                 /* the pairs table holds this position */
 	/* RP: what the fabric delivers to the pair, from the host's ACKed
 	 * requests (dlv_note); times in qp_side.cnp_t units */
 	uint32_t dlv_t0;              /* the window's start, 0: none open */
@@ -114,7 +115,8 @@ struct lsd_cc {
 	struct qp_set *sets;
 	uint32_t n_pairs, max_pairs;  /* a full cuckoo table's failed add is
 				       * expensive: past max, only look up */
-	uint32_t age_iter;            /* where the ageing sweep goes on */
+	uint32_t age_iter;            /* the ageing sweep's next position */
+	uint32_t n_sets;              /* positions in the table and sets[] */
 	uint32_t now_ms;              /* the table clock at the last sweep step */
 	uint8_t epoch;                /* bumped by a sweep that forgot a pair: flows
 				       * register their QP again (ls_flow.cc) */
@@ -154,6 +156,7 @@ lsd_cc_create(struct lsd_bridge *b, int socket)
 	b->cc->sets = rte_zmalloc_socket("lsd_qp_sets", sizeof(struct qp_set) * hp.entries, 64,
 					 socket);
 	b->cc->pairs = rte_hash_create(&hp);
+	b->cc->n_sets = hp.entries;
 	/* cuckoo tables fill to about 90% before an add fails */
 	b->cc->max_pairs = hp.entries / 10 * 9;
 	if (b->cc->flow == NULL || b->cc->sets == NULL || b->cc->pairs == NULL)
@@ -301,6 +304,7 @@ qp_set_of(struct lsd_bridge *b, const struct ls_flow_key *k, bool from_host)
 		}
 		b->cc->n_pairs++;
 		memset(&b->cc->sets[i], 0, sizeof(b->cc->sets[i]));
+		b->cc->sets[i].used = 1;
 	}
 	b->cc->sets[i].last_ms = b->cc->now_ms;
 	return &b->cc->sets[i];
@@ -466,35 +470,37 @@ lsd_cc_sent(struct lsd_bridge *b, const struct ls_flow *f, int32_t idx, uint32_t
 
 /*
  * Forget address pairs unused (no ACK, CNP, CE or new QP) for idle_ms,
- * looking at n of them: the table would otherwise fill (qp_pairs_full) and
- * new pairs go unlearnt. A sweep that forgot any bumps the epoch, so the
- * flows of a forgotten pair register their QPs again with their next
- * request. Deleting the key just returned by rte_hash_iterate is safe: the
- * sweep resumes at the next position.
+ * looking at n positions of the table: it would otherwise fill
+ * (qp_pairs_full) and new pairs go unlearnt. A sweep that forgot any bumps
+ * the epoch, so the flows of a forgotten pair register their QPs again with
+ * their next request. A cursor over positions, not rte_hash_iterate: that
+ * walks on to the next key, the whole table when it is empty, which at
+ * 1 M flows (131,072 positions) took 11% of the data path's core from
+ * TCP-only traffic, a full walk every millisecond.
  */
 void
 lsd_cc_age(struct lsd_bridge *b, uint32_t now_ms, uint32_t idle_ms, unsigned int n)
 {
 	struct lsd_cc *cc = b->cc;
-	const void *key;
-	void *data;
+	void *key;
 
 	cc->now_ms = now_ms;
-	while (n-- > 0) {
-		int32_t pos = rte_hash_iterate(cc->pairs, &key, &data, &cc->age_iter);
+	for (; n > 0; n--) {
+		struct qp_set *s = &cc->sets[cc->age_iter];
 
-		if (pos < 0) {
+		if (s->used && now_ms - s->last_ms > idle_ms &&
+		    rte_hash_get_key_with_position(cc->pairs, (int32_t)cc->age_iter, &key) == 0 &&
+		    rte_hash_del_key(cc->pairs, key) >= 0) {
+			s->used = 0;
+			cc->n_pairs--;
+			cc->aged_this_sweep = true;
+			b->st.qp_pairs_aged++;
+		}
+		if (++cc->age_iter >= cc->n_sets) {
 			cc->age_iter = 0;
 			if (cc->aged_this_sweep)
 				cc->epoch++;
 			cc->aged_this_sweep = false;
-			return;
-		}
-		if (now_ms - cc->sets[pos].last_ms > idle_ms &&
-		    rte_hash_del_key(cc->pairs, key) >= 0) {
-			cc->n_pairs--;
-			cc->aged_this_sweep = true;
-			b->st.qp_pairs_aged++;
 		}
 	}
 }
