@@ -56,6 +56,7 @@ extern int lsd_logtype;
 #define LSD_HOUSEKEEP_US 1000     /**< per-lcore housekeeping timer period */
 #define LSD_TICK_PEERS 64         /**< peers housekept every period, at least (sender.c) */
 #define LSD_RESOLVE_RETRY_NS (1000ULL * 1000 * 1000)   /**< ARP/ND retry while unresolved */
+#define LSD_RESOLVE_FIRST_NS (100ULL * 1000 * 1000)    /**< the first retry; doubles up to RETRY */
 #define LSD_RESOLVE_REFRESH_NS (30ULL * 1000 * 1000 * 1000) /**< re-resolve a known neighbour */
 
 /* What happened to each received packet: exactly one per packet, so the
@@ -282,6 +283,7 @@ struct lsd_peer {
 	struct ls_mac mac;
 	bool resolved;
 	bool static_mac;           /* configured MAC: never ARP/ND for it */
+	uint8_t resolve_tries;     /* requests sent while unresolved (the back-off) */
 	uint64_t next_resolve_ns;
 	bool sync_speaker;         /* (lcore) its reflector fills our sync TLV: its
 				    * one-way delays wait for an offset, not raw */

@@ -154,8 +154,9 @@ def main():
     try:
         n1.start()
         n2.start()
-        c.check(lslab.wait_until(lambda: os.path.exists(n1.sock) and any(
-            p["received"] > 20 for p in lslab.call(n1.sock, "peers")), 30),
+        # both ways: n1's reflector counts n2's probes (below)
+        c.check(lslab.wait_until(lambda: all(os.path.exists(n.sock) and any(
+            p["received"] > 20 for p in lslab.call(n.sock, "peers")) for n in (n1, n2)), 30),
             "two lockstepd probing each other")
         c.check(lslab.wait_until(lambda: all(
             p["rtt_p50_ns"] is not None for p in lslab.call(
