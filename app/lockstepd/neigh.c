@@ -74,13 +74,14 @@ lsd_neigh_resolve(struct lsd_lcore *lc, struct lsd_peer *peer, uint64_t now_ns)
 	 * request or its reply lost as the link comes up (a memif server's
 	 * first replies can be dropped as its client connects) cost a whole
 	 * second of no probes; test_metrics saw it. */
-	if (peer->resolved)
+	if (peer->resolved) {
 		peer->next_resolve_ns = now_ns + LSD_RESOLVE_REFRESH_NS;
-	else
+	} else {
 		peer->next_resolve_ns = now_ns + RTE_MIN(LSD_RESOLVE_FIRST_NS << peer->resolve_tries,
 							 LSD_RESOLVE_RETRY_NS);
-	if (!peer->resolved && peer->resolve_tries < 8)
-		peer->resolve_tries++;
+		if (peer->resolve_tries < 8)
+			peer->resolve_tries++;
+	}
 	if (peer->nexthop.family == LS_AF_INET) {
 		if (!p->v4.addr.family)
 			return;
