@@ -77,10 +77,11 @@ struct lld_tx {
 /*
  * Build every flow's template and clock (100k flows take a while: before
  * the start, so no flow begins late).
+ * hz: the TSC's measured rate (rates and times are timed with it).
  * @return 0 or a negative errno (message logged).
  */
 int lld_tx_init(struct lld_tx *t, const struct lld_opts *o, uint16_t port,
-		struct rte_mempool *pool, uint32_t tag);
+		struct rte_mempool *pool, uint32_t tag, uint64_t hz);
 
 /*
  * Put the flows on the wheel: TX runs in [start, end), flows spread evenly

@@ -49,6 +49,7 @@ struct lld_opts {
 	uint32_t window_ms, settle_ms, linger_ms;
 	uint32_t tx_delay_ms;            /* TX starts this long after the sink */
 	uint32_t detail_flows, report_flows;
+	uint32_t gaps;           /* longest gaps kept per flow (--gaps) */
 	const char *report;              /* file, or NULL / "-" for stdout */
 	uint32_t idle_sleep_us;
 	double link_wait_s;

@@ -44,7 +44,8 @@
 
 struct lld_sink;
 
-#define LLD_SINK_GAPS 16 /* longest gaps kept per flow */
+#define LLD_SINK_GAPS 16      /* longest gaps kept per flow, by default */
+#define LLD_SINK_GAPS_MAX 256 /* ... at most (--gaps) */
 
 struct lld_sink_params {
 	uint32_t n_flows;        /* flow indices tracked: 0..n_flows-1 */
@@ -57,6 +58,7 @@ struct lld_sink_params {
 	uint32_t tag;            /* our TSC domain tag */
 	uint32_t fg_flows;       /* flows 0..fg_flows-1 are foreground: one-way delay
 				  * quantiles of their own, over the measured span */
+	uint32_t n_gaps;         /* longest gaps kept per flow (0: LLD_SINK_GAPS) */
 };
 
 /* A flow's results (lld_sink_flow). Rates in bits/s, 0 when not measured. */
@@ -65,9 +67,9 @@ struct lld_sink_result {
 	uint64_t lost, reordered, dups, old;  /* sequence accounting */
 	uint64_t max_seq;                     /* highest sequence seen */
 	uint64_t first, last;                 /* first and last arrival, ticks from start */
-	uint64_t gap[LLD_SINK_GAPS];          /* the longest times between two arrivals
+	uint64_t gap[LLD_SINK_GAPS_MAX];      /* the longest times between two arrivals
 					       * (ticks), longest first, 0 when fewer */
-	uint64_t gap_end[LLD_SINK_GAPS];      /* when each ended, ticks from start */
+	uint64_t gap_end[LLD_SINK_GAPS_MAX];  /* when each ended, ticks from start */
 	double rate_bps;                      /* whole measured run, frame bits */
 	double goodput_bps;                   /* payload bits over the same span */
 	uint32_t windows;                     /* complete windows */

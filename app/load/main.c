@@ -36,6 +36,7 @@
 #include "lld_reflect.h"
 #include "lld_respond.h"
 #include "lld_sink.h"
+#include "ls_clock.h"
 
 RTE_LOG_REGISTER(lld_logtype, lockstep.load, INFO);
 
@@ -44,6 +45,20 @@ RTE_LOG_REGISTER(lld_logtype, lockstep.load, INFO);
 
 static struct lld_opts opts;
 static volatile int quit;
+
+/* The TSC's rate as measured against CLOCK_MONOTONIC_RAW (200 ms, the
+ * calibration lockstepd and the emulator use): rte_get_tsc_hz() is the
+ * rate the CPU states (x86: its brand string), 0.15% off on the lab's VM,
+ * which would put every rate and every report time off by as much. */
+static uint64_t
+tsc_hz(void)
+{
+	struct ls_tsc_cal cal;
+
+	if (ls_tsc_cal_init(&cal, 200) == 0 && ls_tsc_cal_hz(&cal) > 0)
+		return (uint64_t)ls_tsc_cal_hz(&cal);
+	return rte_get_tsc_hz();
+}
 
 static int
 parse(int argc, char **argv, bool *check)
@@ -479,7 +494,7 @@ main(int argc, char **argv)
 	int rc;
 
 	ls_app_start(&start, argc, argv);
-	r.hz = rte_get_tsc_hz();
+	r.hz = tsc_hz();
 	r.has_tx = opts.tx_port != NULL;
 	r.has_rx = opts.rx_port != NULL;
 	if (r.has_tx)
@@ -488,7 +503,7 @@ main(int argc, char **argv)
 		r.rx_port = port_of("rx", opts.rx_port);
 	setup_ports(&r);
 	tag = tsc_tag();
-	if (r.has_tx && lld_tx_init(&r.tx, &opts, r.tx_port, r.tx.pool, tag) < 0)
+	if (r.has_tx && lld_tx_init(&r.tx, &opts, r.tx_port, r.tx.pool, tag, r.hz) < 0)
 		rte_exit(1, "lockstep-load: cannot set up TX\n");
 	/* a lead for the wheel's inserts and the sink's set-up (20 ms and
 	 * 300 ns a flow): the first frames do not start late */
@@ -520,7 +535,7 @@ main(int argc, char **argv)
 			.n_windows = (uint32_t)((r.stop - r.start) / (r.hz / 1000 * opts.window_ms)) + 2,
 			.settle = r.hz / 1000 * opts.settle_ms,
 			.detail_flows = opts.detail_flows, .tag = tag,
-			.fg_flows = opts.fg_flows,
+			.fg_flows = opts.fg_flows, .n_gaps = opts.gaps,
 		};
 
 		r.sink = lld_sink_create(&sp);

@@ -12,6 +12,7 @@
 
 #include "ls_roce.h"
 #include "lld_opts.h"
+#include "lld_sink.h"
 
 const char lld_usage[] =
 "Usage: lockstep-load [EAL options] -- [options]\n"
@@ -62,6 +63,7 @@ const char lld_usage[] =
 "                       reflector (0): a mesh that runs before the job\n"
 "  --detail N           flows with every window in the report (4)\n"
 "  --report-flows N     flows listed in the report (1000; the summary has all)\n"
+"  --gaps N             longest gaps between arrivals kept per flow (16, up to 256)\n"
 "  --report FILE        JSON report (default stdout)\n"
 "  --phase-bytes B      a collective job: phases of B bytes per flow (k, M, G\n"
 "                       suffixes); a phase ends when all its frames have\n"
@@ -81,7 +83,7 @@ const char lld_usage[] =
 enum {
 	O_TX = 256, O_RX, O_FLOWS, O_PROTO, O_FAMILY, O_SIZE, O_RATE, O_TOTAL, O_DURATION,
 	O_ROCEOP, O_SMAC, O_DMAC, O_SRC, O_DST, O_SRC6, O_DST6, O_SPORT, O_DPORT, O_QP,
-	O_DSCP, O_WINDOW, O_SETTLE, O_LINGER, O_DETAIL, O_RFLOWS, O_REPORT, O_IDLE,
+	O_DSCP, O_WINDOW, O_SETTLE, O_LINGER, O_DETAIL, O_RFLOWS, O_REPORT, O_IDLE, O_GAPS,
 	O_LINKWAIT, O_CHECK, O_SPREAD, O_ECN, O_RESPOND, O_CNPUS, O_REFLECT, O_REFLANY,
 	O_FGFLOWS, O_FGRATE, O_FGSIZE, O_FGDSCP, O_TXDELAY, O_PHBYTES, O_PHASES, O_PHTIMEOUT,
 };
@@ -119,6 +121,7 @@ static const struct option long_opts[] = {
 	{"linger-ms", required_argument, NULL, O_LINGER},
 	{"detail", required_argument, NULL, O_DETAIL},
 	{"report-flows", required_argument, NULL, O_RFLOWS},
+	{"gaps", required_argument, NULL, O_GAPS},
 	{"report", required_argument, NULL, O_REPORT},
 	{"idle-sleep-us", required_argument, NULL, O_IDLE},
 	{"link-wait", required_argument, NULL, O_LINKWAIT},
@@ -260,6 +263,7 @@ defaults(struct lld_opts *o)
 	o->linger_ms = 500;
 	o->detail_flows = 4;
 	o->report_flows = 1000;
+	o->gaps = LLD_SINK_GAPS;
 	o->link_wait_s = 10;
 	o->cnp_us = 50;
 	o->fg_size = 256;
@@ -403,6 +407,8 @@ parse_run_opt(struct lld_opts *o, int c, const char *name, const char *arg, doub
 		return get_u32(name, arg, 0, 3600000, &o->tx_delay_ms, err, len);
 	case O_DETAIL:
 		return get_u32(name, arg, 0, 1024, &o->detail_flows, err, len);
+	case O_GAPS:
+		return get_u32(name, arg, 1, LLD_SINK_GAPS_MAX, &o->gaps, err, len);
 	case O_RFLOWS:
 		return get_u32(name, arg, 0, LLD_MAX_FLOWS, &o->report_flows, err, len);
 	case O_REPORT:

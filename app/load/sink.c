@@ -44,9 +44,9 @@ struct flow_st {
 	uint64_t max_seq, seen;         /* bit i: max_seq - i arrived */
 	uint64_t lost, reordered, dups, old;
 	uint64_t first, last;           /* TSC of the first and last arrival */
-	uint64_t gap[LLD_SINK_GAPS];    /* the longest times between two arrivals,
-					 * longest first */
-	uint64_t gap_end[LLD_SINK_GAPS]; /* TSC of the arrival that ended each */
+	uint64_t *gap;                  /* [n_gaps] the longest times between two
+					 * arrivals, longest first */
+	uint64_t *gap_end;              /* [n_gaps] TSC of the arrival that ended each */
 	struct meas m;                  /* the measured part */
 	int64_t win;                    /* open window, -1 none */
 	uint64_t w_bytes, w_span, w_first, w_last;
@@ -62,9 +62,9 @@ struct flow_st {
 
 /* A gap of g ticks ended at now: into the flow's longest, kept in order. */
 static void
-gap_note(struct flow_st *f, uint64_t g, uint64_t now)
+gap_note(struct flow_st *f, unsigned int n_gaps, uint64_t g, uint64_t now)
 {
-	unsigned int k = LLD_SINK_GAPS - 1;
+	unsigned int k = n_gaps - 1;
 
 	for (; k > 0 && f->gap[k - 1] < g; k--) {
 		f->gap[k] = f->gap[k - 1];
@@ -84,6 +84,7 @@ struct win_x {
 struct lld_sink {
 	struct lld_sink_params p;
 	struct flow_st *flows;
+	uint64_t *gaps;                 /* every flow's gap and gap_end arrays */
 	uint64_t *w_bytes;              /* aggregate windows */
 	uint32_t *w_pkts;
 	struct win_x *wx;
@@ -105,7 +106,7 @@ lld_sink_create(const struct lld_sink_params *p)
 	struct lld_sink *s;
 
 	if (p == NULL || p->n_flows == 0 || p->hz == 0 || p->window == 0 || p->n_windows == 0 ||
-	    p->detail_flows > p->n_flows) {
+	    p->detail_flows > p->n_flows || p->n_gaps > LLD_SINK_GAPS_MAX) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -113,19 +114,25 @@ lld_sink_create(const struct lld_sink_params *p)
 	if (s == NULL)
 		return NULL;
 	s->p = *p;
+	if (s->p.n_gaps == 0)
+		s->p.n_gaps = LLD_SINK_GAPS;
 	s->flows = calloc(p->n_flows, sizeof(*s->flows));
+	s->gaps = calloc((size_t)p->n_flows * s->p.n_gaps * 2, sizeof(*s->gaps));
 	s->w_bytes = calloc(p->n_windows, sizeof(*s->w_bytes));
 	s->w_pkts = calloc(p->n_windows, sizeof(*s->w_pkts));
 	s->wx = calloc(p->n_windows, sizeof(*s->wx));
 	s->detail = calloc((size_t)p->detail_flows * p->n_windows + 1, sizeof(*s->detail));
 	if (s->flows == NULL || s->w_bytes == NULL || s->w_pkts == NULL || s->wx == NULL ||
-	    s->detail == NULL) {
+	    s->detail == NULL || s->gaps == NULL) {
 		lld_sink_free(s);
 		errno = ENOMEM;
 		return NULL;
 	}
-	for (uint32_t i = 0; i < p->n_flows; i++)
+	for (uint32_t i = 0; i < p->n_flows; i++) {
 		s->flows[i].win = -1;
+		s->flows[i].gap = &s->gaps[(size_t)i * s->p.n_gaps * 2];
+		s->flows[i].gap_end = s->flows[i].gap + s->p.n_gaps;
+	}
 	s->ns_mult = (uint64_t)(((unsigned __int128)1000000000ULL << 32) / p->hz);
 	s->end = UINT64_MAX;
 	return s;
@@ -137,6 +144,7 @@ lld_sink_free(struct lld_sink *s)
 	if (s == NULL)
 		return;
 	free(s->flows);
+	free(s->gaps);
 	free(s->w_bytes);
 	free(s->w_pkts);
 	free(s->wx);
@@ -294,8 +302,8 @@ lld_sink_frame(struct lld_sink *s, const struct lld_rx *r, uint32_t frame_len, u
 	if (!f->any) {
 		s->flows_seen++;
 		f->first = now;
-	} else if (now - f->last > f->gap[LLD_SINK_GAPS - 1]) {
-		gap_note(f, now - f->last, now);
+	} else if (now - f->last > f->gap[s->p.n_gaps - 1]) {
+		gap_note(f, s->p.n_gaps, now - f->last, now);
 	}
 	f->last = now;
 	f->pkts++;
@@ -367,9 +375,9 @@ lld_sink_flow(const struct lld_sink *s, uint32_t i, struct lld_sink_result *o)
 	o->max_seq = f->max_seq;
 	o->first = f->any ? f->first - s->p.start : 0;
 	o->last = f->any ? f->last - s->p.start : 0;
-	for (unsigned int k = 0; k < LLD_SINK_GAPS; k++) {
-		o->gap[k] = f->gap[k];
-		o->gap_end[k] = f->gap[k] ? f->gap_end[k] - s->p.start : 0;
+	for (unsigned int k = 0; k < LLD_SINK_GAPS_MAX; k++) {
+		o->gap[k] = k < s->p.n_gaps ? f->gap[k] : 0;
+		o->gap_end[k] = o->gap[k] ? f->gap_end[k] - s->p.start : 0;
 	}
 	o->rate_bps = rate_of(f->m.bytes, f->m.last - f->m.first, s->p.hz);
 	o->goodput_bps = rate_of(f->m.payload, f->m.last - f->m.first, s->p.hz);
@@ -415,7 +423,7 @@ gaps_json(const struct lld_sink *s, const struct lld_sink_result *r)
 {
 	json_t *a = json_array();
 
-	for (unsigned int k = 0; k < LLD_SINK_GAPS && r->gap[k] != 0; k++)
+	for (unsigned int k = 0; k < s->p.n_gaps && r->gap[k] != 0; k++)
 		json_array_append_new(a, json_pack("[ff]", (double)r->gap[k] * 1e6 / (double)s->p.hz,
 						   (double)r->gap_end[k] / (double)s->p.hz));
 	return a;

@@ -81,7 +81,7 @@ build_flows(struct lld_tx *t, const struct lld_opts *o, const struct ls_mac *mac
 
 int
 lld_tx_init(struct lld_tx *t, const struct lld_opts *o, uint16_t port,
-	    struct rte_mempool *pool, uint32_t tag)
+	    struct rte_mempool *pool, uint32_t tag, uint64_t hz)
 {
 	struct rte_ether_addr ea;
 	struct ls_mac mac;
@@ -94,7 +94,7 @@ lld_tx_init(struct lld_tx *t, const struct lld_opts *o, uint16_t port,
 	t->pool = pool;
 	t->n_flows = o->flows;
 	t->tag = tag;
-	t->hz = rte_get_tsc_hz();
+	t->hz = hz;
 	t->max_lag = t->hz / 10;
 	t->spread = (uint64_t)((unsigned __int128)t->hz * o->spread_us / 1000000);
 	t->phase_bytes = o->phase_bytes;

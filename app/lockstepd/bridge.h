@@ -136,6 +136,7 @@ struct lsd_bridge {
 					     * waits unread (bridge_fo.c judges probe silence) */
 	uint64_t fab_last_rx;               /* tsc of the last frame from the fabric */
 	uint64_t fab_resumed;               /* tsc when frames came again after a pause */
+	uint64_t fab_resumed_long;          /* ... after one of 2 fab_pause (a silence_us) */
 	uint64_t fab_pause;                 /* a quiet longer than this is a pause (tsc) */
 	uint64_t fo_unlogged;               /* moves not in the event log (control thread) */
 	uint64_t slice_ce[LS_SLICE_MAX];    /* CE-marked frames per slice (both ways) */

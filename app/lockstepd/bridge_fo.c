@@ -19,7 +19,9 @@
  * `wait` older than the flow's limit moves the flow: to a path its policy allows
  * that no flow to the same destination found silent within hold_ms, picked
  * by a hash of the flow (flows leaving one dead path spread over the rest
- * instead of piling onto its neighbour). The path it left is marked silent
+ * instead of piling onto its neighbour), among the paths another flow to it
+ * was answered on since this one's wait began when there are two or more
+ * (an answer proves both ways; an unknown path may cross the same dead link). The path it left is marked silent
  * for the destination for hold_ms. A flow never acknowledged (UD, one-way
  * traffic, an RC flow before its first ACK) is never moved: silence means
  * something only for a flow that was heard. A flow that moved on every path
@@ -33,7 +35,10 @@
  * [silence_us, 20 silence_us]. On a quiet fabric the floor rules; where
  * answers are late now and then, the limit grows with them instead of
  * moving healthy flows (a fixed 500 us moved ~100 healthy flows a second in
- * the two-core lab, whose processes wait ms for a CPU). The decisions are
+ * the two-core lab, whose processes wait ms for a CPU). A pause of the whole
+ * fabric port is nobody's path (lsd_fo_request): silence counts from when
+ * frames came again, and while the port is quiet only the limit's ceiling
+ * moves a flow. The decisions are
  * lib/repath's (unit-tested without the EAL); this file is the glue: the
  * state beside the flow table, the policy's paths, counters, the log.
  *
@@ -80,6 +85,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <string.h>
+#include <time.h>
 
 #include <rte_hash_crc.h>
 #include <rte_malloc.h>
@@ -109,6 +115,7 @@ struct lsd_fo {
 	struct ls_repath_flow *flow;  /* [max_flows] */
 	struct ls_repath_mark dest[DEST_SLOTS];
 	struct ls_repath_mark pdest[DEST_SLOTS]; /* the probe mesh's marks */
+	struct ls_repath_heard heard[DEST_SLOTS]; /* paths flows were answered on */
 	uint64_t pcov[DEST_SLOTS]; /* with them: the data paths some probe stands for */
 	uint32_t probe_until;      /* flow clock: no probe mark lives after it */
 	uint32_t probe_silence;    /* silence_us in ns (probe paths) */
@@ -268,8 +275,10 @@ move(struct lsd_bridge *b, struct ls_flow *f, struct ls_repath_flow *s,
 	 * ever moves (nothing would move them on) */
 	if (by == FO_BY_PROBES && (allowed & fo->pcov[h & (DEST_SLOTS - 1)]) != 0)
 		allowed &= fo->pcov[h & (DEST_SLOTS - 1)];
-	k = ls_repath_pick(allowed, marks_of(fo, h, t), f->path, fo->p.n_paths,
-			   rte_hash_crc(&pk->key, sizeof(pk->key), s->moves));
+	/* heard: answered since this flow's oldest unanswered request left */
+	k = ls_repath_pick(allowed, marks_of(fo, h, t),
+			   ls_repath_heard_since(fo->heard, DEST_SLOTS, h, s->wait), f->path,
+			   fo->p.n_paths, rte_hash_crc(&pk->key, sizeof(pk->key), s->moves));
 
 	if (k < 0)
 		return;
@@ -309,6 +318,23 @@ lsd_fo_request(struct lsd_bridge *b, struct ls_flow *f, int32_t idx,
 	struct ls_repath_flow *s = &b->fo->flow[idx];
 	uint32_t t = fo_clock(now);
 	struct home_arg ha = {.fo = b->fo, .h = dest_hash(&pk->key), .t = t};
+	uint32_t resumed = fo_clock(b->fab_resumed_long);
+
+	/* A pause of the whole fabric port as long as silence_us since the
+	 * wait began (this lcore, the fabric or the peer held up: every answer
+	 * comes late) is nobody's path: the silence counts from when frames
+	 * came again. (Shorter gaps cannot make a flow silent by themselves;
+	 * counting them would postpone the move of a flow whose path died.) */
+	if (s->wait != 0 && b->fab_resumed_long != 0 && (int32_t)(resumed - s->wait) > 0)
+		s->wait = resumed;
+	/* ... and while the whole port is silent that long, it may be such a
+	 * pause (the requests that come first when a held-up host resumes
+	 * find no answer yet): a flow moves only after the limit's ceiling.
+	 * (Probes keep a fabric port busy; silent with them too, every path
+	 * is dead.) */
+	if (s->wait != 0 && now - b->fab_last_rx > 2 * b->fab_pause &&
+	    t - s->wait > s->limit && t - s->wait <= b->fo->p.silence_max)
+		return;
 
 	switch (ls_repath_on_request(s, &b->fo->p, t, home_silent, &ha)) {
 	case LS_REPATH_MOVE:
@@ -332,8 +358,14 @@ lsd_fo_request(struct lsd_bridge *b, struct ls_flow *f, int32_t idx,
 void
 lsd_fo_ack(struct lsd_bridge *b, int32_t idx, uint64_t now)
 {
-	ls_repath_on_ack(&b->fo->flow[idx], &b->fo->p, fo_clock(now));
-	ls_flow_at(b->flows, idx)->heard = 1;
+	struct ls_flow *f = ls_flow_at(b->flows, idx);
+	uint32_t t = fo_clock(now);
+
+	ls_repath_on_ack(&b->fo->flow[idx], &b->fo->p, t);
+	f->heard = 1;
+	if (f->path != 0xff)
+		ls_repath_heard_note(b->fo->heard, DEST_SLOTS, dest_hash(ls_flow_key_at(b->flows, idx)),
+				     f->path, t);
 }
 
 /* The `flows` view of a flow's failover (control thread, plain loads). */
@@ -355,11 +387,19 @@ lsd_fo_flow_json(const struct lsd_bridge *b, int32_t idx)
 
 struct fo_group {
 	struct fo_rec r;           /* the first move of the group */
+	uint64_t last_tsc;         /* the last move's */
 	uint32_t flows, to[LS_POLICY_MAX_PATHS + 1], limit_min, limit_max;
 };
 
+/* A move's TSC as UTC ns, from a (tsc, UTC) pair read together. */
+static int64_t
+move_utc(uint64_t tsc, uint64_t tsc_now, int64_t utc_now, uint64_t hz)
+{
+	return utc_now - (int64_t)((double)(tsc_now - tsc) * 1e9 / (double)hz);
+}
+
 static json_t *
-group_json(const struct fo_group *g)
+group_json(const struct fo_group *g, uint64_t tsc_now, int64_t utc_now, uint64_t hz)
 {
 	char a[64];
 	json_t *to = json_object();
@@ -376,11 +416,15 @@ group_json(const struct fo_group *g)
 				snprintf(key, sizeof(key), "%u", k);
 			json_object_set_new(to, key, json_integer(g->to[k]));
 		}
-	return json_pack("{s:s, s:s, s:i, s:o, s:i, s:o, s:{s:i, s:i}}", "dst", a,
+	/* moved_ns: when the lcore moved the first and the last of them (the
+	 * event's own time is the control pass's, up to a pass later) */
+	return json_pack("{s:s, s:s, s:i, s:o, s:i, s:o, s:{s:i, s:i}, s:{s:I, s:I}}", "dst", a,
 			 "by", g->r.by == FO_BY_PROBES ? "probes" : "acks", "vid", g->r.vid,
 			 "path", g->r.from == 0xff ? json_null() : json_integer(g->r.from),
 			 "flows_moved", (int)g->flows, "to", to, "silence_us",
-			 "min", (int)g->limit_min, "max", (int)g->limit_max);
+			 "min", (int)g->limit_min, "max", (int)g->limit_max, "moved_ns",
+			 "first", (json_int_t)move_utc(g->r.tsc, tsc_now, utc_now, hz),
+			 "last", (json_int_t)move_utc(g->last_tsc, tsc_now, utc_now, hz));
 }
 
 /*
@@ -429,12 +473,21 @@ lsd_fo_events_poll(struct lsd_bridge *b)
 			n++;
 		}
 		g[i].flows++;
+		g[i].last_tsc = r.tsc;
 		g[i].to[r.to == 0xff ? LS_POLICY_MAX_PATHS : r.to]++;
 		g[i].limit_min = RTE_MIN(g[i].limit_min, r.limit_us);
 		g[i].limit_max = RTE_MAX(g[i].limit_max, r.limit_us);
 	}
-	for (unsigned int i = 0; i < n; i++)
-		lsd_event("path.silent", LSD_EV_WARNING, group_json(&g[i]));
+	if (n > 0) {
+		struct timespec ts;
+		uint64_t tsc = rte_rdtsc();
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		for (unsigned int i = 0; i < n; i++)
+			lsd_event("path.silent", LSD_EV_WARNING,
+				  group_json(&g[i], tsc, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec,
+					     b->hz));
+	}
 }
 
 /* ---- the probe mesh's silent paths (lcore) -------------------------- */
@@ -458,6 +511,34 @@ peer_heard(const struct lsd_peer *peer, uint64_t now_ns, uint64_t lim)
 	for (uint16_t p = 0; p < peer->n_paths; p++)
 		if (now_ns - peer->path[p].live.last_rx_ns < lim)
 			return true;
+	return false;
+}
+
+/*
+ * Whether another path of the peer answered a probe sent more than margin
+ * after this path's oldest unanswered one. Jitter in how long answers take
+ * (a held-up host, the lab's CPU-starved emulator: milliseconds) delays
+ * every path alike, and then no later probe is answered first; a dead link
+ * lets the others' later probes through. So this judges silence in about
+ * three probe intervals and a round trip, where the absolute rule below
+ * must wait out 4 rttvar of that jitter. margin: how much slower than
+ * another this path may be before it counts as gone (a path queueing that
+ * much more has degraded).
+ */
+static bool
+overtaken(const struct lsd_peer *peer, const struct lsd_peer_path *pp, uint64_t margin)
+{
+	uint64_t t_miss, t_q;
+
+	if (!ls_path_sent_at(&pp->live, pp->live.max_seq_rx + 1, &t_miss))
+		return false;
+	for (uint16_t p = 0; p < peer->n_paths; p++) {
+		const struct ls_path_live *q = &peer->path[p].live;
+
+		if (&peer->path[p] != pp && q->any_rx &&
+		    ls_path_sent_at(q, q->max_seq_rx, &t_q) && t_q > t_miss + margin)
+			return true;
+	}
 	return false;
 }
 
@@ -514,9 +595,12 @@ lsd_fo_probe_path(struct lsd_bridge *b, const struct lsd_peer *peer,
 
 	lim = RTE_MAX(lim, (uint64_t)fo->probe_silence);
 	lim = RTE_MIN(lim, 20 * (uint64_t)fo->probe_silence);
-	if (!l->any_rx || l->tx_next - 1 - l->max_seq_rx < 3 || !b->fab_drained ||
-	    now_ns - l->last_rx_ns < lim || !peer_heard(peer, now_ns, lim) ||
-	    (rte_rdtsc() - b->fab_resumed) * 1000000 / b->hz * 1000 < lim)
+	if (!l->any_rx || l->tx_next - 1 - l->max_seq_rx < 3 || !b->fab_drained)
+		return;
+	if (!overtaken(peer, pp, RTE_MAX(2 * (uint64_t)peer->interval_us * 1000,
+					 (uint64_t)fo->probe_silence / 2)) &&
+	    (now_ns - l->last_rx_ns < lim || !peer_heard(peer, now_ns, lim) ||
+	     (rte_rdtsc() - b->fab_resumed) * 1000000 / b->hz * 1000 < lim))
 		return;
 	t = fo_clock(rte_rdtsc());
 	h = addr_hash(&peer->addr);

@@ -267,6 +267,17 @@ ls_path_awaits(const struct ls_path_live *p, uint32_t seq, uint64_t *tx_ns)
 	return true;
 }
 
+bool
+ls_path_sent_at(const struct ls_path_live *p, uint32_t seq, uint64_t *tx_ns)
+{
+	const struct ls_path_track *t = &p->track[seq & p->track_mask];
+
+	if (t->seq != seq || t->state == TRK_FREE)
+		return false;
+	*tx_ns = t->tx_ns;
+	return true;
+}
+
 enum ls_path_rx
 ls_path_on_reply(struct ls_path_live *p, uint32_t seq, uint64_t now_ns,
 		 const int64_t samples[LS_PM_MAX])

@@ -194,6 +194,13 @@ void ls_path_on_send(struct ls_path_live *p, uint32_t seq, uint64_t now_ns);
 bool ls_path_awaits(const struct ls_path_live *p, uint32_t seq, uint64_t *tx_ns);
 
 /**
+ * When probe seq was sent, whatever became of it (outstanding, answered or
+ * lost), while the ring still holds it. Read-only.
+ * @return false when seq is not in the ring (never sent, or overwritten)
+ */
+bool ls_path_sent_at(const struct ls_path_live *p, uint32_t seq, uint64_t *tx_ns);
+
+/**
  * Record a reply for probe seq at now_ns with its delay samples
  * (samples[LS_PM_RTT/FWD/REV]); histograms are updated only for OK and
  * REORDERED (and LATE) replies.

@@ -88,7 +88,8 @@ ls_repath_went_home(struct ls_repath_flow *s)
 }
 
 int
-ls_repath_pick(uint64_t allowed, uint64_t silent, uint8_t cur, uint16_t n_paths, uint32_t hash)
+ls_repath_pick(uint64_t allowed, uint64_t silent, uint64_t heard, uint8_t cur,
+	       uint16_t n_paths, uint32_t hash)
 {
 	uint64_t all = n_paths >= 64 ? ~0ULL : (1ULL << n_paths) - 1;
 	uint64_t c = cur < 64 ? 1ULL << cur : 0, want;
@@ -104,6 +105,10 @@ ls_repath_pick(uint64_t allowed, uint64_t silent, uint8_t cur, uint16_t n_paths,
 		want = all & ~c;
 	if (want == 0)
 		return -1;
+	/* two at least, or every flow leaving a dead path piles onto the
+	 * one path answered first */
+	if (__builtin_popcountll(want & heard) >= 2)
+		want &= heard;
 	/* the (hash mod n)-th candidate */
 	for (k = hash % (unsigned int)__builtin_popcountll(want); k > 0; k--)
 		want &= want - 1;
@@ -134,4 +139,32 @@ ls_repath_mark(struct ls_repath_mark *m, uint32_t n, uint32_t h, uint8_t k, uint
 	}
 	e->silent |= 1ULL << k;
 	e->until = t + p->hold;
+}
+
+void
+ls_repath_heard_note(struct ls_repath_heard *m, uint32_t n, uint32_t h, uint8_t k, uint32_t t)
+{
+	struct ls_repath_heard *e = &m[h & (n - 1)];
+
+	if (k >= LS_REPATH_HEARD_PATHS)
+		return;
+	if (e->tag != (h | 1)) {
+		memset(e, 0, sizeof(*e));
+		e->tag = h | 1;
+	}
+	e->t[k] = t | 1;
+}
+
+uint64_t
+ls_repath_heard_since(const struct ls_repath_heard *m, uint32_t n, uint32_t h, uint32_t since)
+{
+	const struct ls_repath_heard *e = &m[h & (n - 1)];
+	uint64_t out = 0;
+
+	if (e->tag != (h | 1))
+		return 0;
+	for (unsigned int k = 0; k < LS_REPATH_HEARD_PATHS; k++)
+		if (e->t[k] != 0 && (int32_t)(e->t[k] - since) > 0)
+			out |= 1ULL << k;
+	return out;
 }

@@ -89,11 +89,15 @@ void ls_repath_went_home(struct ls_repath_flow *s);
 /**
  * Where to: a path in `allowed` and not in `silent` (nor `cur`), else any
  * of the n_paths not silent, else any but `cur`; picked by `hash` so flows
- * leaving one path spread over the rest.
+ * leaving one path spread over the rest. Among those candidates, the ones
+ * in `heard` come first when there are two or more: a path another flow was
+ * just answered on works both ways, while one nobody was answered on may
+ * cross the same dead link (each wrong pick costs the flow another silence);
+ * with a single one, every flow that leaves would pile onto it.
  * @return the path, or -1 when n_paths < 2
  */
-int ls_repath_pick(uint64_t allowed, uint64_t silent, uint8_t cur, uint16_t n_paths,
-		   uint32_t hash);
+int ls_repath_pick(uint64_t allowed, uint64_t silent, uint64_t heard, uint8_t cur,
+		   uint16_t n_paths, uint32_t hash);
 
 /** A destination's marks: the paths flows found silent toward it. */
 struct ls_repath_mark {
@@ -108,6 +112,26 @@ uint64_t ls_repath_marks(const struct ls_repath_mark *m, uint32_t n, uint32_t h,
 /** Mark path k silent for destination hash h at t, for p->hold. */
 void ls_repath_mark(struct ls_repath_mark *m, uint32_t n, uint32_t h, uint8_t k, uint32_t t,
 		    const struct ls_repath_params *p);
+
+/** Paths 0..LS_REPATH_HEARD_PATHS-1 have their answers remembered. */
+#define LS_REPATH_HEARD_PATHS 16
+
+/** A destination's answers: when a flow toward it was last acknowledged on
+ *  each path (one flow's ACK says the path works both ways). */
+struct ls_repath_heard {
+	uint32_t tag;             /**< the destination's hash | 1; 0: empty */
+	uint32_t t[LS_REPATH_HEARD_PATHS]; /**< tick of the last answer; 0: none */
+};
+
+/** An acknowledgement at tick t of a flow on path k toward destination
+ *  hash h (table m[n], n a power of two; a collision takes the slot over). */
+void ls_repath_heard_note(struct ls_repath_heard *m, uint32_t n, uint32_t h, uint8_t k,
+			  uint32_t t);
+
+/** The paths some flow toward destination hash h was answered on after
+ *  tick `since` (bit k: path k). */
+uint64_t ls_repath_heard_since(const struct ls_repath_heard *m, uint32_t n, uint32_t h,
+			       uint32_t since);
 
 #ifdef __cplusplus
 }

@@ -303,6 +303,40 @@ START_TEST(test_sink_windows_stall)
 	ck_assert_uint_eq(r.gap_end[1], 1000000);
 	ck_assert_uint_eq(r.gap[LLD_SINK_GAPS - 1], 1000000);
 	ck_assert_uint_eq(r.gap_end[LLD_SINK_GAPS - 1], (LLD_SINK_GAPS - 1) * 1000000ULL);
+	ck_assert_uint_eq(r.gap[LLD_SINK_GAPS], 0);   /* no more kept than asked */
+	lld_sink_free(s);
+}
+END_TEST
+
+/* --gaps: more of the longest gaps kept, in order, each with its end; a
+ * count past the maximum is refused. */
+START_TEST(test_sink_more_gaps)
+{
+	struct lld_sink_params p = {.n_flows = 2, .hz = HZ, .start = 0, .window = HZ / 10,
+				    .n_windows = 100, .detail_flows = 0, .tag = 42, .n_gaps = 64};
+	struct lld_sink_result r;
+	struct lld_sink *s;
+	uint64_t t = 0;
+
+	p.n_gaps = LLD_SINK_GAPS_MAX + 1;
+	ck_assert_ptr_null(lld_sink_create(&p));
+	p.n_gaps = 64;
+	s = lld_sink_create(&p);
+	ck_assert_ptr_nonnull(s);
+	/* 100 gaps of 1..100 us on flow 1 */
+	for (uint64_t i = 0; i <= 100; i++) {
+		t += i * 1000;
+		feed(s, 1, i, t + 1, 7);
+	}
+	lld_sink_finish(s);
+	lld_sink_flow(s, 1, &r);
+	for (unsigned int k = 0; k < 64; k++) {
+		ck_assert_uint_eq(r.gap[k], (100 - k) * 1000ULL);
+		ck_assert_uint_ne(r.gap_end[k], 0);
+	}
+	ck_assert_uint_eq(r.gap[64], 0);
+	lld_sink_flow(s, 0, &r);
+	ck_assert_uint_eq(r.gap[0], 0);
 	lld_sink_free(s);
 }
 END_TEST
@@ -728,6 +762,7 @@ load_suite(void)
 	tcase_add_test(tc, test_sink_windows_exact);
 	tcase_add_test(tc, test_sink_windows_stall);
 	tcase_add_test(tc, test_sink_partial_and_gaps);
+	tcase_add_test(tc, test_sink_more_gaps);
 	tcase_add_test(tc, test_sink_report);
 	tcase_add_test(tc, test_sink_foreground);
 	tcase_add_test(tc, test_opts);

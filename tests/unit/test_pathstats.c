@@ -200,6 +200,11 @@ START_TEST(test_awaits)
 	ck_assert(!ls_path_awaits(P, 7 + TRACK, &tx));
 	ck_assert_int_eq(reply(7, T0 + MS, 1000), LS_PATH_RX_OK);
 	ck_assert(!ls_path_awaits(P, 7, &tx)); /* answered: a second reply is not believed */
+	tx = 0;
+	ck_assert(ls_path_sent_at(P, 7, &tx)); /* ... but when it left is still known */
+	ck_assert_uint_eq(tx, T0 + 123);
+	ck_assert(!ls_path_sent_at(P, 8, &tx));
+	ck_assert(!ls_path_sent_at(P, 7 + TRACK, &tx));
 	/* counted lost at its time-out: a late reply still is */
 	ls_path_on_send(P, 9, T0 + 2 * MS);
 	ls_path_tick(P, T0 + 2 * MS + TMO + 1, TMO);

@@ -6,6 +6,7 @@
  */
 #include <check.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ls_repath.h"
 #include "ls_test.h"
@@ -153,9 +154,9 @@ START_TEST(test_pick)
 {
 	unsigned int hits[8] = {0};
 
-	ck_assert_int_eq(ls_repath_pick(~0ULL, 0, 0, 1, 7), -1);
+	ck_assert_int_eq(ls_repath_pick(~0ULL, 0, 0, 0, 1, 7), -1);
 	for (uint32_t h = 0; h < 80000; h++) {
-		int k = ls_repath_pick(0xff, 0x06, 0, 8, h);
+		int k = ls_repath_pick(0xff, 0x06, 0, 0, 8, h);
 
 		ck_assert(k >= 3 && k <= 7);
 		hits[k]++;
@@ -164,21 +165,68 @@ START_TEST(test_pick)
 		ck_assert_msg(hits[k] > 15000 && hits[k] < 17000, "path %d: %u", k, hits[k]);
 	/* the policy allows 4..5 only */
 	for (uint32_t h = 0; h < 100; h++) {
-		int k = ls_repath_pick(0x30, 0x06, 4, 8, h);
+		int k = ls_repath_pick(0x30, 0x06, 0, 4, 8, h);
 
 		ck_assert_int_eq(k, 5);
 	}
 	/* the allowed ones are silent: any other not silent */
 	for (uint32_t h = 0; h < 100; h++) {
-		int k = ls_repath_pick(0x30, 0x30 | 0x0f, 5, 8, h);
+		int k = ls_repath_pick(0x30, 0x30 | 0x0f, 0, 5, 8, h);
 
 		ck_assert(k >= 6 && k <= 7);
 	}
 	/* everything silent: anything but the current path */
 	for (uint32_t h = 0; h < 100; h++)
-		ck_assert_int_ne(ls_repath_pick(0xff, 0xff, 2, 8, h), 2);
+		ck_assert_int_ne(ls_repath_pick(0xff, 0xff, 0, 2, 8, h), 2);
 	/* the host's entropy (no path): any */
-	ck_assert_int_ge(ls_repath_pick(0xff, 0, LS_REPATH_NO_PATH, 8, 1), 0);
+	ck_assert_int_ge(ls_repath_pick(0xff, 0, 0, LS_REPATH_NO_PATH, 8, 1), 0);
+	/* heard paths first, spread over them; never a silent or the current
+	 * one even when heard; none of the candidates heard: as before */
+	memset(hits, 0, sizeof(hits));
+	for (uint32_t h = 0; h < 8000; h++) {
+		int k = ls_repath_pick(0xff, 0x06, 0x01 | 0x02 | 0x10 | 0x80, 0, 8, h);
+
+		ck_assert(k == 4 || k == 7);
+		hits[k]++;
+	}
+	ck_assert_msg(hits[4] > 3600 && hits[7] > 3600, "%u %u", hits[4], hits[7]);
+	for (uint32_t h = 0; h < 100; h++) {
+		int k = ls_repath_pick(0xff, 0x06, 0x01 | 0x02, 0, 8, h);
+
+		ck_assert(k >= 3 && k <= 7);
+	}
+	/* a single heard candidate: not everyone onto it */
+	memset(hits, 0, sizeof(hits));
+	for (uint32_t h = 0; h < 1000; h++)
+		hits[ls_repath_pick(0xff, 0x06, 0x01 | 0x10, 0, 8, h)]++;
+	ck_assert_msg(hits[4] < 400 && hits[3] > 100, "%u %u", hits[4], hits[3]);
+	/* heard outside the policy's paths: the policy first */
+	for (uint32_t h = 0; h < 100; h++)
+		ck_assert_int_eq(ls_repath_pick(0x30, 0x06, 0x80, 4, 8, h), 5);
+}
+END_TEST
+
+/* A destination's answers: paths heard after a tick, per destination, a
+ * collision takes the slot over, paths past the table's width are not
+ * remembered, tick arithmetic wraps. */
+START_TEST(test_heard)
+{
+	struct ls_repath_heard m[16];
+	uint32_t t = 0xfffffff0u;
+
+	memset(m, 0, sizeof(m));
+	ck_assert_uint_eq(ls_repath_heard_since(m, 16, 5, t), 0);
+	ls_repath_heard_note(m, 16, 5, 2, t + 1);
+	ls_repath_heard_note(m, 16, 5, 6, t + 20);        /* wraps past 0 */
+	ck_assert_uint_eq(ls_repath_heard_since(m, 16, 5, t), 0x44);
+	ck_assert_uint_eq(ls_repath_heard_since(m, 16, 5, t + 10), 0x40);
+	ck_assert_uint_eq(ls_repath_heard_since(m, 16, 5, t + 30), 0);
+	ck_assert_uint_eq(ls_repath_heard_since(m, 16, 21, t), 0);  /* same slot, other dest */
+	ls_repath_heard_note(m, 16, 5, LS_REPATH_HEARD_PATHS, t + 40);  /* not kept */
+	ck_assert_uint_eq(ls_repath_heard_since(m, 16, 5, t), 0x44);
+	ls_repath_heard_note(m, 16, 21, 1, t + 50);
+	ck_assert_uint_eq(ls_repath_heard_since(m, 16, 21, t), 0x2);
+	ck_assert_uint_eq(ls_repath_heard_since(m, 16, 5, t), 0);
 }
 END_TEST
 
@@ -213,6 +261,7 @@ repath_suite(void)
 	tcase_add_test(tc, test_limit_spares_healthy_flows);
 	tcase_add_test(tc, test_verdicts);
 	tcase_add_test(tc, test_home);
+	tcase_add_test(tc, test_heard);
 	tcase_add_test(tc, test_pick);
 	tcase_add_test(tc, test_marks);
 	suite_add_tcase(s, tc);

@@ -15,6 +15,10 @@
 #           to path 2 (flow label rewritten)
 #   mix     64-byte 802.1Q frames, 32 slices (one per VID 1..32), half
 #           RoCEv2 (spread), half TCP-shaped
+#   full    issue 25's line as written, pacing and steering on together:
+#           the steer traffic and policy, every frame in a slice with
+#           flow_bps 10e9 (so through the pacing wheel, as in pace)
+#   full1500  the same with 1500-byte frames
 #   cc      the steer traffic with its RoCEv2 in a DCQCN slice that is also
 #           notification point: QP tracking and the reaction point per frame
 #           (no CNP arrives: the cost CC adds to every frame, against steer)
@@ -77,7 +81,7 @@ CORE=${BENCH_CORE:-1}          # the data-path core for both contestants
 CTL_CORE=${BENCH_CTL_CORE:-0}  # testpmd's main lcore (it does not forward)
 SECS=${BENCH_SECS:-10}
 FLOWS=${BENCH_FLOWS:-1048576}
-CASES=${BENCH_CASES:-"64 1500 pace steer mix cc"}
+CASES=${BENCH_CASES:-"64 1500 pace steer full full1500 mix cc"}
 NLCS=${BENCH_LCORES:-1}
 SPREAD=${BENCH_SPREAD:-soft}
 MBUFS=$((FLOWS + 65536))
@@ -140,19 +144,21 @@ case_kind() {
 	case $1 in
 	64|pace) echo tcp ;;
 	1500) echo tcp ;;
-	steer|cc) echo steer ;;
+	steer|cc|full|full1500) echo steer ;;
 	mix) echo mix ;;
-	*) fail "unknown case $1 (64 1500 pace steer mix cc)" ;;
+	*) fail "unknown case $1 (64 1500 pace steer mix cc full full1500)" ;;
 	esac
 }
-case_size() { [ "$1" = 1500 ] && echo 1500 || echo 64; }
+case_size() { case $1 in 1500|full1500) echo 1500 ;; *) echo 64 ;; esac; }
 case_policy() {
 	local roce='{"name": "roce", "match": {"roce": true}, "path": {"mode": "spread", "paths": [0, 1, 2, 3]}}'
+	local v6='{"name": "v6", "match": {"dst": "fd00::/16", "proto": "udp"}, "path": {"mode": "pin", "paths": [2]}}'
 	case $1 in
 	64|1500) echo '{}' ;;
 	pace) echo '{"slices": [{"name": "paced", "flow_bps": 10e9, "match": {"proto": "tcp"}}]}' ;;
-	steer) echo "{\"flows\": [$roce, {\"name\": \"v6\", \"match\": {\"dst\": \"fd00::/16\",
-		\"proto\": \"udp\"}, \"path\": {\"mode\": \"pin\", \"paths\": [2]}}]}" ;;
+	steer) echo "{\"flows\": [$roce, $v6]}" ;;
+	full|full1500) echo "{\"slices\": [{\"name\": \"paced\", \"flow_bps\": 10e9,
+		\"match\": {\"proto\": \"udp\"}}], \"flows\": [$roce, $v6]}" ;;
 	cc) echo "{\"slices\": [{\"name\": \"rdma\", \"match\": {\"roce\": true},
 		\"cc\": {\"mode\": \"dcqcn\", \"np\": true}}], \"flows\": [$roce]}" ;;
 	mix)
