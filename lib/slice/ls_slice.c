@@ -484,10 +484,6 @@ take(struct ls_slice_sched *s, struct slice *sl, enum phase ph, uint32_t *len)
 	if (sl->head == sl->tail) {
 		s->backlog &= ~(1ULL << (sl - s->sl));
 		sl->deficit = 0;
-		/* empty: start over at the first entry, so a queue that drains
-		 * every poll reuses a few hot lines instead of walking all of
-		 * its memory (a write miss per 4 frames at 1 M flows) */
-		sl->head = sl->tail = 0;
 	}
 	charge(&s->link, cb);
 	if (sl->limited) {
@@ -584,10 +580,8 @@ ls_slice_drain(struct ls_slice_sched *s, unsigned int idx, void **out, unsigned 
 		out[got++] = sl->q[sl->head & sl->mask].obj;
 		sl->head++;
 	}
-	if (sl->tail == sl->head) {
+	if (sl->tail == sl->head)
 		s->backlog &= ~(1ULL << idx);
-		sl->head = sl->tail = 0;
-	}
 	return got;
 }
 
@@ -603,16 +597,12 @@ ls_slice_get(const struct ls_slice_sched *s, unsigned int idx, struct ls_slice_c
 	if (c != NULL)
 		*c = sl->conf;
 	if (st != NULL) {
-		/* read while the owner runs: head and tail may come from either
-		 * side of a reset to 0 (take), never more than a queue apart */
-		uint32_t backlog = sl->tail - sl->head;
-
 		*st = (struct ls_slice_stats){
 			.enq_pkts = sl->enq_pkts, .enq_bytes = sl->enq_bytes,
 			.deq_pkts = sl->deq_pkts, .deq_bytes = sl->deq_bytes,
 			.drops = sl->drops, .sent_prio = sl->sent_prio,
 			.sent_min = sl->sent_min, .sent_excess = sl->sent_excess,
-			.backlog = backlog > sl->mask + 1 ? 0 : backlog};
+			.backlog = sl->tail - sl->head};
 	}
 	return 0;
 }
