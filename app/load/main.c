@@ -53,11 +53,10 @@ static volatile int quit;
 static uint64_t
 tsc_hz(void)
 {
-	struct ls_tsc_cal cal;
+	struct ls_tsc_cal cal = {0};
 
-	if (ls_tsc_cal_init(&cal, 200) == 0 && ls_tsc_cal_hz(&cal) > 0)
-		return (uint64_t)ls_tsc_cal_hz(&cal);
-	return rte_get_tsc_hz();
+	(void)ls_tsc_cal_init(&cal, 200);   /* failed: the stated rate */
+	return ls_tsc_hz(&cal);
 }
 
 static int

@@ -644,9 +644,7 @@ bridge_create(unsigned int li, struct lsd_port *host, struct lsd_port *fab,
 	b->lc = &lsd.lcores[lsd_bset.lcore[0]];
 	b->host = host;
 	b->fab = fab;
-	/* the measured rate: rte_get_tsc_hz() is what the CPU states (x86: its
-	 * brand string), 0.15% off on the lab's VM, and pacing would be too */
-	b->hz = ls_tsc_cal_hz(&lsd.cal) > 0 ? (uint64_t)ls_tsc_cal_hz(&lsd.cal) : rte_get_tsc_hz();
+	b->hz = ls_tsc_hz(&lsd.cal);  /* measured: paced rates are exact */
 	b->ms_div = b->hz / 1000;
 	b->fabric_flow_max = bc->max_flows / 4 * 3;
 	b->max_delay = b->hz / 1000000 * bc->pace_max_delay_us;

@@ -21,8 +21,8 @@
  * by a hash of the flow (flows leaving one dead path spread over the rest
  * instead of piling onto its neighbour), among the paths another flow to it
  * was answered on since this one's wait began when there are two or more
- * (an answer proves both ways; an unknown path may cross the same dead link). The path it left is marked silent
- * for the destination for hold_ms. A flow never acknowledged (UD, one-way
+ * (an answer proves both ways; an unknown path may cross the same dead
+ * link). The path it left is marked silent for the destination for hold_ms. A flow never acknowledged (UD, one-way
  * traffic, an RC flow before its first ACK) is never moved: silence means
  * something only for a flow that was heard. A flow that moved on every path
  * without an ACK (a dead destination, not a dead path) stays where it is

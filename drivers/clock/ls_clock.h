@@ -221,6 +221,11 @@ void ls_tsc_cal_update(struct ls_tsc_cal *cal);
  *  on the writer's thread, as ls_tsc_cal_update. */
 double ls_tsc_cal_hz(const struct ls_tsc_cal *cal);
 
+/** The rate to time intervals and rates with: the measured one, or
+ *  rte_get_tsc_hz() (the rate the CPU states: 0.15% off on the lab's x86
+ *  VM) before ls_tsc_cal_init. */
+uint64_t ls_tsc_hz(const struct ls_tsc_cal *cal);
+
 /**
  * How far the measured frequency is from the one the CPU states
  * (ls_tsc_nominal_hz), ppm: a few ppm on sound hardware; thousands when

@@ -264,6 +264,14 @@ ls_tsc_cal_hz(const struct ls_tsc_cal *cal)
 	return cal->map.mult != 0 ? 1e9 * 4294967296.0 / (double)cal->map.mult : 0.0;
 }
 
+uint64_t
+ls_tsc_hz(const struct ls_tsc_cal *cal)
+{
+	double hz = ls_tsc_cal_hz(cal);
+
+	return hz > 0 ? (uint64_t)hz : rte_get_tsc_hz();
+}
+
 double
 ls_tsc_cal_nominal_ppm(const struct ls_tsc_cal *cal)
 {
