@@ -112,14 +112,21 @@ def lsd_config(w):
     }
 
 
-def tshark_ce(pcap):
-    """CE-marked frames per TCP source port (the sender's stream), from the capture."""
-    r = sh("tshark", "-r", pcap, "-Y", "ip.dsfield.ecn == 3 && tcp.dstport == 5201", "-T",
-           "fields", "-e", "tcp.srcport", timeout=120)
-    out = {}
-    for line in r.stdout.split():
-        out[int(line)] = out.get(int(line), 0) + 1
-    return out
+def tshark_per_stream(pcap):
+    """Frames and CE-marked frames per TCP source port (the sender's stream), from the
+    capture: ({sport: frames}, {sport: CE frames})."""
+    r = sh("tshark", "-r", pcap, "-Y", "tcp.dstport == 5201", "-T", "fields", "-e",
+           "tcp.srcport", "-e", "ip.dsfield.ecn", timeout=120)
+    frames, ce = {}, {}
+    for line in r.stdout.splitlines():
+        f = line.split()
+        if len(f) != 2:
+            continue
+        p = int(f[0])
+        frames[p] = frames.get(p, 0) + 1
+        if int(f[1], 0) == 3:
+            ce[p] = ce.get(p, 0) + 1
+    return frames, ce
 
 
 def tshark_dropped(log):
@@ -185,26 +192,31 @@ def main():
                         for k in links1)
             bn_marks = bn1["ecn_marked"] - bn0["ecn_marked"]
             drops = bn1["drop_tail"] - bn0["drop_tail"]
-            seen = tshark_ce(pcap)
-            ours = {f["sport"]: f["ce"] for f in flows
-                    if f["dport"] == 5201 and f["proto"] == 6 and f["src"] == "10.1.0.1"}
+            frames, seen = tshark_per_stream(pcap)
+            data = [f for f in flows
+                    if f["dport"] == 5201 and f["proto"] == 6 and f["src"] == "10.1.0.1"]
+            ours = {f["sport"]: f["ce"] for f in data}
+            # frames lockstepd forwarded that the capture lacks: tshark's own drop
+            # report misses some (CI once showed 1.8% gone with none reported)
+            missed = sum(max(0, f["pkts"] - f["drops"] - frames.get(f["sport"], 0))
+                         for f in data)
             gbps = rep.get("end", {}).get("sum_received", {}).get("bits_per_second", 0)
             retr = rep.get("end", {}).get("sum_sent", {}).get("retransmits", -1)
             print("# iperf3 %.1f Mb/s, %d retransmits; CE marks %d (%d at the bottleneck), "
-                  "%d tail drops; "
+                  "%d tail drops; %d forwarded frames not in the capture; "
                   "CE per stream (sport: lockstepd / tshark): %s" % (
-                      gbps / 1e6, retr, marks, bn_marks, drops,
+                      gbps / 1e6, retr, marks, bn_marks, drops, missed,
                       ", ".join("%d: %d/%d" % (p, ours.get(p, -1), seen.get(p, 0))
                                 for p in sorted(set(ours) | set(seen)))), flush=True)
             c.check(bn_marks > 0, "the bottleneck CE-marked the kernel's ECT traffic (%d)" % bn_marks)
             c.check(len(ours) >= 4, "lockstepd holds the 4 data streams as flows (%d)" % len(ours))
-            lost = tshark_dropped(os.path.join(tmp, "tshark.log"))
+            lost = max(tshark_dropped(os.path.join(tmp, "tshark.log")), missed)
             if lost == 0:
                 c.check(all(ours.get(p, -1) == seen.get(p, 0) for p in set(ours) | set(seen)),
                         "lockstepd's CE count per stream equals tshark's behind it")
             else:   # a loaded machine: tshark missed frames, so it can only see fewer
                 c.check(all(ours.get(p, -1) >= seen.get(p, 0) for p in set(ours) | set(seen)),
-                        "tshark dropped %d frames: lockstepd's CE count per stream is at least "
+                        "tshark missed %d frames: lockstepd's CE count per stream is at least "
                         "tshark's" % lost)
             c.check(sum(ours.values()) == marks,
                     "lockstepd's CE counts add up to the emulator's marks on the path (%d = %d)"
