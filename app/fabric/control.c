@@ -638,6 +638,15 @@ truth_json(const struct lsf_truth *t)
 	case LSF_T_HOP:
 	case LSF_T_DROP:
 		json_object_set_new(o, "type", json_string(t->type == LSF_T_HOP ? "hop" : "drop"));
+		if (t->data) {
+			/* not a probe: which flow's frame */
+			json_object_set_new(o, "frame", json_pack("{s:o, s:o, s:i, s:i}",
+				"src", addr_json(t->family, t->src), "dst", addr_json(t->family, t->dst),
+				"sport", t->sport, "dport", t->dport));
+			json_object_set_new(o, "reason", json_string(t->verdict < 4 ?
+								     reason[t->verdict] : "?"));
+			break;
+		}
 		json_object_set_new(o, "probe", json_pack("{s:o, s:o, s:i, s:i, s:o, s:b}",
 			"src", addr_json(t->family, t->src), "dst", addr_json(t->family, t->dst),
 			"sport", t->sport, "dport", t->dport,

@@ -178,6 +178,7 @@ struct lsf_truth {
 	uint32_t seq;              /* STAMP sequence number (sender's) */
 	bool stamp;                /* a STAMP packet (seq is valid); not: a trace's */
 	bool reflected;            /* a reflector's answer (source port 862) */
+	bool data;                 /* DROP: not a probe (a frame a dead link dropped) */
 };
 
 struct lsf_port {

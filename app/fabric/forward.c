@@ -100,11 +100,15 @@ enqueue_pkt(uint16_t ch, struct rte_mbuf *m, uint64_t t, const struct ls_pkt_inf
 
 	v = ls_fab_chan_enqueue(c, t, m->pkt_len + LSF_WIRE_OVERHEAD, ect, m, tag, &ce);
 	if (v != LS_FAB_OK) {
-		if (probe) {
+		/* a probe's every drop (with --hops); any other frame a dead
+		 * link drops, always (when the last one went in says when its
+		 * senders moved away: failover's truth) */
+		if (probe || (v == LS_FAB_DROP_DOWN && fam && !is_probe(pi))) {
 			struct lsf_truth r = {.type = LSF_T_DROP, .verdict = (uint8_t)v,
 					      .chan = ch, .t_ns = t, .depth = depth};
 
 			lsf_probe_record(&r, pi, m);
+			r.data = !probe;
 			lsf_truth_push(&r);
 		}
 		rte_pktmbuf_free(m);
@@ -427,17 +431,37 @@ is_ect(uint8_t tos)
 	return (tos & LS_ECN_MASK) == LS_ECN_ECT0 || (tos & LS_ECN_MASK) == LS_ECN_ECT1;
 }
 
+/* A frame of the fast path a dead link dropped, in the truth as
+ * enqueue_pkt records them (probes only with --hops, which sends every
+ * frame through enqueue_pkt). Off the fast path: a drop. */
+static void __rte_noinline
+down_drop_record(uint16_t ch, const struct rte_mbuf *m, uint64_t t)
+{
+	struct ls_pkt_info pi;
+	struct lsf_truth r = {.type = LSF_T_DROP, .verdict = LS_FAB_DROP_DOWN, .chan = ch,
+			      .t_ns = t, .data = true};
+
+	if (ls_pkt_parse(rte_pktmbuf_mtod(m, const uint8_t *), m->data_len, false, &pi) < 0 ||
+	    pi.src.family == 0 || is_probe(&pi))
+		return;
+	lsf_probe_record(&r, &pi, m);
+	lsf_truth_push(&r);
+}
+
 /* Offer a real packet whose IP header (if any, family fam) is at offset 14
  * to channel ch at time t, with its tag. What enqueue_pkt does without a
- * truth record to write. */
+ * truth record to write (but a dead link's drop). */
 static __rte_always_inline void
 enqueue_tagged(uint16_t ch, struct rte_mbuf *m, uint64_t t, uint8_t fam, bool ect, uint32_t tag)
 {
+	enum ls_fab_verdict v;
 	bool ce;
 
-	if (unlikely(ls_fab_chan_enqueue_inline(&fab.fab->chans[ch], t,
-						m->pkt_len + LSF_WIRE_OVERHEAD, ect, m, tag,
-						&ce) != LS_FAB_OK)) {
+	v = ls_fab_chan_enqueue_inline(&fab.fab->chans[ch], t, m->pkt_len + LSF_WIRE_OVERHEAD, ect,
+				       m, tag, &ce);
+	if (unlikely(v != LS_FAB_OK)) {
+		if (v == LS_FAB_DROP_DOWN)
+			down_drop_record(ch, m, t);
 		rte_pktmbuf_free(m);
 		return;
 	}

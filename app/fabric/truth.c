@@ -35,7 +35,8 @@ lsf_probe_record(struct lsf_truth *t, const struct ls_pkt_info *pi,
 	/* The sender's sequence number: at 0 in a test packet, at 24 in a
 	 * reflected one (RFC 8762). Shorter payloads on port 862 are not STAMP
 	 * (lockstepd's route traces): they have none. */
-	t->stamp = pi->payload_len >= LS_STAMP_BASE_LEN;
+	t->stamp = (pi->dport == LS_STAMP_PORT || t->reflected) &&
+		   pi->payload_len >= LS_STAMP_BASE_LEN;
 	if (t->stamp) {
 		const uint8_t *q = pl + (t->reflected ? 24 : 0);
 

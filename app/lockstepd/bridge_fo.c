@@ -97,6 +97,7 @@
 #define T_SHIFT 10             /* flow clock: TSC >> 10 (~0.5 us at 2 GHz; wraps
 				* after ~2200 s, differences are taken mod 2^32) */
 #define FO_LOG 1024            /* moves the control thread may lag behind */
+#define FO_MARK_PATHS 16       /* paths whose probe mark time is kept per destination */
 
 /* One move, for the event log. */
 struct fo_rec {
@@ -107,6 +108,8 @@ struct fo_rec {
 	uint8_t by;                /* FO_BY_ACKS, FO_BY_PROBES */
 	uint8_t pad[2];
 	uint32_t limit_us;         /* the silence that moved it */
+	uint32_t mark_ago;         /* flow clock from the path's mark to the move
+				    * (by ACKs 0: the move is the verdict) */
 };
 
 enum { FO_BY_ACKS, FO_BY_PROBES };
@@ -117,6 +120,9 @@ struct lsd_fo {
 	struct ls_repath_mark pdest[DEST_SLOTS]; /* the probe mesh's marks */
 	struct ls_repath_heard heard[DEST_SLOTS]; /* paths flows were answered on */
 	uint64_t pcov[DEST_SLOTS]; /* with them: the data paths some probe stands for */
+	/* when each path was first marked by the probes (flow clock): the
+	 * decision, of which a flow's move at its next frame is the effect */
+	uint32_t pmark_t[DEST_SLOTS][FO_MARK_PATHS];
 	uint32_t probe_until;      /* flow clock: no probe mark lives after it */
 	uint32_t probe_silence;    /* silence_us in ns (probe paths) */
 	struct ls_repath_params p;
@@ -236,11 +242,12 @@ policy_paths(const struct lsd_bridge *b, const struct ls_flow_pkt *pk)
 /* A move, for the event log (lsd_fo_events_poll). */
 static void
 log_move(struct lsd_fo *fo, const struct ls_flow_key *k, uint8_t from, uint8_t to,
-	 uint32_t limit, uint64_t now, uint8_t by)
+	 uint32_t limit, uint64_t now, uint8_t by, uint32_t mark_ago)
 {
 	struct fo_rec *r = &fo->log[fo->head % FO_LOG];
 
 	r->by = by;
+	r->mark_ago = mark_ago;
 	r->tsc = now;
 	memcpy(r->dst, k->dst, sizeof(r->dst));
 	r->vid = k->vid;
@@ -257,6 +264,19 @@ marks_of(const struct lsd_fo *fo, uint32_t h, uint32_t t)
 {
 	return ls_repath_marks(fo->dest, DEST_SLOTS, h, t) |
 	       ls_repath_marks(fo->pdest, DEST_SLOTS, h, t);
+}
+
+/* Flow clock since the probes marked path k for destination hash h (0 when
+ * not kept: paths from FO_MARK_PATHS on, or a mark older than a hold). */
+static inline uint32_t
+mark_ago(const struct lsd_fo *fo, uint32_t h, uint8_t k, uint32_t t)
+{
+	uint32_t ago;
+
+	if (k >= FO_MARK_PATHS)
+		return 0;
+	ago = t - fo->pmark_t[h & (DEST_SLOTS - 1)][k];
+	return ago <= fo->p.hold ? ago : 0;
 }
 
 /* Move flow f off its silent path (by its ACKs: the path is marked for the
@@ -286,7 +306,7 @@ move(struct lsd_bridge *b, struct ls_flow *f, struct ls_repath_flow *s,
 		ls_repath_mark(fo->dest, DEST_SLOTS, h, f->path, t, &fo->p);
 	ls_repath_moved(s, &fo->p, t, f->path);
 	log_move(fo, &pk->key, f->path, (uint8_t)k, by == FO_BY_ACKS ? s->limit : fo->p.silence,
-		 now, by);
+		 now, by, by == FO_BY_PROBES ? mark_ago(fo, h, f->path, t) : 0);
 	f->path = (uint8_t)k;
 	f->away = 1;
 	if (by == FO_BY_ACKS)
@@ -388,6 +408,7 @@ lsd_fo_flow_json(const struct lsd_bridge *b, int32_t idx)
 struct fo_group {
 	struct fo_rec r;           /* the first move of the group */
 	uint64_t last_tsc;         /* the last move's */
+	uint64_t mark_tsc;         /* the earliest mark of the group's moves */
 	uint32_t flows, to[LS_POLICY_MAX_PATHS + 1], limit_min, limit_max;
 };
 
@@ -417,14 +438,19 @@ group_json(const struct fo_group *g, uint64_t tsc_now, int64_t utc_now, uint64_t
 			json_object_set_new(to, key, json_integer(g->to[k]));
 		}
 	/* moved_ns: when the lcore moved the first and the last of them (the
-	 * event's own time is the control pass's, up to a pass later) */
-	return json_pack("{s:s, s:s, s:i, s:o, s:i, s:o, s:{s:i, s:i}, s:{s:I, s:I}}", "dst", a,
+	 * event's own time is the control pass's, up to a pass later);
+	 * marked_ns: when the path was found silent (by probes: the mark,
+	 * after which every frame of a flow on it goes elsewhere; a flow moves
+	 * at its next frame) */
+	return json_pack("{s:s, s:s, s:i, s:o, s:i, s:o, s:{s:i, s:i}, s:{s:I, s:I}, s:I}",
+			 "dst", a,
 			 "by", g->r.by == FO_BY_PROBES ? "probes" : "acks", "vid", g->r.vid,
 			 "path", g->r.from == 0xff ? json_null() : json_integer(g->r.from),
 			 "flows_moved", (int)g->flows, "to", to, "silence_us",
 			 "min", (int)g->limit_min, "max", (int)g->limit_max, "moved_ns",
 			 "first", (json_int_t)move_utc(g->r.tsc, tsc_now, utc_now, hz),
-			 "last", (json_int_t)move_utc(g->last_tsc, tsc_now, utc_now, hz));
+			 "last", (json_int_t)move_utc(g->last_tsc, tsc_now, utc_now, hz),
+			 "marked_ns", (json_int_t)move_utc(g->mark_tsc, tsc_now, utc_now, hz));
 }
 
 /*
@@ -469,11 +495,13 @@ lsd_fo_events_poll(struct lsd_bridge *b)
 			}
 			memset(&g[n], 0, sizeof(g[n]));
 			g[n].r = r;
+			g[n].mark_tsc = UINT64_MAX;
 			g[n].limit_min = UINT32_MAX;
 			n++;
 		}
 		g[i].flows++;
 		g[i].last_tsc = r.tsc;
+		g[i].mark_tsc = RTE_MIN(g[i].mark_tsc, r.tsc - ((uint64_t)r.mark_ago << T_SHIFT));
 		g[i].to[r.to == 0xff ? LS_POLICY_MAX_PATHS : r.to]++;
 		g[i].limit_min = RTE_MIN(g[i].limit_min, r.limit_us);
 		g[i].limit_max = RTE_MAX(g[i].limit_max, r.limit_us);
@@ -561,6 +589,10 @@ note_apply(struct lsd_bridge *b, const struct fo_note *n)
 		return;
 	}
 	fo->pcov[n->h & (DEST_SLOTS - 1)] = n->cov;
+	/* a path newly marked: when (each probe renews the marks it finds) */
+	for (uint64_t m = n->paths & ~ls_repath_marks(fo->pdest, DEST_SLOTS, n->h, n->t) &
+			  ((1ULL << FO_MARK_PATHS) - 1); m != 0; m &= m - 1)
+		fo->pmark_t[n->h & (DEST_SLOTS - 1)][__builtin_ctzll(m)] = n->t;
 	for (uint64_t m = n->paths; m != 0; m &= m - 1)
 		ls_repath_mark(fo->pdest, DEST_SLOTS, n->h, (uint8_t)__builtin_ctzll(m), n->t,
 			       &fo->p);
@@ -597,9 +629,14 @@ lsd_fo_probe_path(struct lsd_bridge *b, const struct lsd_peer *peer,
 	lim = RTE_MIN(lim, 20 * (uint64_t)fo->probe_silence);
 	if (!l->any_rx || l->tx_next - 1 - l->max_seq_rx < 3 || !b->fab_drained)
 		return;
+	/* the absolute rule waits out a pause of the whole port, the one it is
+	 * in too: in the lab every reply stops for half a ms now and then, and
+	 * a path judged just before the pause began looked silent (the others
+	 * had one more reply in) */
 	if (!overtaken(peer, pp, RTE_MAX(2 * (uint64_t)peer->interval_us * 1000,
 					 (uint64_t)fo->probe_silence / 2)) &&
 	    (now_ns - l->last_rx_ns < lim || !peer_heard(peer, now_ns, lim) ||
+	     rte_rdtsc() - b->fab_last_rx > b->fab_pause ||
 	     (rte_rdtsc() - b->fab_resumed) * 1000000 / b->hz * 1000 < lim))
 		return;
 	t = fo_clock(rte_rdtsc());

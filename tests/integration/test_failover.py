@@ -68,6 +68,9 @@ PROBE_US = int(os.environ.get("FO_PROBE_US", "100" if "--bench" in sys.argv else
 PAIR_S = 4.0   # probes-only case: time for the route map to pair probe and data paths
 STALL_MAX_US = 2000
 REACT_MAX_US = 1000
+# frames steered before a mark still on their way to the dead link: lockstepd's
+# queues, then the emulator's, which the two-core lab's pauses stretch
+LATE_IN_US = 300
 GAPS = 256
 DOWN_MS = 1000
 SIM_EPOCH_NS = 1700000000000000000
@@ -210,6 +213,10 @@ def run_case(c, tmp, seed, mode, bench):
                        for (l, _) in s if l.startswith("leaf1-spine") and
                        before[i]["path"] in cov})
         link = rnd.choice(used) if used else "leaf1-spine1"
+        # each path's route h1 -> h2 now: which cross the link, which way
+        routes = {p: route_links(fsock, "h1", "h2", BASE + p, 4791) for p in range(PATHS)}
+        fwd_dirs = {(l, d) for r in routes.values() for l, d in r if l == link}
+        on_dead = {BASE + p for p, r in routes.items() if any(l == link for l, _ in r)}
         # Scheduled ahead: in a two-core lab, serving a control request
         # pauses every process for a millisecond or two, which would show
         # in every flow at the edge.
@@ -221,7 +228,7 @@ def run_case(c, tmp, seed, mode, bench):
             rep = json.load(f)
         # the instant the link died, from the emulator's truth (lab
         # timeline = CLOCK_MONOTONIC_RAW + LS_SIM_EPOCH_NS)
-        downs = []
+        downs, ups, into = [], [], []
         with open(os.path.join(tmp, "truth.jsonl")) as f:
             for line in f:
                 try:
@@ -230,6 +237,13 @@ def run_case(c, tmp, seed, mode, bench):
                     continue
                 if e.get("type") == "link" and e.get("link") == link and not e.get("up"):
                     downs.append(e["t"] - SIM_EPOCH_NS)
+                if e.get("type") == "link" and e.get("link") == link and e.get("up"):
+                    ups.append(e["t"] - SIM_EPOCH_NS)
+                # the data frames the dead link dropped (the emulator's
+                # record of every frame a down link refuses)
+                if (e.get("type") == "drop" and e.get("link") == link and "frame" in e and
+                        e["frame"]["dport"] == 4791):
+                    into.append((e["t"] - SIM_EPOCH_NS, e["frame"]["sport"], e["dir"]))
         if not c.check(len(downs) > 0, "%s: the emulator's truth has %s going down" % (name, link)):
             return None
         t0 = t1 = min(downs)
@@ -263,7 +277,26 @@ def run_case(c, tmp, seed, mode, bench):
              0 <= e["moved_ns"]["first"] - (t0 + off) < 100_000_000]
     res["react_us"] = ((min(m["first"] for m in moves) - t0 - off) / 1e3,
                        (max(m["last"] for m in moves) - t0 - off) / 1e3) if moves else None
+    # ... and its decision: when the last of those paths was found silent
+    # (marked_ns; by probes the mark, after which every frame of a flow on
+    # it goes elsewhere: a flow moves at its next frame, which the test's
+    # flows send every 1/PPS); and from the truth, when the last data frame
+    # went into the dead link (after the last mark only what was past
+    # lockstepd's steering already, plus the lab's pauses, may follow)
+    marks = [e["marked_ns"] for e in silent if e.get("path") in hot and "marked_ns" in e and
+             0 <= e["marked_ns"] - (t0 + off) < 100_000_000]
+    res["mark_us"] = (max(marks) - t0 - off) / 1e3 if marks else None
+    last_in = [x for x, _, d in into if 0 <= x - t0 < 100_000_000 and (link, d) in fwd_dirs]
+    res["last_in_us"] = (max(last_in) - t0) / 1e3 if last_in else None
+    res["into"] = len(last_in)
+    # the records name the flows: every data frame the dead link took on
+    # the data's way was on a path whose route crossed it then
+    res["into_stray"] = sorted({sp for _, sp, d in into if (link, d) in fwd_dirs and
+                                sp not in on_dead})
     st = sorted(res["stall_us"][i] for i in hit if i in flows)
+    res["up_ms"] = (min(ups) - t0) / 1e6 if ups else None
+    res["stray_ms"] = sorted(round((e["marked_ns"] - t0 - off) / 1e6, 1) for e in silent
+                             if e.get("path") not in hot and "marked_ns" in e)
     calm = [flows[i]["max_gap_us"] for i in flows if i not in hit]
     print("#   flows that crossed nothing, their gap at the flap, us (<=: not among the %d "
           "longest, no longer than the shortest of them): %s" % (GAPS, " ".join(
@@ -283,12 +316,24 @@ def run_case(c, tmp, seed, mode, bench):
               sum(res["moves"][i] for i in flows if i not in hit), res["counters"]), flush=True)
     if failover:
         print("#   from the link's death to the first / last move off its paths (lockstepd's "
-              "reaction), us: %s" % ("%.0f / %.0f" % res["react_us"] if res["react_us"]
-                                     else "no move"), flush=True)
+              "reaction), us: %s; to the last of them found silent: %s" % (
+                  "%.0f / %.0f" % res["react_us"] if res["react_us"] else "no move",
+                  "%.0f" % res["mark_us"] if res["mark_us"] is not None else "none"),
+              flush=True)
+    if res["stray_ms"]:
+        print("#   paths found silent that the dead link did not carry (moves of flows that "
+              "crossed nothing), ms after its death: %s (it came back at %.1f ms)" % (
+                  res["stray_ms"], res["up_ms"] or -1), flush=True)
+    print("#   data frames into the dead link within 100 ms of its death (truth): %d, the last "
+          "%s us after it" % (res["into"], "%.0f" % res["last_in_us"]
+                              if res["last_in_us"] is not None else "-"), flush=True)
     print("#   one-way delay h1 -> h2 through lockstepd and the emulator, us: %s" % (
         {k: round(v / 1e3, 1) for k, v in rep.get("rx", {}).get("owd_ns", {}).items()
          if isinstance(v, (int, float))}), flush=True)
     c.check(len(flows) == FLOWS, "%s: every flow arrived (%d)" % (name, len(flows)))
+    c.check(not res["into_stray"], "%s: the truth's records of data frames the dead link "
+            "dropped (%d in 100 ms) name only paths that cross it (others: %s)" % (
+                name, res["into"], res["into_stray"]))
     logged = sum(e["flows_moved"] for e in silent)
     moved = counters["repaths"] + counters["repaths_probe"]
     c.check(logged == moved and br["failover"]["moves_unlogged"] == 0 and
@@ -316,10 +361,18 @@ def run_case(c, tmp, seed, mode, bench):
         # issue 29's 1 ms is at a 100 us probe interval: the probes' case (the
         # ACK rule alone waits silence_us, then for the flow's next request)
         if bench and mode == "probes":
-            c.check(res["react_us"] is not None and res["react_us"][1] <= REACT_MAX_US,
-                    "%s: the last affected flow moved <= %d us after the link died (%s)" % (
-                        name, REACT_MAX_US, "%.0f us" % res["react_us"][1]
-                        if res["react_us"] else "no move seen"))
+            c.check(res["mark_us"] is not None and res["mark_us"] <= REACT_MAX_US,
+                    "%s: the last of the affected flows' paths found silent <= %d us after "
+                    "the link died (%s; their last move, at each flow's next frame: %s)" % (
+                        name, REACT_MAX_US, "%.0f us" % res["mark_us"]
+                        if res["mark_us"] is not None else "none seen",
+                        "%.0f us" % res["react_us"][1] if res["react_us"] else "none seen"))
+            c.check(res["mark_us"] is not None and
+                    (res["last_in_us"] or 0) <= res["mark_us"] + LATE_IN_US,
+                    "%s: no data frame went into the dead link later than %d us after that "
+                    "(truth: the last %s us after the death)" % (
+                        name, LATE_IN_US, "%.0f" % res["last_in_us"]
+                        if res["last_in_us"] is not None else "-"))
             c.check(all(x <= STALL_MAX_US for x in st),
                     "%s: every affected flow's stall <= %d us (max %.0f)" % (
                         name, STALL_MAX_US, max(st or [0])))
@@ -362,13 +415,18 @@ def main():
         false = sum(r["moves"][i] for r in rs for i in r["moves"]
                     if i not in r["fwd"] and i not in r["rev"])
         react = [r["react_us"][1] for r in rs if r.get("react_us")]
+        mark = [r["mark_us"] for r in rs if r.get("mark_us") is not None]
+        last_in = [r["last_in_us"] for r in rs if r.get("last_in_us") is not None]
         print("# failover %s over %d seeds (silence_us %d): %d flows whose data crossed the "
               "dead link, stall p50 %.0f us, p99 %.0f us, max %.0f us; %d more whose ACKs "
               "did; frames lost %d; moves of flows that crossed nothing %d; last affected "
-              "flow moved after the death p50 %.0f us, max %.0f us (%d of %d seeds seen)" % (
+              "flow moved after the death p50 %.0f us, max %.0f us (%d of %d seeds seen); "
+              "the last of its paths found silent p50 %.0f us, max %.0f us; the last data "
+              "frame into the dead link (truth) p50 %.0f us, max %.0f us" % (
                   mode, len(rs), SILENCE_US, len(st), pct(st, 0.5),
                   pct(st, 0.99), max(st or [0]), sum(len(r["rev"]) for r in rs), lost, false,
-                  pct(react, 0.5), max(react or [0]), len(react), len(rs)),
+                  pct(react, 0.5), max(react or [0]), len(react), len(rs),
+                  pct(mark, 0.5), max(mark or [0]), pct(last_in, 0.5), max(last_in or [0])),
               flush=True)
     c.finish()
 
