@@ -73,6 +73,20 @@ def main():
         flaps = []
         end = time.time() + MINUTES * 60
         rss_mid = []
+        # Each node keeps its last events.keep (4,096) events: read them as
+        # the run goes (a read at the end lost the first fifth of a 10-minute
+        # run's, and with them the first flaps' suspects).
+        allev, nxt, missed_ev = [], [0] * len(socks), [0]
+
+        def drain():
+            for i, s in enumerate(socks):
+                while True:
+                    r = lslab.call(s, "events", {"since": nxt[i], "max": 100000})
+                    missed_ev[0] += r["missed"]
+                    allev.extend((i + 1, e) for e in r["events"])
+                    if not r["events"] or r["next"] <= nxt[i]:
+                        break
+                    nxt[i] = r["next"]
         while time.time() < end:
             link = "leaf%d-spine%d" % (rnd.randint(1, 2), rnd.randint(1, 4))
             b = time.clock_gettime_ns(time.CLOCK_MONOTONIC_RAW)
@@ -84,26 +98,27 @@ def main():
             time.sleep(FLAP_S)
             if len(flaps) % 30 == 0:
                 rss_mid.append(sum(rss_kb(lab.dir).values()))
+            if len(flaps) % 5 == 0:
+                drain()
         lslab.call(lab.fab, "gen.stop", {"name": "bg"})
         time.sleep(2)
         rss1 = rss_kb(lab.dir)
-        sus = []
-        for i, s in enumerate(socks, 1):
-            for e in lslab.call(s, "events", {"since": 0, "max": 100000})["events"]:
-                if e["type"] == "link.suspect":
-                    sus.append((i, e))
+        drain()
+        sus = [(i, e) for i, e in allev if e["type"] == "link.suspect"]
     spine_of = lambda link: link.split("-")[1]  # noqa: E731
 
     def touches(e, spine):
         return any(addr[spine][0] in c.split("-") or addr[spine][1] in c.split("-")
                    for c in e["candidates"])
-    named, lags = 0, []
+    named, lags, missed = 0, [], []
     for link, t_ns in flaps:
         hits = [(e["time_ns"] - t_ns) / 1e6 for _, e in sus
                 if touches(e, spine_of(link)) and 0 <= e["time_ns"] - t_ns <= 1e9]
         if hits:
             named += 1
             lags.append(min(hits))
+        else:
+            missed.append((link, t_ns))
     causeless = [e for _, e in sus
                  if not any(touches(e, spine_of(link)) and 0 <= e["time_ns"] - t_ns <= 2e9
                             for link, t_ns in flaps)]
@@ -115,10 +130,27 @@ def main():
           "them" % (named, len(flaps), lags[len(lags) // 2] if lags else -1,
                     lags[int(len(lags) * 0.99)] if lags else -1, lags[-1] if lags else -1,
                     len(sus), len(causeless)))
+    print("soak_links: %d events read as the run went, %d the nodes had dropped before "
+          "they were read" % (len(allev), missed_ev[0]))
     print("soak_links: lockstepd RSS, kB: start %s, every 30 flaps (sum) %s, end %s" % (
         sorted(rss0.values()), rss_mid, sorted(rss1.values())))
     for e in causeless[:5]:
         print("soak_links:   without a cause: %s" % json.dumps(e)[:300])
+    # what the nodes said around a flap nobody named: a suspect of another
+    # link, paths down without a suspect, or nothing at all
+    for link, t_ns in missed[:int(os.environ.get("SOAK_SHOW", "8"))]:
+        near = [(n, e) for n, e in allev if -1e9 <= e["time_ns"] - t_ns <= 2e9]
+        kinds = {}
+        for n, e in near:
+            kinds[e["type"]] = kinds.get(e["type"], 0) + 1
+        print("soak_links:   not named: %s at %d; events from -1 s to +2 s: %s" % (
+            link, t_ns, kinds))
+        for n, e in near:
+            if e["type"] in ("link.suspect", "link.clear", "link.up"):
+                print("soak_links:     h%d %+.0f ms %s %s" % (
+                    n, (e["time_ns"] - t_ns) / 1e6, e["type"],
+                    json.dumps({k: v for k, v in e.items()
+                                if k not in ("time_ns", "type", "seq")})[:240]))
     return 0
 
 
