@@ -8,10 +8,15 @@ by at most 20 us over idle).
                       latency slice (DSCP 46, strict priority)
                       default slice (bulk, offered 2x the link)
 
-lockstepd shapes the link toward the fabric at the host link's rate
-(bridge.link_bps, wire bits: frame + 24 bytes); the emulator's link carries
-frame bytes only, so its queue stays empty and the queue forms in
-lockstepd, where slices are chosen. The foreground flow (lockstep-load
+lockstepd shapes the link toward the fabric at 99% of the host link's rate
+(bridge.link_bps, wire bits: frame + 24 bytes, as the emulator's links count
+them), as docs/datapath.md tells operators to: so the emulator's queue
+stays empty and the queue forms in lockstepd, where slices are chosen. At
+the link's own rate the two clocks decide who queues: a shaper a hair
+faster than the link keeps a standing queue in the link (until the
+fortieth session lockstepd paced by the CPU's stated TSC rate, 0.15% slow
+on the lab's VM, which hid this; at the measured rate the latency slice's
+p99 sat 12-18 us over idle, its p50 12 us). The foreground flow (lockstep-load
 --fg-flows: 256-byte frames, DSCP 46, 2% of the link) measures its one-way
 delay on the sender's own TSC (sender and sink are one process).
 
@@ -44,6 +49,7 @@ import lslab  # noqa: E402
 
 SCALE = int(os.environ.get("ISO_SCALE", "1000"))
 RATE = 10e9 / SCALE                # the host link
+SHAPE = 0.99                       # lockstepd's link_bps, of the host link's rate
 DELAY_NS = 1000 * SCALE            # each link, each way (1 us at the real scale)
 BULK = 1500                        # bulk frame bytes
 FG = 256                           # foreground frame bytes
@@ -67,7 +73,7 @@ def lsd_config(tmp, shield):
     return {
         "node": {"name": "iso", "id": 1},
         "ports": lslab.bridge_ports(tmp, "ha", "02:00:00:00:0a:01", "10.1.0.1/24"),
-        "bridge": {"host_port": "host", "fabric_port": "fab", "link_bps": int(RATE),
+        "bridge": {"host_port": "host", "fabric_port": "fab", "link_bps": int(SHAPE * RATE),
                    "max_flows": 4096, "policy_file": "",
                    "failover": {"enabled": False},
                    "policy": {"slices": slices}},
@@ -128,7 +134,8 @@ def main():
              for k in ("idle", "shielded", "unshielded")}
     if all(r.values()):
         idle, sh, un = r["idle"], r["shielded"], r["unshielded"]
-        c.check(sh["bulk_drops"] > 0 and sh["rate"] > 0.95 * 10e9 * BULK / (BULK + 24),
+        c.check(sh["bulk_drops"] > 0 and
+                sh["rate"] > 0.95 * SHAPE * 10e9 * BULK / (BULK + 24),
                 "shielded: bulk saturates the link (%.3f Gb/s, %d drops in its slice)"
                 % (sh["rate"] / 1e9, sh["bulk_drops"]))
         c.check(sh["p99"] - idle["p99"] <= LIMIT_US,
