@@ -438,8 +438,13 @@ cmd_balance(struct ls_ctl_req *req, json_t *args __rte_unused, void *aux __rte_u
 
 		for (uint16_t j = 0; j < bal.p.n_paths; j++)
 			json_array_append_new(paths, json_pack(
-				"{s:i, s:o, s:i, s:b}", "path", j,
+				"{s:i, s:o, s:o, s:o, s:i, s:b}", "path", j,
 				"queue_us", d->q[j] < 0 ? json_null() : json_real(d->q[j] / 1e3),
+				/* what a target is chosen by (ls_balance_pick) */
+				"queue_mean_us", d->q[j] < 0 || d->s.path[j].t_seen == 0 ? json_null() :
+				json_real(d->s.path[j].q_slow / 1e3),
+				"queue_dev_us", d->q[j] < 0 || d->s.path[j].t_seen == 0 ? json_null() :
+				json_real(d->s.path[j].q_dev / 1e3),
 				"building_runs", d->s.path[j].runs, "hot", d->s.path[j].act_at != 0));
 		json_array_append_new(a, json_pack("{s:s, s:I, s:I, s:I, s:I, s:o}", "peer", d->peer,
 						   "moves", (json_int_t)d->moves,

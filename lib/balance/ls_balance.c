@@ -7,7 +7,6 @@
 
 #include "ls_balance.h"
 
-#define MIN_I64(a, b) ((a) < (b) ? (a) : (b))
 #define MAX_I64(a, b) ((a) > (b) ? (a) : (b))
 
 static uint64_t
@@ -97,9 +96,18 @@ ls_balance_observe(struct ls_balance *s, const struct ls_balance_params *p,
 			continue;
 		}
 		if (x->t_ns > ps->t_seen) {
-			/* the mean of the last ~8 samples: a link busy at its
-			 * rate queues a little more than an idle one */
-			ps->q_avg = ps->t_seen == 0 ? x->q_ns : ps->q_avg + (x->q_ns - ps->q_avg) / 8;
+			/* the mean of the last ~32 samples and their spread: a
+			 * link busy at its rate queues a little more than an
+			 * idle one, by less than one sample's noise (target) */
+			if (ps->t_seen == 0) {
+				ps->q_slow = x->q_ns;
+				ps->q_dev = 0;
+			} else {
+				int64_t e = x->q_ns - ps->q_slow;
+
+				ps->q_slow += e / 32;
+				ps->q_dev += ((e < 0 ? -e : e) - ps->q_dev) / 32;
+			}
 			ps->t_seen = x->t_ns;
 		}
 		if (x->t_ns > ps->t_last)
@@ -147,30 +155,41 @@ eligible(const struct ls_balance *s, const struct ls_balance_params *p,
 }
 
 /*
- * A cool path with the fewest of our flows and, among those, a mean
- * queueing near the least (at most twice it plus hot_ns / 16: a link busy
- * at its rate queues a little, an idle one hardly), chosen at random among
- * them; or -1. At random, not the least: nodes that see the same queues
- * would all pick the same path (the lab: 8 of 20 seeds ended with two
- * nodes taking turns on one pair of links).
+ * A cool path with the fewest of our flows and, among those, a slow mean
+ * queueing within the noise of the least, chosen at random among them;
+ * or -1. The noise is the least path's own: the mean absolute deviation
+ * of its samples (at least hot_ns / 256, for a fabric so quiet that it
+ * has none). A path carrying someone else's flow at its rate queues more
+ * than an idle one by about a frame time, which the fast mean's eight
+ * samples and a margin scaled to hot_ns could not tell apart (the lab,
+ * seed 4 of bench_contention: idle spine 0.75 ms, one flow 1.99 ms, both
+ * inside "twice the least plus hot / 16"; one job's moves landed on the
+ * other's spines 3 times in 4 and the jobs took turns for 18 moves).
+ * At random within the noise, not the least: nodes that see the same
+ * queues would all pick the same path (the lab: 8 of 20 seeds ended with
+ * two nodes taking turns on one pair of links).
  */
 static int
 target(struct ls_balance *s, const struct ls_balance_params *p, const struct ls_balance_path *in,
        int hot, uint64_t allowed)
 {
 	uint32_t fewest = UINT32_MAX, ties = 0;
-	int64_t least = INT64_MAX;
+	int64_t least = INT64_MAX, band = 0;
 	int best = -1;
 
-	for (uint16_t t = 0; t < n_of(p); t++)
-		if (eligible(s, p, in, hot, allowed, t) && in[t].flows <= fewest) {
-			least = in[t].flows < fewest ? s->path[t].q_avg :
-				MIN_I64(least, s->path[t].q_avg);
-			fewest = in[t].flows;
+	for (uint16_t t = 0; t < n_of(p); t++) {
+		if (!eligible(s, p, in, hot, allowed, t) || in[t].flows > fewest)
+			continue;
+		if (in[t].flows < fewest || s->path[t].q_slow < least) {
+			least = s->path[t].q_slow;
+			band = s->path[t].q_dev;
 		}
+		fewest = in[t].flows;
+	}
+	band = MAX_I64(band, p->hot_ns / 256);
 	for (uint16_t t = 0; t < n_of(p); t++) {
 		if (!eligible(s, p, in, hot, allowed, t) || in[t].flows != fewest ||
-		    s->path[t].q_avg > 2 * MAX_I64(least, 0) + p->hot_ns / 16)
+		    s->path[t].q_slow > least + band)
 			continue;
 		if (next_rand(s) % ++ties == 0)
 			best = t;   /* reservoir: each one equally likely */

@@ -82,7 +82,8 @@ struct ls_balance_pstate {
 	uint64_t act_at;      /**< hot: the samples' time after which one may
 			       *   act; 0: not hot */
 	uint8_t runs;         /**< building samples in a row */
-	int64_t q_avg;        /**< mean queueing of the last ~8 samples */
+	int64_t q_slow;       /**< mean queueing of the last ~32 samples */
+	int64_t q_dev;        /**< their mean absolute deviation from q_slow */
 	uint64_t t_seen;      /**< the newest sample's time, 0: none */
 };
 
@@ -125,9 +126,10 @@ int ls_balance_observe(struct ls_balance *s, const struct ls_balance_params *p,
 /**
  * The move for the hot path ls_balance_observe returned: to the cool path
  * (known queueing under hot_ns / 2, not building, allowed) with the
- * fewest of the caller's flows and a mean queueing near the least of
- * those (a link busy at its rate queues a little), chosen at random among
- * them (never just the least: every node would pick the same); half the
+ * fewest of the caller's flows and a slow mean queueing within the
+ * least one's noise (its mean absolute deviation; a link busy at its rate
+ * queues a little more than an idle one), chosen at random among them
+ * (never just the least: every node would pick the same); half the
  * caller's flows on the hot path (at least one), and never so many that the
  * target would hold more of them than stay behind. A path with one of the
  * caller's flows is a target only when the hot one holds three or more.
