@@ -703,6 +703,28 @@ bridge_lcores(unsigned int lead)
 	return 0;
 }
 
+/*
+ * A shaper at the fabric port's own line rate (or over it) shapes nothing:
+ * the queue forms in the NIC and the next hop instead of the slices here,
+ * and a latency slice loses its protection (the lab: a standing queue of
+ * +13..18 us at the emulator's link). Said once at start, when the link is
+ * up and says its speed; a link that comes up later is not watched.
+ */
+static void
+link_rate_check(const struct lsd_port *fab, uint64_t link_bps)
+{
+	struct rte_eth_link l;
+
+	if (rte_eth_link_get_nowait(fab->port_id, &l) != 0 || l.link_status != RTE_ETH_LINK_UP ||
+	    l.link_speed == RTE_ETH_SPEED_NUM_NONE || l.link_speed == RTE_ETH_SPEED_NUM_UNKNOWN)
+		return;
+	if (link_bps >= (uint64_t)l.link_speed * 1000000ULL)
+		LSD_LOG(WARNING, "bridge: link_bps %.3f Gb/s is port %s's line rate (%.3f Gb/s) "
+		       "or more: the queue forms past lockstepd, not in its slices; shape a "
+		       "little under it (e.g. 98%%, docs/datapath.md)", link_bps / 1e9,
+		       fab->conf->name, l.link_speed / 1e3);
+}
+
 int
 lsd_bridge_init(void)
 {
@@ -728,6 +750,7 @@ lsd_bridge_init(void)
 		if (rc < 0)
 			return rc;
 	}
+	link_rate_check(&lsd.ports[f], bc->link_bps);
 	return 0;
 }
 
