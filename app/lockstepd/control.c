@@ -958,6 +958,7 @@ lsd_control_start(void)
 	lsd_mtu_register(control.ctl);
 	lsd_train_register(control.ctl);
 	lsd_links_register(control.ctl);
+	lsd_linkq_register(control.ctl);
 	rc = lsd_bridge_register(control.ctl);
 	if (rc == 0)
 		rc = lsd_metrics_start(control.ctl);

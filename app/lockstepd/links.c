@@ -46,7 +46,8 @@
  * last pass stopped (in one go it took up to 50 ms of CPU at 10k peers,
  * and a command waited for all of it); a removed peer starts it over.
  * What this does not do yet: nodes exchanging what they see (the two
- * candidates above would split), queueing per link (item 2's delays).
+ * candidates above would split). Queueing per link: linkq.c, fed by this
+ * pass once a second.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -201,7 +202,7 @@ peer_hops(const struct lsd_peer *peer, const struct pmap *pm)
  * with a gap, or shorter than hops: then it is traced again). */
 static bool
 path_links(const struct lsd_peer *peer, const struct pmap *pm, uint16_t path, uint8_t hops,
-	   uint16_t *out, uint16_t *n)
+	   uint16_t *out, uint8_t *from_a, uint16_t *n)
 {
 	const struct lsd_route_path *rp = pm_path(pm->p, pm->np, path);
 	const struct lsd_port *port = &lsd.ports[peer->port_idx];
@@ -222,6 +223,7 @@ path_links(const struct lsd_peer *peer, const struct pmap *pm, uint16_t path, ui
 
 		if (i < 0)
 			return false;
+		from_a[*n] = addr_cmp(prev, &lk.l[i].a) == 0;
 		out[(*n)++] = (uint16_t)i;
 		prev = cur;
 	}
@@ -321,6 +323,7 @@ pass_begin(void)
 	lk.n_hot_tx = 0;
 	lk.removals = lsd_peer_removals();
 	lk.in_pass = true;
+	lsd_linkq_begin(n);
 	if ((size_t)n * LS_MAX_PATHS > lk.was_cap) {
 		size_t cap = (size_t)n * LS_MAX_PATHS * 2;
 		uint8_t *w = realloc(lk.was_down, cap), *h, *r;
@@ -357,6 +360,7 @@ gather_peer(unsigned int i, const struct lsd_peer *peer, uint64_t now, uint64_t 
 		const struct lsd_peer_path *pp = &peer->path[p];
 		size_t slot = (size_t)i * LS_MAX_PATHS + p;
 		uint16_t ids[LSD_ROUTE_HOPS + 1], m;
+		uint8_t from_a[LSD_ROUTE_HOPS + 1];
 		uint64_t qt = LOAD(pp->q_tsc);
 		int64_t q = qt != 0 && now - qt < fresh ? LOAD(pp->q_ns) : -1;
 		uint8_t runs = 0;
@@ -373,12 +377,13 @@ gather_peer(unsigned int i, const struct lsd_peer *peer, uint64_t now, uint64_t 
 				(uint8_t)RTE_MIN(hr + 1, REV_RUNS_MAX) :
 				qr >= 0 && qr < HOT_NS / 2 ? 0 : REV_BETWEEN;
 		}
-		if (!path_links(peer, &pm, p, hops, ids, &m))
+		if (!path_links(peer, &pm, p, hops, ids, from_a, &m))
 			continue;
 		if (LOAD(pp->state_down)) {
 			add_path(K_DEAD, peer, p, ids, m, 0);
 			continue;
 		}
+		lsd_linkq_row(i, peer, p, ids, from_a, m);
 		for (uint16_t j = 0; j < m; j++)
 			lk.l[ids[j]].good[K_DEAD] = true;
 		if (q >= 0 && q < HOT_NS / 2)
@@ -647,6 +652,7 @@ lsd_links_poll(void)
 	lk.in_pass = false;
 	lk.last_dead = lk.nd[K_DEAD];
 	lk.last_n_l = lk.n_l;
+	lsd_linkq_solve(&lk.l[0].a, &lk.l[0].b, sizeof(lk.l[0]), lk.n_l);
 	if (lk.nd[K_DEAD] > 0 || lk.nd[K_HOT] > 0 || lk.n_s > 0)
 		infer();
 	senders();

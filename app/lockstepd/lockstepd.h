@@ -194,6 +194,8 @@ struct lsd_peer_path {
 				    * keep their layout) */
 	int64_t fo_srtt, fo_rttvar; /* (lcore) its round trips, smoothed (RFC 6298 form,
 				    * ns), while data_paths != 0 */
+	int64_t q_sum;             /* (lcore) every q_ns sample added up, and how */
+	uint64_t q_cnt;            /*   many: per-link queueing (linkq.c) */
 };
 
 /*
@@ -617,6 +619,17 @@ void lsd_route_poll(void);
  * a pass is under way (the control loop then does not wait on the socket) */
 bool lsd_links_poll(void);
 void lsd_links_register(struct ls_ctl *ctl);
+/* linkq.c (control thread): per-link queueing, fed by links.c's pass. begin:
+ * whether this pass estimates (once a second); row: a live traced path
+ * (its links, from_a[j]: link j crossed from its a end); solve: at the
+ * pass's end, over its n_links links (each link's two ends at a and b,
+ * stride bytes apart). */
+bool lsd_linkq_begin(unsigned int n_peers);
+void lsd_linkq_row(unsigned int pi, const struct lsd_peer *peer, uint16_t p, const uint16_t *ids,
+		   const uint8_t *from_a, uint16_t m);
+void lsd_linkq_solve(const struct ls_addr *a, const struct ls_addr *b, size_t stride,
+		     uint32_t n_links);
+void lsd_linkq_register(struct ls_ctl *ctl);
 void lsd_route_register(struct ls_ctl *ctl);
 void lsd_mtu_register(struct ls_ctl *ctl);
 /* notify.c: systemd's notification protocol (control thread) */

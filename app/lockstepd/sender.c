@@ -510,6 +510,9 @@ queue_note(struct lsd_peer_path *pp, int64_t fwd, int64_t rev, int64_t round_ns)
 	if (fwd < pp->fwd_min[0])
 		pp->fwd_min[0] = fwd;
 	pp->q_ns = fwd - RTE_MIN(pp->fwd_min[0], pp->fwd_min[1]);
+	/* a mean per interval for linkq.c (the control thread reads them) */
+	__atomic_store_n(&pp->q_sum, pp->q_sum + pp->q_ns, __ATOMIC_RELAXED);
+	__atomic_store_n(&pp->q_cnt, pp->q_cnt + 1, __ATOMIC_RELAXED);
 	if (rev != LS_PM_NONE) {
 		if (rev < pp->rev_min[0])
 			pp->rev_min[0] = rev;
