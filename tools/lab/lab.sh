@@ -5,7 +5,7 @@
 #
 #   tools/lab/lab.sh up   [--nodes N] [--transport memif|veth] [--dir DIR]
 #                         [--interval-us US] [--paths P] [--lcores L] [--build DIR]
-#   tools/lab/lab.sh up   --topo FILE [--truth [--sample-us N]] [--link memif|pcap] [--extra JSON]
+#   tools/lab/lab.sh up   --topo FILE [--truth [--sample-us N] [--truth-max-mb N]] [--link memif|pcap] [--extra JSON]
 #                         [--fabric-core CPU] [--rx-trailer] [--tx-trailer] [--dir DIR]
 #                         [--interval-us US]
 #                         [--paths P]
@@ -26,7 +26,8 @@
 #   memif link to the emulator, probing every other host. --truth records the
 #   ground truth (queues, link events, every probe's hops) in DIR/truth.jsonl;
 #   --sample-us sets its queue-depth sampling (0: none, which keeps a busy
-#   fabric's probe records from being crowded out).
+#   fabric's probe records from being crowded out); --truth-max-mb N the
+#   file's cap (default 1024; 0: none).
 #   --link pcap puts a veth pair between each host and the emulator instead
 #   of memif: lockstepd drives its end with net_pcap, so every frame it
 #   receives carries the kernel's receive stamp, which it uses as receive
@@ -67,6 +68,7 @@ lcores=1   # polling lcores per daemon; memif ports are spread over them
 topo=""
 truth=0
 sample_us=""
+truth_max_mb=""
 link=memif
 extra=""
 only=""
@@ -91,6 +93,7 @@ while [ $# -gt 0 ]; do
 	--topo) topo=$2; transport=fabric; shift 2 ;;
 	--truth) truth=1; shift ;;
 	--sample-us) sample_us=$2; shift 2 ;;
+	--truth-max-mb) truth_max_mb=$2; shift 2 ;;
 	--link) link=$2; shift 2 ;;
 	--extra) extra=$2; shift 2 ;;
 	--node) only=$2; shift 2 ;;
@@ -292,6 +295,7 @@ start_fabric() {
 	fi
 	[ "$truth" = 1 ] && args=(--truth "$dir/truth.jsonl" --hops)
 	[ -n "$sample_us" ] && args+=(--sample-us "$sample_us")
+	[ -n "$truth_max_mb" ] && args+=(--truth-max-mb "$truth_max_mb")
 	[ "$rx_trailer" = 1 ] && args+=(--rx-trailer)
 	[ "$tx_trailer" = 1 ] && args+=(--tx-trailer)
 	# Shared CPUs: sleep when idle (never past the next event). Own CPU:

@@ -177,6 +177,8 @@ static const struct cli_cmd commands[] = {
 	{ "route", "PEER [PATH] [--dport N] [--max-ttl N] [--fresh]",
 	  "the routers a path crosses (TTL-limited probes with its 5-tuple; --dport 4791: "
 	  "the data's)", cmd_route, .opts = route_opts },
+	{ "links queues", "", "per-link queueing: each traced link's mean queueing over the "
+	  "last second, fitted to the paths' (JSON)", .dcmd = "links.queues", .fmt = fmt_raw },
 	{ "links", "", "suspect links: what dead paths' routes share that no live path "
 	  "crosses (JSON)", .fmt = fmt_raw },
 	{ "call", "CMD [JSON-ARGS]",
