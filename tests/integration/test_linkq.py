@@ -140,7 +140,7 @@ def run(c, tname, lname, rows):
         json.dump(t, f)
     extra_file = os.path.join(tmp, "extra.json")
     with open(extra_file, "w") as f:
-        json.dump({h: {"links": {"hot_us": 5000}, "route": {"traces_per_s": 50},
+        json.dump({h: {"links": {"hot_us": 5000},
                        "probe": {"loss_timeout_us": 100 * PROBE_US}} for h in hosts}, f)
     samples = []   # (host, at_lab_ns, span_ns, reply)
     with lslab.FabricLab(topo_file, "linkq", ["--interval-us", str(PROBE_US), "--paths",
