@@ -96,7 +96,7 @@ def handle(req):
     if cmd == "help":
         return ok([{"cmd": c, "usage": "", "help": "fake " + c} for c in (
             "capture.start", "capture.stop", "clock", "events", "help", "links",
-            "log.level", "path", "path.train", "paths", "peer.add", "peer.del", "peers",
+            "links.queues", "log.level", "path", "path.train", "paths", "peer.add", "peer.del", "peers",
             "probe.set", "route", "stats.reset", "status", "sync", "sync.points")])
     if cmd == "status":
         return ok({
@@ -225,6 +225,8 @@ def handle(req):
     if cmd == "links":
         return ok({"suspects": [], "weak": [], "paths_down_traced": 0, "unexplained": 0,
                    "links_known": 0})
+    if cmd == "links.queues":
+        return ok({"links": [], "at_utc_ns": 0, "span_ms": 0.0, "paths": 0, "estimates": 0})
     if cmd == "route":
         return ok({"trace": 0, "peer": a.get("peer", ""), "path": a.get("path", 0),
                    "sport": 49152, "dport": 862, "family": "ipv4", "state": "done",

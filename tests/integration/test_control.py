@@ -154,7 +154,7 @@ def main():
             "log.level": {"level": "debug"},
             "capture.start": {"file": "c.pcap"}, "capture.stop": None,
             "events": {"max": 50},
-            "links": None,
+            "links": None, "links.queues": None,
             # answered by the error cases below: no peer is resolved here
             "route": {"peer": "a"}, "path.mtu": {"peer": "a"}, "path.train": {"peer": "a"},
         }
@@ -204,6 +204,10 @@ def main():
             "links": lambda r: (r["suspects"] == [] and r["weak"] == [] and
                                 r["paths_down_traced"] == 0 and r["unexplained"] == 0 and
                                 r["links_known"] == 0),
+            # nothing traced: no link fitted, every field there
+            "links.queues": lambda r: (r["links"] == [] and r["paths"] == 0 and
+                                       r["estimates"] >= 0 and r["span_ms"] >= 0 and
+                                       "at_utc_ns" in r),
             "capture.start": lambda r: r == {"file": cap},
             "capture.stop": lambda r: (r["file"] == cap and r["packets"] >= 0 and r["bytes"] >= 24
                                        and r["dropped"] == 0 and os.path.getsize(cap) == r["bytes"]),
@@ -211,7 +215,7 @@ def main():
         real = {}
         for name in ["help", "status", "peers", "paths", "path", "peer.add", "peer.del",
                      "probe.set", "stats.reset", "clock", "sync", "sync.points", "log.level",
-                     "capture.start", "capture.stop", "events", "links"]:
+                     "capture.start", "capture.stop", "events", "links", "links.queues"]:
             r = k.call(name, valid[name])
             real[name] = r.get("result")
             try:
