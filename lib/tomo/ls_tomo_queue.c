@@ -56,20 +56,16 @@ wider_first(const void *a, const void *b, void *arg)
 	return x < y ? -1 : x > y;
 }
 
-int
-ls_tomo_queues(const struct ls_tomo_qpath *p, uint32_t n_paths, uint32_t n_links,
-	       struct ls_tomo_qlink *out, struct ls_tomo_qwork *w, uint32_t sweeps)
+/* Each link's path set (sig, paths) and the incidence as path lists per
+ * link (CSR: off, ent); -1 when a link id is out of range or ent is full. */
+static int
+incidence(const struct ls_tomo_qpath *p, uint32_t n_paths, uint32_t n_links,
+	  struct ls_tomo_qlink *out, struct ls_tomo_qwork *w)
 {
-	uint32_t e = 0, ng = 0;
+	uint32_t e = 0;
 
-	if (n_links > w->cap_links || n_paths > w->cap_paths)
-		return -1;
-	memset(out, 0, sizeof(*out) * n_links);
-	for (uint32_t l = 0; l < n_links; l++) {
+	for (uint32_t l = 0; l < n_links; l++)
 		w->sig[l] = 0;
-		w->off[l] = 0;
-	}
-	/* each link's path set, and the incidence as lists per link (CSR) */
 	for (uint32_t i = 0; i < n_paths; i++) {
 		if (p[i].w <= 0)
 			continue;
@@ -97,7 +93,16 @@ ls_tomo_queues(const struct ls_tomo_qpath *p, uint32_t n_paths, uint32_t n_links
 		for (uint16_t j = 0; j < p[i].n; j++)
 			w->ent[w->fill[p[i].link[j]]++] = i;
 	}
-	/* groups: the first link of each path set leads it */
+	return 0;
+}
+
+/* Groups (the first link of each path set leads it), their leaders in
+ * w->fill, those crossed by more paths first; @return how many. */
+static uint32_t
+groups(uint32_t n_links, struct ls_tomo_qlink *out, struct ls_tomo_qwork *w)
+{
+	uint32_t ng = 0;
+
 	for (uint32_t l = 0; l < n_links; l++) {
 		out[l].group = (uint16_t)l;
 		if (out[l].paths == 0)
@@ -107,16 +112,19 @@ ls_tomo_queues(const struct ls_tomo_qpath *p, uint32_t n_paths, uint32_t n_links
 				out[l].group = out[k].group;
 				break;
 			}
-		if (out[l].group == l)
-			ng++;
 	}
-	/* the groups, those crossed by more paths first (fill is free now) */
-	ng = 0;
 	for (uint32_t l = 0; l < n_links; l++)
 		if (out[l].paths > 0 && out[l].group == l)
 			w->fill[ng++] = l;
 	qsort_r(w->fill, ng, sizeof(w->fill[0]), wider_first, out);
-	/* r = q - A x, x = 0 to start */
+	return ng;
+}
+
+/* Coordinate descent over the ng group leaders; w->r holds q - A x. */
+static void
+descend(const struct ls_tomo_qpath *p, uint32_t n_paths, uint32_t ng,
+	struct ls_tomo_qlink *out, struct ls_tomo_qwork *w, uint32_t sweeps)
+{
 	for (uint32_t i = 0; i < n_paths; i++)
 		w->r[i] = p[i].q_ns;
 	for (uint32_t s = 0; s < sweeps; s++) {
@@ -143,6 +151,21 @@ ls_tomo_queues(const struct ls_tomo_qpath *p, uint32_t n_paths, uint32_t n_links
 		if (moved < 1.0)   /* under a nanosecond in all: done */
 			break;
 	}
+}
+
+int
+ls_tomo_queues(const struct ls_tomo_qpath *p, uint32_t n_paths, uint32_t n_links,
+	       struct ls_tomo_qlink *out, struct ls_tomo_qwork *w, uint32_t sweeps)
+{
+	uint32_t ng;
+
+	if (n_links > w->cap_links || n_paths > w->cap_paths)
+		return -1;
+	memset(out, 0, sizeof(*out) * n_links);
+	if (incidence(p, n_paths, n_links, out, w) < 0)
+		return -1;
+	ng = groups(n_links, out, w);
+	descend(p, n_paths, ng, out, w, sweeps);
 	/* members take their group's value; each link its paths' residual */
 	for (uint32_t l = 0; l < n_links; l++) {
 		double ss = 0, ws = 0;
